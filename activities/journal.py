@@ -1,0 +1,29 @@
+"""Journal writes from workflows: an activity (usually run as a local activity)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+
+from runtime.contracts import AppendEventsInput, AppendEventsResult
+from runtime.store import EventJournal
+from runtime.store.journal import NewEvent
+
+
+class JournalActivities:
+    def __init__(self, journal: EventJournal) -> None:
+        self.journal = journal
+
+    @activity.defn(name="journal.append_events")
+    async def append_events(self, request: AppendEventsInput) -> AppendEventsResult:
+        """Append a batch; idempotent across retries when the workflow gives a dedupe key."""
+        events = [NewEvent(e.type, e.data, e.originator) for e in request.events]
+        entries = await asyncio.to_thread(
+            self.journal.append_many,
+            request.stream,
+            events,
+            retention=request.retention,
+            dedupe_key=request.dedupe_key,
+        )
+        return AppendEventsResult(first_seq=entries[0].seq, last_seq=entries[-1].seq)

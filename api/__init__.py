@@ -1,0 +1,1 @@
+"""The FastAPI facade: the one door for clients."""

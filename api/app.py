@@ -1,0 +1,115 @@
+"""The app factory: settings in, a FastAPI app with the security chain and every router out."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+from fastapi import FastAPI
+from temporalio.client import Client
+
+from api.errors import install_error_handlers
+from api.routes import capabilities, daemon_status, health
+from api.security import (
+    BearerAuth,
+    BodyLimit,
+    CorsPolicy,
+    HostAllowlist,
+    RateLimit,
+    RateLimiter,
+    SameOriginStrip,
+)
+from api.security.hosts import loopback_hosts
+from api.temporal import TemporalConnector
+from api.tracing import RequestSpans
+from runtime import __version__
+from runtime.settings import BODY_LIMIT_BYTES, Settings
+from runtime.store import EventJournal, Store, upgrade_to_head
+from runtime.telemetry import setup_tracing
+
+log = logging.getLogger(__name__)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    temporal_client: Client | None = None,
+    store: Store | None = None,
+    temporal_embedded: bool = False,
+) -> FastAPI:
+    """Build the API. Temporal and the store are opened in the lifespan unless given."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        setup_tracing("agentrt-api")
+        owned_store = store is None
+        app.state.store = store or Store(settings.resolved_database_url)
+        await asyncio.to_thread(upgrade_to_head, app.state.store.engine)
+        app.state.journal = EventJournal(app.state.store)
+        connector = TemporalConnector(
+            settings.effective_temporal_address, settings.temporal_namespace, temporal_client
+        )
+        app.state.temporal = connector
+        # Connect in the background: the API answers /health while Temporal starts.
+        warmup = asyncio.create_task(_warm_up(connector))
+        try:
+            yield
+        finally:
+            warmup.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await warmup
+            if owned_store:
+                app.state.store.dispose()
+
+    app = FastAPI(
+        title="agentrt",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.daemon_id = f"agentrt-{uuid.uuid4().hex[:12]}"
+    app.state.started_at = datetime.now(UTC)
+    app.state.started_monotonic = time.monotonic()
+    app.state.temporal_embedded = temporal_embedded
+    app.state.rate_limiter = RateLimiter() if settings.rate_limit else None
+
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(capabilities.router)
+    app.include_router(daemon_status.router)
+
+    # add_middleware wraps what is already there: add the innermost first.
+    app.add_middleware(BodyLimit, limit=BODY_LIMIT_BYTES)
+    app.add_middleware(RateLimit, limiter=app.state.rate_limiter, loopback=settings.loopback_bind)
+    app.add_middleware(
+        BearerAuth,
+        token=settings.token,
+        health_exempt=settings.loopback_bind and not settings.require_auth,
+    )
+    allowed_hosts = (
+        loopback_hosts(settings.port) | set(settings.allowed_hosts)
+        if settings.loopback_bind
+        else (set(settings.allowed_hosts) or None)
+    )
+    app.add_middleware(HostAllowlist, allowed=allowed_hosts)
+    app.add_middleware(CorsPolicy, allow_origin=settings.allow_origin)
+    app.add_middleware(SameOriginStrip, port=settings.port)
+    app.add_middleware(RequestSpans)
+    return app
+
+
+async def _warm_up(connector: TemporalConnector) -> None:
+    for _ in range(300):
+        try:
+            await connector.get()
+            return
+        except Exception:  # noqa: BLE001 - keep trying until Temporal is up
+            await asyncio.sleep(1)

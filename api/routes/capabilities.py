@@ -1,0 +1,31 @@
+"""GET /capabilities: what this daemon speaks and which features it really has."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from api.capabilities import advertised_features
+from api.deps import SettingsDep
+from runtime import __version__
+
+router = APIRouter()
+
+
+@router.get("/capabilities")
+async def capabilities(settings: SettingsDep) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "protocolVersions": {"current": "v1", "supported": ["v1"]},
+        "agentrtVersion": __version__,
+        "mode": "http-bridge",
+        "features": advertised_features(settings),
+        "modelServices": [],
+        "workspaceCwd": settings.workspace_cwd,
+        "transports": ["rest"],
+        "limits": {
+            "maxSessions": settings.max_sessions,
+            "maxPendingPromptsPerSession": settings.max_pending_prompts_per_session,
+        },
+    }

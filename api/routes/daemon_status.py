@@ -1,0 +1,141 @@
+"""GET /daemon/status: operator diagnostics (`detail=summary|full`).
+
+Every section is computed, none is a placeholder: the API process itself, the
+security and limit settings, the rate limiter's counters, the store's schema
+revision, and Temporal: reachable or not, and whether a worker polls the task
+queue (from Temporal's task-queue description).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from temporalio.service import RPCError
+
+from api.capabilities import advertised_features
+from api.deps import ConnectorDep, SettingsDep, StoreDep
+from api.errors import ApiError
+from api.security.ratelimit import RateLimiter
+from api.temporal import count_workflows, describe_pollers
+from runtime import __version__
+from runtime.settings import BODY_LIMIT_BYTES
+from runtime.store.migrate import current_revision, head_revision
+
+router = APIRouter()
+
+
+def _iso(ts: datetime) -> str:
+    return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _issue(code: str, severity: str, message: str) -> dict[str, str]:
+    return {"code": code, "severity": severity, "message": message}
+
+
+@router.get("/daemon/status")
+async def daemon_status(
+    request: Request, settings: SettingsDep, store: StoreDep, connector: ConnectorDep
+) -> dict[str, Any]:
+    detail = request.query_params.get("detail", "summary")
+    if detail not in ("summary", "full"):
+        raise ApiError(
+            400, {"error": "detail must be one of: summary, full", "code": "invalid_detail"}
+        )
+    state = request.app.state
+    issues: list[dict[str, str]] = []
+    limiter: RateLimiter | None = state.rate_limiter
+
+    temporal_section: dict[str, Any] = {
+        "address": connector.address,
+        "namespace": connector.namespace,
+        "taskQueue": settings.task_queue,
+        "embedded": state.temporal_embedded,
+        "reachable": False,
+        "workerPolling": False,
+    }
+    active_sessions = 0
+    try:
+        client = await connector.get()
+        pollers = await describe_pollers(client, settings.task_queue)
+        temporal_section.update(reachable=True, workerPolling=pollers["workerPolling"])
+        if detail == "full":
+            temporal_section.update(live=pollers["live"], pollers=pollers["pollers"])
+        active_sessions = await count_workflows(
+            client, "AgentrtKind = 'session' AND ExecutionStatus = 'Running'"
+        )
+    except (ApiError, RPCError) as err:
+        issues.append(_issue("temporal_unreachable", "error", f"Temporal: {err}"))
+    if temporal_section["reachable"] and not temporal_section["workerPolling"]:
+        issues.append(
+            _issue("worker_not_polling", "error",
+                   f"No live worker polls task queue {settings.task_queue!r}.")
+        )
+
+    revision = current_revision(store.engine)
+    head = head_revision()
+    if revision != head:
+        issues.append(_issue("store_migration_pending", "warning",
+                             f"Store at revision {revision}, code expects {head}."))
+    rejected = dict(limiter.rejected) if limiter else {"prompt": 0, "mutation": 0, "read": 0}
+    if sum(rejected.values()):
+        issues.append(_issue("rate_limit_hits", "warning",
+                             f"{sum(rejected.values())} requests rate limited since start."))
+
+    severities = {issue["severity"] for issue in issues}
+    status = "error" if "error" in severities else "warning" if severities else "ok"
+    allow_mode = (
+        "any" if "*" in settings.allow_origin else "list" if settings.allow_origin else "none"
+    )
+    body: dict[str, Any] = {
+        "v": 1,
+        "detail": detail,
+        "generatedAt": _iso(datetime.now(UTC)),
+        "status": status,
+        "issues": issues,
+        "daemon": {
+            "pid": os.getpid(),
+            "uptimeMs": int((time.monotonic() - state.started_monotonic) * 1000),
+            "mode": "http-bridge",
+            "workspaceCwd": settings.workspace_cwd,
+            "agentrtVersion": __version__,
+            "daemonId": state.daemon_id,
+        },
+        "security": {
+            "tokenConfigured": settings.token_configured,
+            "requireAuth": settings.require_auth,
+            "loopbackBind": settings.loopback_bind,
+            "allowOriginConfigured": bool(settings.allow_origin),
+            "allowOriginMode": allow_mode,
+            "sessionShellCommandEnabled": False,
+        },
+        "limits": {
+            "maxSessions": settings.max_sessions,
+            "maxPendingPromptsPerSession": settings.max_pending_prompts_per_session,
+            "eventRingSize": settings.event_ring_size,
+            "bodyLimitBytes": BODY_LIMIT_BYTES,
+        },
+        "runtime": {
+            "sessions": {"active": active_sessions},
+            "rateLimit": {"enabled": limiter is not None, "rejectedSinceStart": rejected},
+            "process": {"rss": _rss_bytes()},
+        },
+        "temporal": temporal_section,
+        "store": {"backend": store.backend, "revision": revision, "headRevision": head},
+    }
+    if detail == "full":
+        body["daemon"]["startedAt"] = _iso(state.started_at)
+        body["capabilities"] = {"features": advertised_features(settings)}
+    return body

@@ -1,0 +1,49 @@
+"""Bearer authentication: constant-time, one uniform 401, before the body is read."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from api.security.asgi import header, is_http, send_json
+
+UNAUTHORIZED = {"error": "Unauthorized"}
+
+
+def bearer_matches(authorization: str | None, token: str) -> bool:
+    """`Authorization: Bearer <token>`; the scheme is case-blind, the token is not."""
+    if not authorization or len(authorization) < 7 or authorization[:7].lower() != "bearer ":
+        return False
+    presented = authorization[7:].strip()
+    if not presented:
+        return False
+    # Compare digests so the comparison time depends on neither content nor length.
+    return hmac.compare_digest(
+        hashlib.sha256(presented.encode()).digest(), hashlib.sha256(token.encode()).digest()
+    )
+
+
+class BearerAuth:
+    """Every route needs the bearer when a token is configured, except loopback `/health`.
+
+    `/health` stays open on loopback binds for in-pod probes unless `--require-auth`.
+    """
+
+    def __init__(self, app: ASGIApp, *, token: str | None, health_exempt: bool) -> None:
+        self.app = app
+        self.token = token or None
+        self.health_exempt = health_exempt
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.token is None or not is_http(scope):
+            await self.app(scope, receive, send)
+            return
+        if self.health_exempt and scope["path"] == "/health":
+            await self.app(scope, receive, send)
+            return
+        if not bearer_matches(header(scope, b"authorization"), self.token):
+            await send_json(send, 401, UNAUTHORIZED)
+            return
+        await self.app(scope, receive, send)

@@ -1,0 +1,94 @@
+"""The API's Temporal client: one per process, connected lazily, never blocking start-up."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from api.errors import ApiError
+from runtime import temporal
+
+# A worker long-polls for up to ~70 s; a poller seen more recently than this is live.
+POLLER_LIVE_WINDOW = timedelta(seconds=90)
+
+
+class TemporalConnector:
+    """Connects on first use and remembers the client; a 503 while Temporal is down."""
+
+    def __init__(self, address: str, namespace: str, client: Client | None = None) -> None:
+        self.address = address
+        self.namespace = namespace
+        self._client = client
+        self._lock = asyncio.Lock()
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None
+
+    async def get(self, timeout: float = 5.0) -> Client:
+        if self._client is not None:
+            return self._client
+        async with self._lock:
+            if self._client is None:
+                try:
+                    self._client = await asyncio.wait_for(
+                        temporal.connect(self.address, self.namespace), timeout
+                    )
+                except (RuntimeError, TimeoutError) as err:
+                    raise ApiError(
+                        503,
+                        {
+                            "error": f"Temporal is not reachable at {self.address}",
+                            "code": "temporal_unavailable",
+                        },
+                        {"Retry-After": "5"},
+                    ) from err
+            return self._client
+
+
+async def describe_pollers(client: Client, task_queue: str) -> dict[str, Any]:
+    """Who polls `task_queue`, from Temporal's task-queue description."""
+    now = datetime.now(UTC)
+    kinds = {
+        "workflow": TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        "activity": TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+    }
+    pollers: list[dict[str, Any]] = []
+    live = {name: False for name in kinds}
+    for name, kind in kinds.items():
+        response = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=client.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=kind,
+            ),
+            timeout=timedelta(seconds=5),
+        )
+        for poller in response.pollers:
+            seen = poller.last_access_time.ToDatetime(tzinfo=UTC)
+            is_live = now - seen <= POLLER_LIVE_WINDOW
+            live[name] = live[name] or is_live
+            pollers.append(
+                {
+                    "type": name,
+                    "identity": poller.identity,
+                    "lastAccessTime": seen.isoformat().replace("+00:00", "Z"),
+                    "live": is_live,
+                }
+            )
+    return {"workerPolling": any(live.values()), "live": live, "pollers": pollers}
+
+
+async def count_workflows(client: Client, query: str) -> int:
+    try:
+        result = await asyncio.wait_for(client.count_workflows(query), 5)
+    except (RPCError, TimeoutError):
+        return 0
+    return int(result.count)

@@ -1,0 +1,307 @@
+"""The `agentrt` command: `up` (everything), `api`, `worker`, `dev-server`, `migrate`.
+
+Flags are named like the spec's daemon flags; each one is also read from the
+environment as `AGENTRT_<FLAG>` (flags win). Start-up refusals print one line
+on stderr and exit with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from runtime.settings import Settings, StartupRefusal, check_startup
+
+log = logging.getLogger("agentrt")
+
+EXIT_REFUSED = 2
+
+
+def _flags(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--hostname", help="address to bind (default 127.0.0.1)")
+    add("--port", type=int, help="API port (default 4170)")
+    add("--token", help="bearer token (prefer QWEN_SERVER_TOKEN: flags show in `ps`)")
+    add("--require-auth", action="store_true", default=None,
+        help="demand the bearer on every route, loopback /health included")
+    add("--allow-origin", action="append", metavar="PATTERN",
+        help="admit a browser origin (repeatable; '*' needs a token)")
+    add("--workspace", type=Path, help="the workspace this daemon is bound to (default: cwd)")
+    add("--max-sessions", type=int, help="live session cap (default 20)")
+    add("--max-pending-prompts-per-session", type=int, help="prompt queue bound (default 5)")
+    add("--event-ring-size", type=int, help="events kept per stream for replay (default 8000)")
+    add("--rate-limit", action="store_true", default=None,
+        help="turn on per-client token-bucket rate limiting")
+    add("--data-dir", type=Path, help="where the store and Temporal keep state (default .data)")
+    add("--temporal-port", type=int, help="embedded Temporal frontend port (default 7233)")
+    add("--temporal-ui-port", type=int, help="embedded Temporal Web UI port (default 8233)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentrt", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("up", "run the embedded Temporal dev server, the worker and the API"),
+        ("api", "run the API only"),
+        ("worker", "run the Temporal worker only"),
+        ("dev-server", "run the embedded Temporal dev server only"),
+        ("migrate", "apply the store's migrations and exit"),
+    ):
+        _flags(commands.add_parser(name, help=text, description=text))
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    for name in Settings.model_fields:
+        value = getattr(args, name, None)
+        if value is not None:
+            overrides[name] = value
+    return Settings(**overrides)
+
+
+def settings_to_env(settings: Settings) -> dict[str, str]:
+    """The environment that gives a child process exactly these settings."""
+    env: dict[str, str] = {}
+    for name, info in Settings.model_fields.items():
+        alias = info.validation_alias
+        key = alias.choices[0] if alias is not None and hasattr(alias, "choices") else None
+        key = str(key) if key else f"AGENTRT_{name.upper()}"
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            env[key] = "true" if value else "false"
+        elif isinstance(value, list):
+            env[key] = ",".join(str(v) for v in value)
+        elif isinstance(value, Path):
+            env[key] = str(value.expanduser().resolve())
+        else:
+            env[key] = str(value)
+    return env
+
+
+def _configure_logging() -> None:
+    logging.basicConfig(
+        level=os.environ.get("AGENTRT_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    for noisy in ("alembic", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+# -- single parts ------------------------------------------------------------------------
+
+
+def run_api(settings: Settings) -> int:
+    import uvicorn
+
+    from api.app import create_app
+
+    app = create_app(settings, temporal_embedded=settings.temporal_embedded)
+    config = uvicorn.Config(
+        app,
+        host=settings.hostname.strip("[]"),
+        port=settings.port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+    uvicorn.Server(config).run()
+    return 0
+
+
+def run_worker_command(settings: Settings) -> int:
+    from worker import run_worker
+
+    asyncio.run(run_worker(settings))
+    return 0
+
+
+def run_dev_server(settings: Settings) -> int:
+    from runtime.temporal import DevServer
+
+    server = DevServer(settings)
+    settings.resolved_data_dir.mkdir(parents=True, exist_ok=True)
+    command = server.command()
+    os.execv(command[0], command)  # the dev server handles its own signals
+
+
+def run_migrate(settings: Settings) -> int:
+    from runtime.store import Store, upgrade_to_head
+
+    store = Store(settings.resolved_database_url)
+    revision = upgrade_to_head(store.engine)
+    sys.stdout.write(f"store at revision {revision}\n")
+    return 0
+
+
+# -- up: the supervisor ------------------------------------------------------------------
+
+
+class Supervisor:
+    """Starts Temporal (unless one is reachable), the worker and the API; stops them all.
+
+    A child that dies on its own is restarted (with a pause), so a crash of the
+    worker or the API costs a few seconds, never state: all of it is in Temporal
+    and the store.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.stopping = False
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.dev_server: Any = None
+
+    def _signal(self, signum: int, _frame: Any) -> None:
+        self.stopping = True
+
+    async def start_temporal(self) -> str:
+        from runtime.temporal import DevServer, connect, ensure_search_attributes, reachable
+
+        settings = self.settings
+        address = settings.temporal_address
+        if address and await reachable(address, settings.temporal_namespace):
+            log.info("using the Temporal server at %s", address)
+        else:
+            if address:
+                log.warning("TEMPORAL_ADDRESS %s is not reachable: starting the embedded one",
+                            address)
+            self.dev_server = DevServer(settings)
+            self.dev_server.start()
+            await self.dev_server.wait_ready()
+            address = self.dev_server.address
+        client = await connect(address, settings.temporal_namespace, timeout=30)
+        added = await ensure_search_attributes(client)
+        if added:
+            log.info("registered search attributes %s", ", ".join(added))
+        return address
+
+    def spawn_child(self, name: str, env: dict[str, str]) -> None:
+        from runtime.temporal import spawn
+
+        log_file = self.settings.resolved_data_dir / f"{name}.log"
+        self.children[name] = spawn(
+            [sys.executable, "-m", "runtime.cli", name], env=env, log_file=log_file
+        )
+
+    def wait_api_ready(self, timeout: float = 60.0) -> bool:
+        url = f"http://127.0.0.1:{self.settings.port}/health"
+        headers = {"Host": f"127.0.0.1:{self.settings.port}"}
+        if self.settings.token:
+            headers["Authorization"] = f"Bearer {self.settings.token}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.stopping:
+            api = self.children.get("api")
+            if api is not None and api.poll() is not None:
+                return False
+            try:
+                if httpx.get(url, headers=headers, timeout=1).status_code == 200:
+                    return True
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        return False
+
+    def run(self) -> int:
+        from runtime.store import Store, upgrade_to_head
+        from runtime.temporal import stop_process
+
+        settings = self.settings
+        signal.signal(signal.SIGINT, self._signal)
+        signal.signal(signal.SIGTERM, self._signal)
+        settings.resolved_data_dir.mkdir(parents=True, exist_ok=True)
+        store = Store(settings.resolved_database_url)
+        upgrade_to_head(store.engine)
+        store.dispose()
+        try:
+            address = asyncio.run(self.start_temporal())
+            env = {**os.environ, **settings_to_env(settings), "TEMPORAL_ADDRESS": address,
+                   "AGENTRT_TEMPORAL_EMBEDDED": "true" if self.dev_server else "false"}
+            env.pop("QWEN_SERVER_TOKEN", None)  # AGENTRT_TOKEN carries it, once
+            self.spawn_child("worker", env)
+            self.spawn_child("api", env)
+            if not self.wait_api_ready():
+                if self.stopping:
+                    return 0
+                log.error("the API did not come up; see %s", settings.resolved_data_dir / "api.log")
+                return 1
+            host = settings.hostname if ":" not in settings.hostname else f"[{settings.hostname}]"
+            sys.stdout.write(
+                f"agentrt is up\n"
+                f"  API                http://{host}:{settings.port}\n"
+                f"  Temporal frontend  {address}\n"
+                + (f"  Temporal Web UI    {self.dev_server.ui_url}\n" if self.dev_server else "")
+                + f"  data               {settings.resolved_data_dir}\n"
+                f"Ctrl-C stops everything.\n"
+            )
+            sys.stdout.flush()
+            restarts: dict[str, list[float]] = {"worker": [], "api": []}
+            while not self.stopping:
+                time.sleep(0.2)
+                for name, child in list(self.children.items()):
+                    if child.poll() is None or self.stopping:
+                        continue
+                    recent = [t for t in restarts[name] if time.monotonic() - t < 60]
+                    if len(recent) >= 5:
+                        log.error("%s keeps exiting (code %s); stopping", name, child.returncode)
+                        return 1
+                    log.warning("%s exited with %s; restarting", name, child.returncode)
+                    restarts[name] = [*recent, time.monotonic()]
+                    self.spawn_child(name, env)
+                if self.dev_server is not None and self.dev_server.process.poll() is not None:
+                    log.error("the Temporal dev server exited; stopping")
+                    return 1
+            return 0
+        finally:
+            # The API first (no new work), then the worker, then Temporal.
+            for name in ("api", "worker"):
+                child = self.children.get(name)
+                if child is not None:
+                    stop_process(child)
+            if self.dev_server is not None:
+                self.dev_server.stop()
+            sys.stdout.write("agentrt stopped\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _configure_logging()
+    try:
+        settings = settings_from_args(args)
+        for warning in check_startup(settings):
+            sys.stderr.write(f"agentrt: warning: {warning}\n")
+    except StartupRefusal as refusal:
+        sys.stderr.write(f"agentrt: {refusal}\n")
+        return EXIT_REFUSED
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()
+        )
+        sys.stderr.write(f"agentrt: invalid settings: {problems}\n")
+        return EXIT_REFUSED
+    handlers = {
+        "up": lambda s: Supervisor(s).run(),
+        "api": run_api,
+        "worker": run_worker_command,
+        "dev-server": run_dev_server,
+        "migrate": run_migrate,
+    }
+    return int(handlers[args.command](settings))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""All of agentrt's settings, in one pydantic-settings class.
+
+Every daemon flag of spec 002 (`--hostname`, `--port`, `--token`, ...) has a field
+here, read from the environment as `AGENTRT_<FLAG>`; the CLI (`runtime.cli`)
+overrides the environment with the flags it was given. A few variables keep
+their conventional names: `QWEN_SERVER_TOKEN` (drop-in compatibility with the
+spec's daemon clients), `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `DATABASE_URL`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+LOOPBACK_HOSTNAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+BODY_LIMIT_BYTES = 10 * 1024 * 1024
+
+
+class StartupRefusal(Exception):
+    """A configuration the daemon refuses to start with (spec 002); exit code 2."""
+
+
+class Settings(BaseSettings):
+    """agentrt's configuration: environment first, then CLI flags on top."""
+
+    model_config = SettingsConfigDict(env_prefix="AGENTRT_", extra="ignore", populate_by_name=True)
+
+    hostname: str = "127.0.0.1"
+    port: int = Field(default=4170, ge=0, le=65535)
+    token: str | None = Field(
+        default=None, validation_alias=AliasChoices("AGENTRT_TOKEN", "QWEN_SERVER_TOKEN", "token")
+    )
+    require_auth: bool = False
+    allow_origin: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    workspace: Path = Field(default_factory=Path.cwd)
+    max_sessions: int = Field(default=20, ge=1)
+    max_pending_prompts_per_session: int = Field(default=5, ge=1)
+    event_ring_size: int = Field(default=8000, ge=1)
+    rate_limit: bool = False
+    # Extra Host header values to admit (e.g. a reverse proxy's name).
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    data_dir: Path = Path(".data")
+
+    temporal_address: str | None = Field(
+        default=None, validation_alias=AliasChoices("TEMPORAL_ADDRESS", "temporal_address")
+    )
+    temporal_namespace: str = Field(
+        default="default", validation_alias=AliasChoices("TEMPORAL_NAMESPACE", "temporal_namespace")
+    )
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("DATABASE_URL", "database_url")
+    )
+    temporal_port: int = Field(default=7233, ge=1, le=65535)
+    temporal_ui_port: int = Field(default=8233, ge=1, le=65535)
+    task_queue: str = "agentrt"
+    # Set by `agentrt up` for its children: the Temporal server is the embedded one.
+    temporal_embedded: bool = False
+
+    @field_validator("allow_origin", "allowed_hosts", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        # AGENTRT_ALLOW_ORIGIN="https://a.example,https://b.example"
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @property
+    def token_configured(self) -> bool:
+        return bool(self.token)
+
+    @property
+    def loopback_bind(self) -> bool:
+        return is_loopback_host(self.hostname)
+
+    @property
+    def workspace_cwd(self) -> str:
+        return str(self.workspace.expanduser().resolve())
+
+    @property
+    def resolved_data_dir(self) -> Path:
+        return self.data_dir.expanduser().resolve()
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.resolved_data_dir / 'agentrt.db'}"
+
+    @property
+    def embedded_temporal_address(self) -> str:
+        return f"127.0.0.1:{self.temporal_port}"
+
+    @property
+    def effective_temporal_address(self) -> str:
+        return self.temporal_address or self.embedded_temporal_address
+
+
+def is_loopback_host(hostname: str) -> bool:
+    """True for the loopback binds of spec 002 (127.0.0.1, localhost, ::1, [::1])."""
+    if hostname in LOOPBACK_HOSTNAMES:
+        return True
+    try:
+        return ipaddress.ip_address(hostname.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def canonical_origin(pattern: str) -> str | None:
+    """The WHATWG `new URL(pattern).origin` of a pattern, or None when it has none."""
+    try:
+        parts = urlsplit(pattern)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    default_port = 80 if parts.scheme == "http" else 443
+    suffix = f":{port}" if port is not None and port != default_port else ""
+    return f"{parts.scheme}://{host}{suffix}"
+
+
+def check_startup(settings: Settings) -> list[str]:
+    """Refuse the configurations spec 002 refuses; returns start-up warnings.
+
+    Raises:
+        StartupRefusal: with the one line the CLI prints before exiting with 2.
+    """
+    if settings.require_auth and not settings.token_configured:
+        raise StartupRefusal(
+            "--require-auth needs a bearer token: pass --token or set QWEN_SERVER_TOKEN"
+        )
+    if not settings.loopback_bind and not settings.token_configured:
+        raise StartupRefusal(
+            f"refusing to bind non-loopback hostname {settings.hostname!r} without a bearer "
+            "token: pass --token or set QWEN_SERVER_TOKEN"
+        )
+    warnings: list[str] = []
+    for pattern in settings.allow_origin:
+        if pattern == "*":
+            if not settings.token_configured:
+                raise StartupRefusal(
+                    "--allow-origin '*' needs a bearer token: pass --token or set "
+                    "QWEN_SERVER_TOKEN (any origin could otherwise drive this daemon)"
+                )
+            warnings.append("--allow-origin '*' admits every browser origin")
+            continue
+        canonical = canonical_origin(pattern)
+        if canonical != pattern:
+            hint = f"use {canonical!r}" if canonical else "expected <scheme>://<host>[:<port>]"
+            raise StartupRefusal(
+                f"InvalidAllowOriginPatternError: --allow-origin {pattern!r} is not a canonical "
+                f"origin; {hint}"
+            )
+    return warnings

@@ -1,0 +1,70 @@
+"""OpenTelemetry: spans through the API everywhere, exported only when configured.
+
+agentrt code only uses `opentelemetry-api`; with no exporter configured the
+tracer provider is the API's no-op one and spans cost nearly nothing. Setting
+`OTEL_TRACES_EXPORTER` (`console` or `otlp`) or `OTEL_EXPORTER_OTLP_ENDPOINT`
+installs the SDK's provider with that exporter (`otlp` needs the `otel` extra).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from opentelemetry import trace
+
+log = logging.getLogger(__name__)
+
+tracer = trace.get_tracer("agentrt")
+_configured = False
+
+
+def exporter_name() -> str | None:
+    name = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if name and name != "none":
+        return name
+    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    ):
+        return "otlp"
+    return None
+
+
+def setup_tracing(service_name: str) -> str | None:
+    """Install an exporting tracer provider when the environment asks for one.
+
+    Returns the exporter's name, or None when spans are not exported.
+    """
+    global _configured
+    name = exporter_name()
+    if name is None or _configured:
+        return name
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        ConsoleSpanExporter,
+        SimpleSpanProcessor,
+        SpanExporter,
+    )
+
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)})
+    )
+    exporter: SpanExporter
+    if name == "console":
+        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+    elif name == "otlp":
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        except ImportError:
+            log.warning("OTLP export asked for but the `otel` extra is not installed")
+            return None
+        exporter = OTLPSpanExporter()
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    else:
+        log.warning("unknown OTEL_TRACES_EXPORTER %r; spans are not exported", name)
+        return None
+    trace.set_tracer_provider(provider)
+    _configured = True
+    return name

