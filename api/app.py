@@ -111,5 +111,5 @@ async def _warm_up(connector: TemporalConnector) -> None:
         try:
             await connector.get()
             return
-        except Exception:  # noqa: BLE001 - keep trying until Temporal is up
+        except Exception:
             await asyncio.sleep(1)

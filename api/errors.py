@@ -25,8 +25,9 @@ class ApiError(Exception):
         self.headers = dict(headers or {})
 
 
-def json_error(status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-               ) -> JSONResponse:
+def json_error(
+    status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     return JSONResponse(dict(body), status_code=status, headers=dict(headers or {}))
 
 
@@ -43,8 +44,9 @@ async def _validation_error(_request: Request, exc: Exception) -> Response:
     first = errors[0] if errors else {}
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
     message = first.get("msg", "Invalid request")
-    return json_error(400, {"error": f"{where}: {message}" if where else message,
-                            "code": "invalid_request"})
+    return json_error(
+        400, {"error": f"{where}: {message}" if where else message, "code": "invalid_request"}
+    )
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

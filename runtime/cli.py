@@ -34,16 +34,28 @@ def _flags(parser: argparse.ArgumentParser) -> None:
     add("--hostname", help="address to bind (default 127.0.0.1)")
     add("--port", type=int, help="API port (default 4170)")
     add("--token", help="bearer token (prefer QWEN_SERVER_TOKEN: flags show in `ps`)")
-    add("--require-auth", action="store_true", default=None,
-        help="demand the bearer on every route, loopback /health included")
-    add("--allow-origin", action="append", metavar="PATTERN",
-        help="admit a browser origin (repeatable; '*' needs a token)")
+    add(
+        "--require-auth",
+        action="store_true",
+        default=None,
+        help="demand the bearer on every route, loopback /health included",
+    )
+    add(
+        "--allow-origin",
+        action="append",
+        metavar="PATTERN",
+        help="admit a browser origin (repeatable; '*' needs a token)",
+    )
     add("--workspace", type=Path, help="the workspace this daemon is bound to (default: cwd)")
     add("--max-sessions", type=int, help="live session cap (default 20)")
     add("--max-pending-prompts-per-session", type=int, help="prompt queue bound (default 5)")
     add("--event-ring-size", type=int, help="events kept per stream for replay (default 8000)")
-    add("--rate-limit", action="store_true", default=None,
-        help="turn on per-client token-bucket rate limiting")
+    add(
+        "--rate-limit",
+        action="store_true",
+        default=None,
+        help="turn on per-client token-bucket rate limiting",
+    )
     add("--data-dir", type=Path, help="where the store and Temporal keep state (default .data)")
     add("--temporal-port", type=int, help="embedded Temporal frontend port (default 7233)")
     add("--temporal-ui-port", type=int, help="embedded Temporal Web UI port (default 8233)")
@@ -178,8 +190,9 @@ class Supervisor:
             log.info("using the Temporal server at %s", address)
         else:
             if address:
-                log.warning("TEMPORAL_ADDRESS %s is not reachable: starting the embedded one",
-                            address)
+                log.warning(
+                    "TEMPORAL_ADDRESS %s is not reachable: starting the embedded one", address
+                )
             self.dev_server = DevServer(settings)
             self.dev_server.start()
             await self.dev_server.wait_ready()
@@ -229,8 +242,12 @@ class Supervisor:
         store.dispose()
         try:
             address = asyncio.run(self.start_temporal())
-            env = {**os.environ, **settings_to_env(settings), "TEMPORAL_ADDRESS": address,
-                   "AGENTRT_TEMPORAL_EMBEDDED": "true" if self.dev_server else "false"}
+            env = {
+                **os.environ,
+                **settings_to_env(settings),
+                "TEMPORAL_ADDRESS": address,
+                "AGENTRT_TEMPORAL_EMBEDDED": "true" if self.dev_server else "false",
+            }
             env.pop("QWEN_SERVER_TOKEN", None)  # AGENTRT_TOKEN carries it, once
             self.spawn_child("worker", env)
             self.spawn_child("api", env)
@@ -269,9 +286,9 @@ class Supervisor:
         finally:
             # The API first (no new work), then the worker, then Temporal.
             for name in ("api", "worker"):
-                child = self.children.get(name)
-                if child is not None:
-                    stop_process(child)
+                running = self.children.get(name)
+                if running is not None:
+                    stop_process(running)
             if self.dev_server is not None:
                 self.dev_server.stop()
             sys.stdout.write("agentrt stopped\n")

@@ -49,7 +49,9 @@ def setup_tracing(service_name: str) -> str | None:
     )
 
     provider = TracerProvider(
-        resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)})
+        resource=Resource.create(
+            {"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)}
+        )
     )
     exporter: SpanExporter
     if name == "console":

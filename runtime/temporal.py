@@ -122,10 +122,11 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
     os.setsid()
 
 
-def spawn(args: list[str], *, env: dict[str, str] | None = None, log_file: Path | None = None
-          ) -> subprocess.Popen[bytes]:
+def spawn(
+    args: list[str], *, env: dict[str, str] | None = None, log_file: Path | None = None
+) -> subprocess.Popen[bytes]:
     """Start a child in its own session that dies with its parent."""
-    stdout = open(log_file, "ab") if log_file else None  # noqa: SIM115 - owned by the child
+    stdout = open(log_file, "ab") if log_file else None
     try:
         return subprocess.Popen(
             args,

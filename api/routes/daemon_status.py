@@ -80,19 +80,32 @@ async def daemon_status(
         issues.append(_issue("temporal_unreachable", "error", f"Temporal: {err}"))
     if temporal_section["reachable"] and not temporal_section["workerPolling"]:
         issues.append(
-            _issue("worker_not_polling", "error",
-                   f"No live worker polls task queue {settings.task_queue!r}.")
+            _issue(
+                "worker_not_polling",
+                "error",
+                f"No live worker polls task queue {settings.task_queue!r}.",
+            )
         )
 
     revision = current_revision(store.engine)
     head = head_revision()
     if revision != head:
-        issues.append(_issue("store_migration_pending", "warning",
-                             f"Store at revision {revision}, code expects {head}."))
+        issues.append(
+            _issue(
+                "store_migration_pending",
+                "warning",
+                f"Store at revision {revision}, code expects {head}.",
+            )
+        )
     rejected = dict(limiter.rejected) if limiter else {"prompt": 0, "mutation": 0, "read": 0}
     if sum(rejected.values()):
-        issues.append(_issue("rate_limit_hits", "warning",
-                             f"{sum(rejected.values())} requests rate limited since start."))
+        issues.append(
+            _issue(
+                "rate_limit_hits",
+                "warning",
+                f"{sum(rejected.values())} requests rate limited since start.",
+            )
+        )
 
     severities = {issue["severity"] for issue in issues}
     status = "error" if "error" in severities else "warning" if severities else "ok"

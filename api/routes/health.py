@@ -25,7 +25,8 @@ async def health(request: Request, connector: ConnectorDep) -> dict[str, Any]:
         client, "AgentrtKind = 'session' AND ExecutionStatus = 'Running'"
     )
     pending = await count_workflows(
-        client, "AgentrtKind = 'session' AND AgentrtStatus = 'awaiting_permission' "
-        "AND ExecutionStatus = 'Running'"
+        client,
+        "AgentrtKind = 'session' AND AgentrtStatus = 'awaiting_permission' "
+        "AND ExecutionStatus = 'Running'",
     )
     return {"status": "ok", "sessions": sessions, "pendingPermissions": pending}

@@ -196,7 +196,9 @@ class EventJournal:
         connection: Connection, stream: str, first: int, last: int
     ) -> list[JournalEntry]:
         rows = connection.execute(
-            select(_EVENTS.c.seq, _EVENTS.c.type, _EVENTS.c.data, _EVENTS.c.originator, _EVENTS.c.ts)
+            select(
+                _EVENTS.c.seq, _EVENTS.c.type, _EVENTS.c.data, _EVENTS.c.originator, _EVENTS.c.ts
+            )
             .where(_EVENTS.c.stream == stream, _EVENTS.c.seq >= first, _EVENTS.c.seq <= last)
             .order_by(_EVENTS.c.seq)
         ).all()
