@@ -17,7 +17,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/agentrt up
 
+# The suite: lint and types first (cheap), then pytest (unit, workflow, end to end).
 test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
