@@ -34,10 +34,9 @@ class WaitThenJournal:
             events=[JournalEventIn(type="woke", data={"at": workflow.now().isoformat()})],
             dedupe_key=f"{workflow.info().workflow_id}/woke",
         )
-        return await workflow.execute_local_activity(
-            "journal.append_events",
+        return await workflow.execute_local_activity_method(
+            JournalActivities.append_events,
             append,
-            result_type=AppendEventsResult,
             start_to_close_timeout=timedelta(seconds=30),
         )
 
