@@ -59,6 +59,12 @@ def _flags(parser: argparse.ArgumentParser) -> None:
     add("--data-dir", type=Path, help="where the store and Temporal keep state (default .data)")
     add("--temporal-port", type=int, help="embedded Temporal frontend port (default 7233)")
     add("--temporal-ui-port", type=int, help="embedded Temporal Web UI port (default 8233)")
+    add(
+        "--model-provider",
+        choices=["scripted", "openai"],
+        help="model behind the agents: scripted (built in, default) or openai "
+        "(OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, field_validator
@@ -58,6 +58,21 @@ class Settings(BaseSettings):
     temporal_port: int = Field(default=7233, ge=1, le=65535)
     temporal_ui_port: int = Field(default=8233, ge=1, le=65535)
     task_queue: str = "agentrt"
+    # Names this deployment in agent-tools streams and rows (isolation per instance).
+    instance: str = "local"
+
+    # Models (DESIGN.md "Models"): `scripted` (built in) or `openai` (any compatible endpoint).
+    model_provider: Literal["scripted", "openai"] = "scripted"
+    openai_base_url: str = Field(
+        default="https://api.openai.com/v1",
+        validation_alias=AliasChoices("OPENAI_BASE_URL", "openai_base_url"),
+    )
+    openai_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "openai_api_key")
+    )
+    openai_model: str = Field(
+        default="gpt-4o-mini", validation_alias=AliasChoices("OPENAI_MODEL", "openai_model")
+    )
     # Set by `agentrt up` for its children: the Temporal server is the embedded one.
     temporal_embedded: bool = False
 
