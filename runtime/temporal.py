@@ -185,6 +185,10 @@ class DevServer:
             "--ui-disable-news-fetch",
             "--log-level",
             "warn",
+            # The default (20/s) adds ~30 ms to every signal and activity dispatch under
+            # load (measured by `python -m bench substrate-tuned`).
+            "--dynamic-config-value",
+            "history.transferProcessorMaxPollRPS=1000",
         ]
         if self.settings.temporal_namespace != "default":
             args += ["--namespace", self.settings.temporal_namespace]

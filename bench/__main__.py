@@ -1,0 +1,66 @@
+"""`python -m bench NAME [--runs N] [--warmup W]` and `python -m bench --list`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from bench.registry import BENCHMARKS
+from bench.report import BenchOptions, format_report
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("name", nargs="?", help="benchmark to run (see --list)")
+    parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    parser.add_argument("--runs", type=_positive, default=20, help="measured runs per figure")
+    parser.add_argument("--warmup", type=_non_negative, default=2, help="unmeasured runs first")
+    args = parser.parse_args(argv)
+    if not args.list and args.name is None:
+        parser.error("a benchmark name is required (or --list)")
+    if args.name is not None and args.name not in BENCHMARKS:
+        parser.error(f"unknown benchmark {args.name!r}; known: {', '.join(sorted(BENCHMARKS))}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for name in sorted(BENCHMARKS):
+            print(name)
+        return 0
+    options = BenchOptions(runs=args.runs, warmup=args.warmup)
+    report = asyncio.run(BENCHMARKS[args.name](options))
+    print(format_report(report))
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    # The interpreter can abort at shutdown after a run that passed (sdk-python issue 300,
+    # "PyGILState_Release ... must be current"), turning a good run into exit 134. Like the
+    # SDK's own conftest, skip interpreter finalisation once everything is printed; failures
+    # raise before this line and keep their traceback and non-zero code.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

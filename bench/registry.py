@@ -1,0 +1,17 @@
+"""The benchmarks `python -m bench` knows: add one line per new benchmark."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from bench import substrate
+from bench.report import BenchOptions, Report
+
+# A coroutine function, so `asyncio.run` can drive it.
+Benchmark = Callable[[BenchOptions], Coroutine[Any, Any, Report]]
+
+BENCHMARKS: dict[str, Benchmark] = {
+    "substrate": substrate.benchmark,
+    "substrate-tuned": substrate.benchmark_tuned,
+}
