@@ -61,6 +61,10 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
         data_converter=pydantic_data_converter,
         ui=False,
         dev_server_log_level="error",
+        dev_server_extra_args=[
+            "--dynamic-config-value",
+            "history.transferProcessorMaxPollRPS=1000",
+        ],
     )
     await ensure_search_attributes(env.client)
     async with env:
