@@ -21,6 +21,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	if command -v npm >/dev/null; then (cd tests/browser && npm ci --silent --no-audit --no-fund); fi
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

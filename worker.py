@@ -13,6 +13,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities import build_activities
+from activities.llm import ModelProvider, provider_from_settings
 from runtime import temporal
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
@@ -22,13 +23,17 @@ from workflows import WORKFLOWS
 log = logging.getLogger("agentrt.worker")
 
 
-def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
+def build_worker(
+    client: Client, settings: Settings, store: Store, provider: ModelProvider | None = None
+) -> Worker:
     journal = EventJournal(store)
     return Worker(
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
-        activities=build_activities(journal),
+        activities=build_activities(
+            store, journal, provider or provider_from_settings(settings), settings
+        ),
         graceful_shutdown_timeout=timedelta(seconds=10),
         identity=f"agentrt-worker-{os.getpid()}@{socket.gethostname()}",
     )

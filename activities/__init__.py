@@ -5,13 +5,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from activities.agent_tools import AgentToolsActivities
 from activities.journal import JournalActivities
-from runtime.store import EventJournal
+from activities.llm import ModelProvider
+from runtime.settings import Settings
+from runtime.store import EventJournal, Store
 
 
-def build_activities(journal: EventJournal) -> list[Callable[..., Any]]:
-    """Every activity the worker registers, bound to this process's store."""
-    return [JournalActivities(journal).append_events]
+def build_activities(
+    store: Store, journal: EventJournal, provider: ModelProvider, settings: Settings
+) -> list[Callable[..., Any]]:
+    """Every activity the worker registers, bound to this process's store and model."""
+    agent_tools = AgentToolsActivities(
+        store, journal, provider, max_results=settings.agent_tools_max_results
+    )
+    return [
+        JournalActivities(journal).append_events,
+        agent_tools.call_tool,
+        agent_tools.model_step,
+    ]
 
 
-__all__ = ["JournalActivities", "build_activities"]
+__all__ = ["AgentToolsActivities", "JournalActivities", "build_activities"]

@@ -14,8 +14,9 @@ from datetime import UTC, datetime
 from fastapi import FastAPI
 from temporalio.client import Client
 
+from api.agent_tools_guard import MUTATIONS_PER_MINUTE
 from api.errors import install_error_handlers
-from api.routes import capabilities, daemon_status, health
+from api.routes import agent_tools, capabilities, daemon_status, health, research, ui
 from api.security import (
     BearerAuth,
     BodyLimit,
@@ -51,7 +52,7 @@ def create_app(
         owned_store = store is None
         app.state.store = store or Store(settings.resolved_database_url)
         await asyncio.to_thread(upgrade_to_head, app.state.store.engine)
-        app.state.journal = EventJournal(app.state.store)
+        app.state.journal = EventJournal(app.state.store, poll_interval=0.02)
         connector = TemporalConnector(
             settings.effective_temporal_address, settings.temporal_namespace, temporal_client
         )
@@ -80,11 +81,15 @@ def create_app(
     app.state.started_monotonic = time.monotonic()
     app.state.temporal_embedded = temporal_embedded
     app.state.rate_limiter = RateLimiter() if settings.rate_limit else None
+    app.state.agent_tools_limiter = RateLimiter({"mutation": MUTATIONS_PER_MINUTE})
 
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(capabilities.router)
     app.include_router(daemon_status.router)
+    app.include_router(agent_tools.router)
+    app.include_router(research.router)
+    app.include_router(ui.router)
 
     # add_middleware wraps what is already there: add the innermost first.
     app.add_middleware(BodyLimit, limit=BODY_LIMIT_BYTES)

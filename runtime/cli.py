@@ -1,4 +1,5 @@
-"""The `agentrt` command: `up` (everything), `api`, `worker`, `dev-server`, `migrate`.
+"""The `agentrt` command: `up` (everything), `api`, `worker`, `dev-server`, `migrate`,
+`load-investigation`.
 
 Flags are named like the spec's daemon flags; each one is also read from the
 environment as `AGENTRT_<FLAG>` (flags win). Start-up refusals print one line
@@ -15,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
         ("migrate", "apply the store's migrations and exit"),
     ):
         _flags(commands.add_parser(name, help=text, description=text))
+    text = "load an investigation (JSON, see the README) into a workspace, replacing its data"
+    load = commands.add_parser("load-investigation", help=text, description=text)
+    load.add_argument("file", type=Path, metavar="FILE.json")
+    load.add_argument("--workspace-id", default="demo", help="workspace to load (default demo)")
+    _flags(load)
     return parser
 
 
@@ -167,6 +173,27 @@ def run_migrate(settings: Settings) -> int:
     return 0
 
 
+def run_load_investigation(settings: Settings, path: Path, workspace_id: str) -> int:
+    """Migrate the store, then replace `workspace_id`'s investigation data with the file's."""
+    from runtime.investigation.loader import load_investigation, read_investigation_file
+    from runtime.store import Store, upgrade_to_head
+
+    store = Store(settings.resolved_database_url)
+    try:
+        upgrade_to_head(store.engine)
+        data = read_investigation_file(path)
+        with store.session() as session:
+            counts = load_investigation(session, workspace_id, data)
+    except ValueError as err:
+        sys.stderr.write(f"agentrt: {err}\n")
+        return 1
+    finally:
+        store.dispose()
+    summary = ", ".join(f"{count} {name}" for name, count in counts.items())
+    sys.stdout.write(f"loaded {path} into workspace {workspace_id!r}: {summary}\n")
+    return 0
+
+
 # -- up: the supervisor ------------------------------------------------------------------
 
 
@@ -236,6 +263,7 @@ class Supervisor:
         return False
 
     def run(self) -> int:
+        from runtime.investigation.demo import ensure_demo
         from runtime.store import Store, upgrade_to_head
         from runtime.temporal import stop_process
 
@@ -245,6 +273,9 @@ class Supervisor:
         settings.resolved_data_dir.mkdir(parents=True, exist_ok=True)
         store = Store(settings.resolved_database_url)
         upgrade_to_head(store.engine)
+        with store.session() as session:
+            if ensure_demo(session, "demo"):
+                log.info("loaded the demo investigation into workspace 'demo'")
         store.dispose()
         try:
             address = asyncio.run(self.start_temporal())
@@ -316,12 +347,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         sys.stderr.write(f"agentrt: invalid settings: {problems}\n")
         return EXIT_REFUSED
-    handlers = {
+    handlers: dict[str, Callable[[Settings], int]] = {
         "up": lambda s: Supervisor(s).run(),
         "api": run_api,
         "worker": run_worker_command,
         "dev-server": run_dev_server,
         "migrate": run_migrate,
+        "load-investigation": lambda s: run_load_investigation(s, args.file, args.workspace_id),
     }
     return int(handlers[args.command](settings))
 

@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     task_queue: str = "agentrt"
     # Names this deployment in agent-tools streams and rows (isolation per instance).
     instance: str = "local"
+    # Agent-tools gateway: default investigation workspace and retention windows (FIFO).
+    agent_tools_workspace: str = "demo"
+    agent_tools_max_results: int = Field(default=64, ge=1)
+    agent_tools_max_events: int = Field(default=128, ge=1)
 
     # Models (DESIGN.md "Models"): `scripted` (built in) or `openai` (any compatible endpoint).
     model_provider: Literal["scripted", "openai"] = "scripted"

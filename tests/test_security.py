@@ -111,6 +111,16 @@ async def test_health_is_exempt_on_loopback(api: ApiFactory) -> None:
     assert (await client.get("/daemon/status")).status_code == 401
 
 
+async def test_static_page_assets_load_without_the_bearer_on_loopback(api: ApiFactory) -> None:
+    client = await api(token=TOKEN)
+    assert (await client.get("/ui/agent-tools")).status_code == 200
+    assert (await client.get("/ui/agent-tools.js")).status_code == 200
+    assert (await client.post("/ui/agent-tools")).json() == UNAUTHORIZED
+    assert (await client.get("/api/v1/agent-tools/session")).json() == UNAUTHORIZED
+    strict = await api(token=TOKEN, require_auth=True)
+    assert (await strict.get("/ui/agent-tools")).json() == UNAUTHORIZED
+
+
 async def test_require_auth_removes_the_health_exemption(api: ApiFactory) -> None:
     client = await api(token=TOKEN, require_auth=True)
     response = await client.get("/health")

@@ -2,5 +2,7 @@
 
 from __future__ import annotations
 
+from workflows.turn import TurnWorkflow
+
 # Every workflow class the worker registers; each surface adds its own.
-WORKFLOWS: list[type] = []
+WORKFLOWS: list[type] = [TurnWorkflow]

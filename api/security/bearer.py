@@ -25,10 +25,14 @@ def bearer_matches(authorization: str | None, token: str) -> bool:
     )
 
 
-class BearerAuth:
-    """Every route needs the bearer when a token is configured, except loopback `/health`.
+# Static page assets carry no data; like the reference daemon's /demo page they load
+# without the bearer on loopback binds, and the page then sends the token the user enters.
+STATIC_PAGE_PATHS = frozenset({"/ui/agent-tools", "/ui/agent-tools.js", "/ui/agent-tools.svg"})
 
-    `/health` stays open on loopback binds for in-pod probes unless `--require-auth`.
+
+class BearerAuth:
+    """Every route needs the bearer when a token is configured, except on loopback binds
+    `/health` (for in-pod probes) and the static page assets, unless `--require-auth`.
     """
 
     def __init__(self, app: ASGIApp, *, token: str | None, health_exempt: bool) -> None:
@@ -36,11 +40,16 @@ class BearerAuth:
         self.token = token or None
         self.health_exempt = health_exempt
 
+    def _exempt(self, scope: Scope) -> bool:
+        if not self.health_exempt:
+            return False
+        path = scope["path"]
+        return path == "/health" or (
+            scope["method"] in ("GET", "HEAD") and path in STATIC_PAGE_PATHS
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.token is None or not is_http(scope):
-            await self.app(scope, receive, send)
-            return
-        if self.health_exempt and scope["path"] == "/health":
+        if self.token is None or not is_http(scope) or self._exempt(scope):
             await self.app(scope, receive, send)
             return
         if not bearer_matches(header(scope, b"authorization"), self.token):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
+import runtime.investigation.models
 import runtime.store.models  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 connection = context.config.attributes["connection"]

@@ -1,0 +1,429 @@
+"""The agent-tools gateway: /api/v1/agent-tools/* (spec agent-tools-protocol-v1).
+
+router → TurnWorkflow (turns, resume) or the store (catalog, calls, results, events).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from pydantic import BaseModel, Field
+from sqlalchemy.exc import IntegrityError
+from temporalio.client import (
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateStage,
+)
+from temporalio.common import TypedSearchAttributes
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from api.agent_tools_guard import MutationDep, SessionDep
+from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
+from api.errors import ApiError
+from runtime.agent_tools.calls import (
+    IdempotencyConflict,
+    execute_call,
+    get_result,
+    result_body,
+)
+from runtime.agent_tools.contracts import (
+    CallRequest,
+    ResumeRequest,
+    TurnInput,
+    TurnResult,
+    TurnState,
+)
+from runtime.agent_tools.events import event_body, event_data, events_stream
+from runtime.agent_tools.models import AgentTurn
+from runtime.agent_tools.sessions import COOKIE_NAME, SESSION_TTL, open_session
+from runtime.investigation.catalog import catalog
+from runtime.investigation.research import research_state
+from runtime.store.journal import NewEvent
+from workflows.turn import TurnWorkflow, turn_search_attributes, turn_workflow_id
+
+router = APIRouter(prefix="/api/v1/agent-tools")
+
+WORKSPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$"
+WorkspaceQuery = Annotated[str | None, Query(pattern=WORKSPACE_PATTERN)]
+UPDATE_WAIT = 30.0
+
+
+class TurnCreate(BaseModel):
+    prompt: str = Field(min_length=1, max_length=4000)
+    workspace: str | None = Field(default=None, pattern=WORKSPACE_PATTERN)
+    turn_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    agent: Literal["deterministic", "model"] = "deterministic"
+
+
+class ResumeBody(BaseModel):
+    workspace: str | None = Field(default=None, pattern=WORKSPACE_PATTERN)
+
+
+class CallBody(CallRequest):
+    workspace: str | None = Field(default=None, pattern=WORKSPACE_PATTERN)
+
+
+def _turn_not_found(turn_id: str) -> ApiError:
+    return ApiError(
+        404, {"error": f'No turn with id "{turn_id}"', "code": "turn_not_found", "turn_id": turn_id}
+    )
+
+
+def _load_turn(store: Any, instance: str, workspace: str, turn_id: str) -> AgentTurn | None:
+    with store.session() as session:
+        row: AgentTurn | None = session.get(AgentTurn, (instance, workspace, turn_id))
+        return row
+
+
+# -- session and catalog -------------------------------------------------------------------
+
+
+@router.get("/session")
+async def session(request: Request, response: Response, store: StoreDep) -> dict[str, str]:
+    """Open (or re-open) the browser's local session; the CSRF token goes to the page."""
+    browser = await asyncio.to_thread(open_session, store, request.cookies.get(COOKIE_NAME))
+    response.set_cookie(
+        COOKIE_NAME,
+        browser.cookie,
+        max_age=int(SESSION_TTL.total_seconds()),
+        httponly=True,
+        samesite="strict",
+        path="/api/v1",
+    )
+    return {"csrfToken": browser.csrf_token}
+
+
+@router.get("/catalog")
+async def get_catalog(
+    _session: SessionDep, settings: SettingsDep, store: StoreDep, workspace: WorkspaceQuery = None
+) -> dict[str, Any]:
+    ws = workspace or settings.agent_tools_workspace
+
+    def read() -> list[dict[str, Any]]:
+        with store.session() as db:
+            return catalog(db, ws)
+
+    return {"workspace": ws, "tools": await asyncio.to_thread(read)}
+
+
+# -- turns ---------------------------------------------------------------------------------
+
+
+@router.post("/turns", status_code=202)
+async def create_turn(
+    body: TurnCreate,
+    _session: MutationDep,
+    settings: SettingsDep,
+    store: StoreDep,
+    journal: JournalDep,
+    client: TemporalDep,
+    response: Response,
+) -> dict[str, Any]:
+    workspace = body.workspace or settings.agent_tools_workspace
+    turn_id = body.turn_id or str(uuid.uuid4())
+    workflow_id = turn_workflow_id(settings.instance, workspace, turn_id)
+    row = AgentTurn(
+        instance=settings.instance,
+        workspace=workspace,
+        turn_id=turn_id,
+        agent=body.agent,
+        prompt=body.prompt,
+        workflow_id=workflow_id,
+        created_at=datetime.now(UTC),
+    )
+
+    def insert() -> AgentTurn | None:
+        """None when inserted; the existing row when the turn id is taken."""
+        with store.session() as db:
+            db.add(row)
+            try:
+                db.commit()
+                return None
+            except IntegrityError:
+                db.rollback()
+                existing: AgentTurn | None = db.get(
+                    AgentTurn, (settings.instance, workspace, turn_id)
+                )
+                return existing
+
+    existing = await asyncio.to_thread(insert)
+    if existing is not None and (existing.prompt, existing.agent) != (body.prompt, body.agent):
+        raise ApiError(
+            409,
+            {
+                "error": f'Turn "{turn_id}" already exists with another prompt',
+                "code": "turn_exists",
+                "turn_id": turn_id,
+            },
+        )
+    _, last_seq = await asyncio.to_thread(
+        journal.bounds, events_stream(settings.instance, workspace)
+    )
+    request = TurnInput(
+        instance=settings.instance,
+        workspace=workspace,
+        turn_id=turn_id,
+        prompt=body.prompt,
+        agent=body.agent,
+        event_retention=settings.agent_tools_max_events,
+    )
+    try:
+        await client.start_workflow(
+            TurnWorkflow.run,
+            request,
+            id=workflow_id,
+            task_queue=settings.task_queue,
+            search_attributes=TypedSearchAttributes(turn_search_attributes(request)),
+        )
+    except WorkflowAlreadyStartedError:
+        response.status_code = 200  # the same turn again: idempotent
+    return {
+        "turn_id": turn_id,
+        "workspace": workspace,
+        "agent": body.agent,
+        "workflow_id": workflow_id,
+        "status": "running",
+        "events_cursor": last_seq if existing is None else 0,
+    }
+
+
+async def _turn_handle(
+    client: Any, settings: Any, store: Any, workspace: str, turn_id: str
+) -> tuple[AgentTurn, WorkflowHandle[Any, Any]]:
+    row = await asyncio.to_thread(_load_turn, store, settings.instance, workspace, turn_id)
+    if row is None:
+        raise _turn_not_found(turn_id)
+    return row, client.get_workflow_handle(row.workflow_id)
+
+
+@router.get("/turns/{turn_id}")
+async def get_turn(
+    turn_id: str,
+    _session: SessionDep,
+    settings: SettingsDep,
+    store: StoreDep,
+    client: TemporalDep,
+    workspace: WorkspaceQuery = None,
+) -> dict[str, Any]:
+    ws = workspace or settings.agent_tools_workspace
+    _row, handle = await _turn_handle(client, settings, store, ws, turn_id)
+    state = await _query_state(handle)
+    return state.model_dump()
+
+
+async def _query_state(handle: WorkflowHandle[Any, Any]) -> TurnState:
+    try:
+        return await asyncio.wait_for(
+            handle.query(TurnWorkflow.state), UPDATE_WAIT
+        )
+    except TimeoutError as err:
+        raise ApiError(
+            503,
+            {"error": "No worker answered in time", "code": "worker_unavailable"},
+            {"Retry-After": "5"},
+        ) from err
+
+
+@router.post("/turns/{turn_id}/resume")
+async def resume_turn(
+    turn_id: str,
+    _session: MutationDep,
+    settings: SettingsDep,
+    store: StoreDep,
+    client: TemporalDep,
+    body: ResumeBody | None = None,
+) -> dict[str, Any]:
+    workspace = (body.workspace if body else None) or settings.agent_tools_workspace
+    _row, handle = await _turn_handle(client, settings, store, workspace, turn_id)
+    state = await _query_state(handle)
+    if state.status != "awaiting_authorization" or state.research_id is None:
+        raise ApiError(
+            409,
+            {
+                "error": f'Turn "{turn_id}" is {state.status}, not awaiting authorization',
+                "code": "turn_not_waiting",
+                "turn_id": turn_id,
+                "status": state.status,
+            },
+        )
+    research_id = state.research_id
+
+    def read_research() -> dict[str, Any]:
+        with store.session() as db:
+            return research_state(db, workspace, research_id)
+
+    research = await asyncio.to_thread(read_research)
+    if research["state"] == "prepared":
+        raise ApiError(
+            409,
+            {
+                "error": f'No human decision is recorded for research "{research_id}"',
+                "code": "authorization_pending",
+                "turn_id": turn_id,
+                "research_id": research_id,
+            },
+        )
+    if research["state"] == "denied":
+        raise ApiError(
+            409,
+            {
+                "error": f'Research "{research_id}" was denied: the turn ends with DENIED',
+                "code": "research_denied",
+                "turn_id": turn_id,
+                "research_id": research_id,
+            },
+        )
+    try:
+        update = await handle.start_update(
+            TurnWorkflow.resume,
+            ResumeRequest(),
+            id=f"resume-{uuid.uuid4()}",
+            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+        )
+        result = await asyncio.wait_for(update.result(), UPDATE_WAIT)
+    except WorkflowUpdateFailedError as err:
+        raise ApiError(
+            409,
+            {
+                "error": f'Turn "{turn_id}" is not awaiting authorization',
+                "code": "turn_not_waiting",
+                "turn_id": turn_id,
+            },
+        ) from err
+    except TimeoutError:
+        return {"turn_id": turn_id, "status": "resuming", "research_id": research_id}
+    if not isinstance(result, TurnResult):
+        result = TurnResult.model_validate(result)
+    if result.status == "awaiting_authorization":
+        raise ApiError(
+            409,
+            {
+                "error": f'No human decision is recorded for research "{research_id}"',
+                "code": "authorization_pending",
+                "turn_id": turn_id,
+                "research_id": research_id,
+            },
+        )
+    return result.model_dump()
+
+
+# -- calls, results, events ----------------------------------------------------------------
+
+
+@router.post("/calls")
+async def call_tool(
+    body: CallBody,
+    _session: MutationDep,
+    settings: SettingsDep,
+    store: StoreDep,
+    journal: JournalDep,
+) -> dict[str, Any]:
+    workspace = body.workspace or settings.agent_tools_workspace
+    turn = await asyncio.to_thread(_load_turn, store, settings.instance, workspace, body.turn_id)
+    if turn is None:
+        raise _turn_not_found(body.turn_id)
+    call = CallRequest.model_validate(body.model_dump(exclude={"workspace"}))
+    try:
+        record = await asyncio.to_thread(
+            execute_call,
+            store,
+            settings.instance,
+            workspace,
+            call,
+            max_results=settings.agent_tools_max_results,
+        )
+    except IdempotencyConflict as err:
+        raise ApiError(
+            409,
+            {
+                "error": str(err),
+                "code": "idempotency_conflict",
+                "idempotency_key": body.idempotency_key,
+            },
+        ) from err
+    if not record.replayed:
+        refs = [ref.model_dump() for ref in record.outcome.object_refs[:20]]
+        data = {"tool_id": record.tool_id, "input": call.input, "source": "client"}
+        await journal.aappend_many(
+            events_stream(settings.instance, workspace),
+            [
+                NewEvent(
+                    "agent.tool.requested", event_data(call.turn_id, data, call_id=record.call_id)
+                ),
+                NewEvent(
+                    "agent.tool.started",
+                    event_data(call.turn_id, {"tool_id": record.tool_id}, call_id=record.call_id),
+                ),
+                NewEvent(
+                    "agent.tool.completed",
+                    event_data(
+                        call.turn_id,
+                        {
+                            "tool_id": record.tool_id,
+                            "status": record.status,
+                            "result_id": record.result_id,
+                            "diagnostic": record.outcome.diagnostic,
+                        },
+                        call_id=record.call_id,
+                        refs=refs,
+                    ),
+                ),
+            ],
+            retention=settings.agent_tools_max_events,
+        )
+    return {**result_body(record), "replayed": record.replayed}
+
+
+@router.get("/results/{result_id}")
+async def get_result_route(
+    result_id: str,
+    _session: SessionDep,
+    settings: SettingsDep,
+    store: StoreDep,
+    workspace: WorkspaceQuery = None,
+) -> dict[str, Any]:
+    ws = workspace or settings.agent_tools_workspace
+    record = await asyncio.to_thread(get_result, store, settings.instance, ws, result_id)
+    if record is None:
+        raise ApiError(
+            404,
+            {
+                "error": f'No result with id "{result_id}"',
+                "code": "result_not_found",
+                "result_id": result_id,
+            },
+        )
+    return result_body(record)
+
+
+@router.get("/events")
+async def get_events(
+    _session: SessionDep,
+    settings: SettingsDep,
+    journal: JournalDep,
+    cursor: Annotated[int, Query(ge=0)] = 0,
+    wait: Annotated[float, Query(ge=0, le=25)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 128,
+    workspace: WorkspaceQuery = None,
+) -> dict[str, Any]:
+    """Events after `cursor`, oldest first; `wait` long-polls up to that many seconds."""
+    ws = workspace or settings.agent_tools_workspace
+    stream = events_stream(settings.instance, ws)
+    if wait:
+        page = await journal.wait(stream, cursor, wait, limit=limit)
+    else:
+        page = await journal.aread(stream, cursor, limit)
+    events = [event_body(entry) for entry in page.entries]
+    return {
+        "workspace": ws,
+        "events": events,
+        "cursor": events[-1]["sequence"] if events else max(cursor, 0),
+        "earliest_sequence": page.earliest_seq,
+        "last_sequence": page.last_seq,
+        "cursor_expired": page.cursor_expired(cursor),
+    }

@@ -1,0 +1,112 @@
+"""The research flow's own routes: the human decision on a prepared research.
+
+This is the only way a research gets authorized — never through the agent-tools
+gateway. Approving persists the decision (the grant) and admits the campaign;
+denying persists the denial. The turn that proposed it is then woken by a signal
+and reads the research's state itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+from temporalio.service import RPCError
+
+from api.agent_tools_guard import MutationDep, SessionDep
+from api.deps import SettingsDep, StoreDep, TemporalDep
+from api.errors import ApiError
+from runtime.agent_tools.contracts import ResearchDecided
+from runtime.investigation.research import (
+    ResearchAlreadyDecided,
+    ResearchNotFound,
+    decide_research,
+    research_state,
+)
+from workflows.turn import TurnWorkflow, turn_workflow_id
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/api/v1/research")
+
+WORKSPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
+
+class DecisionBody(BaseModel):
+    decision: Literal["approve", "deny"]
+    decided_by: str = Field(min_length=1, max_length=200)
+    note: str | None = Field(default=None, max_length=2000)
+    workspace: str | None = Field(default=None, pattern=WORKSPACE_PATTERN)
+
+
+def _not_found(research_id: str) -> ApiError:
+    return ApiError(
+        404,
+        {
+            "error": f'No research with id "{research_id}"',
+            "code": "research_not_found",
+            "research_id": research_id,
+        },
+    )
+
+
+@router.get("/{research_id}")
+async def get_research(
+    research_id: str,
+    _session: SessionDep,
+    settings: SettingsDep,
+    store: StoreDep,
+    workspace: Annotated[str | None, Query(pattern=WORKSPACE_PATTERN)] = None,
+) -> dict[str, Any]:
+    ws = workspace or settings.agent_tools_workspace
+
+    def read() -> dict[str, Any]:
+        with store.session() as db:
+            return research_state(db, ws, research_id)
+
+    try:
+        return await asyncio.to_thread(read)
+    except ResearchNotFound as err:
+        raise _not_found(research_id) from err
+
+
+@router.post("/{research_id}/decision")
+async def decide(
+    research_id: str,
+    body: DecisionBody,
+    _session: MutationDep,
+    settings: SettingsDep,
+    store: StoreDep,
+    client: TemporalDep,
+) -> dict[str, Any]:
+    ws = body.workspace or settings.agent_tools_workspace
+
+    def write() -> dict[str, Any]:
+        with store.session() as db:
+            decide_research(db, ws, research_id, body.decision, body.decided_by, body.note)
+            return research_state(db, ws, research_id)
+
+    try:
+        state = await asyncio.to_thread(write)
+    except ResearchNotFound as err:
+        raise _not_found(research_id) from err
+    except ResearchAlreadyDecided as err:
+        raise ApiError(
+            409,
+            {"error": str(err), "code": "research_already_decided", "research_id": research_id},
+        ) from err
+    except ValueError as err:
+        raise ApiError(400, {"error": str(err), "code": "invalid_decision"}) from err
+    turn_id = state.get("turn_id")
+    if turn_id:
+        handle = client.get_workflow_handle(turn_workflow_id(settings.instance, ws, turn_id))
+        try:
+            await handle.signal(
+                TurnWorkflow.research_decided,
+                ResearchDecided(research_id=research_id, decision=body.decision),
+            )
+        except RPCError as err:  # the turn may be gone; the decision stands regardless
+            log.info("turn %s not signalled: %s", turn_id, err)
+    return state

@@ -1,0 +1,183 @@
+"""Idempotent tool calls: one record per idempotency key, the result stored with it.
+
+A replay with the same key and the same intent returns the stored result without
+running the tool again; the same key with another intent is a conflict (409).
+The tool's own writes (e.g. a prepared research) and the call record commit in
+one transaction, so a crash leaves either both or neither.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from runtime.agent_tools.contracts import CallRequest
+from runtime.agent_tools.models import AgentToolCall
+from runtime.investigation.tools import ToolOutcome, run_tool
+from runtime.store import Store
+
+DEFAULT_MAX_RESULTS = 64
+_CALLS = AgentToolCall.__table__  # type: ignore[attr-defined]
+
+
+class IdempotencyConflict(Exception):
+    """The key was already used for another intent."""
+
+    def __init__(self, key: str, existing: AgentToolCall) -> None:
+        super().__init__(f"idempotency_key {key!r} was already used for another call")
+        self.key = key
+        self.existing = existing
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    call_id: str
+    result_id: str
+    turn_id: str
+    tool_id: str
+    status: str
+    outcome: ToolOutcome
+    replayed: bool
+    created_at: datetime
+
+
+def intent_hash(call: CallRequest) -> str:
+    """What a call means: which tool, on what input, for which turn and objects."""
+    intent = {
+        "turn_id": call.turn_id,
+        "tool_id": call.tool_id,
+        "input": call.input,
+        "object_refs": [ref.model_dump() for ref in call.object_refs],
+    }
+    encoded = json.dumps(intent, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+def _record(row: AgentToolCall, replayed: bool) -> CallRecord:
+    return CallRecord(
+        call_id=row.call_id,
+        result_id=row.result_id,
+        turn_id=row.turn_id,
+        tool_id=row.tool_id,
+        status=row.status,
+        outcome=ToolOutcome.model_validate(row.result),
+        replayed=replayed,
+        created_at=row.created_at,
+    )
+
+
+def _existing(session: Session, instance: str, workspace: str, key: str) -> AgentToolCall | None:
+    return session.execute(
+        select(AgentToolCall).where(
+            AgentToolCall.instance == instance,  # type: ignore[arg-type]
+            AgentToolCall.workspace == workspace,  # type: ignore[arg-type]
+            AgentToolCall.idempotency_key == key,  # type: ignore[arg-type]
+        )
+    ).scalar_one_or_none()
+
+
+def _evict(session: Session, instance: str, workspace: str, keep: int) -> None:
+    """FIFO: keep the newest `keep` records of this instance and workspace."""
+    calls = _CALLS.c
+    scope = (calls.instance == instance, calls.workspace == workspace)
+    newest = select(calls.id).where(*scope).order_by(calls.id.desc()).limit(keep)
+    kept = [row for (row,) in session.execute(newest).all()]
+    if len(kept) < keep:
+        return
+    session.execute(delete(_CALLS).where(*scope, calls.id < min(kept)))
+
+
+def execute_call(
+    store: Store,
+    instance: str,
+    workspace: str,
+    call: CallRequest,
+    *,
+    max_results: int = DEFAULT_MAX_RESULTS,
+) -> CallRecord:
+    """Run `call` once per idempotency key; replays get the stored result.
+
+    Raises:
+        IdempotencyConflict: the key names a call with another intent.
+    """
+    digest = intent_hash(call)
+    with store.session() as session:
+        existing = _existing(session, instance, workspace, call.idempotency_key)
+        if existing is not None:
+            if existing.intent_hash != digest:
+                raise IdempotencyConflict(call.idempotency_key, existing)
+            return _record(existing, replayed=True)
+        outcome = run_tool(session, workspace, call.tool_id, call.input)
+        row = AgentToolCall(
+            instance=instance,
+            workspace=workspace,
+            turn_id=call.turn_id,
+            call_id=call.call_id or str(uuid.uuid4()),
+            result_id=str(uuid.uuid4()),
+            tool_id=call.tool_id,
+            idempotency_key=call.idempotency_key,
+            intent_hash=digest,
+            status=outcome.status,
+            result=outcome.model_dump(mode="json"),
+            created_at=datetime.now(UTC),
+        )
+        session.add(row)
+        try:
+            session.flush()
+            _evict(session, instance, workspace, max_results)
+            session.commit()
+        except IntegrityError:
+            # A concurrent call with the same key won the race: answer like a replay.
+            session.rollback()
+            winner = _existing(session, instance, workspace, call.idempotency_key)
+            if winner is None:
+                raise
+            if winner.intent_hash != digest:
+                raise IdempotencyConflict(call.idempotency_key, winner) from None
+            return _record(winner, replayed=True)
+        return _record(row, replayed=False)
+
+
+def get_result(store: Store, instance: str, workspace: str, result_id: str) -> CallRecord | None:
+    """A stored result, only within its own instance and workspace."""
+    with store.session() as session:
+        row = session.execute(
+            select(AgentToolCall).where(
+                AgentToolCall.instance == instance,  # type: ignore[arg-type]
+                AgentToolCall.workspace == workspace,  # type: ignore[arg-type]
+                AgentToolCall.result_id == result_id,  # type: ignore[arg-type]
+            )
+        ).scalar_one_or_none()
+        return None if row is None else _record(row, replayed=False)
+
+
+def _iso(ts: datetime) -> str:
+    aware = ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
+    return aware.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def result_body(record: CallRecord) -> dict[str, Any]:
+    """The wire shape of GET /results/{result_id}."""
+    outcome = record.outcome
+    return {
+        "result_id": record.result_id,
+        "call_id": record.call_id,
+        "turn_id": record.turn_id,
+        "tool_id": record.tool_id,
+        "status": record.status,
+        "output": outcome.output,
+        "object_refs": [ref.model_dump() for ref in outcome.object_refs],
+        "artifacts": outcome.artifacts,
+        "observations": outcome.observations,
+        "provenance_refs": [ref.model_dump() for ref in outcome.provenance_refs],
+        "diagnostic": outcome.diagnostic,
+        "created_at": _iso(record.created_at),
+    }

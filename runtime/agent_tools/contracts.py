@@ -1,0 +1,128 @@
+"""Payloads of the agent-tools gateway that cross Temporal or HTTP."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from runtime.investigation.tools import ObjectRef, ToolStatus
+
+AgentKind = Literal["deterministic", "model"]
+TurnStatus = Literal[
+    "running", "awaiting_authorization", "resuming", "completed", "denied", "failed"
+]
+
+EVENT_TYPES = (
+    "agent.turn.started",
+    "agent.plan.updated",
+    "agent.tool.requested",
+    "agent.tool.started",
+    "agent.tool.completed",
+    "agent.authorization.required",
+    "agent.turn.completed",
+    "agent.error",
+)
+
+
+class CallRequest(BaseModel):
+    """One tool call, from a client (POST /calls) or from a turn's agent."""
+
+    turn_id: str = Field(min_length=1, max_length=200)
+    call_id: str | None = None
+    tool_id: str = Field(min_length=1, max_length=200)
+    input: dict[str, Any] = Field(default_factory=dict)
+    context: dict[str, Any] = Field(default_factory=dict)
+    object_refs: list[ObjectRef] = Field(default_factory=list)
+    idempotency_key: str = Field(min_length=1, max_length=400)
+
+
+class CallToolInput(BaseModel):
+    instance: str
+    workspace: str
+    call: CallRequest
+    # The model agent's transcript: where to append the tool's answer, if anywhere.
+    transcript_stream: str | None = None
+    tool_call_id: str | None = None
+
+
+class CallSummary(BaseModel):
+    """What a workflow keeps of a call: references, never the result's content."""
+
+    call_id: str
+    result_id: str
+    tool_id: str
+    status: ToolStatus
+    object_refs: list[ObjectRef] = Field(default_factory=list)
+    diagnostic: str | None = None
+    replayed: bool = False
+    # Filled for research.get_state: the workflow decides on it without the full result.
+    research_state: str | None = None
+
+
+class TurnInput(BaseModel):
+    instance: str
+    workspace: str
+    turn_id: str
+    prompt: str
+    agent: AgentKind = "deterministic"
+    event_retention: int = 128
+    max_steps: int = 12
+
+
+class ResearchDecided(BaseModel):
+    research_id: str
+    decision: Literal["approve", "deny"]
+
+
+class ResumeRequest(BaseModel):
+    requested_by: str | None = None
+
+
+class TurnResult(BaseModel):
+    turn_id: str
+    status: TurnStatus
+    result: ToolStatus | None = None
+    research_id: str | None = None
+    summary: str = ""
+
+
+class TurnState(BaseModel):
+    turn_id: str
+    workspace: str
+    agent: AgentKind
+    status: TurnStatus
+    research_id: str | None = None
+    steps: int = 0
+    summary: str = ""
+
+
+class ResearchStateInput(BaseModel):
+    instance: str
+    workspace: str
+    turn_id: str
+    research_id: str
+    idempotency_key: str
+
+
+class ModelStepInput(BaseModel):
+    instance: str
+    workspace: str
+    turn_id: str
+    transcript_stream: str
+    step: int
+
+
+class ModelStepResult(BaseModel):
+    content: str = ""
+    tool_calls: list[ModelToolCall] = Field(default_factory=list)
+    served_model: str = ""
+
+
+class ModelToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+ModelStepResult.model_rebuild()

@@ -1,0 +1,68 @@
+"""Local browser sessions of the agent-tools surface: an HttpOnly cookie plus a CSRF token.
+
+Only a hash of the cookie is stored, so a leaked database does not leak live
+sessions; sessions live in the store and survive an API restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from runtime.agent_tools.models import AgentToolsSession
+from runtime.store import Store
+
+COOKIE_NAME = "agentrt_session"
+SESSION_TTL = timedelta(hours=12)
+
+
+@dataclass(frozen=True)
+class BrowserSession:
+    cookie: str
+    csrf_token: str
+    expires_at: datetime
+
+
+def _hash(cookie: str) -> str:
+    return hashlib.sha256(cookie.encode()).hexdigest()
+
+
+def _aware(ts: datetime) -> datetime:
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
+
+
+def open_session(store: Store, cookie: str | None) -> BrowserSession:
+    """The caller's live session, or a new one."""
+    if cookie:
+        existing = find_session(store, cookie)
+        if existing is not None:
+            return existing
+    cookie = secrets.token_urlsafe(32)
+    now = datetime.now(UTC)
+    row = AgentToolsSession(
+        session_hash=_hash(cookie),
+        csrf_token=secrets.token_urlsafe(32),
+        created_at=now,
+        expires_at=now + SESSION_TTL,
+    )
+    with store.session() as session:
+        session.add(row)
+        session.commit()
+    return BrowserSession(cookie=cookie, csrf_token=row.csrf_token, expires_at=row.expires_at)
+
+
+def find_session(store: Store, cookie: str) -> BrowserSession | None:
+    with store.session() as session:
+        row = session.get(AgentToolsSession, _hash(cookie))
+    if row is None or _aware(row.expires_at) <= datetime.now(UTC):
+        return None
+    return BrowserSession(cookie=cookie, csrf_token=row.csrf_token, expires_at=row.expires_at)
+
+
+def csrf_matches(session: BrowserSession, presented: str | None) -> bool:
+    return bool(presented) and hmac.compare_digest(
+        session.csrf_token.encode(), (presented or "").encode()
+    )

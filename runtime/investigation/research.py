@@ -1,0 +1,305 @@
+"""Research campaigns: an agent may only *propose* one; a human decides; then it runs.
+
+States: prepared → authorized → admitted → running → completed, or prepared → denied.
+`prepare_research` is all the agent-tools gateway can reach (through the tool
+`research.prepare`): it records a proposal and nothing else — no grant, no
+admission, no network contact. `decide_research` is called only by the research
+flow's own HTTP route (`POST /api/v1/research/{research_id}/decision`), never by
+a tool, so an agent has no path to authorize itself.
+
+These functions write through the caller's session and commit, unless called
+with `commit=False` (then they only flush): the gateway's `run_tool` does that,
+so a prepared research commits together with the gateway's call record.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from runtime.investigation.models import InvestigationNode, Research, ResearchDecision
+
+RESEARCH_STATES = ("prepared", "authorized", "admitted", "running", "completed", "denied")
+DECISIONS = ("approve", "deny")
+MAX_SCOPE_NODES = 20
+MAX_QUESTION_CHARS = 500
+MAX_RATIONALE_CHARS = 1000
+MAX_NOTE_CHARS = 2000
+
+# The only moves a research can make; anything else is refused.
+_TRANSITIONS: dict[str, tuple[str, ...]] = {
+    "prepared": ("authorized", "denied"),
+    "authorized": ("admitted",),
+    "admitted": ("running",),
+    "running": ("completed",),
+}
+
+
+class ResearchError(Exception):
+    """Base of the research flow's refusals."""
+
+
+class ResearchNotFound(ResearchError, LookupError):
+    """No research with this id in this workspace (ids never leak across workspaces)."""
+
+    def __init__(self, workspace: str, research_id: str) -> None:
+        super().__init__(f"research {research_id!r} not found in workspace {workspace!r}")
+        self.workspace = workspace
+        self.research_id = research_id
+
+
+class InvalidResearchTransition(ResearchError):
+    """The research is not in a state that allows this move."""
+
+    def __init__(self, research: Research, target: str, message: str | None = None) -> None:
+        super().__init__(
+            message
+            or f"research {research.research_id!r} is {research.state}: cannot move to {target}"
+        )
+        self.research_id = research.research_id
+        self.state = research.state
+        self.target = target
+
+
+class ResearchAlreadyDecided(InvalidResearchTransition):
+    """A decision was asked for a research that is no longer `prepared`."""
+
+    def __init__(self, research: Research, target: str) -> None:
+        super().__init__(
+            research,
+            target,
+            f"research {research.research_id!r} was already decided (state {research.state})",
+        )
+
+
+def decision_route(research_id: str) -> str:
+    """The human decision route of a research (the research flow's, not the gateway's)."""
+    return f"/api/v1/research/{research_id}/decision"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(ts: datetime) -> str:
+    aware = ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
+    return aware.isoformat()
+
+
+def _finish(session: Session, commit: bool) -> None:
+    if commit:
+        session.commit()
+    else:
+        session.flush()
+
+
+def normalize_scope(session: Session, workspace: str, scope: dict[str, Any]) -> dict[str, Any]:
+    """Check a scope against the workspace: 1..20 existing node ids, depth 1..3 (default 1).
+
+    Raises:
+        ValueError: the scope is malformed or names nodes the workspace lacks.
+    """
+    node_ids = scope.get("node_ids")
+    if not isinstance(node_ids, list) or not all(isinstance(n, str) and n for n in node_ids):
+        raise ValueError("scope.node_ids must be a list of node ids")
+    unique = list(dict.fromkeys(node_ids))
+    if not 1 <= len(unique) <= MAX_SCOPE_NODES:
+        raise ValueError(f"scope.node_ids must name 1 to {MAX_SCOPE_NODES} nodes")
+    depth = scope.get("depth", 1)
+    if not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= 3:
+        raise ValueError("scope.depth must be an integer from 1 to 3")
+    extra = set(scope) - {"node_ids", "depth"}
+    if extra:
+        raise ValueError(f"scope has unknown keys: {', '.join(sorted(extra))}")
+    found = set(
+        session.exec(
+            select(InvestigationNode.node_id).where(
+                InvestigationNode.workspace == workspace, col(InvestigationNode.node_id).in_(unique)
+            )
+        ).all()
+    )
+    missing = [n for n in unique if n not in found]
+    if missing:
+        raise ValueError(
+            f"scope names nodes not found in workspace {workspace!r}: {', '.join(missing[:5])}"
+        )
+    return {"node_ids": unique, "depth": depth}
+
+
+def _load(session: Session, workspace: str, research_id: str, *, lock: bool) -> Research:
+    statement = select(Research).where(
+        Research.workspace == workspace, Research.research_id == research_id
+    )
+    if lock:
+        # Serializes concurrent decisions on PostgreSQL (SQLite already holds its write lock).
+        statement = statement.with_for_update()
+    research = session.exec(statement.execution_options(populate_existing=True)).first()
+    if research is None:
+        raise ResearchNotFound(workspace, research_id)
+    return research
+
+
+def _move(research: Research, target: str, now: datetime) -> None:
+    if target not in _TRANSITIONS.get(research.state, ()):
+        raise InvalidResearchTransition(research, target)
+    research.state = target
+    research.updated_at = now
+
+
+def prepare_research(
+    session: Session,
+    workspace: str,
+    question: str,
+    scope: dict[str, Any],
+    rationale: str | None = None,
+    turn_id: str | None = None,
+    *,
+    commit: bool = True,
+) -> Research:
+    """Record a proposed research in state `prepared`: no grant, no admission, no network.
+
+    A retry of the same proposal from the same turn (same question and scope)
+    returns the research already recorded, so a retried activity proposes once.
+
+    Raises:
+        ValueError: empty or too long question/rationale, or a bad scope.
+    """
+    question = question.strip()
+    if not question or len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(f"question must have 1 to {MAX_QUESTION_CHARS} characters")
+    if rationale is not None and len(rationale) > MAX_RATIONALE_CHARS:
+        raise ValueError(f"rationale must have at most {MAX_RATIONALE_CHARS} characters")
+    normalized = normalize_scope(session, workspace, scope)
+    if turn_id is not None:
+        previous = session.exec(
+            select(Research).where(Research.workspace == workspace, Research.turn_id == turn_id)
+        ).all()
+        for research in previous:
+            if research.question == question and research.scope == normalized:
+                return research
+    now = _now()
+    research = Research(
+        research_id=str(uuid.uuid4()),
+        workspace=workspace,
+        question=question,
+        scope=normalized,
+        rationale=rationale,
+        turn_id=turn_id,
+        state="prepared",
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(research)
+    _finish(session, commit)
+    return research
+
+
+def decide_research(
+    session: Session,
+    workspace: str,
+    research_id: str,
+    decision: str,
+    decided_by: str,
+    note: str | None = None,
+    *,
+    commit: bool = True,
+) -> Research:
+    """Persist the human decision: approve → the grant, state admitted; deny → state denied.
+
+    An approval walks prepared → authorized (the grant is recorded) → admitted
+    (the campaign is accepted to run) in one transaction.
+
+    Raises:
+        ValueError: decision not in {"approve", "deny"}, empty decided_by, note too long.
+        ResearchNotFound: unknown id, or a research of another workspace.
+        ResearchAlreadyDecided: the research is no longer `prepared`.
+    """
+    if decision not in DECISIONS:
+        raise ValueError(f"decision must be 'approve' or 'deny', not {decision!r}")
+    if not isinstance(decided_by, str) or not decided_by.strip():
+        raise ValueError("decided_by must name who decides")
+    if len(decided_by) > 200:
+        raise ValueError("decided_by must have at most 200 characters")
+    if note is not None and len(note) > MAX_NOTE_CHARS:
+        raise ValueError(f"note must have at most {MAX_NOTE_CHARS} characters")
+    research = _load(session, workspace, research_id, lock=True)
+    if research.state != "prepared":
+        raise ResearchAlreadyDecided(research, "authorized" if decision == "approve" else "denied")
+    now = _now()
+    session.add(
+        ResearchDecision(
+            research_id=research.research_id,
+            workspace=workspace,
+            decision=decision,
+            decided_by=decided_by.strip(),
+            decided_at=now,
+            scope=dict(research.scope),
+            note=note,
+        )
+    )
+    if decision == "approve":
+        _move(research, "authorized", now)
+        _move(research, "admitted", now)
+    else:
+        _move(research, "denied", now)
+    session.add(research)
+    _finish(session, commit)
+    return research
+
+
+def start_research(
+    session: Session, workspace: str, research_id: str, *, commit: bool = True
+) -> Research:
+    """admitted → running. Raises ResearchNotFound or InvalidResearchTransition."""
+    research = _load(session, workspace, research_id, lock=True)
+    _move(research, "running", _now())
+    session.add(research)
+    _finish(session, commit)
+    return research
+
+
+def complete_research(
+    session: Session, workspace: str, research_id: str, *, commit: bool = True
+) -> Research:
+    """running → completed. Raises ResearchNotFound or InvalidResearchTransition."""
+    research = _load(session, workspace, research_id, lock=True)
+    _move(research, "completed", _now())
+    session.add(research)
+    _finish(session, commit)
+    return research
+
+
+def research_state(session: Session, workspace: str, research_id: str) -> dict[str, Any]:
+    """The research as JSON: state, question, scope, timestamps, and the decision if any.
+
+    Raises:
+        ResearchNotFound: unknown id, or a research of another workspace.
+    """
+    research = _load(session, workspace, research_id, lock=False)
+    decision = session.exec(
+        select(ResearchDecision).where(ResearchDecision.research_id == research.research_id)
+    ).first()
+    return {
+        "research_id": research.research_id,
+        "workspace": research.workspace,
+        "state": research.state,
+        "question": research.question,
+        "scope": research.scope,
+        "rationale": research.rationale,
+        "turn_id": research.turn_id,
+        "created_at": _iso(research.created_at),
+        "updated_at": _iso(research.updated_at),
+        "decision_route": decision_route(research.research_id),
+        "decision": None
+        if decision is None
+        else {
+            "decision": decision.decision,
+            "decided_by": decision.decided_by,
+            "decided_at": _iso(decision.decided_at),
+            "scope": decision.scope,
+            "note": decision.note,
+        },
+    }

@@ -1,0 +1,1 @@
+"""Real servers that stand in for external services in tests (no client mocks)."""

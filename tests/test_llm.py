@@ -1,0 +1,446 @@
+"""Model providers: the scripted model's table, and the openai client against a real fake server."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from activities.llm import (
+    ChatMessage,
+    ModelError,
+    ModelProvider,
+    ModelReply,
+    OpenAIProvider,
+    ScriptedModel,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    provider_from_settings,
+)
+from activities.llm.openai import sse_data
+from runtime.settings import Settings
+from tests.fakes.openai_server import FakeOpenAI
+
+KEY = "sk-test-0123456789abcdef"
+SEARCH = ToolSpec(
+    name="investigation.search",
+    description="Search the investigation notes.",
+    parameters={"type": "object", "properties": {"query": {"type": "string"}}},
+)
+GET_NODE = ToolSpec(
+    name="graph.get_node",
+    description="One node of the graph.",
+    parameters={"type": "object", "properties": {"id": {"type": "string"}}},
+)
+TOOLS = [SEARCH, GET_NODE]
+
+
+def user(text: str) -> ChatMessage:
+    return ChatMessage(role="user", content=text)
+
+
+def called(call_id: str, name: str, **arguments: Any) -> ChatMessage:
+    call = ToolCall(id=call_id, name=name, arguments=arguments)
+    return ChatMessage(role="assistant", tool_calls=[call])
+
+
+def result(call_id: str, content: str) -> ChatMessage:
+    return ChatMessage(role="tool", content=content, tool_call_id=call_id)
+
+
+TWO_CALLS = '/call investigation.search {"query": "disk full"}\n/call graph.get_node {"id": "n1"}'
+LONG = "word " * 60
+FIRST_TURN = [
+    user("/call graph.get_node"),
+    called("call_1", "graph.get_node"),
+    result("call_1", "x"),
+    ChatMessage(role="assistant", content="Done."),
+]
+
+SCRIPTED_TABLE: list[tuple[str, list[ChatMessage], list[ToolSpec], str, list[ToolCall]]] = [
+    ("echo", [user("hello   there\nfriend")], TOOLS, "You said: hello there friend", []),
+    ("echo-cut", [user(LONG)], TOOLS, "You said: " + LONG.strip()[:199] + "…", []),
+    ("no-user", [ChatMessage(role="system", content="sys")], TOOLS, "You said nothing.", []),
+    (
+        "first-call",
+        [user(TWO_CALLS)],
+        TOOLS,
+        "",
+        [ToolCall(id="call_1", name="investigation.search", arguments={"query": "disk full"})],
+    ),
+    (
+        "call-without-args",
+        [user("look:\n   /call graph.get_node   \nthanks")],
+        TOOLS,
+        "",
+        [ToolCall(id="call_1", name="graph.get_node", arguments={})],
+    ),
+    (
+        "next-call",
+        [user(TWO_CALLS), called("call_1", "investigation.search"), result("call_1", "3 hits")],
+        TOOLS,
+        "",
+        [ToolCall(id="call_2", name="graph.get_node", arguments={"id": "n1"})],
+    ),
+    (
+        "summary",
+        [
+            user(TWO_CALLS),
+            called("call_1", "investigation.search"),
+            result("call_1", "3 hits"),
+            called("call_2", "graph.get_node"),
+            result("call_2", '{"id": "n1",\n "label": "disk"}'),
+        ],
+        TOOLS,
+        "Done: called investigation.search, graph.get_node.\ninvestigation.search: 3 hits\n"
+        'graph.get_node: {"id": "n1", "label": "disk"}',
+        [],
+    ),
+    (
+        "say-after-call",
+        [
+            user("/call graph.get_node\n/say All good."),
+            called("c", "graph.get_node"),
+            result("c", "x"),
+        ],
+        TOOLS,
+        "All good.",
+        [],
+    ),
+    ("say-only", [user("/say Hi\n/say there")], TOOLS, "Hi\nthere", []),
+    (
+        "not-offered",
+        [user("/call shell.exec {}")],
+        TOOLS,
+        "Tool shell.exec is not available; offered tools: investigation.search, graph.get_node.",
+        [],
+    ),
+    (
+        "no-tools",
+        [user("/call graph.get_node")],
+        [],
+        "Tool graph.get_node is not available; offered tools: none.",
+        [],
+    ),
+    (
+        "args-not-object",
+        [user("/call graph.get_node [1]")],
+        TOOLS,
+        "Cannot run /call graph.get_node: the arguments must be a JSON object.",
+        [],
+    ),
+    ("no-name", [user("/call")], TOOLS, "Cannot run /call: no tool name given.", []),
+    (
+        "only-last-user-message",
+        [*FIRST_TURN, user("thanks")],
+        TOOLS,
+        "You said: thanks",
+        [],
+    ),
+    (
+        "ids-unique-across-turns",
+        [*FIRST_TURN, user("/call graph.get_node")],
+        TOOLS,
+        "",
+        [ToolCall(id="call_2", name="graph.get_node", arguments={})],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("messages", "tools", "content", "calls"),
+    [case[1:] for case in SCRIPTED_TABLE],
+    ids=[case[0] for case in SCRIPTED_TABLE],
+)
+async def test_scripted_table(
+    messages: list[ChatMessage], tools: list[ToolSpec], content: str, calls: list[ToolCall]
+) -> None:
+    provider: ModelProvider = ScriptedModel()
+    reply = await provider.complete(messages, tools)
+    assert (reply.content, reply.tool_calls) == (content, calls)
+    assert reply.finish_reason == ("tool_calls" if calls else "stop")
+    assert (reply.requested_model, reply.served_model) == ("scripted", "scripted")
+
+
+async def test_scripted_streams_word_groups() -> None:
+    deltas: list[str] = []
+
+    async def on_delta(text: str) -> None:
+        deltas.append(text)
+
+    prompt = "/say one two three four five six  seven eight nine"
+    reply = await ScriptedModel().complete([user(prompt)], TOOLS, on_delta=on_delta)
+    assert deltas == ["one two three four ", "five six  seven eight ", "nine"]
+    assert "".join(deltas) == reply.content
+
+    deltas.clear()
+    reply = await ScriptedModel().complete([user("/call graph.get_node")], TOOLS, on_delta=on_delta)
+    assert reply.tool_calls and deltas == []
+
+
+async def test_scripted_usage_counts_words() -> None:
+    messages = [
+        ChatMessage(role="system", content="be brief"),
+        user("/call graph.get_node\n/say hello world"),
+        called("call_1", "graph.get_node", id="n1"),  # 1 + 2 words: graph.get_node {"id": "n1"}
+        result("call_1", "a node"),
+    ]
+    reply = await ScriptedModel().complete(messages, TOOLS)
+    assert reply.usage == Usage(prompt_tokens=2 + 5 + 3 + 2, completion_tokens=2)
+
+
+async def test_replies_cross_temporal() -> None:
+    reply = await ScriptedModel().complete([user('/call graph.get_node {"id": "n1"}')], TOOLS)
+    converter = pydantic_data_converter.payload_converter
+    payloads = converter.to_payloads([reply, [user("hi"), called("c", "graph.get_node")]])
+    back = converter.from_payloads(payloads, [ModelReply, list[ChatMessage]])
+    assert back == [reply, [user("hi"), called("c", "graph.get_node")]]
+
+
+def test_provider_from_settings() -> None:
+    assert isinstance(provider_from_settings(Settings()), ScriptedModel)
+    settings = Settings(
+        model_provider="openai",
+        openai_base_url="http://127.0.0.1:9/v1/",
+        openai_api_key=KEY,
+        openai_model="local-model",
+    )
+    provider = provider_from_settings(settings)
+    assert isinstance(provider, OpenAIProvider)
+    assert (provider.name, provider.url, provider.model) == (
+        "openai",
+        "http://127.0.0.1:9/v1/chat/completions",
+        "local-model",
+    )
+
+
+async def test_sse_data_follows_the_event_stream_format() -> None:
+    async def lines() -> AsyncIterator[str]:
+        for line in [": keep-alive", "", "event: x", "data: a", "data:b", "", "data: [DONE]"]:
+            yield line
+
+    assert [data async for data in sse_data(lines())] == ["a\nb", "[DONE]"]
+
+
+# --- openai, against a real OpenAI-compatible server on loopback ---------------------------
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+def openai_at(fake: FakeOpenAI, **options: Any) -> OpenAIProvider:
+    options.setdefault("api_key", KEY)
+    return OpenAIProvider(base_url=fake.base_url, model="gpt-test", **options)
+
+
+async def test_openai_streams_text(fake_openai: FakeOpenAI) -> None:
+    text = "Hello there, streaming world!"
+    fake_openai.queue_text(text, model="gpt-test-2024-08-06", usage=(12, 5))
+    deltas: list[str] = []
+
+    async def on_delta(piece: str) -> None:
+        deltas.append(piece)
+
+    reply = await openai_at(fake_openai).complete([user("hi")], [], on_delta=on_delta)
+
+    assert reply.content == text and "".join(deltas) == text and len(deltas) > 1
+    assert (reply.finish_reason, reply.tool_calls) == ("stop", [])
+    assert (reply.requested_model, reply.served_model) == ("gpt-test", "gpt-test-2024-08-06")
+    assert reply.usage == Usage(prompt_tokens=12, completion_tokens=5)
+    [request] = fake_openai.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.body == {
+        "model": "gpt-test",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
+async def test_openai_streams_tool_calls_under_their_own_names(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_tool_calls(
+        [
+            {
+                "id": "call_a",
+                "name": "investigation__search",
+                "arguments": {"query": "disk full", "limit": 3},
+            },
+            {"id": "call_b", "name": "graph__get_node", "arguments": {"id": "n1"}},
+        ]
+    )
+    reply = await openai_at(fake_openai).complete([user("look")], TOOLS)
+
+    assert reply.tool_calls == [
+        ToolCall(
+            id="call_a", name="investigation.search", arguments={"query": "disk full", "limit": 3}
+        ),
+        ToolCall(id="call_b", name="graph.get_node", arguments={"id": "n1"}),
+    ]
+    assert (reply.content, reply.finish_reason) == ("", "tool_calls")
+    assert fake_openai.requests[0].body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": wire,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            },
+        }
+        for wire, tool in [("investigation__search", SEARCH), ("graph__get_node", GET_NODE)]
+    ]
+
+
+async def test_openai_sends_the_key_only_when_set(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_text("a")
+    fake_openai.queue_text("b")
+    await openai_at(fake_openai).complete([user("hi")], [])
+    async with httpx.AsyncClient() as client:  # a caller's shared client works too
+        await openai_at(fake_openai, api_key=None, client=client).complete([user("hi")], [])
+    assert [r.authorization for r in fake_openai.requests] == [f"Bearer {KEY}", None]
+
+
+async def test_openai_message_round_trip(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_tool_calls(
+        [
+            {"id": "call_a", "name": "investigation__search", "arguments": {"query": "q"}},
+            {"id": "call_b", "name": "graph__get_node", "arguments": {"id": "n1"}},
+        ]
+    )
+    fake_openai.queue_text("The node is a disk.")
+    provider = openai_at(fake_openai)
+    history = [ChatMessage(role="system", content="Be brief."), user("What is n1?")]
+    first = await provider.complete(history, TOOLS)
+    history += [
+        ChatMessage(role="assistant", content=first.content, tool_calls=first.tool_calls),
+        result("call_a", "3 hits"),
+        result("call_b", '{"label": "disk"}'),
+    ]
+    second = await provider.complete(history, TOOLS)
+
+    assert second.content == "The node is a disk."
+    assert fake_openai.requests[1].body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "What is n1?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "investigation__search", "arguments": '{"query": "q"}'},
+                },
+                {
+                    "id": "call_b",
+                    "type": "function",
+                    "function": {"name": "graph__get_node", "arguments": '{"id": "n1"}'},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_a", "content": "3 hits"},
+        {"role": "tool", "tool_call_id": "call_b", "content": '{"label": "disk"}'},
+    ]
+
+
+async def test_openai_without_usage_counts_zero(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_text("hi", send_usage=False, model="served-model")
+    reply = await openai_at(fake_openai).complete([user("hi")], [])
+    assert (reply.usage, reply.served_model) == (Usage(), "served-model")
+
+
+async def test_openai_without_streaming(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_tool_calls(
+        [{"id": "call_a", "name": "graph__get_node", "arguments": {"id": "n1"}}],
+        usage=(7, 3),
+        model="gpt-test-0613",
+    )
+    fake_openai.queue_text("Plain answer.")
+    provider = openai_at(fake_openai, stream=False)
+    deltas: list[str] = []
+
+    async def on_delta(piece: str) -> None:
+        deltas.append(piece)
+
+    calls = await provider.complete([user("n1?")], TOOLS, on_delta=on_delta)
+    text = await provider.complete([user("hi")], [], on_delta=on_delta)
+
+    assert calls.tool_calls == [
+        ToolCall(id="call_a", name="graph.get_node", arguments={"id": "n1"})
+    ]
+    assert (calls.finish_reason, calls.served_model, calls.usage) == (
+        "tool_calls",
+        "gpt-test-0613",
+        Usage(prompt_tokens=7, completion_tokens=3),
+    )
+    assert (text.content, text.finish_reason, deltas) == (
+        "Plain answer.",
+        "stop",
+        ["Plain answer."],
+    )
+    body = fake_openai.requests[0].body
+    assert body["stream"] is False and "stream_options" not in body
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+async def test_openai_invalid_arguments_raise(fake_openai: FakeOpenAI, stream: bool) -> None:
+    fake_openai.queue_tool_calls([{"name": "graph__get_node", "arguments": '{"id": "n1"'}])
+    with pytest.raises(ModelError, match=r"arguments for tool graph\.get_node are not a JSON"):
+        await openai_at(fake_openai, stream=stream).complete([user("n1?")], TOOLS)
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"), [(401, False), (400, False), (429, True), (500, True)]
+)
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+async def test_openai_http_errors_raise_without_the_key(
+    fake_openai: FakeOpenAI, status: int, retryable: bool, stream: bool
+) -> None:
+    fake_openai.queue_error(status)
+    with pytest.raises(ModelError) as caught:
+        await openai_at(fake_openai, stream=stream).complete([user("hi")], [])
+    message = str(caught.value)
+    assert f"HTTP {status}" in message and KEY not in message
+    assert (caught.value.status, caught.value.retryable) == (status, retryable)
+    if status == 401:  # the fake echoes the key it received, as OpenAI partly does
+        assert "Incorrect API key provided: [redacted]" in message
+
+
+async def test_openai_truncated_stream_raises(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_text("Hello, world", truncate=True)
+    with pytest.raises(ModelError, match="ended before the reply was complete"):
+        await openai_at(fake_openai).complete([user("hi")], [])
+
+
+async def test_openai_unreachable_raises() -> None:
+    with socket.socket() as sock:  # a port that nothing listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    provider = OpenAIProvider(base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key=KEY)
+    with pytest.raises(ModelError, match="ConnectError") as caught:
+        await provider.complete([user("hi")], [])
+    assert caught.value.status is None and caught.value.retryable and KEY not in str(caught.value)
+
+
+async def test_openai_refuses_colliding_wire_names() -> None:
+    provider = OpenAIProvider(base_url="http://127.0.0.1:9/v1", model="m")
+    tools = [SEARCH, SEARCH.model_copy(update={"name": "investigation__search"})]
+    with pytest.raises(ModelError, match="share the wire name"):
+        await provider.complete([user("hi")], tools)
+
+
+def test_wire_arguments_are_json_text() -> None:
+    from activities.llm.openai import to_wire_message
+
+    wire = to_wire_message(called("c", "graph.get_node", id="n1"))
+    assert json.loads(wire["tool_calls"][0]["function"]["arguments"]) == {"id": "n1"}
+    with pytest.raises(ModelError, match="tool_call_id"):
+        to_wire_message(ChatMessage(role="tool", content="x"))

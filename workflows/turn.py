@@ -1,0 +1,358 @@
+"""TurnWorkflow: one agent-tools turn, from the user's prompt to the published result.
+
+USER → AGENT → PLAN → TOOL_REQUEST → TOOL_RESULT → AUTHORIZATION_REQUIRED → RESULT.
+Every tool call is an activity; every event goes to the journal through a local
+activity with a dedupe key, so a worker killed mid-turn neither loses nor
+repeats an event. The wait at AUTHORIZATION_REQUIRED is a workflow condition:
+it survives any restart, and only a human decision recorded by the research
+route (checked again by reading the research's state) lets the turn finish.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.agent_tools import AgentToolsActivities
+    from activities.journal import JournalActivities
+    from runtime.agent_tools.contracts import (
+        CallRequest,
+        CallSummary,
+        CallToolInput,
+        ModelStepInput,
+        ResearchDecided,
+        ResumeRequest,
+        TurnInput,
+        TurnResult,
+        TurnState,
+        TurnStatus,
+    )
+    from runtime.agent_tools.events import event_data, events_stream, transcript_stream
+    from runtime.contracts import AppendEventsInput, JournalEventIn
+    from workflows.deterministic_agent import PLAN, next_step, summarize
+
+STATUS = SearchAttributeKey.for_keyword("AgentrtStatus")
+KIND = SearchAttributeKey.for_keyword("AgentrtKind")
+TENANT = SearchAttributeKey.for_keyword("AgentrtTenant")
+MODE = SearchAttributeKey.for_keyword("AgentrtMode")
+
+_TOOL_TIMEOUT = timedelta(seconds=60)
+_TOOL_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
+_GRANTED = ("authorized", "admitted", "running", "completed")
+
+
+def turn_workflow_id(instance: str, workspace: str, turn_id: str) -> str:
+    return f"turn/{instance}/{workspace}/{turn_id}"
+
+
+def turn_search_attributes(request: TurnInput) -> list[SearchAttributePair[Any]]:
+    return [
+        SearchAttributePair(KIND, "turn"),
+        SearchAttributePair(TENANT, request.workspace),
+        SearchAttributePair(STATUS, "running"),
+        SearchAttributePair(MODE, request.agent),
+    ]
+
+
+@workflow.defn(name="TurnWorkflow")
+class TurnWorkflow:
+    def __init__(self) -> None:
+        self._input: TurnInput | None = None
+        self._status: TurnStatus = "running"
+        self._history: list[CallSummary] = []
+        self._events = 0
+        self._research_id: str | None = None
+        self._resume: ResumeRequest | None = None
+        self._resumes = 0
+        self._decided: ResearchDecided | None = None
+        self._summary = ""
+        self._result: TurnResult | None = None
+
+    # -- messages ------------------------------------------------------------------------
+
+    @workflow.query
+    def state(self) -> TurnState:
+        assert self._input is not None
+        return TurnState(
+            turn_id=self._input.turn_id,
+            workspace=self._input.workspace,
+            agent=self._input.agent,
+            status=self._status,
+            research_id=self._research_id,
+            steps=len(self._history),
+            summary=self._summary,
+        )
+
+    # An update, not a signal: the HTTP caller waits for the turn's answer, and the
+    # validator refuses a resume the turn is not waiting for before it enters history.
+    @workflow.update
+    async def resume(self, request: ResumeRequest) -> TurnResult:
+        self._resume = request
+        self._status = "resuming"
+        await workflow.wait_condition(lambda: self._status != "resuming")
+        return self._current_result()
+
+    @resume.validator
+    def _validate_resume(self, request: ResumeRequest) -> None:
+        if self._status != "awaiting_authorization" or self._resume is not None:
+            raise ValueError(f"turn is {self._status}, not awaiting authorization")
+
+    # A signal from the research flow, never from the agent: it only wakes the turn,
+    # which then reads the research's state itself.
+    @workflow.signal
+    def research_decided(self, decided: ResearchDecided) -> None:
+        if decided.research_id == self._research_id:
+            self._decided = decided
+
+    # -- the turn ------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, request: TurnInput) -> TurnResult:
+        self._input = request
+        await self._emit(
+            "agent.turn.started", {"prompt": request.prompt[:1000], "agent": request.agent}
+        )
+        try:
+            if request.agent == "model":
+                await self._run_model_agent(request)
+            else:
+                await self._run_deterministic_agent(request)
+            if self._research_id is not None:
+                await self._await_authorization(request)
+            elif self._status == "running":
+                await self._finish("completed", "COMPLETED", summarize(self._history, None))
+        except ActivityError as err:
+            cause = err.cause or err
+            await self._emit("agent.error", {"message": str(cause)[:500]})
+            self._status = "failed"
+            await self._set_status("failed")
+            self._result = TurnResult(
+                turn_id=request.turn_id, status="failed", summary=str(cause)[:500]
+            )
+        assert self._result is not None
+        return self._result
+
+    async def _run_deterministic_agent(self, request: TurnInput) -> None:
+        await self._emit("agent.plan.updated", {"steps": PLAN, "agent": "deterministic"})
+        while len(self._history) < request.max_steps:
+            step = next_step(request.prompt, request.turn_id, self._history)
+            if step is None:
+                return
+            summary = await self._call(step.tool_id, step.input, f"d{len(self._history)}")
+            if await self._authorization_needed(summary):
+                return
+
+    async def _run_model_agent(self, request: TurnInput) -> None:
+        stream = transcript_stream(request.instance, request.workspace, request.turn_id)
+        for step in range(request.max_steps):
+            decision = await workflow.execute_activity_method(
+                AgentToolsActivities.model_step,
+                ModelStepInput(
+                    instance=request.instance,
+                    workspace=request.workspace,
+                    turn_id=request.turn_id,
+                    transcript_stream=stream,
+                    step=step,
+                ),
+                start_to_close_timeout=timedelta(minutes=5),
+                retry_policy=_TOOL_RETRY,
+            )
+            if not decision.tool_calls:
+                self._summary = decision.content[:2000]
+                if self._research_id is None:
+                    await self._finish("completed", "COMPLETED", self._summary)
+                return
+            await self._emit(
+                "agent.plan.updated",
+                {
+                    "steps": [c.name for c in decision.tool_calls],
+                    "agent": "model",
+                    "model": decision.served_model,
+                },
+            )
+            for tool_call in decision.tool_calls:
+                summary = await self._call(
+                    tool_call.name,
+                    tool_call.arguments,
+                    f"m{step}-{tool_call.id}",
+                    transcript=stream,
+                    tool_call_id=tool_call.id,
+                )
+                if await self._authorization_needed(summary):
+                    return
+        await self._finish("completed", "COMPLETED", "Stopped after the step budget.")
+
+    async def _authorization_needed(self, summary: CallSummary) -> bool:
+        if summary.status != "AUTHORIZATION_REQUIRED":
+            return False
+        research = next((r.id for r in summary.object_refs if r.kind == "research"), None)
+        if research is None:
+            return False
+        self._research_id = research
+        await self._emit(
+            "agent.authorization.required",
+            {
+                "research_id": research,
+                "decision_route": f"/api/v1/research/{research}/decision",
+                "resume_route": "/api/v1/agent-tools/turns/"
+                f"{self._input.turn_id if self._input else ''}/resume",
+            },
+            call_id=summary.call_id,
+            refs=[{"kind": "research", "id": research}],
+        )
+        return True
+
+    async def _await_authorization(self, request: TurnInput) -> None:
+        while True:
+            self._status = "awaiting_authorization"
+            await self._set_status("awaiting_authorization")
+            await workflow.wait_condition(
+                lambda: self._resume is not None or self._decided is not None
+            )
+            self._resumes += 1
+            state = await self._research_state(f"r{self._resumes}")
+            if state == "denied":
+                await self._finish("denied", "DENIED", summarize(self._history, state))
+                return
+            if state in _GRANTED and self._resume is not None:
+                await self._finish("completed", "COMPLETED", summarize(self._history, state))
+                return
+            # Not decided yet (a resume that raced the decision): keep waiting.
+            self._resume = None
+            self._decided = None
+
+    # -- steps ---------------------------------------------------------------------------
+
+    async def _call(
+        self,
+        tool_id: str,
+        tool_input: dict[str, Any],
+        key: str,
+        *,
+        transcript: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> CallSummary:
+        assert self._input is not None
+        call_id = str(workflow.uuid4())
+        requested = {"tool_id": tool_id, "input": tool_input}
+        await self._emit_many(
+            [("agent.tool.requested", requested), ("agent.tool.started", {"tool_id": tool_id})],
+            call_id=call_id,
+        )
+        summary = await workflow.execute_activity_method(
+            AgentToolsActivities.call_tool,
+            CallToolInput(
+                instance=self._input.instance,
+                workspace=self._input.workspace,
+                call=CallRequest(
+                    turn_id=self._input.turn_id,
+                    call_id=call_id,
+                    tool_id=tool_id,
+                    input=tool_input,
+                    context={"agent": self._input.agent},
+                    idempotency_key=f"{workflow.info().workflow_id}/{key}",
+                ),
+                transcript_stream=transcript,
+                tool_call_id=tool_call_id,
+            ),
+            start_to_close_timeout=_TOOL_TIMEOUT,
+            retry_policy=_TOOL_RETRY,
+        )
+        self._history.append(summary)
+        await self._emit(
+            "agent.tool.completed",
+            {
+                "tool_id": tool_id,
+                "status": summary.status,
+                "result_id": summary.result_id,
+                "diagnostic": summary.diagnostic,
+            },
+            call_id=summary.call_id,
+            refs=[ref.model_dump() for ref in summary.object_refs[:20]],
+        )
+        return summary
+
+    async def _research_state(self, key: str) -> str | None:
+        assert self._research_id is not None
+        summary = await self._call("research.get_state", {"research_id": self._research_id}, key)
+        return summary.research_state
+
+    async def _finish(self, status: TurnStatus, result: str, summary: str) -> None:
+        assert self._input is not None
+        self._summary = summary
+        self._result = TurnResult(
+            turn_id=self._input.turn_id,
+            status=status,
+            result=result,
+            research_id=self._research_id,
+            summary=summary,
+        )
+        await self._emit(
+            "agent.turn.completed",
+            {
+                "result": result,
+                "status": status,
+                "summary": summary,
+                "research_id": self._research_id,
+            },
+            refs=[{"kind": "research", "id": self._research_id}] if self._research_id else [],
+        )
+        self._status = status
+        await self._set_status(status)
+
+    def _current_result(self) -> TurnResult:
+        assert self._input is not None
+        if self._result is not None:
+            return self._result
+        return TurnResult(
+            turn_id=self._input.turn_id,
+            status=self._status,
+            research_id=self._research_id,
+            summary=self._summary,
+        )
+
+    async def _set_status(self, status: str) -> None:
+        workflow.upsert_search_attributes([STATUS.value_set(status)])
+
+    # -- events --------------------------------------------------------------------------
+
+    async def _emit(
+        self,
+        event_type: str,
+        payload: dict[str, Any],
+        *,
+        call_id: str | None = None,
+        refs: list[dict[str, str]] | None = None,
+    ) -> None:
+        await self._emit_many([(event_type, payload)], call_id=call_id, refs=refs)
+
+    async def _emit_many(
+        self,
+        events: list[tuple[str, dict[str, Any]]],
+        *,
+        call_id: str | None = None,
+        refs: list[dict[str, str]] | None = None,
+    ) -> None:
+        assert self._input is not None
+        self._events += 1
+        await workflow.execute_local_activity_method(
+            JournalActivities.append_events,
+            AppendEventsInput(
+                stream=events_stream(self._input.instance, self._input.workspace),
+                events=[
+                    JournalEventIn(
+                        type=event_type,
+                        data=event_data(self._input.turn_id, payload, call_id=call_id, refs=refs),
+                    )
+                    for event_type, payload in events
+                ],
+                retention=self._input.event_retention,
+                dedupe_key=f"{workflow.info().workflow_id}/e{self._events}",
+            ),
+            start_to_close_timeout=timedelta(seconds=30),
+        )
