@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from sqlalchemy import select
 from temporalio import activity
@@ -22,6 +23,9 @@ from runtime.investigation.catalog import TOOL_DESCRIPTORS
 from runtime.store import EventJournal, Store
 from runtime.store.journal import NewEvent
 from runtime.telemetry import tracer
+
+T = TypeVar("T")
+HEARTBEAT_EVERY = 2.0
 
 SYSTEM_PROMPT = (
     "You are an investigation assistant. Use the tools to read the investigation "
@@ -116,7 +120,7 @@ class AgentToolsActivities:
             entries = (await self.journal.aread(request.transcript_stream, 0, 10_000)).entries
         messages = [ChatMessage.model_validate(_message(e.data)) for e in entries]
         with tracer.start_as_current_span(f"llm {self.provider.name}"):
-            reply = await self.provider.complete(messages, tool_specs())
+            reply = await _heartbeating(self.provider.complete(messages, tool_specs()))
         answer = ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
         await self.journal.aappend_many(
             request.transcript_stream,
@@ -135,6 +139,22 @@ class AgentToolsActivities:
                 )
             ).scalar_one_or_none()
         return turn.prompt if turn is not None else ""
+
+
+async def _heartbeating(call: Awaitable[T]) -> T:
+    """Heartbeat while a slow call runs, so a crashed worker's attempt is retried in
+    seconds (the heartbeat timeout) rather than after the whole start-to-close timeout."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(HEARTBEAT_EVERY)
+
+    beating = asyncio.create_task(beat())
+    try:
+        return await call
+    finally:
+        beating.cancel()
 
 
 def _message(data: dict[str, Any]) -> dict[str, Any]:

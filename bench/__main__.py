@@ -7,7 +7,7 @@ import asyncio
 import os
 import sys
 
-from bench.registry import BENCHMARKS
+from bench.registry import BENCHMARKS, RUNS, RUNS_DEFAULT
 from bench.report import BenchOptions, format_report
 
 
@@ -33,7 +33,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("name", nargs="?", help="benchmark to run (see --list)")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
-    parser.add_argument("--runs", type=_positive, default=20, help="measured runs per figure")
+    parser.add_argument(
+        "--runs",
+        type=_positive,
+        # Not stored unless given, so the benchmark's own default applies (see RUNS).
+        default=argparse.SUPPRESS,
+        help=f"measured runs per figure (default: {RUNS_DEFAULT}; "
+        + ", ".join(f"{name}: {runs}" for name, runs in sorted(RUNS.items()))
+        + ")",
+    )
     parser.add_argument("--warmup", type=_non_negative, default=2, help="unmeasured runs first")
     args = parser.parse_args(argv)
     if not args.list and args.name is None:
@@ -49,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in sorted(BENCHMARKS):
             print(name)
         return 0
-    options = BenchOptions(runs=args.runs, warmup=args.warmup)
+    runs: int = getattr(args, "runs", None) or RUNS.get(args.name, RUNS_DEFAULT)
+    options = BenchOptions(runs=runs, warmup=args.warmup)
     report = asyncio.run(BENCHMARKS[args.name](options))
     print(format_report(report))
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from bench import substrate
+from bench import substrate, turn
 from bench.report import BenchOptions, Report
 
 # A coroutine function, so `asyncio.run` can drive it.
@@ -14,4 +14,9 @@ Benchmark = Callable[[BenchOptions], Coroutine[Any, Any, Report]]
 BENCHMARKS: dict[str, Benchmark] = {
     "substrate": substrate.benchmark,
     "substrate-tuned": substrate.benchmark_tuned,
+    "turn": turn.benchmark,
 }
+
+# `--runs` when not given: 20, unless the benchmark names its own here.
+RUNS_DEFAULT = 20
+RUNS: dict[str, int] = {"turn": turn.DEFAULT_RUNS}

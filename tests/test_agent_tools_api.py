@@ -227,7 +227,9 @@ async def test_calls_are_idempotent_and_conflicting_keys_409(gateway: GatewayFac
         return [e["type"] for e in await browser.events() if e["call_id"] == call["call_id"]]
 
     assert await call_events() == [
-        "agent.tool.requested", "agent.tool.started", "agent.tool.completed"
+        "agent.tool.requested",
+        "agent.tool.started",
+        "agent.tool.completed",
     ]
     replay = await browser.post("/api/v1/agent-tools/calls", call)
     assert replay.json()["result_id"] == body["result_id"]

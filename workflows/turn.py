@@ -41,7 +41,8 @@ KIND = SearchAttributeKey.for_keyword("AgentrtKind")
 TENANT = SearchAttributeKey.for_keyword("AgentrtTenant")
 MODE = SearchAttributeKey.for_keyword("AgentrtMode")
 
-_TOOL_TIMEOUT = timedelta(seconds=60)
+# Tool calls are short store reads; a worker lost mid-call is retried after this.
+_TOOL_TIMEOUT = timedelta(seconds=15)
 _TOOL_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
 _GRANTED = ("authorized", "admitted", "running", "completed")
 
@@ -160,6 +161,7 @@ class TurnWorkflow:
                     step=step,
                 ),
                 start_to_close_timeout=timedelta(minutes=5),
+                heartbeat_timeout=timedelta(seconds=10),
                 retry_policy=_TOOL_RETRY,
             )
             if not decision.tool_calls:

@@ -218,9 +218,7 @@ async def get_turn(
 
 async def _query_state(handle: WorkflowHandle[Any, Any]) -> TurnState:
     try:
-        return await asyncio.wait_for(
-            handle.query(TurnWorkflow.state), UPDATE_WAIT
-        )
+        return await asyncio.wait_for(handle.query(TurnWorkflow.state), UPDATE_WAIT)
     except TimeoutError as err:
         raise ApiError(
             503,

@@ -17,6 +17,7 @@ into small fragments, a chunk with `finish_reason`, a usage chunk with empty
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -60,6 +61,7 @@ class FakeReply:
     truncate: bool = False  # stop the stream before finish_reason and [DONE]
     status: int = 200
     error_message: str | None = None
+    delay: float = 0.0  # seconds before answering: a slow model, to crash a worker mid-call
 
 
 class FakeOpenAI:
@@ -133,6 +135,8 @@ class FakeOpenAI:
             reply = self._replies.popleft() if self._replies else None
         if reply is None:
             return _error(500, "FakeOpenAI: no reply queued", "server_error")
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
         if reply.status >= 400:
             return _error(reply.status, reply.error_message or _default_error(reply, request))
         served = reply.model or str(body.get("model", ""))

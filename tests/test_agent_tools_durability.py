@@ -1,0 +1,205 @@
+"""Turns across `kill -9` of the worker: the authorization wait, and a crash mid-turn."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from runtime.investigation.demo import ensure_demo
+from runtime.settings import Settings
+from runtime.store import Store, upgrade_to_head
+from tests.agent_tools_helpers import DEMO_PROMPT, Browser
+from tests.conftest import ApiFactory
+from tests.fakes.openai_server import FakeOpenAI
+
+WorkerFactory = Callable[..., subprocess.Popen[bytes]]
+
+
+@pytest.fixture
+async def durable(
+    api: ApiFactory, dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+) -> AsyncIterator[tuple[Browser, Callable[..., subprocess.Popen[bytes]]]]:
+    """The API in process; workers as separate processes a test can kill -9."""
+    data_dir = tmp_path / ".data"
+    store = Store(Settings(data_dir=data_dir).resolved_database_url)
+    upgrade_to_head(store.engine)
+    with store.session() as session:
+        ensure_demo(session, "demo")
+    store.dispose()
+    workers: list[subprocess.Popen[bytes]] = []
+
+    def start_worker(**env: str) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "runtime.cli", "worker"],
+            env={
+                **os.environ,
+                "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
+                "AGENTRT_TASK_QUEUE": task_queue,
+                "AGENTRT_DATA_DIR": str(data_dir),
+                "AGENTRT_LOG_LEVEL": "WARNING",
+                **env,
+            },
+        )
+        workers.append(process)
+        return process
+
+    client = await api(data_dir=data_dir, task_queue=task_queue)
+    browser = await Browser(client).open()
+    yield browser, start_worker
+    for process in workers:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+def _kill9(process: subprocess.Popen[bytes]) -> None:
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _check_contiguous_and_single(events: list[dict[str, Any]]) -> None:
+    seqs = [e["sequence"] for e in events]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+    types = [e["type"] for e in events]
+    for once in ("agent.turn.started", "agent.authorization.required", "agent.turn.completed"):
+        assert types.count(once) == 1, types
+    for call_id in {e["call_id"] for e in events if e["call_id"]}:
+        per_call = [e["type"] for e in events if e["call_id"] == call_id]
+        assert per_call.count("agent.tool.completed") <= 1, per_call
+        assert per_call.count("agent.tool.requested") == 1, per_call
+
+
+async def test_authorization_wait_survives_kill_9_of_the_worker(
+    durable: tuple[Browser, WorkerFactory],
+) -> None:
+    browser, start_worker = durable
+    worker = start_worker()
+    turn = await browser.start_turn(DEMO_PROMPT)
+    events = await browser.wait_for_event(turn["turn_id"], "agent.authorization.required")
+    research_id = events[-1]["payload"]["research_id"]
+    _kill9(worker)
+
+    # With no worker alive, the human decides; the turn is still waiting, durably.
+    assert (await browser.decide(research_id, "approve")).status_code == 200
+    start_worker()
+    response = await browser.resume(turn["turn_id"])
+    assert response.status_code == 200, response.text
+    assert response.json()["result"] == "COMPLETED"
+    events = [e for e in await browser.events() if e["turn_id"] == turn["turn_id"]]
+    _check_contiguous_and_single(events)
+    assert events[-1]["type"] == "agent.turn.completed"
+
+
+async def test_a_turn_spanning_a_kill_9_mid_model_call_finishes_without_gaps(
+    durable: tuple[Browser, WorkerFactory],
+) -> None:
+    browser, start_worker = durable
+    prepare = {
+        "id": "c2",
+        "name": "research__prepare",
+        "arguments": {"question": "Trace Kestrel funds", "scope": {"node_ids": ["o-kestrel"]}},
+    }
+    with FakeOpenAI() as fake:
+        fake.queue_tool_calls(
+            [{"id": "c1", "name": "investigation__search", "arguments": {"query": "Kestrel"}}]
+        )
+        # The second model call is slow: the worker dies while waiting for it.
+        fake.queue_tool_calls([prepare], delay=30)
+        fake.queue_tool_calls([prepare])
+        env = {"AGENTRT_MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": fake.base_url}
+        worker = start_worker(**env)
+        turn = await browser.start_turn("Follow the Kestrel money", agent="model")
+        await browser.wait_for_event(turn["turn_id"], "agent.tool.completed")
+        while len(fake.requests) < 2:  # the slow call is in flight
+            await _sleep(0.05)
+        _kill9(worker)
+        start_worker(**env)
+        events = await browser.wait_for_event(
+            turn["turn_id"], "agent.authorization.required", timeout=90
+        )
+    research_id = events[-1]["payload"]["research_id"]
+    assert (await browser.decide(research_id, "approve")).status_code == 200
+    assert (await browser.resume(turn["turn_id"])).json()["result"] == "COMPLETED"
+    events = [e for e in await browser.events() if e["turn_id"] == turn["turn_id"]]
+    _check_contiguous_and_single(events)
+    tools = [e["payload"]["tool_id"] for e in events if e["type"] == "agent.tool.requested"]
+    assert tools == ["investigation.search", "research.prepare", "research.get_state"]
+
+
+async def _sleep(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
+def test_authorization_wait_survives_kill_9_of_everything(tmp_path: Path) -> None:
+    """kill -9 of `agentrt up` takes the API, the worker and Temporal down; all restart."""
+    import time
+
+    import httpx
+
+    from tests.test_up_e2e import _wait_http, agentrt_up
+
+    def wait_event(client: httpx.Client, turn_id: str, kind: str) -> dict[str, Any]:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            page = client.get("/api/v1/agent-tools/events?cursor=0&limit=500&wait=2").json()
+            for event in page["events"]:
+                if event["turn_id"] == turn_id and event["type"] == kind:
+                    return dict(event)
+        raise AssertionError(f"{kind} never arrived")
+
+    with agentrt_up(tmp_path) as up:
+        _wait_http(f"{up.api_url}/health")
+        port = up.api_url.rsplit(":", 1)[1]
+        origin = f"http://127.0.0.1:{port}"
+        client = httpx.Client(base_url=up.api_url, timeout=30)
+        csrf = client.get("/api/v1/agent-tools/session").json()["csrfToken"]
+        headers = {"Origin": origin, "X-CSRF-Token": csrf}
+        turn = client.post(
+            "/api/v1/agent-tools/turns", json={"prompt": DEMO_PROMPT}, headers=headers
+        ).json()
+        event = wait_event(client, turn["turn_id"], "agent.authorization.required")
+        os.kill(up.process.pid, signal.SIGKILL)
+        up.process.wait()
+    # The port of the first run is free again once its children died with it.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{origin}/health", timeout=1)
+            time.sleep(0.2)
+        except httpx.HTTPError:
+            break
+
+    with agentrt_up(tmp_path) as up:
+        _wait_http(f"{up.api_url}/health")
+        port = up.api_url.rsplit(":", 1)[1]
+        client = httpx.Client(base_url=up.api_url, timeout=60)
+        csrf = client.get("/api/v1/agent-tools/session").json()["csrfToken"]
+        headers = {"Origin": f"http://127.0.0.1:{port}", "X-CSRF-Token": csrf}
+        research_id = event["payload"]["research_id"]
+        decided = client.post(
+            f"/api/v1/research/{research_id}/decision",
+            json={"decision": "approve", "decided_by": "ops"},
+            headers=headers,
+        )
+        assert decided.status_code == 200, decided.text
+        resumed = client.post(
+            f"/api/v1/agent-tools/turns/{turn['turn_id']}/resume", json={}, headers=headers
+        )
+        assert resumed.status_code == 200, resumed.text
+        assert resumed.json()["result"] == "COMPLETED"
+        events = [
+            e
+            for e in client.get("/api/v1/agent-tools/events?cursor=0&limit=500").json()["events"]
+            if e["turn_id"] == turn["turn_id"]
+        ]
+        _check_contiguous_and_single(events)
