@@ -8,8 +8,9 @@ from typing import Any, TypeVar
 
 from sqlalchemy import select
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-from activities.llm import ChatMessage, ModelProvider, ToolCall, ToolSpec
+from activities.llm import ChatMessage, ModelError, ModelProvider, ToolCall, ToolSpec
 from runtime.agent_tools.calls import execute_call
 from runtime.agent_tools.contracts import (
     CallSummary,
@@ -120,7 +121,13 @@ class AgentToolsActivities:
             entries = (await self.journal.aread(request.transcript_stream, 0, 10_000)).entries
         messages = [ChatMessage.model_validate(_message(e.data)) for e in entries]
         with tracer.start_as_current_span(f"llm {self.provider.name}"):
-            reply = await _heartbeating(self.provider.complete(messages, tool_specs()))
+            try:
+                reply = await _heartbeating(self.provider.complete(messages, tool_specs()))
+            except ModelError as err:
+                # A bad key or request fails the same way every time: don't retry those.
+                raise ApplicationError(
+                    str(err), type="ModelError", non_retryable=not err.retryable
+                ) from err
         answer = ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
         await self.journal.aappend_many(
             request.transcript_stream,

@@ -245,9 +245,11 @@ def _context(samples: list[TurnSample], to_authorization: Figure, reference: Fig
     breakdown = ", ".join(f"{tool}×{n}" if n > 1 else tool for tool, n in kinds.items())
     phase1 = [s.calls_to_authorization for s in samples]
     phase2 = [s.calls_in_resume for s in samples]
+    total = [len(s.tool_calls) for s in samples]
+    untimed = [n - a - b for n, a, b in zip(total, phase1, phase2, strict=True)]
     return [
-        f"Tool calls per turn: {_spread([len(s.tool_calls) for s in samples])} ({breakdown}): "
-        f"{_spread(phase1)} in (1), {_spread(phase2)} in (2), 1 untimed after the approval; "
+        f"Tool calls per turn: {_spread(total)} ({breakdown}): {_spread(phase1)} in (1), "
+        f"{_spread(phase2)} in (2), {_spread(untimed)} untimed after the approval; "
         "each an activity, plus a journal local activity per event batch.",
         f"Events per turn on /events: {_spread([s.events for s in samples])}.",
         f"Median per tool call in {_per_call(to_authorization, phase1, reference)} calls "

@@ -421,3 +421,44 @@ async def test_mutation_rate_guard(gateway: GatewayFactory) -> None:
         statuses.append(response.status_code)
     assert 429 in statuses
     assert statuses.index(429) == 60
+
+
+async def test_catalog_lists_the_nine_tools_with_every_attribute(gateway: GatewayFactory) -> None:
+    browser = await gateway()
+    body = (await browser.get("/api/v1/agent-tools/catalog")).json()
+    tools = {tool["tool_id"]: tool for tool in body["tools"]}
+    assert set(tools) == {
+        "investigation.search",
+        "graph.get_node",
+        "graph.get_neighbors",
+        "evidence.get_summary",
+        "evidence.read_excerpt",
+        "provenance.trace",
+        "jobs.get",
+        "research.get_state",
+        "research.prepare",
+    }
+    for tool in tools.values():
+        for attribute in (
+            "tool_version",
+            "capability_version",
+            "description",
+            "input_schema",
+            "output_contract",
+            "action_class",
+            "risk_class",
+            "cost_class",
+            "network_contact",
+            "authorization",
+            "availability",
+        ):
+            assert attribute in tool, (tool["tool_id"], attribute)
+        assert tool["network_contact"] is False
+        assert tool["availability"]["available"] is True
+    assert tools["research.prepare"]["authorization"]["required"] is True
+    empty = (await browser.get("/api/v1/agent-tools/catalog?workspace=empty")).json()
+    assert not any(
+        t["availability"]["available"]
+        for t in empty["tools"]
+        if t["tool_id"].startswith(("graph.", "evidence."))
+    )

@@ -106,3 +106,22 @@ async def test_openai_compatible_endpoint_drives_the_turn(gateway: GatewayFactor
         assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "c1"
         assert json.loads(tool_message["content"])["status"] == "COMPLETED"
         assert fake.requests[0].authorization == "Bearer sk-test"
+
+
+async def test_a_failing_model_ends_the_turn_with_agent_error(
+    gateway: GatewayFactory,  # noqa: F811
+) -> None:
+    with FakeOpenAI() as fake:
+        fake.queue_error(401, "invalid api key sk-test")
+        settings = Settings(
+            model_provider="openai", openai_base_url=fake.base_url, openai_api_key="sk-test"
+        )
+        browser = await gateway(provider_from_settings(settings))
+        turn = await browser.start_turn("anything", agent="model")
+        events = await browser.wait_for_event(turn["turn_id"], "agent.error")
+        assert len(fake.requests) == 1  # a 401 is not retried
+    error = events[-1]
+    assert "401" in error["payload"]["message"]
+    assert "sk-test" not in error["payload"]["message"]
+    state = (await browser.get(f"/api/v1/agent-tools/turns/{turn['turn_id']}")).json()
+    assert state["status"] == "failed"
