@@ -462,3 +462,24 @@ async def test_catalog_lists_the_nine_tools_with_every_attribute(gateway: Gatewa
         for t in empty["tools"]
         if t["tool_id"].startswith(("graph.", "evidence."))
     )
+
+
+async def test_unavailable_tools_answer_unavailable(gateway: GatewayFactory) -> None:
+    browser = await gateway()
+    turn = await browser.start_turn("anything", workspace="empty")
+    events = await browser.wait_for_event(
+        turn["turn_id"], "agent.turn.completed", workspace="empty"
+    )
+    assert events[-1]["payload"]["result"] == "COMPLETED"
+    response = await browser.post(
+        "/api/v1/agent-tools/calls",
+        {
+            "turn_id": turn["turn_id"],
+            "workspace": "empty",
+            "tool_id": "graph.get_node",
+            "input": {"node_id": "o-kestrel"},
+            "idempotency_key": "u",
+        },
+    )
+    assert response.json()["status"] == "UNAVAILABLE"
+    assert response.json()["diagnostic"]
