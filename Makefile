@@ -22,6 +22,7 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	if command -v npm >/dev/null; then (cd tests/browser && npm ci --silent --no-audit --no-fund); fi
+	if command -v npm >/dev/null; then (cd tests/node && npm ci --silent --no-audit --no-fund); fi
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

@@ -8,6 +8,7 @@ from typing import Any
 from activities.agent_tools import AgentToolsActivities
 from activities.journal import JournalActivities
 from activities.llm import ModelProvider
+from activities.session import SessionActivities
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 
@@ -19,8 +20,12 @@ def build_activities(
     agent_tools = AgentToolsActivities(
         store, journal, provider, max_results=settings.agent_tools_max_results
     )
+    session = SessionActivities(journal, provider, settings)
     return [
         JournalActivities(journal).append_events,
+        session.model_step,
+        session.preview_tool,
+        session.run_tool,
         agent_tools.call_tool,
         agent_tools.model_step,
     ]

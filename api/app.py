@@ -16,7 +16,16 @@ from temporalio.client import Client
 
 from api.agent_tools_guard import MUTATIONS_PER_MINUTE
 from api.errors import install_error_handlers
-from api.routes import agent_tools, capabilities, daemon_status, health, research, ui
+from api.routes import (
+    agent_tools,
+    capabilities,
+    daemon_status,
+    health,
+    research,
+    session_events,
+    sessions,
+    ui,
+)
 from api.security import (
     BearerAuth,
     BodyLimit,
@@ -90,6 +99,8 @@ def create_app(
     app.include_router(agent_tools.router)
     app.include_router(research.router)
     app.include_router(ui.router)
+    app.include_router(sessions.router)
+    app.include_router(session_events.router)
 
     # add_middleware wraps what is already there: add the innermost first.
     app.add_middleware(BodyLimit, limit=BODY_LIMIT_BYTES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from bench import substrate, turn
+from bench import sessions, substrate, turn
 from bench.report import BenchOptions, Report
 
 # A coroutine function, so `asyncio.run` can drive it.
@@ -15,8 +15,17 @@ BENCHMARKS: dict[str, Benchmark] = {
     "substrate": substrate.benchmark,
     "substrate-tuned": substrate.benchmark_tuned,
     "turn": turn.benchmark,
+    "sessions": sessions.benchmark,
+    "session": sessions.benchmark_session,
+    "sse": sessions.benchmark_sse,
+    "rss": sessions.benchmark_rss,
 }
 
 # `--runs` when not given: 20, unless the benchmark names its own here.
 RUNS_DEFAULT = 20
-RUNS: dict[str, int] = {"turn": turn.DEFAULT_RUNS}
+RUNS: dict[str, int] = {
+    "turn": turn.DEFAULT_RUNS,
+    "sessions": sessions.DEFAULT_RUNS,
+    "session": sessions.DEFAULT_RUNS,
+    "sse": sessions.DEFAULT_RUNS,
+}

@@ -227,8 +227,15 @@ class Supervisor:
                     "TEMPORAL_ADDRESS %s is not reachable: starting the embedded one", address
                 )
             self.dev_server = DevServer(settings)
-            self.dev_server.start()
-            await self.dev_server.wait_ready()
+            for attempt in range(1, 4):
+                self.dev_server.start()
+                try:
+                    await self.dev_server.wait_ready()
+                    break
+                except RuntimeError as err:  # it exited during start-up
+                    if attempt == 3:
+                        raise
+                    log.warning("%s; starting it again (attempt %d)", err, attempt + 1)
             address = self.dev_server.address
         client = await connect(address, settings.temporal_namespace, timeout=30)
         added = await ensure_search_attributes(client)

@@ -60,6 +60,14 @@ class Settings(BaseSettings):
     task_queue: str = "agentrt"
     # Names this deployment in agent-tools streams and rows (isolation per instance).
     instance: str = "local"
+    # Session daemon: permission mediation, timeouts, prompt deadlines, the shell tool.
+    permission_policy: Literal["first-responder", "designated", "consensus", "local-only"] = (
+        "first-responder"
+    )
+    permission_response_timeout_ms: int = Field(default=300_000, ge=0)
+    prompt_deadline_ms: int | None = Field(default=None, ge=1)
+    session_shell: bool = False
+
     # Agent-tools gateway: default investigation workspace and retention windows (FIFO).
     agent_tools_workspace: str = "demo"
     agent_tools_max_results: int = Field(default=64, ge=1)

@@ -78,6 +78,7 @@ async def time_env() -> AsyncIterator[WorkflowEnvironment]:
         test_server_existing_path=str(test_server_path()),
         data_converter=pydantic_data_converter,
     )
+    await ensure_search_attributes(env.client)
     async with env:
         yield env
 

@@ -170,14 +170,7 @@ def test_authorization_wait_survives_kill_9_of_everything(tmp_path: Path) -> Non
         event = wait_event(client, turn["turn_id"], "agent.authorization.required")
         os.kill(up.process.pid, signal.SIGKILL)
         up.process.wait()
-    # The port of the first run is free again once its children died with it.
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"{origin}/health", timeout=1)
-            time.sleep(0.2)
-        except httpx.HTTPError:
-            break
+    _wait_children_gone(up)
 
     with agentrt_up(tmp_path) as up:
         _wait_http(f"{up.api_url}/health")
@@ -203,3 +196,29 @@ def test_authorization_wait_survives_kill_9_of_everything(tmp_path: Path) -> Non
             if e["turn_id"] == turn["turn_id"]
         ]
         _check_contiguous_and_single(events)
+
+
+def _wait_children_gone(up: Any) -> None:
+    """After kill -9 of `agentrt up`, its children die with it (PDEATHSIG); wait until
+    the API, the Web UI and the Temporal frontend have all let go of their ports, so
+    the next start does not meet the old dev server still holding temporal.db."""
+    import socket
+    import time
+
+    ports = [
+        int(up.api_url.rsplit(":", 1)[1]),
+        int(up.ui_url.rsplit(":", 1)[1]),
+        int(up.frontend.rsplit(":", 1)[1]),
+    ]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        busy = []
+        for port in ports:
+            with socket.socket() as sock:
+                sock.settimeout(0.5)
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    busy.append(port)
+        if not busy:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"ports still in use after kill -9: {busy}")

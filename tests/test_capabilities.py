@@ -24,6 +24,53 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
         "tests.test_security::test_preflight_of_an_allowlisted_origin_is_204",
     ],
     "rate_limit": ["tests.test_security::test_read_tier_429_with_retry_after"],
+    "session_create": [
+        "tests.test_sessions::test_create_attach_and_thread",
+        "tests.test_sessions::test_concurrent_creates_coalesce",
+    ],
+    "session_scope_override": ["tests.test_sessions::test_create_attach_and_thread"],
+    "session_list": ["tests.test_sessions::test_list_sessions"],
+    "session_prompt": [
+        "tests.test_sessions::test_prompt_streams_and_completes",
+        "tests.test_sessions::test_prefer_wait_blocks_until_the_end",
+    ],
+    "non_blocking_prompt": ["tests.test_sessions::test_prompt_streams_and_completes"],
+    "prompt_absolute_deadline": [
+        "tests.test_sessions::test_prompt_deadline_cancels_a_prompt_that_runs_too_long"
+    ],
+    "session_cancel": [
+        "tests.test_sessions::test_sixth_prompt_is_refused_and_cancel_only_hits_the_active_one"
+    ],
+    "session_events": [
+        "tests.test_session_events::test_live_frames_layout_and_envelope",
+        "tests.test_session_events::test_last_event_id_replays_then_replay_complete_then_live",
+    ],
+    "slow_client_warning": [
+        "tests.test_session_events::test_slow_client_is_warned_once_then_evicted"
+    ],
+    "session_close": ["tests.test_sessions::test_delete_closes_the_session"],
+    "session_metadata": ["tests.test_sessions::test_metadata"],
+    "client_identity": ["tests.test_sessions::test_permission_request_shape_and_approval"],
+    "client_heartbeat": ["tests.test_sessions::test_heartbeat"],
+    "session_set_model": ["tests.test_sessions::test_model_switch"],
+    "session_approval_mode_control": ["tests.test_sessions::test_approval_mode_and_context"],
+    "session_context": ["tests.test_sessions::test_approval_mode_and_context"],
+    "session_load": ["tests.test_sessions::test_load_and_resume_bring_a_closed_session_back"],
+    "session_resume": [
+        "tests.test_sessions::test_load_and_resume_bring_a_closed_session_back",
+        "tests.test_sessions::test_load_and_resume_race",
+    ],
+    "unstable_session_resume": [
+        "tests.test_sessions::test_load_and_resume_bring_a_closed_session_back"
+    ],
+    "permission_vote": ["tests.test_sessions::test_permission_request_shape_and_approval"],
+    "session_permission_vote": ["tests.test_sessions::test_session_scoped_vote_and_rejection"],
+    "permission_mediation": [
+        "tests.test_sessions::test_policy_designated",
+        "tests.test_sessions::test_policy_consensus",
+        "tests.test_sessions::test_policy_local_only",
+        "tests.test_session_permission_timeout::test_five_minute_timeout_on_the_time_skipping_server",
+    ],
 }
 
 
@@ -47,4 +94,5 @@ def test_every_advertised_tag_has_a_behaviour_test() -> None:
 
 def test_conditional_tags_follow_their_toggles() -> None:
     plain = advertised_features(Settings())
-    assert plain == ["health", "capabilities", "daemon_status"]
+    for conditional in ("require_auth", "allow_origin", "rate_limit"):
+        assert conditional not in plain

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from workflows.session import SessionWorkflow
 from workflows.turn import TurnWorkflow
 
 # Every workflow class the worker registers; each surface adds its own.
-WORKFLOWS: list[type] = [TurnWorkflow]
+WORKFLOWS: list[type] = [TurnWorkflow, SessionWorkflow]

@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from api.capabilities import advertised_features
 from api.deps import SettingsDep
 from runtime import __version__
+from runtime.policy.permissions import POLICIES
 
 router = APIRouter()
 
@@ -24,8 +25,12 @@ async def capabilities(settings: SettingsDep) -> dict[str, Any]:
         "modelServices": [],
         "workspaceCwd": settings.workspace_cwd,
         "transports": ["rest"],
+        "policy": {"permission": settings.permission_policy},
+        "featureModes": {"permission_mediation": list(POLICIES)},
         "limits": {
             "maxSessions": settings.max_sessions,
             "maxPendingPromptsPerSession": settings.max_pending_prompts_per_session,
+            "sessionRestoreTimeoutMs": 30_000,
+            "permissionResponseTimeoutMs": settings.permission_response_timeout_ms,
         },
     }

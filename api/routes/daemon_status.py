@@ -8,6 +8,7 @@ queue (from Temporal's task-queue description).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import resource
 import time
@@ -23,6 +24,7 @@ from api.errors import ApiError
 from api.security.ratelimit import RateLimiter
 from api.temporal import count_workflows, describe_pollers
 from runtime import __version__
+from runtime.sessions.registry import count_live
 from runtime.settings import BODY_LIMIT_BYTES
 from runtime.store.migrate import current_revision, head_revision
 
@@ -66,15 +68,18 @@ async def daemon_status(
         "reachable": False,
         "workerPolling": False,
     }
-    active_sessions = 0
+    active_sessions = await asyncio.to_thread(count_live, store)
+    pending_permissions = 0
     try:
         client = await connector.get()
         pollers = await describe_pollers(client, settings.task_queue)
         temporal_section.update(reachable=True, workerPolling=pollers["workerPolling"])
         if detail == "full":
             temporal_section.update(live=pollers["live"], pollers=pollers["pollers"])
-        active_sessions = await count_workflows(
-            client, "AgentrtKind = 'session' AND ExecutionStatus = 'Running'"
+        pending_permissions = await count_workflows(
+            client,
+            "AgentrtKind = 'session' AND AgentrtStatus = 'awaiting_permission' "
+            "AND ExecutionStatus = 'Running'",
         )
     except (ApiError, RPCError) as err:
         issues.append(_issue("temporal_unreachable", "error", f"Temporal: {err}"))
@@ -132,16 +137,19 @@ async def daemon_status(
             "loopbackBind": settings.loopback_bind,
             "allowOriginConfigured": bool(settings.allow_origin),
             "allowOriginMode": allow_mode,
-            "sessionShellCommandEnabled": False,
+            "sessionShellCommandEnabled": settings.session_shell,
         },
         "limits": {
             "maxSessions": settings.max_sessions,
             "maxPendingPromptsPerSession": settings.max_pending_prompts_per_session,
             "eventRingSize": settings.event_ring_size,
+            "promptDeadlineMs": settings.prompt_deadline_ms,
+            "permissionResponseTimeoutMs": settings.permission_response_timeout_ms,
             "bodyLimitBytes": BODY_LIMIT_BYTES,
         },
         "runtime": {
             "sessions": {"active": active_sessions},
+            "permissions": {"pending": pending_permissions, "policy": settings.permission_policy},
             "rateLimit": {"enabled": limiter is not None, "rejectedSinceStart": rejected},
             "process": {"rss": _rss_bytes()},
         },

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
 
-from api.deps import ConnectorDep
+from api.deps import ConnectorDep, StoreDep
 from api.temporal import count_workflows
+from runtime.sessions.registry import count_live
 
 router = APIRouter()
 
@@ -15,15 +17,13 @@ _DEEP_VALUES = {"", "1", "true"}
 
 
 @router.get("/health")
-async def health(request: Request, connector: ConnectorDep) -> dict[str, Any]:
+async def health(request: Request, connector: ConnectorDep, store: StoreDep) -> dict[str, Any]:
     deep = request.query_params.get("deep")
     if deep is None or deep.lower() not in _DEEP_VALUES:
         return {"status": "ok"}
     client = await connector.get()
-    # Sessions and their pending permissions are workflows; visibility counts them.
-    sessions = await count_workflows(
-        client, "AgentrtKind = 'session' AND ExecutionStatus = 'Running'"
-    )
+    sessions = await asyncio.to_thread(count_live, store)
+    # A session waiting on a permission says so in its search attributes.
     pending = await count_workflows(
         client,
         "AgentrtKind = 'session' AND AgentrtStatus = 'awaiting_permission' "

@@ -24,7 +24,7 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, immediate: bool = True) -> Engine:
     """An engine tuned for agentrt's short write transactions.
 
     SQLite runs in WAL mode with a busy timeout, and every transaction starts
@@ -53,7 +53,8 @@ def make_engine(url: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Readers take a deferred transaction: in WAL mode they never wait for writers.
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
 
@@ -64,6 +65,11 @@ class Store:
     def __init__(self, url: str) -> None:
         self.url = normalize_url(url)
         self.engine = make_engine(self.url)
+        # SQLite: a second pool for reads, so that polling readers (SSE streams) never
+        # queue behind the write lock. PostgreSQL needs no such split.
+        self.read_engine = (
+            make_engine(self.url, immediate=False) if is_sqlite(self.url) else self.engine
+        )
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -76,3 +82,5 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self.read_engine is not self.engine:
+            self.read_engine.dispose()

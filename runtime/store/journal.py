@@ -251,7 +251,7 @@ class EventJournal:
 
     def bounds(self, stream: str) -> tuple[int, int]:
         """(earliest_seq still stored, last_seq); (1, 0) for a stream never written."""
-        with self.store.engine.connect() as connection:
+        with self.store.read_engine.connect() as connection:
             row = connection.execute(
                 select(_STREAMS.c.earliest_seq, _STREAMS.c.last_seq).where(
                     _STREAMS.c.stream == stream
@@ -263,7 +263,7 @@ class EventJournal:
 
     def read(self, stream: str, after: int = 0, limit: int = 1000) -> JournalPage:
         """Entries with seq > `after`, oldest first, at most `limit`."""
-        with self.store.engine.connect() as connection:
+        with self.store.read_engine.connect() as connection:
             bounds = connection.execute(
                 select(_STREAMS.c.earliest_seq, _STREAMS.c.last_seq).where(
                     _STREAMS.c.stream == stream

@@ -1,0 +1,239 @@
+"""Approval modes of the session agent: which tool calls run, ask a human, or are refused.
+
+Pure (no I/O), so SessionWorkflow and unit tests use it directly. The five modes are
+the spec's `ApprovalMode` enumeration (`POST /session/:id/approval-mode`):
+
+| mode        | read, search | edit  | execute (shell)       | other / unknown |
+|-------------|--------------|-------|-----------------------|-----------------|
+| `plan`      | allow        | deny  | deny                  | deny            |
+| `default`   | allow        | ask   | ask                   | ask             |
+| `auto-edit` | allow        | allow | ask                   | ask             |
+| `auto`      | allow        | allow | allow; ask when risky | ask             |
+| `yolo`      | allow        | allow | allow                 | allow           |
+
+`auto` stands in for the reference's "LLM classifier auto-approves safe actions, blocks
+risky ones" with a deterministic classifier, `is_risky_command`: a shell command that
+could leave the workspace, touch the network, escalate privileges, destroy data or hide
+what it runs (command substitution) needs a human; a shell call whose command is not
+given is treated as risky. `yolo` approves everything, unknown tools included.
+
+A tool in `always_allowed` (granted by a `proceed_always*` answer earlier in the
+session, see `always_allow_grant`) is allowed in every mode except `plan`: plan mode
+never modifies files or runs commands, whatever was granted before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final, Literal, get_args
+
+ApprovalMode = Literal["plan", "default", "auto-edit", "auto", "yolo"]
+APPROVAL_MODES: Final[tuple[ApprovalMode, ...]] = get_args(ApprovalMode)
+DEFAULT_APPROVAL_MODE: Final[ApprovalMode] = "default"
+
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+Decision = Literal["allow", "ask", "deny"]
+
+# The session agent's tools and their ACP kind (`tool_call.kind`).
+TOOL_KINDS: Final[dict[str, ToolKind]] = {
+    "read_file": "read",
+    "list_directory": "read",
+    "glob": "search",
+    "grep_search": "search",
+    "write_file": "edit",
+    "edit": "edit",
+    "run_shell_command": "execute",
+}
+
+_READ_ONLY_KINDS: Final[frozenset[str]] = frozenset({"read", "search", "think"})
+
+# `availableModes` of GET /session/:id/context (`state.modes`), as the reference shows.
+AVAILABLE_MODES: Final[tuple[dict[str, str], ...]] = (
+    {
+        "id": "plan",
+        "name": "Plan",
+        "description": "Analyze only, do not modify files or execute commands",
+    },
+    {
+        "id": "default",
+        "name": "Default",
+        "description": "Require approval for file edits or shell commands",
+    },
+    {
+        "id": "auto-edit",
+        "name": "Auto Edit",
+        "description": "Automatically approve file edits",
+    },
+    {
+        "id": "auto",
+        "name": "Auto",
+        "description": "LLM classifier auto-approves safe actions, blocks risky ones",
+    },
+    {
+        "id": "yolo",
+        "name": "YOLO",
+        "description": "Automatically approve all tools",
+    },
+)
+
+
+def is_approval_mode(value: object) -> bool:
+    return isinstance(value, str) and value in APPROVAL_MODES
+
+
+def tool_kind(tool_name: str) -> ToolKind:
+    """The ACP kind of a tool; tools this runtime does not know are `other`."""
+    return TOOL_KINDS.get(tool_name, "other")
+
+
+def is_mutating(tool_name: str) -> bool:
+    """True unless the tool only reads (unknown tools count as mutating)."""
+    return tool_kind(tool_name) not in _READ_ONLY_KINDS
+
+
+def available_modes() -> list[dict[str, str]]:
+    """A fresh copy of the `availableModes` list (callers may mutate it)."""
+    return [dict(m) for m in AVAILABLE_MODES]
+
+
+def modes_state(current: str) -> dict[str, Any]:
+    """`state.modes` of GET /session/:id/context."""
+    return {"currentModeId": current, "availableModes": available_modes()}
+
+
+def mode_config_option(current: str) -> dict[str, Any]:
+    """The `mode` entry of `state.configOptions` of GET /session/:id/context."""
+    return {
+        "id": "mode",
+        "name": "Mode",
+        "description": "Session permission mode",
+        "category": "mode",
+        "type": "select",
+        "currentValue": current,
+        "options": [
+            {"value": m["id"], "name": m["name"], "description": m["description"]}
+            for m in AVAILABLE_MODES
+        ],
+    }
+
+
+def needs_permission(
+    mode: str,
+    tool_name: str,
+    always_allowed: frozenset[str] = frozenset(),
+    *,
+    command: str | None = None,
+) -> Decision:
+    """Decide a tool call under an approval mode (see the module table).
+
+    `command` is the shell command of a `run_shell_command` call; only `auto` looks
+    at it. An unknown mode is treated as `default` (ask before anything mutating).
+    """
+    kind = tool_kind(tool_name)
+    if kind in _READ_ONLY_KINDS:
+        return "allow"
+    if mode == "plan":
+        return "deny"
+    if tool_name in always_allowed or mode == "yolo":
+        return "allow"
+    if mode == "auto-edit":
+        return "allow" if kind == "edit" else "ask"
+    if mode == "auto":
+        if kind == "edit":
+            return "allow"
+        if kind == "execute":
+            return "ask" if command is None or is_risky_command(command) else "allow"
+        return "ask"
+    return "ask"
+
+
+def always_allow_grant(tool_name: str) -> frozenset[str]:
+    """Tool names a `proceed_always*` answer on this tool adds to `always_allowed`.
+
+    For an edit tool the reference offers "Allow All Edits": every edit tool is granted.
+    Other tools grant themselves only.
+    """
+    if tool_kind(tool_name) == "edit":
+        return frozenset(name for name, kind in TOOL_KINDS.items() if kind == "edit")
+    return frozenset({tool_name})
+
+
+def permission_options(tool_name: str, raw_input: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The `options` of a `permission_request`, in the reference's shapes and order."""
+    allow_once = {"kind": "allow_once", "name": "Allow", "optionId": "proceed_once"}
+    reject = {"kind": "reject_once", "name": "Reject", "optionId": "cancel"}
+    kind = tool_kind(tool_name)
+    if kind == "edit":
+        always = {"kind": "allow_always", "name": "Allow All Edits", "optionId": "proceed_always"}
+        return [always, allow_once, reject]
+    if kind == "execute":
+        command = raw_input.get("command")
+        root = command_root(command) if isinstance(command, str) else ""
+        pattern = f"{root} *" if root else "*"
+        return [
+            {
+                "kind": "allow_always",
+                "name": f"Always Allow in project: {pattern}",
+                "optionId": "proceed_always_project",
+            },
+            {
+                "kind": "allow_always",
+                "name": f"Always Allow for user: {pattern}",
+                "optionId": "proceed_always_user",
+            },
+            allow_once,
+            reject,
+        ]
+    always = {"kind": "allow_always", "name": "Always Allow", "optionId": "proceed_always"}
+    return [always, allow_once, reject]
+
+
+def grants_always(option_id: str | None) -> bool:
+    """Whether a selected option is one of the `proceed_always*` answers."""
+    return option_id is not None and option_id.startswith("proceed_always")
+
+
+def is_rejection(option_id: str | None) -> bool:
+    """Whether a selected option refuses the call (the reference's `cancel`)."""
+    return option_id is None or option_id == "cancel" or option_id.startswith("reject")
+
+
+def command_root(command: str) -> str:
+    """The first word of a shell command (`touch shell_made.txt` → `touch`)."""
+    words = command.strip().split()
+    return words[0] if words else ""
+
+
+# What `auto` will not run without a human: leaving the workspace (absolute paths,
+# `..`, `~`, `cd`), network, privileges, destruction, process control, version-control
+# pushes, interpreters fed code inline, and anything hidden behind substitution or eval.
+_RISKY_PATTERNS: Final[tuple[re.Pattern[str], ...]] = tuple(
+    re.compile(p)
+    for p in (
+        r"(^|[\s=:'\"<>|;&(])/",  # an absolute path
+        r"(^|[\s=:'\"<>|;&(/])\.\.(/|\s|$)",  # a parent directory
+        r"(^|[\s=:'\"<>|;&(])~",  # a home directory
+        r"\$\(|`|\$\{|<\(|>\(",  # command / parameter / process substitution
+        r"(^|[\s;&|(])(sudo|su|doas|pkexec|chroot)\b",
+        r"(^|[\s;&|(])(curl|wget|nc|ncat|netcat|ssh|scp|sftp|rsync|ftp|telnet|socat)\b",
+        r"(^|[\s;&|(])(rm|rmdir|shred|dd|mkfs[\w.]*|fdisk|truncate|chmod|chown|chgrp)\b",
+        r"(^|[\s;&|(])(kill|pkill|killall|shutdown|reboot|halt|poweroff|systemctl|crontab)\b",
+        r"(^|[\s;&|(])(eval|exec|source|xargs|nohup|setsid|disown)\b",
+        r"(^|[\s;&|(])\.\s",  # `. script` (source)
+        r"(^|[\s;&|(])cd\b",
+        r"(^|[\s;&|(])(env|export)\b",
+        r"\bgit\s+(push|reset|clean|checkout\s+--|config)\b",
+        r"\b(pip|pip3|npm|pnpm|yarn|gem|cargo|apt|apt-get|brew)\s+(install|add|publish|remove)\b",
+        r"(^|[\s;&|(])(python[\d.]*|node|perl|ruby|bash|sh|zsh)\s+-[ce]\b",
+        r"&\s*$",  # backgrounded
+    )
+)
+
+
+def is_risky_command(command: str) -> bool:
+    """Deterministic stand-in for the `auto` mode classifier (conservative)."""
+    text = command.strip()
+    if not text:
+        return True
+    return any(p.search(text) for p in _RISKY_PATTERNS)

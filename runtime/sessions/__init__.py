@@ -1,0 +1,1 @@
+"""The session daemon protocol (spec session-daemon-http-protocol): sessions, prompts, events."""

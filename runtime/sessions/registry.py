@@ -1,0 +1,240 @@
+"""The session registry in the store: create or attach, look up, list, close, revive."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from runtime.sessions.models import DaemonSession, SessionClient, SingleSessionSlot
+from runtime.store import Store
+
+Scope = Literal["single", "thread"]
+
+
+class SessionLimitReached(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"Session limit reached ({limit})")
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    session_id: str
+    workspace_cwd: str
+    scope: str
+    display_name: str | None
+    created_at: datetime
+    closed_at: datetime | None
+
+    @property
+    def live(self) -> bool:
+        return self.closed_at is None
+
+    @property
+    def created_at_iso(self) -> str:
+        return _iso(self.created_at)
+
+
+def _aware(ts: datetime) -> datetime:
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
+
+
+def _iso(ts: datetime) -> str:
+    return _aware(ts).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _record(row: DaemonSession) -> SessionRecord:
+    return SessionRecord(
+        session_id=row.session_id,
+        workspace_cwd=row.workspace_cwd,
+        scope=row.scope,
+        display_name=row.display_name,
+        created_at=_aware(row.created_at),
+        closed_at=_aware(row.closed_at) if row.closed_at else None,
+    )
+
+
+_SESSIONS = DaemonSession.__table__  # type: ignore[attr-defined]
+
+
+def get_session(store: Store, session_id: str) -> SessionRecord | None:
+    """The session, live or closed; None when it never existed."""
+    with store.session() as db:
+        row = db.get(DaemonSession, session_id)
+        return None if row is None else _record(row)
+
+
+def get_live_session(store: Store, session_id: str) -> SessionRecord | None:
+    record = get_session(store, session_id)
+    return record if record is not None and record.live else None
+
+
+def count_live(store: Store) -> int:
+    with store.engine.connect() as connection:
+        return int(
+            connection.execute(
+                select(func.count()).select_from(_SESSIONS).where(_SESSIONS.c.closed_at.is_(None))
+            ).scalar_one()
+        )
+
+
+def list_live(store: Store, workspace_cwd: str) -> list[SessionRecord]:
+    with store.session() as db:
+        rows = db.execute(
+            select(DaemonSession)
+            .where(_SESSIONS.c.workspace_cwd == workspace_cwd, _SESSIONS.c.closed_at.is_(None))
+            .order_by(_SESSIONS.c.created_at)
+        ).scalars()
+        return [_record(row) for row in rows]
+
+
+def create_or_attach(
+    store: Store, workspace_cwd: str, scope: Scope, max_sessions: int
+) -> tuple[SessionRecord, bool]:
+    """A new session, or (for `single`) the workspace's live one; returns (record, attached).
+
+    The `single` slot is a primary key: of two concurrent creates exactly one
+    inserts it (attached=False), the other attaches. Attaches never count
+    against `max_sessions`.
+    """
+    now = datetime.now(UTC)
+    with store.session() as db:
+        if scope == "single":
+            slot = db.get(SingleSessionSlot, workspace_cwd)
+            if slot is not None:
+                existing = db.get(DaemonSession, slot.session_id)
+                if existing is not None and existing.closed_at is None:
+                    return _record(existing), True
+                db.delete(slot)
+                db.flush()
+        live = db.execute(
+            select(func.count()).select_from(_SESSIONS).where(_SESSIONS.c.closed_at.is_(None))
+        ).scalar_one()
+        if live >= max_sessions:
+            raise SessionLimitReached(max_sessions)
+        row = DaemonSession(
+            session_id=str(uuid.uuid4()),
+            workspace_cwd=workspace_cwd,
+            scope=scope,
+            created_at=now,
+        )
+        db.add(row)
+        if scope == "single":
+            db.add(SingleSessionSlot(workspace_cwd=workspace_cwd, session_id=row.session_id))
+        try:
+            db.commit()
+        except IntegrityError:
+            db.rollback()
+            if scope != "single":
+                raise
+            # Another create took the slot first: attach to its session.
+            slot = db.get(SingleSessionSlot, workspace_cwd)
+            winner = db.get(DaemonSession, slot.session_id) if slot else None
+            if winner is None:
+                raise
+            return _record(winner), True
+        return _record(row), False
+
+
+def close_session(store: Store, session_id: str) -> SessionRecord | None:
+    """Mark closed; None when not live. The single slot is freed."""
+    with store.session() as db:
+        row = db.get(DaemonSession, session_id)
+        if row is None or row.closed_at is not None:
+            return None
+        row.closed_at = datetime.now(UTC)
+        slot = db.get(SingleSessionSlot, row.workspace_cwd)
+        if slot is not None and slot.session_id == session_id:
+            db.delete(slot)
+        db.commit()
+        return _record(row)
+
+
+def revive_session(store: Store, session_id: str, max_sessions: int) -> tuple[SessionRecord, bool]:
+    """Make a persisted session live again (load/resume); returns (record, attached)."""
+    with store.session() as db:
+        row = db.get(DaemonSession, session_id)
+        if row is None:
+            raise LookupError(session_id)
+        if row.closed_at is None:
+            return _record(row), True
+        live = db.execute(
+            select(func.count()).select_from(_SESSIONS).where(_SESSIONS.c.closed_at.is_(None))
+        ).scalar_one()
+        if live >= max_sessions:
+            raise SessionLimitReached(max_sessions)
+        row.closed_at = None
+        db.commit()
+        return _record(row), False
+
+
+def rename_session(store: Store, session_id: str, display_name: str) -> SessionRecord | None:
+    with store.session() as db:
+        row = db.get(DaemonSession, session_id)
+        if row is None or row.closed_at is not None:
+            return None
+        row.display_name = display_name
+        db.commit()
+        return _record(row)
+
+
+_CLIENTS = SessionClient.__table__  # type: ignore[attr-defined]
+
+
+def register_client(store: Store, session_id: str, client_id: str, now_ms: int) -> None:
+    """Attach a client to a session (idempotent); its first heartbeat is now."""
+    with store.session() as db:
+        if db.get(SessionClient, (session_id, client_id)) is None:
+            db.add(SessionClient(session_id=session_id, client_id=client_id, last_seen_ms=now_ms))
+            try:
+                db.commit()
+            except IntegrityError:
+                db.rollback()
+
+
+def heartbeat_client(store: Store, session_id: str, client_id: str, now_ms: int) -> bool:
+    """Refresh a registered client's last-seen time; False when it is not registered."""
+    with store.session() as db:
+        row = db.get(SessionClient, (session_id, client_id))
+        if row is None:
+            return False
+        row.last_seen_ms = now_ms
+        db.commit()
+        return True
+
+
+def client_count(store: Store, session_id: str) -> int:
+    with store.engine.connect() as connection:
+        return int(
+            connection.execute(
+                select(func.count())
+                .select_from(_CLIENTS)
+                .where(_CLIENTS.c.session_id == session_id)
+            ).scalar_one()
+        )
+
+
+def find_permission_session(store: Store, request_id: str) -> str | None:
+    """Which session raised permission request `request_id` (from its journal event)."""
+    from runtime.store.models import JournalEvent
+
+    events = JournalEvent.__table__  # type: ignore[attr-defined]
+    query = (
+        select(events.c.stream)
+        .where(
+            events.c.type == "permission_request",
+            events.c.data["data"]["requestId"].as_string() == request_id,
+        )
+        .order_by(events.c.id.desc())
+        .limit(1)
+    )
+    with store.engine.connect() as connection:
+        stream = connection.execute(query).scalar_one_or_none()
+    if stream is None or not str(stream).startswith("session/"):
+        return None
+    return str(stream).split("/", 1)[1]

@@ -1,0 +1,110 @@
+"""The permission timeout is a Temporal timer: on the time-skipping server, and across a
+worker that was down when it fell due."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from activities.llm import ScriptedModel
+from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
+from runtime.sessions.streams import envelope, session_stream
+from runtime.settings import Settings
+from runtime.store import EventJournal, Store, upgrade_to_head
+from tests.session_helpers import write_prompt
+from worker import build_worker
+from workflows.session import SessionWorkflow, session_workflow_id
+
+
+def _store(tmp_path: Path) -> Store:
+    store = Store(f"sqlite:///{tmp_path / 'agentrt.db'}")
+    upgrade_to_head(store.engine)
+    return store
+
+
+async def _wait(
+    journal: EventJournal, sid: str, event_type: str, timeout: float = 60
+) -> list[dict[str, object]]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        events = [envelope(e) for e in journal.read(session_stream(sid)).entries]
+        if any(e["type"] == event_type for e in events):
+            return events
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{event_type} never arrived")
+
+
+async def _start_prompt(client: Client, task_queue: str, workspace: Path, timeout_ms: int) -> str:
+    sid = str(uuid.uuid4())
+    handle = await client.start_workflow(
+        SessionWorkflow.run,
+        SessionInput(
+            session_id=sid, workspace_cwd=str(workspace), permission_timeout_ms=timeout_ms
+        ),
+        id=session_workflow_id(sid),
+        task_queue=task_queue,
+    )
+    item = PromptItem(prompt_id=str(uuid.uuid4()), text=write_prompt(workspace, "t.txt"))
+    await handle.execute_update(SessionWorkflow.submit_prompt, SubmitPrompt(item=item))
+    return sid
+
+
+def _check_timed_out(events: list[dict[str, object]]) -> None:
+    types = [e["type"] for e in events]
+    assert "permission_audit" in types
+    audit = next(e for e in events if e["type"] == "permission_audit")
+    assert audit["data"]["event"] == "permission.timeout"  # type: ignore[index]
+    resolved = next(e for e in events if e["type"] == "permission_resolved")
+    assert resolved["data"]["outcome"] == {"outcome": "cancelled"}  # type: ignore[index]
+    assert types.index("permission_audit") < types.index("permission_resolved")
+
+
+async def test_five_minute_timeout_on_the_time_skipping_server(
+    time_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+) -> None:
+    store = _store(tmp_path)
+    journal = EventJournal(store)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    settings = Settings(task_queue=task_queue, data_dir=tmp_path)
+    async with build_worker(time_env.client, settings, store, ScriptedModel()):
+        sid = await _start_prompt(time_env.client, task_queue, workspace, 300_000)
+        await _wait(journal, sid, "permission_request")
+        await time_env.sleep(timedelta(minutes=4))
+        events = [envelope(e) for e in journal.read(session_stream(sid)).entries]
+        assert "permission_resolved" not in [e["type"] for e in events]
+        await time_env.sleep(timedelta(minutes=1, seconds=5))
+        events = await _wait(journal, sid, "turn_complete")
+        handle = time_env.client.get_workflow_handle(session_workflow_id(sid))
+        await handle.cancel()
+    _check_timed_out(events)
+    assert not (workspace / "t.txt").exists()
+    store.dispose()
+
+
+async def test_timeout_fires_across_a_worker_restart(
+    dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+) -> None:
+    store = _store(tmp_path)
+    journal = EventJournal(store)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    settings = Settings(task_queue=task_queue, data_dir=tmp_path)
+    async with build_worker(dev_env.client, settings, store, ScriptedModel()):
+        sid = await _start_prompt(dev_env.client, task_queue, workspace, 1500)
+        await _wait(journal, sid, "permission_request")
+    # No worker while the timer falls due.
+    await asyncio.sleep(3)
+    types = [e.type for e in journal.read(session_stream(sid)).entries]
+    assert "permission_resolved" not in types
+    async with build_worker(dev_env.client, settings, store, ScriptedModel()):
+        events = await _wait(journal, sid, "turn_complete")
+        await dev_env.client.get_workflow_handle(session_workflow_id(sid)).cancel()
+    _check_timed_out(events)
+    store.dispose()

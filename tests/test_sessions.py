@@ -1,0 +1,634 @@
+"""Sessions, prompts and permissions of the session daemon, API in process + a real worker."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from activities.llm import ScriptedModel
+from runtime.settings import Settings
+from runtime.store import EventJournal, Store, upgrade_to_head
+from tests.conftest import ApiFactory
+from tests.session_helpers import Daemon, write_prompt
+from worker import build_worker
+
+DaemonFactory = Callable[..., Awaitable[Daemon]]
+
+
+@pytest.fixture
+async def daemon(
+    api: ApiFactory, dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+) -> AsyncIterator[DaemonFactory]:
+    stack = AsyncExitStack()
+
+    async def make(**overrides: Any) -> Daemon:
+        workspace = tmp_path / "ws"
+        workspace.mkdir(exist_ok=True)
+        values: dict[str, Any] = {
+            "data_dir": tmp_path / ".data",
+            "task_queue": task_queue,
+            "workspace": workspace,
+        }
+        values.update(overrides)
+        settings = Settings(**values)
+        store = Store(settings.resolved_database_url)
+        upgrade_to_head(store.engine)
+        stack.callback(store.dispose)
+        await stack.enter_async_context(
+            build_worker(dev_env.client, settings, store, ScriptedModel())
+        )
+        client = await api(**values)
+        if values.get("token"):
+            client.headers["Authorization"] = f"Bearer {values['token']}"
+        return Daemon(client=client, workspace=workspace.resolve(), journal=EventJournal(store))
+
+    yield make
+    await stack.aclose()
+
+
+def _not_found(sid: str) -> dict[str, Any]:
+    return {"error": f'No session with id "{sid}"', "code": "session_not_found", "sessionId": sid}
+
+
+# -- sessions ------------------------------------------------------------------------------
+
+
+async def test_create_attach_and_thread(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    first = await d.create()
+    assert first["attached"] is False
+    assert first["workspaceCwd"] == str(d.workspace)
+    assert first["clientId"].startswith("client_")
+    again = await d.create(cwd=str(d.workspace) + "/")
+    assert again["attached"] is True and again["sessionId"] == first["sessionId"]
+    thread = await d.create(sessionScope="thread")
+    assert thread["attached"] is False and thread["sessionId"] != first["sessionId"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"cwd": "relative/path"}, 400, "invalid_cwd"),
+        ({"cwd": ""}, 400, "invalid_cwd"),
+        ({"cwd": 42}, 400, "invalid_cwd"),
+        ({"sessionScope": "bogus"}, 400, "invalid_session_scope"),
+    ],
+)
+async def test_create_refusals(
+    daemon: DaemonFactory, body: dict[str, Any], status: int, code: str
+) -> None:
+    d = await daemon()
+    response = await d.client.post("/session", json=body)
+    assert response.status_code == status
+    assert response.json()["code"] == code
+
+
+async def test_workspace_mismatch(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    response = await d.client.post("/session", json={"cwd": "/tmp"})
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "workspace_mismatch"
+    assert body["boundWorkspace"] == str(d.workspace)
+    assert body["requestedWorkspace"] == "/tmp"
+
+
+async def test_invalid_json_body(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    response = await d.client.post(
+        "/session", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert response.json() == {"error": "Invalid JSON in request body"}
+
+
+async def test_concurrent_creates_coalesce(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    results = await asyncio.gather(*(d.create() for _ in range(6)))
+    assert len({r["sessionId"] for r in results}) == 1
+    assert [r["attached"] for r in results].count(False) == 1
+
+
+async def test_session_limit(daemon: DaemonFactory) -> None:
+    d = await daemon(max_sessions=2)
+    single = await d.create()
+    await d.create(sessionScope="thread")
+    response = await d.client.post("/session", json={"sessionScope": "thread"})
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    assert response.json() == {
+        "error": "Session limit reached (2)",
+        "code": "session_limit_exceeded",
+        "limit": 2,
+    }
+    # Attaching is never refused.
+    assert (await d.create())["sessionId"] == single["sessionId"]
+
+
+async def test_list_sessions(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    ws = str(d.workspace).replace("/", "%2F")
+    assert (await d.client.get(f"/workspace/{ws}/sessions")).json() == {"sessions": []}
+    created = await d.create()
+    listed = (await d.client.get(f"/workspace/{ws}/sessions")).json()["sessions"]
+    assert [s["sessionId"] for s in listed] == [created["sessionId"]]
+    assert listed[0]["hasActivePrompt"] is False
+    assert listed[0]["clientCount"] == 1
+
+
+async def test_unknown_session_everywhere(daemon: DaemonFactory) -> None:
+    d = await daemon(token="t0k")
+    sid = "0e9d7c6a-b4ee-4ccd-a355-01c9e9dcd3b4"
+    for method, path, body in [
+        ("POST", f"/session/{sid}/prompt", {"prompt": [{"type": "text", "text": "x"}]}),
+        ("POST", f"/session/{sid}/cancel", None),
+        ("DELETE", f"/session/{sid}", None),
+        ("PATCH", f"/session/{sid}/metadata", {"displayName": "x"}),
+        ("POST", f"/session/{sid}/heartbeat", {}),
+        ("POST", f"/session/{sid}/model", {"modelId": "scripted"}),
+        ("POST", f"/session/{sid}/approval-mode", {"mode": "yolo"}),
+        ("GET", f"/session/{sid}/context", None),
+        ("POST", f"/session/{sid}/load", {}),
+        ("POST", f"/session/{sid}/resume", {}),
+    ]:
+        response = await d.client.request(method, path, json=body)
+        assert response.status_code == 404, (method, path)
+        assert response.json() == _not_found(sid), (method, path)
+
+
+async def test_delete_closes_the_session(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create(sessionScope="thread"))["sessionId"]
+    response = await d.client.delete(f"/session/{sid}", headers={"X-Qwen-Client-Id": "c-1"})
+    assert response.status_code == 204
+    events = await d.wait_for(sid, "session_closed")
+    closed = events[-1]
+    assert closed["data"] == {"sessionId": sid, "reason": "client_close", "closedBy": "c-1"}
+    assert (await d.client.delete(f"/session/{sid}")).json() == _not_found(sid)
+    prompt = await d.prompt(sid, "hello")
+    assert prompt.status_code == 404
+
+
+async def test_metadata(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    response = await d.client.patch(f"/session/{sid}/metadata", json={"displayName": "Ma session"})
+    assert response.json() == {"sessionId": sid, "displayName": "Ma session"}
+    for bad in ({"displayName": 3}, {"displayName": None}):
+        response = await d.client.patch(f"/session/{sid}/metadata", json=bad)
+        assert response.status_code == 400
+        assert response.json()["code"] == "invalid_metadata"
+    assert (await d.client.patch(f"/session/{sid}/metadata", json={})).json()["displayName"] == (
+        "Ma session"
+    )
+    updated = [e for e in d.events(sid) if e["type"] == "session_metadata_updated"]
+    assert updated[-1]["data"]["displayName"] == "Ma session"
+
+
+async def test_heartbeat(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    created = await d.client.post("/session", json={}, headers={"X-Qwen-Client-Id": "tui-1"})
+    sid = created.json()["sessionId"]
+    assert created.json()["clientId"] == "tui-1"
+    ok = await d.client.post(
+        f"/session/{sid}/heartbeat", json={}, headers={"X-Qwen-Client-Id": "tui-1"}
+    )
+    assert ok.json()["clientId"] == "tui-1" and ok.json()["lastSeenAt"] > 0
+    for header in ("bad id with spaces", "stranger"):
+        response = await d.client.post(
+            f"/session/{sid}/heartbeat", json={}, headers={"X-Qwen-Client-Id": header}
+        )
+        assert response.status_code == 400
+        assert response.json()["code"] == "invalid_client_id"
+    bare = await d.client.post(f"/session/{sid}/heartbeat", json={})
+    assert set(bare.json()) == {"sessionId", "lastSeenAt"}
+
+
+async def test_model_switch(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    ok = await d.client.post(f"/session/{sid}/model", json={"modelId": "scripted"})
+    assert ok.json() == {"modelId": "scripted"}
+    bad = await d.client.post(f"/session/{sid}/model", json={"modelId": "qwen-staging"})
+    assert bad.status_code == 400 and bad.json()["code"] == "model_switch_failed"
+    types = [e["type"] for e in d.events(sid)]
+    assert "model_switched" in types and "model_switch_failed" in types
+
+
+async def test_approval_mode_needs_a_configured_token(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    response = await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "yolo"})
+    assert response.status_code == 401
+    assert response.json()["code"] == "token_required"
+
+
+async def test_approval_mode_and_context(daemon: DaemonFactory) -> None:
+    d = await daemon(token="t0k")
+    sid = (await d.create())["sessionId"]
+    context = (await d.client.get(f"/session/{sid}/context")).json()
+    assert context["v"] == 1 and context["sessionId"] == sid
+    assert context["state"]["modes"]["currentModeId"] == "default"
+    bad = await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "bogus"})
+    assert bad.status_code == 400
+    assert bad.json()["code"] == "invalid_approval_mode"
+    assert bad.json()["allowed"] == ["plan", "default", "auto-edit", "auto", "yolo"]
+    ok = await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "yolo"})
+    assert ok.status_code == 200
+    changed = [e for e in d.events(sid) if e["type"] == "approval_mode_changed"]
+    assert changed[-1]["data"]["mode"] == "yolo"
+    context = (await d.client.get(f"/session/{sid}/context")).json()
+    assert context["state"]["modes"]["currentModeId"] == "yolo"
+
+
+# -- prompts -------------------------------------------------------------------------------
+
+
+async def test_prompt_streams_and_completes(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    response = await d.prompt(sid, "say hello to the daemon")
+    assert response.status_code == 202
+    body = response.json()
+    assert set(body) >= {"promptId", "lastEventId"}
+    events = await d.wait_for(sid, "turn_complete", prompt_id=body["promptId"])
+    mine = [e for e in events if e.get("promptId") == body["promptId"]]
+    updates = [e["data"]["update"]["sessionUpdate"] for e in mine if e["type"] == "session_update"]
+    assert updates[0] == "user_message_chunk"
+    assert "agent_message_chunk" in updates
+    text = "".join(
+        e["data"]["update"]["content"]["text"]
+        for e in mine
+        if e["type"] == "session_update"
+        and e["data"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert text == "You said: say hello to the daemon"
+    assert mine[-1]["type"] == "turn_complete"
+    assert mine[-1]["data"]["stopReason"] == "end_turn"
+    assert mine[0]["id"] == body["lastEventId"] + 1
+    ids = [e["id"] for e in events]
+    assert ids == list(range(1, len(ids) + 1))
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ({"prompt": []}, "`prompt` is required and must be a non-empty array of content blocks"),
+        ({"prompt": "hi"}, "`prompt` is required and must be a non-empty array of content blocks"),
+        ({}, "`prompt` is required and must be a non-empty array of content blocks"),
+        ({"prompt": ["hi"]}, "each `prompt` element must be an object (content block)"),
+    ],
+)
+async def test_prompt_validation(daemon: DaemonFactory, body: dict[str, Any], error: str) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    response = await d.client.post(f"/session/{sid}/prompt", json=body)
+    assert response.status_code == 400
+    assert response.json() == {"error": error}
+
+
+async def test_prompt_bad_deadline(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    response = await d.client.post(
+        f"/session/{sid}/prompt", json={"prompt": [{"type": "text", "text": "x"}], "deadlineMs": -1}
+    )
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_deadline_ms"
+
+
+async def test_prefer_wait_blocks_until_the_end(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    response = await d.prompt(sid, "hello", Prefer="wait")
+    assert response.status_code == 200
+    assert response.json() == {"stopReason": "end_turn"}
+
+
+async def test_two_concurrent_prompts_are_strictly_ordered(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    first, second = await asyncio.gather(d.prompt(sid, "first"), d.prompt(sid, "second"))
+    ids = [first.json()["promptId"], second.json()["promptId"]]
+    events = await d.wait_for(sid, "turn_complete", count=2)
+    order = [
+        (e["type"], e.get("promptId"))
+        for e in events
+        if e["type"] == "turn_complete"
+        or (
+            e["type"] == "session_update"
+            and e["data"]["update"]["sessionUpdate"] == "user_message_chunk"
+        )
+    ]
+    starts = [pid for t, pid in order if t == "session_update"]
+    assert set(starts) == set(ids)
+    a, b = starts
+    assert order == [
+        ("session_update", a),
+        ("turn_complete", a),
+        ("session_update", b),
+        ("turn_complete", b),
+    ]
+
+
+async def test_sixth_prompt_is_refused_and_cancel_only_hits_the_active_one(
+    daemon: DaemonFactory,
+) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    blocked = await d.prompt(sid, write_prompt(d.workspace, "a.txt"))
+    await d.wait_for(sid, "permission_request")
+    queued = [await d.prompt(sid, f"queued {i}") for i in range(4)]
+    assert [r.status_code for r in queued] == [202] * 4
+    sixth = await d.prompt(sid, "one too many")
+    assert sixth.status_code == 503
+    assert sixth.headers["retry-after"] == "5"
+    assert sixth.json()["code"] == "prompt_queue_full"
+    pending = (await d.client.get(f"/session/{sid}/pending-prompts")).json()["pendingPrompts"]
+    assert [p["state"] for p in pending] == ["running"] + ["queued"] * 4
+
+    assert (await d.client.post(f"/session/{sid}/cancel")).status_code == 204
+    events = await d.wait_for(sid, "turn_complete", count=5)
+    blocked_id = blocked.json()["promptId"]
+    cancelled = [e for e in events if e["type"] == "prompt_cancelled"]
+    assert [e["promptId"] for e in cancelled] == [blocked_id]
+    resolved = [e for e in events if e["type"] == "permission_resolved"]
+    assert resolved[-1]["data"]["outcome"] == {"outcome": "cancelled"}
+    stops = {e["promptId"]: e["data"]["stopReason"] for e in events if e["type"] == "turn_complete"}
+    assert stops[blocked_id] == "cancelled"
+    assert [stops[q.json()["promptId"]] for q in queued] == ["end_turn"] * 4
+    assert not (d.workspace / "a.txt").exists()
+
+
+async def test_prompt_deadline_cancels_a_prompt_that_runs_too_long(
+    daemon: DaemonFactory,
+) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    response = await d.client.post(
+        f"/session/{sid}/prompt",
+        json={
+            "prompt": [{"type": "text", "text": write_prompt(d.workspace, "late.txt")}],
+            "deadlineMs": 500,
+        },
+    )
+    prompt_id = response.json()["promptId"]
+    events = await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    types = [e["type"] for e in events if e.get("promptId") == prompt_id]
+    assert "prompt_deadline_exceeded" in types
+    assert events[-1]["data"]["stopReason"] == "cancelled"
+    assert not (d.workspace / "late.txt").exists()
+
+
+async def test_prompt_deadline_is_capped_by_the_daemon(daemon: DaemonFactory) -> None:
+    d = await daemon(prompt_deadline_ms=400)
+    sid = (await d.create())["sessionId"]
+    response = await d.client.post(
+        f"/session/{sid}/prompt",
+        json={
+            "prompt": [{"type": "text", "text": write_prompt(d.workspace, "x.txt")}],
+            "deadlineMs": 3_600_000,
+        },
+    )
+    events = await d.wait_for(
+        sid, "prompt_deadline_exceeded", prompt_id=response.json()["promptId"]
+    )
+    exceeded = [e for e in events if e["type"] == "prompt_deadline_exceeded"][-1]
+    assert exceeded["data"]["deadlineMs"] == 400
+
+
+async def test_cancel_when_idle_is_204(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    assert (await d.client.post(f"/session/{sid}/cancel")).status_code == 204
+
+
+# -- permissions ---------------------------------------------------------------------------
+
+
+async def _permission(d: Daemon, sid: str, name: str = "perm.txt") -> tuple[str, dict[str, Any]]:
+    response = await d.prompt(sid, write_prompt(d.workspace, name))
+    prompt_id = response.json()["promptId"]
+    events = await d.wait_for(sid, "permission_request", prompt_id=prompt_id)
+    request = [e for e in events if e["type"] == "permission_request"][-1]
+    return prompt_id, request
+
+
+async def test_permission_request_shape_and_approval(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    prompt_id, request = await _permission(d, sid)
+    data = request["data"]
+    assert data["sessionId"] == sid
+    assert [o["optionId"] for o in data["options"]] == ["proceed_always", "proceed_once", "cancel"]
+    assert data["toolCall"]["kind"] == "edit"
+    assert data["toolCall"]["content"][0]["type"] == "diff"
+    rid = data["requestId"]
+    vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+    response = await d.client.post(
+        f"/permission/{rid}", json=vote, headers={"X-Qwen-Client-Id": "voter-1"}
+    )
+    assert response.status_code == 200 and response.json() == {}
+    events = await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    resolved = [e for e in events if e["type"] == "permission_resolved"][-1]
+    assert resolved["data"] == {
+        "requestId": rid,
+        "outcome": {"outcome": "selected", "optionId": "proceed_once"},
+    }
+    assert resolved["originatorClientId"] == "voter-1"
+    assert (d.workspace / "perm.txt").read_text() == "hi\n"
+    again = await d.client.post(f"/permission/{rid}", json=vote)
+    assert again.status_code == 404
+    assert again.json() == {"error": "No pending permission request", "requestId": rid}
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"outcome": {"outcome": "selected", "optionId": "definitely_not_an_option"}}, 400),
+        ({}, 400),
+        ({"outcome": {"outcome": "maybe"}}, 400),
+    ],
+)
+async def test_vote_refusals(daemon: DaemonFactory, body: dict[str, Any], status: int) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    _, request = await _permission(d, sid)
+    rid = request["data"]["requestId"]
+    response = await d.client.post(f"/permission/{rid}", json=body)
+    assert response.status_code == status
+    if "optionId" in str(body):
+        assert response.json()["code"] == "invalid_option_id"
+    unknown = await d.client.post(
+        "/permission/c0db1f45-5828-4f9c-9c0d-20656a43d61e",
+        json={"outcome": {"outcome": "cancelled"}},
+    )
+    assert unknown.status_code == 404
+
+
+async def test_session_scoped_vote_and_rejection(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    other = (await d.create(sessionScope="thread"))["sessionId"]
+    prompt_id, request = await _permission(d, sid, "rejected.txt")
+    rid = request["data"]["requestId"]
+    vote = {"outcome": {"outcome": "selected", "optionId": "cancel"}}
+    wrong = await d.client.post(f"/session/{other}/permission/{rid}", json=vote)
+    assert wrong.status_code == 404
+    assert wrong.json() == {
+        "error": "No pending permission request for session",
+        "sessionId": other,
+        "requestId": rid,
+    }
+    ok = await d.client.post(f"/session/{sid}/permission/{rid}", json=vote)
+    assert ok.status_code == 200
+    await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    assert not (d.workspace / "rejected.txt").exists()
+
+
+async def test_delete_resolves_pending_permissions_as_cancelled(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    await _permission(d, sid)
+    assert (await d.client.delete(f"/session/{sid}")).status_code == 204
+    events = await d.wait_for(sid, "session_closed")
+    resolved = [e for e in events if e["type"] == "permission_resolved"]
+    assert resolved[-1]["data"]["outcome"] == {"outcome": "cancelled"}
+    assert events[-1]["type"] == "session_closed"
+
+
+async def test_yolo_mode_runs_tools_without_asking(daemon: DaemonFactory) -> None:
+    d = await daemon(token="t0k")
+    sid = (await d.create())["sessionId"]
+    await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "yolo"})
+    response = await d.prompt(sid, write_prompt(d.workspace, "yolo.txt"))
+    events = await d.wait_for(sid, "turn_complete", prompt_id=response.json()["promptId"])
+    assert "permission_request" not in [e["type"] for e in events]
+    assert (d.workspace / "yolo.txt").exists()
+
+
+async def test_policy_designated(daemon: DaemonFactory) -> None:
+    d = await daemon(permission_policy="designated")
+    sid = (await d.client.post("/session", json={}, headers={"X-Qwen-Client-Id": "owner"})).json()[
+        "sessionId"
+    ]
+    response = await d.prompt(
+        sid, write_prompt(d.workspace, "d.txt"), **{"X-Qwen-Client-Id": "owner"}
+    )
+    events = await d.wait_for(sid, "permission_request", prompt_id=response.json()["promptId"])
+    rid = events[-1]["data"]["requestId"]
+    vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+    forbidden = await d.client.post(
+        f"/permission/{rid}", json=vote, headers={"X-Qwen-Client-Id": "intruder"}
+    )
+    assert forbidden.status_code == 403
+    assert forbidden.json()["code"] == "permission_forbidden"
+    assert forbidden.json()["reason"] == "designated_mismatch"
+    ok = await d.client.post(f"/permission/{rid}", json=vote, headers={"X-Qwen-Client-Id": "owner"})
+    assert ok.status_code == 200
+
+
+async def test_policy_consensus(daemon: DaemonFactory) -> None:
+    d = await daemon(permission_policy="consensus")
+    sid = ""
+    for client_id in ("c1", "c2", "c3"):
+        sid = (
+            await d.client.post("/session", json={}, headers={"X-Qwen-Client-Id": client_id})
+        ).json()["sessionId"]
+    prompt_id, request = await _permission(d, sid, "c.txt")
+    rid = request["data"]["requestId"]
+    vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+    first = await d.client.post(f"/permission/{rid}", json=vote, headers={"X-Qwen-Client-Id": "c1"})
+    assert first.status_code == 200
+    partial = await d.wait_for(sid, "permission_partial_vote")
+    assert "permission_resolved" not in [e["type"] for e in partial]
+    second = await d.client.post(
+        f"/permission/{rid}", json=vote, headers={"X-Qwen-Client-Id": "c2"}
+    )
+    assert second.status_code == 200
+    events = await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    types = [e["type"] for e in events]
+    assert types.index("permission_partial_vote") < types.index("permission_resolved")
+
+
+async def test_policy_local_only(daemon: DaemonFactory) -> None:
+    d = await daemon(permission_policy="local-only")
+    sid = (await d.create())["sessionId"]
+    prompt_id, request = await _permission(d, sid, "l.txt")
+    rid = request["data"]["requestId"]
+    remote = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=d.client.app, client=("203.0.113.9", 5555)),  # type: ignore[attr-defined]
+        base_url="http://127.0.0.1:4170",
+    )
+    vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+    async with remote:
+        forbidden = await remote.post(f"/permission/{rid}", json=vote)
+        assert forbidden.status_code == 403
+        assert forbidden.json()["reason"] == "remote_not_allowed"
+        # A cancel vote works under every policy, remote or not.
+        cancelled = await remote.post(
+            f"/permission/{rid}", json={"outcome": {"outcome": "cancelled"}}
+        )
+        assert cancelled.status_code == 200
+    await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+
+
+async def test_capabilities_report_the_policy(daemon: DaemonFactory) -> None:
+    d = await daemon(permission_policy="consensus")
+    caps = (await d.client.get("/capabilities")).json()
+    assert caps["policy"]["permission"] == "consensus"
+    assert "permission_mediation" in caps["features"]
+
+
+# -- load and resume -----------------------------------------------------------------------
+
+
+async def test_load_and_resume_bring_a_closed_session_back(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    response = await d.prompt(sid, "remember me")
+    await d.wait_for(sid, "turn_complete", prompt_id=response.json()["promptId"])
+    await d.client.delete(f"/session/{sid}")
+    loaded = await d.client.post(f"/session/{sid}/load", json={})
+    assert loaded.status_code == 200, loaded.text
+    assert loaded.json()["attached"] is False
+    assert loaded.json()["state"]["modes"]["currentModeId"] == "default"
+    again = await d.client.post(f"/session/{sid}/resume", json={})
+    assert again.json()["attached"] is True
+    # The history is still in the journal, and the revived session takes prompts.
+    assert any(e["type"] == "turn_complete" for e in d.events(sid))
+    response = await d.prompt(sid, "still here?")
+    await d.wait_for(sid, "turn_complete", prompt_id=response.json()["promptId"])
+
+
+async def test_load_and_resume_race(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    await d.client.delete(f"/session/{sid}")
+    actions = ["load", "resume", "load", "resume"]
+    responses = await asyncio.gather(
+        *(d.client.post(f"/session/{sid}/{action}", json={}) for action in actions)
+    )
+    winners = [
+        a
+        for a, r in zip(actions, responses, strict=True)
+        if r.status_code == 200 and r.json()["attached"] is False
+    ]
+    assert len(winners) == 1
+    winner = winners[0]
+    for action, response in zip(actions, responses, strict=True):
+        if action == winner:  # the same action coalesces
+            assert response.status_code == 200, response.text
+        else:
+            assert response.status_code == 409
+            assert response.headers["retry-after"] == "5"
+            assert response.json()["code"] == "restore_in_progress"
+            assert response.json()["activeAction"] == winner
+            assert response.json()["requestedAction"] == action

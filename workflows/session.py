@@ -1,0 +1,634 @@
+"""SessionWorkflow: one daemon session — its FIFO of prompts, its permissions, its settings.
+
+Prompts arrive as updates (validated before they enter history: a full queue is
+refused, not queued), run one at a time, and each runs one LLM episode: model
+step, tools (asking permission according to the approval mode), model step...
+Permission requests wait on a durable timer (default 5 minutes): it fires even
+when the worker was down at the deadline. Events go to the journal with dedupe
+keys, so a crash of the worker mid-prompt neither loses nor repeats one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from typing import Any, Literal
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair
+from temporalio.exceptions import ActivityError, CancelledError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.journal import JournalActivities
+    from activities.session import SessionActivities
+    from runtime.contracts import AppendEventsInput, JournalEventIn
+    from runtime.policy.approval import needs_permission
+    from runtime.policy.permissions import (
+        PartialVote,
+        PendingPermission,
+        Resolved,
+        Vote,
+        default_options,
+        mediate,
+    )
+    from runtime.sessions.contracts import (
+        CancelRequest,
+        CloseRequest,
+        ModelStepInput,
+        ModelStepResult,
+        ModelSwitchResult,
+        ModelToolCall,
+        PermissionView,
+        PromptItem,
+        PromptView,
+        SessionInput,
+        SessionStatus,
+        SetModelRequest,
+        SetModeRequest,
+        StopReason,
+        SubmitPrompt,
+        SubmitResult,
+        ToolPreview,
+        ToolStepInput,
+        VoteRequest,
+        VoteResult,
+    )
+    from runtime.sessions.streams import session_stream
+
+KIND = SearchAttributeKey.for_keyword("AgentrtKind")
+TENANT = SearchAttributeKey.for_keyword("AgentrtTenant")
+STATUS = SearchAttributeKey.for_keyword("AgentrtStatus")
+
+APPROVAL_MODES = ("plan", "default", "auto-edit", "auto", "yolo")
+_LOCAL = timedelta(minutes=2)
+_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=100))
+
+
+def session_workflow_id(session_id: str) -> str:
+    return f"session/{session_id}"
+
+
+def session_search_attributes(request: SessionInput) -> list[SearchAttributePair[Any]]:
+    return [
+        SearchAttributePair(KIND, "session"),
+        SearchAttributePair(TENANT, request.workspace_cwd),
+        SearchAttributePair(STATUS, "idle"),
+    ]
+
+
+class _Cancelled(Exception):
+    """The active prompt was cancelled (POST cancel, a deadline, or the session closing)."""
+
+
+class _Pending:
+    """A permission request waiting for votes, a cancel, or its timer."""
+
+    def __init__(self, state: PendingPermission) -> None:
+        self.state = state
+        self.outcome: dict[str, Any] | None = None
+
+
+@workflow.defn(name="SessionWorkflow")
+class SessionWorkflow:
+    # @workflow.init: an update may arrive in the very first activation, before run().
+    @workflow.init
+    def __init__(self, request: SessionInput) -> None:
+        self._input: SessionInput | None = request
+        # Continue-as-new carries the queue, settings and event counter over.
+        self._queue: list[PromptItem] = list(request.queue)
+        self._active: PromptItem | None = None
+        self._cancel_active = False
+        self._closing: CloseRequest | None = None
+        self._pending: dict[str, _Pending] = {}
+        self._approval_mode = request.approval_mode
+        self._model_id = request.model_id
+        self._always: set[str] = set(request.always_allowed)
+        self._events = request.event_counter
+        self._last_turn: dict[str, Any] | None = None
+        self._cancel_announced: str | None = None
+
+    # -- queries -------------------------------------------------------------------------
+
+    @workflow.query
+    def status(self) -> SessionStatus:
+        assert self._input is not None
+
+        def view(item: PromptItem, state: Literal["running", "queued"]) -> PromptView:
+            return PromptView(
+                prompt_id=item.prompt_id,
+                text=item.text[:2000],
+                queued_at_ms=item.queued_at_ms,
+                state=state,
+            )
+
+        return SessionStatus(
+            session_id=self._input.session_id,
+            active_prompt=view(self._active, "running") if self._active else None,
+            queued=[view(item, "queued") for item in self._queue],
+            pending_permissions=[
+                PermissionView(
+                    request_id=p.state.request_id,
+                    prompt_id=p.state.prompt_id,
+                    options=[o.optionId for o in p.state.options],
+                )
+                for p in self._pending.values()
+                if p.outcome is None
+            ],
+            approval_mode=self._approval_mode,
+            model_id=self._model_id,
+            closed=self._closing is not None,
+            last_turn=self._last_turn,
+        )
+
+    # -- prompts -------------------------------------------------------------------------
+
+    # An update, not a signal: the caller learns at once whether the prompt was
+    # accepted, and a full queue is refused by the validator without touching history.
+    @workflow.update
+    async def submit_prompt(self, request: SubmitPrompt) -> SubmitResult:
+        assert self._input is not None
+        item = request.item
+        position = len(self._queue) + (1 if self._active else 0)
+        if position:
+            item.queued = True
+            await self._emit(
+                "pending_prompt_added",
+                {
+                    "sessionId": self._input.session_id,
+                    "promptId": item.prompt_id,
+                    "text": item.text[:2000],
+                    "queuedAt": item.queued_at_ms,
+                },
+                prompt_id=item.prompt_id,
+                originator=item.originator,
+            )
+        self._queue.append(item)
+        return SubmitResult(position=position)
+
+    @submit_prompt.validator
+    def _validate_prompt(self, request: SubmitPrompt) -> None:
+        assert self._input is not None
+        if self._closing is not None:
+            raise ValueError("session_closed")
+        if len(self._queue) + (1 if self._active else 0) >= self._input.max_pending_prompts:
+            raise ValueError("prompt_queue_full")
+
+    @workflow.signal
+    def cancel(self, request: CancelRequest) -> None:
+        """Cancel the active prompt only; queued prompts still run (spec: multi-prompt)."""
+        if request.prompt_id is not None and (
+            self._active is None or self._active.prompt_id != request.prompt_id
+        ):
+            # A blocking caller went away while its prompt was still queued.
+            self._queue = [p for p in self._queue if p.prompt_id != request.prompt_id]
+            return
+        if self._active is not None:
+            self._cancel_active = True
+
+    # -- permissions ---------------------------------------------------------------------
+
+    @workflow.update
+    async def vote(self, request: VoteRequest) -> VoteResult:
+        pending = self._pending[request.request_id]
+        pending.state = _with_voters(pending.state, request)
+        result = mediate(pending.state, _vote(request))
+        if isinstance(result, Resolved):
+            await self._resolve(
+                pending, _outcome(result.outcome, result.option_id), originator=result.by_client_id
+            )
+            return VoteResult(kind="resolved")
+        assert isinstance(result, PartialVote)
+        pending.state = result.updated
+        await self._emit(
+            "permission_partial_vote",
+            result.event.data if result.event else {"requestId": request.request_id},
+            prompt_id=pending.state.prompt_id,
+            originator=request.client_id,
+        )
+        return VoteResult(kind="partial")
+
+    @vote.validator
+    def _validate_vote(self, request: VoteRequest) -> None:
+        pending = self._pending.get(request.request_id)
+        if pending is None or pending.outcome is not None:
+            raise ValueError(json.dumps({"code": "not_found"}))
+        result = mediate(_with_voters(pending.state, request), _vote(request))
+        kind = type(result).__name__
+        if kind not in ("Resolved", "PartialVote"):
+            raise ValueError(json.dumps({"code": kind, **_fields(result)}))
+
+    # -- settings ------------------------------------------------------------------------
+
+    @workflow.update
+    async def set_approval_mode(self, request: SetModeRequest) -> str:
+        self._approval_mode = request.mode
+        assert self._input is not None
+        await self._emit(
+            "approval_mode_changed",
+            {"sessionId": self._input.session_id, "mode": request.mode},
+            originator=request.originator,
+        )
+        return request.mode
+
+    @set_approval_mode.validator
+    def _validate_mode(self, request: SetModeRequest) -> None:
+        if request.mode not in APPROVAL_MODES:
+            raise ValueError("invalid_approval_mode")
+
+    @workflow.update
+    async def set_model(self, request: SetModelRequest) -> ModelSwitchResult:
+        assert self._input is not None
+        allowed = self._input.model_provider != "scripted" or request.model_id == "scripted"
+        data = {"sessionId": self._input.session_id, "modelId": request.model_id}
+        if not allowed:
+            error = (
+                f"model {request.model_id!r} is not available (the scripted provider "
+                "serves only 'scripted')"
+            )
+            await self._emit(
+                "model_switch_failed", {**data, "error": error}, originator=request.originator
+            )
+            return ModelSwitchResult(ok=False, model_id=request.model_id, error=error)
+        self._model_id = request.model_id
+        await self._emit("model_switched", data, originator=request.originator)
+        return ModelSwitchResult(ok=True, model_id=request.model_id)
+
+    @workflow.update
+    async def close(self, request: CloseRequest) -> None:
+        self._closing = request
+        if self._active is not None:
+            self._cancel_active = True
+        await workflow.wait_condition(lambda: self._active is None)
+
+    # -- the session ---------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, request: SessionInput) -> None:
+        while True:
+            await workflow.wait_condition(
+                lambda: (
+                    bool(self._queue)
+                    or self._closing is not None
+                    or workflow.info().is_continue_as_new_suggested()
+                )
+            )
+            if self._closing is not None:
+                break
+            if not self._queue:
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(self._carry_over(request))
+            item = self._queue.pop(0)
+            await self._run_prompt(item)
+        await self._close()
+
+    def _carry_over(self, request: SessionInput) -> SessionInput:
+        return request.model_copy(
+            update={
+                "approval_mode": self._approval_mode,
+                "model_id": self._model_id,
+                "always_allowed": sorted(self._always),
+                "event_counter": self._events,
+                "queue": list(self._queue),
+            }
+        )
+
+    async def _run_prompt(self, item: PromptItem) -> None:
+        assert self._input is not None
+        session_id = self._input.session_id
+        queued_behind = item.queued
+        self._active = item
+        self._cancel_active = False
+        await self._set_status("running")
+        if queued_behind:
+            await self._emit(
+                "pending_prompt_started",
+                {"sessionId": session_id, "promptId": item.prompt_id, "text": item.text[:2000]},
+                prompt_id=item.prompt_id,
+            )
+        await self._emit(
+            "session_update",
+            {
+                "sessionId": session_id,
+                "update": {
+                    "sessionUpdate": "user_message_chunk",
+                    "content": {"type": "text", "text": item.text},
+                },
+            },
+            prompt_id=item.prompt_id,
+            originator=item.originator,
+        )
+        stop: StopReason
+        try:
+            if item.deadline_ms:
+                stop = await self._with_deadline(item)
+            else:
+                stop = await self._episode(item)
+        except _Cancelled:
+            stop = "cancelled"
+        except ActivityError as err:
+            await self._emit(
+                "turn_error",
+                {
+                    "sessionId": session_id,
+                    "promptId": item.prompt_id,
+                    "error": str(err.cause or err)[:1000],
+                },
+                prompt_id=item.prompt_id,
+            )
+            stop = "error"
+        if stop == "cancelled":
+            await self._announce_cancel(item)
+            await self._cancel_pending()
+        if stop != "error":
+            await self._emit(
+                "turn_complete",
+                {"sessionId": session_id, "stopReason": stop, "promptId": item.prompt_id},
+                prompt_id=item.prompt_id,
+            )
+        if queued_behind:
+            await self._emit(
+                "pending_prompt_completed",
+                {
+                    "sessionId": session_id,
+                    "promptId": item.prompt_id,
+                    "state": "cancelled" if stop == "cancelled" else "completed",
+                },
+                prompt_id=item.prompt_id,
+            )
+        self._last_turn = {
+            "promptId": item.prompt_id,
+            "stopReason": stop,
+            "promptText": item.text[:2000],
+        }
+        self._active = None
+        self._cancel_active = False
+        await self._set_status("idle")
+
+    async def _with_deadline(self, item: PromptItem) -> StopReason:
+        assert self._input is not None and item.deadline_ms is not None
+        episode = asyncio.create_task(self._episode(item))
+        try:
+            await workflow.wait_condition(
+                lambda: episode.done(), timeout=timedelta(milliseconds=item.deadline_ms)
+            )
+        except TimeoutError:
+            self._cancel_active = True
+            await self._emit(
+                "prompt_deadline_exceeded",
+                {
+                    "sessionId": self._input.session_id,
+                    "promptId": item.prompt_id,
+                    "deadlineMs": item.deadline_ms,
+                },
+                prompt_id=item.prompt_id,
+            )
+        result: StopReason = await episode
+        return result
+
+    async def _episode(self, item: PromptItem) -> StopReason:
+        assert self._input is not None
+        run_id = workflow.info().run_id
+        for step in range(self._input.max_steps):
+            decision: ModelStepResult = await self._cancellable(
+                self._model_step(item, step, run_id)
+            )
+            if not decision.tool_calls:
+                return decision.stop_reason
+            for call in decision.tool_calls:
+                await self._tool(item, call, run_id)
+        return "max_tokens"
+
+    async def _model_step(self, item: PromptItem, step: int, run_id: str) -> ModelStepResult:
+        assert self._input is not None
+        request = ModelStepInput(
+            session_id=self._input.session_id,
+            prompt_id=item.prompt_id,
+            step=step,
+            run_id=run_id,
+            user_text=item.text if step == 0 else None,
+            model_id=self._model_id,
+            shell_enabled=self._input.shell_enabled,
+            retention=self._input.event_retention,
+        )
+        if self._input.model_provider == "scripted":
+            # Built in and instant: a local activity keeps a prompt to few workflow tasks.
+            return await workflow.execute_local_activity_method(
+                SessionActivities.model_step,
+                request,
+                start_to_close_timeout=_LOCAL,
+                retry_policy=_RETRY,
+            )
+        return await workflow.execute_activity_method(
+            SessionActivities.model_step,
+            request,
+            start_to_close_timeout=timedelta(minutes=10),
+            heartbeat_timeout=timedelta(seconds=10),
+            retry_policy=_RETRY,
+        )
+
+    async def _cancellable(self, coroutine: Any) -> Any:
+        """Await an activity, cancelling it when the prompt is cancelled."""
+        task = asyncio.create_task(coroutine)
+        await workflow.wait_condition(lambda: task.done() or self._cancel_active)
+        if not task.done():
+            task.cancel()
+            try:
+                await task
+            except (CancelledError, ActivityError, BaseException):
+                pass
+            raise _Cancelled()
+        if self._cancel_active:
+            raise _Cancelled()
+        return task.result()
+
+    async def _tool(self, item: PromptItem, call: ModelToolCall, run_id: str) -> None:
+        assert self._input is not None
+        step_input = ToolStepInput(
+            session_id=self._input.session_id,
+            prompt_id=item.prompt_id,
+            workspace_cwd=self._input.workspace_cwd,
+            run_id=run_id,
+            call=call,
+            shell_enabled=self._input.shell_enabled,
+            retention=self._input.event_retention,
+        )
+        preview: ToolPreview = await workflow.execute_local_activity_method(
+            SessionActivities.preview_tool,
+            step_input,
+            start_to_close_timeout=_LOCAL,
+            retry_policy=_RETRY,
+        )
+        command = call.arguments.get("command")
+        verdict = needs_permission(
+            self._approval_mode,
+            call.name,
+            frozenset(self._always),
+            command=command if isinstance(command, str) else None,
+        )
+        if verdict == "deny":
+            step_input.action = "refuse"
+            step_input.refusal = f"{call.name} is not allowed in {self._approval_mode} mode"
+        elif verdict == "ask":
+            outcome = await self._ask(item, call, preview)
+            option = outcome.get("optionId")
+            if outcome.get("outcome") != "selected" or option in (None, "cancel"):
+                step_input.action = "refuse"
+                step_input.refusal = "The user rejected this tool call."
+                if outcome.get("outcome") == "cancelled" and self._cancel_active:
+                    raise _Cancelled()
+            elif option == "proceed_always":
+                self._always.add(call.name)
+        await self._cancellable(
+            workflow.execute_local_activity_method(
+                SessionActivities.run_tool,
+                step_input,
+                start_to_close_timeout=_LOCAL,
+                retry_policy=_RETRY,
+            )
+        )
+
+    async def _ask(
+        self, item: PromptItem, call: ModelToolCall, preview: ToolPreview
+    ) -> dict[str, Any]:
+        """Raise a permission request and wait for its answer, a cancel, or the timer."""
+        assert self._input is not None
+        request_id = str(workflow.uuid4())
+        subject = str(call.arguments.get("command") or call.arguments.get("file_path") or "")
+        state = PendingPermission(
+            request_id=request_id,
+            session_id=self._input.session_id,
+            prompt_id=item.prompt_id,
+            options=default_options(preview.kind, call.name, subject),
+            policy=self._input.policy,
+            designated_client_id=item.originator,
+        )
+        pending = _Pending(state)
+        self._pending[request_id] = pending
+        await self._set_status("awaiting_permission")
+        await self._emit(
+            "permission_request",
+            {
+                "requestId": request_id,
+                "sessionId": self._input.session_id,
+                "toolCall": preview.tool_call,
+                "options": [o.model_dump() for o in state.options],
+            },
+            prompt_id=item.prompt_id,
+        )
+        timeout_ms = self._input.permission_timeout_ms
+        try:
+            await workflow.wait_condition(
+                lambda: pending.outcome is not None or self._cancel_active,
+                timeout=timedelta(milliseconds=timeout_ms) if timeout_ms else None,
+            )
+        except TimeoutError:
+            # The durable timer fired: resolve as cancelled, audit it, tell everyone.
+            await self._emit(
+                "permission_audit",
+                {
+                    "requestId": request_id,
+                    "sessionId": self._input.session_id,
+                    "event": "permission.timeout",
+                    "timeoutMs": timeout_ms,
+                },
+                prompt_id=item.prompt_id,
+            )
+            await self._resolve(pending, {"outcome": "cancelled"}, originator=None)
+        if pending.outcome is None:  # the prompt was cancelled while waiting
+            await self._announce_cancel(item)
+            await self._resolve(pending, {"outcome": "cancelled"}, originator=None)
+        self._pending.pop(request_id, None)
+        await self._set_status("running")
+        assert pending.outcome is not None
+        return pending.outcome
+
+    async def _announce_cancel(self, item: PromptItem) -> None:
+        """`prompt_cancelled`, once per prompt, before what the cancel resolves."""
+        assert self._input is not None
+        if self._cancel_announced == item.prompt_id:
+            return
+        self._cancel_announced = item.prompt_id
+        await self._emit(
+            "prompt_cancelled", {"sessionId": self._input.session_id}, prompt_id=item.prompt_id
+        )
+
+    async def _resolve(
+        self, pending: _Pending, outcome: dict[str, Any], *, originator: str | None
+    ) -> None:
+        if pending.outcome is not None:
+            return
+        pending.outcome = outcome
+        await self._emit(
+            "permission_resolved",
+            {"requestId": pending.state.request_id, "outcome": outcome},
+            prompt_id=pending.state.prompt_id,
+            originator=originator,
+        )
+
+    async def _cancel_pending(self) -> None:
+        for pending in list(self._pending.values()):
+            await self._resolve(pending, {"outcome": "cancelled"}, originator=None)
+
+    async def _close(self) -> None:
+        assert self._input is not None and self._closing is not None
+        await self._cancel_pending()
+        data: dict[str, Any] = {"sessionId": self._input.session_id, "reason": "client_close"}
+        if self._closing.closed_by:
+            data["closedBy"] = self._closing.closed_by
+        await self._emit("session_closed", data, originator=self._closing.closed_by)
+        await self._set_status("closed")
+        await workflow.wait_condition(workflow.all_handlers_finished)
+
+    async def _set_status(self, status: str) -> None:
+        workflow.upsert_search_attributes([STATUS.value_set(status)])
+
+    async def _emit(
+        self,
+        event_type: str,
+        data: dict[str, Any],
+        *,
+        prompt_id: str | None = None,
+        originator: str | None = None,
+    ) -> None:
+        assert self._input is not None
+        self._events += 1
+        body: dict[str, Any] = {"data": data}
+        if prompt_id is not None:
+            body["promptId"] = prompt_id
+        await workflow.execute_local_activity_method(
+            JournalActivities.append_events,
+            AppendEventsInput(
+                stream=session_stream(self._input.session_id),
+                events=[JournalEventIn(type=event_type, data=body, originator=originator)],
+                retention=self._input.event_retention,
+                dedupe_key=f"{workflow.info().run_id}/e{self._events}",
+            ),
+            start_to_close_timeout=timedelta(seconds=30),
+        )
+
+
+def _with_voters(state: PendingPermission, request: VoteRequest) -> PendingPermission:
+    return state.model_copy(update={"eligible_voters": max(1, request.eligible_voters)})
+
+
+def _vote(request: VoteRequest) -> Vote:
+    return Vote(
+        client_id=request.client_id,
+        is_local=request.is_local,
+        outcome=request.outcome,
+        option_id=request.option_id,
+    )
+
+
+def _outcome(outcome: str, option_id: str | None) -> dict[str, Any]:
+    if outcome == "selected":
+        return {"outcome": "selected", "optionId": option_id}
+    return {"outcome": "cancelled"}
+
+
+def _fields(result: Any) -> dict[str, Any]:
+    if hasattr(result, "model_dump"):
+        dumped: dict[str, Any] = result.model_dump()
+        return dumped
+    return {k: v for k, v in vars(result).items() if not k.startswith("_")}
