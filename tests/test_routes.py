@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from pathlib import Path
 
 import pytest
@@ -87,11 +89,17 @@ async def test_daemon_status_full_sees_the_worker(
     store = Store(f"sqlite:///{tmp_path / 'worker.db'}")
     settings = Settings(task_queue=task_queue)
     async with build_worker(dev_env.client, settings, store):
-        body = (
-            await client.get(
-                "/daemon/status?detail=full", headers={"Authorization": "Bearer zq-secret-913"}
-            )
-        ).json()
+        # The worker's first poll reaches the server shortly after it starts.
+        for _ in range(100):
+            body = (
+                await client.get(
+                    "/daemon/status?detail=full",
+                    headers={"Authorization": "Bearer zq-secret-913"},
+                )
+            ).json()
+            if body["temporal"]["workerPolling"]:
+                break
+            await asyncio.sleep(0.1)
     store.dispose()
     assert body["detail"] == "full"
     assert body["status"] == "ok", body["issues"]
