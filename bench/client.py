@@ -72,6 +72,11 @@ async def create_session(http: httpx.AsyncClient) -> tuple[str, float]:
     return str(body["sessionId"]), duration
 
 
+async def confirm_running(http: httpx.AsyncClient, session_id: str) -> None:
+    """The session's workflow answered a query: its worker holds it."""
+    expect(await http.get(f"/session/{session_id}/context"), 200)
+
+
 async def prompt_prefer_wait(http: httpx.AsyncClient, session_id: str) -> float:
     """POST …/prompt with `Prefer: wait` → 200 {"stopReason": "end_turn"}; its duration."""
     started = time.perf_counter()

@@ -34,5 +34,14 @@ def machine_facts() -> str:
     return (
         f"Machine: {cores} cores ({usable} usable by this process), {_cpu_model()}, "
         + (f"{memory:.1f} GiB RAM, " if memory is not None else "")
-        + f"{platform.system()} {platform.release()}, Python {platform.python_version()}."
+        + f"{platform.system()} {platform.release()}, Python {platform.python_version()}; "
+        + _load()
     )
+
+
+def _load() -> str:
+    """Load averages when the report is made: other work on the machine skews figures."""
+    if not hasattr(os, "getloadavg"):
+        return "load average unknown."
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min) at the end."

@@ -61,15 +61,47 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def rss_bytes(pid: int) -> int:
-    """VmRSS of a process; 0 once it is gone."""
+@dataclass(frozen=True)
+class Memory:
+    """Resident memory of a process (bytes): VmRSS, its anonymous and file-backed parts,
+    and PSS (shared pages divided among the processes mapping them; 0 when unreadable)."""
+
+    rss: int = 0
+    anon: int = 0
+    file: int = 0
+    pss: int = 0
+
+    def __add__(self, other: Memory) -> Memory:
+        return Memory(
+            self.rss + other.rss,
+            self.anon + other.anon,
+            self.file + other.file,
+            self.pss + other.pss,
+        )
+
+
+def _kb_fields(path: Path, names: tuple[str, ...]) -> dict[str, int]:
+    found: dict[str, int] = {}
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in names:
+                found[name] = int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
         pass
-    return 0
+    return found
+
+
+def memory(pid: int) -> Memory:
+    """A process's memory now; all zero once it is gone."""
+    status = _kb_fields(Path(f"/proc/{pid}/status"), ("VmRSS", "RssAnon", "RssFile"))
+    rollup = _kb_fields(Path(f"/proc/{pid}/smaps_rollup"), ("Pss",))
+    return Memory(
+        rss=status.get("VmRSS", 0),
+        anon=status.get("RssAnon", 0),
+        file=status.get("RssFile", 0),
+        pss=rollup.get("Pss", 0),
+    )
 
 
 def cmdline(pid: int) -> list[str]:

@@ -25,9 +25,14 @@ from pathlib import Path
 
 import httpx
 
-from bench.client import create_session, expect, prompt_prefer_wait, wait_worker_polling
+from bench.client import (
+    confirm_running,
+    create_session,
+    prompt_prefer_wait,
+    wait_worker_polling,
+)
 from bench.daemon import child_env, free_port, spawn, stop
-from bench.procs import children, cmdline, descendants, role, rss_bytes
+from bench.procs import Memory, children, cmdline, descendants, memory, role
 from bench.report import BenchOptions, Figure, Part, Target, elapsed_ms
 
 SESSION_LEVELS = (1, 10, 100)
@@ -66,8 +71,8 @@ class Tree:
             raise RuntimeError(f"agentrt up has no {', '.join(missing)} child")
         return cls({name: tuple(found) for name, found in pids.items()})
 
-    def rss_mb(self) -> dict[str, float]:
-        return {name: sum(rss_bytes(pid) for pid in pids) / 1e6 for name, pids in self.pids.items()}
+    def memory(self) -> dict[str, Memory]:
+        return {name: sum(map(memory, pids), Memory()) for name, pids in self.pids.items()}
 
 
 # -- agentrt up ----------------------------------------------------------------------------
@@ -95,29 +100,26 @@ def _spawn_up(root: Path) -> Up:
     return Up(process, f"http://127.0.0.1:{api}", log)
 
 
-async def _confirm_running(http: httpx.AsyncClient, session_id: str) -> None:
-    """The session's workflow answered a query: its worker holds it."""
-    expect(await http.get(f"/session/{session_id}/context"), 200)
-
-
 @dataclass(frozen=True)
 class Level:
     label: str
-    reads: tuple[dict[str, float], ...]  # MB by role, per read
+    reads: tuple[dict[str, Memory], ...]  # by role, per read
 
     def samples(self, *roles: str) -> tuple[float, ...]:
-        return tuple(sum(read[name] for name in roles) for read in self.reads)
+        """VmRSS of `roles` together, MB, per read."""
+        return tuple(sum(read[name].rss for name in roles) / 1e6 for read in self.reads)
 
-    def median(self, name: str) -> float:
-        values = sorted(read[name] for read in self.reads)
-        return values[len(values) // 2]
+    def median(self, name: str, part: str = "rss") -> float:
+        """Median of one role's `part` of its memory (a field of Memory), MB."""
+        values = sorted(getattr(read[name], part) for read in self.reads)
+        return float(values[len(values) // 2]) / 1e6
 
 
 async def _read_level(tree: Tree, label: str) -> Level:
     await asyncio.sleep(SETTLE_S)
     reads = []
     for _ in range(READS):
-        reads.append(tree.rss_mb())
+        reads.append(tree.memory())
         await asyncio.sleep(READ_INTERVAL_S)
     return Level(label, tuple(reads))
 
@@ -148,7 +150,7 @@ async def run_up(root: Path) -> UpRun:
                     session_id, duration = await create_session(http)
                     sessions.append(session_id)
                     creates.append(duration)
-                    await _confirm_running(http, session_id)
+                    await confirm_running(http, session_id)
                 levels.append(await _read_level(tree, f"{level} session{'s' if level > 1 else ''}"))
             prompts = [await prompt_prefer_wait(http, session_id) for session_id in sessions]
             levels.append(await _read_level(tree, f"{len(sessions)} sessions, 1 prompt each"))
@@ -168,6 +170,22 @@ def _breakdown(levels: Iterable[Level]) -> str:
         for level in levels
     ]
     return "(5) RSS medians by process, MB: " + "; ".join(parts) + "."
+
+
+def _parts(level: Level) -> str:
+    """What the RSS is made of, at one level."""
+    parts = [
+        f"{name} {level.median(name):.0f} = {level.median(name, 'anon'):.0f} anonymous + "
+        f"{level.median(name, 'file'):.0f} file-backed, PSS {level.median(name, 'pss'):.0f}"
+        for name in ("api", "worker", "supervisor")
+    ]
+    pss = level.median("api", "pss") + level.median("worker", "pss")
+    return (
+        f"(5) RSS parts at {level.label}, MB: " + "; ".join(parts) + ". File-backed pages "
+        "(the interpreter, extension modules, the Temporal SDK's Rust core) are shared by the "
+        f"three Python processes; PSS, which divides them among their users, is {pss:.0f} MB "
+        "for API + worker."
+    )
 
 
 async def measure(options: BenchOptions) -> Part:
@@ -205,6 +223,7 @@ async def measure(options: BenchOptions) -> Part:
         "bytes. Sessions are created one by one (POST /session, then GET …/context so the "
         "worker holds each workflow), then one Prefer: wait prompt runs in each.",
         _breakdown(run.levels),
+        _parts(last),
         "(5) cross-checks over separate processes: the first create is the first request "
         "after the worker polls (reference daemon: 1.1 s); the other creates run with 1–99 "
         "sessions already live; prompts run one after the other, one per session.",

@@ -61,6 +61,23 @@ def _flags(parser: argparse.ArgumentParser) -> None:
     add("--temporal-port", type=int, help="embedded Temporal frontend port (default 7233)")
     add("--temporal-ui-port", type=int, help="embedded Temporal Web UI port (default 8233)")
     add(
+        "--permission-policy",
+        choices=["first-responder", "designated", "consensus", "local-only"],
+        help="who decides a permission request (default first-responder)",
+    )
+    add(
+        "--permission-response-timeout-ms",
+        type=int,
+        help="permission requests resolve as cancelled after this (default 300000; 0 = never)",
+    )
+    add("--prompt-deadline-ms", type=int, help="cap on a prompt's run time (default none)")
+    add(
+        "--session-shell",
+        action="store_true",
+        default=None,
+        help="give session agents the run_shell_command tool",
+    )
+    add(
         "--model-provider",
         choices=["scripted", "openai"],
         help="model behind the agents: scripted (built in, default) or openai "

@@ -12,7 +12,6 @@ import httpx
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities.llm import ScriptedModel
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
 from tests.conftest import ApiFactory
@@ -28,7 +27,7 @@ async def daemon(
 ) -> AsyncIterator[DaemonFactory]:
     stack = AsyncExitStack()
 
-    async def make(**overrides: Any) -> Daemon:
+    async def make(provider: Any = None, **overrides: Any) -> Daemon:
         workspace = tmp_path / "ws"
         workspace.mkdir(exist_ok=True)
         values: dict[str, Any] = {
@@ -41,9 +40,7 @@ async def daemon(
         store = Store(settings.resolved_database_url)
         upgrade_to_head(store.engine)
         stack.callback(store.dispose)
-        await stack.enter_async_context(
-            build_worker(dev_env.client, settings, store, ScriptedModel())
-        )
+        await stack.enter_async_context(build_worker(dev_env.client, settings, store, provider))
         client = await api(**values)
         if values.get("token"):
             client.headers["Authorization"] = f"Bearer {values['token']}"
@@ -632,3 +629,51 @@ async def test_load_and_resume_race(daemon: DaemonFactory) -> None:
             assert response.json()["code"] == "restore_in_progress"
             assert response.json()["activeAction"] == winner
             assert response.json()["requestedAction"] == action
+
+
+async def test_openai_compatible_model_streams_and_calls_tools(daemon: DaemonFactory) -> None:
+    from tests.fakes.openai_server import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        d = await daemon(
+            model_provider="openai", openai_model="qwen-test", openai_base_url=fake.base_url
+        )
+        fake.queue_tool_calls(
+            [
+                {
+                    "id": "call_w1",
+                    "name": "write_file",
+                    "arguments": {
+                        "file_path": str(d.workspace / "m.txt"),
+                        "content": "from the model\n",
+                    },
+                }
+            ]
+        )
+        fake.queue_text("All done, the file is written.")
+        sid = (await d.create())["sessionId"]
+        response = await d.prompt(sid, "write a file please")
+        prompt_id = response.json()["promptId"]
+        events = await d.wait_for(sid, "permission_request", prompt_id=prompt_id)
+        rid = events[-1]["data"]["requestId"]
+        await d.client.post(
+            f"/permission/{rid}",
+            json={"outcome": {"outcome": "selected", "optionId": "proceed_once"}},
+        )
+        events = await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+        second = fake.requests[1].body
+    assert (d.workspace / "m.txt").read_text() == "from the model\n"
+    mine = [e for e in events if e.get("promptId") == prompt_id]
+    updates = [e["data"]["update"]["sessionUpdate"] for e in mine if e["type"] == "session_update"]
+    assert updates[:2] == ["user_message_chunk", "tool_call"]
+    assert "tool_call_update" in updates
+    text = "".join(
+        e["data"]["update"]["content"]["text"]
+        for e in mine
+        if e["type"] == "session_update"
+        and e["data"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert text == "All done, the file is written."
+    # The model got the tool's result back under its call id.
+    assert second["messages"][-1]["role"] == "tool"
+    assert second["messages"][-1]["tool_call_id"] == "call_w1"
