@@ -40,7 +40,8 @@ from api.temporal import TemporalConnector
 from api.tracing import RequestSpans
 from runtime import __version__
 from runtime.settings import BODY_LIMIT_BYTES, Settings
-from runtime.store import EventJournal, Store, upgrade_to_head
+from runtime.store import EventJournal, Store
+from runtime.store.migrate import ensure_migrated
 from runtime.telemetry import setup_tracing
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ def create_app(
         setup_tracing("agentrt-api")
         owned_store = store is None
         app.state.store = store or Store(settings.resolved_database_url)
-        await asyncio.to_thread(upgrade_to_head, app.state.store.engine)
+        await asyncio.to_thread(ensure_migrated, app.state.store.engine)
         app.state.journal = EventJournal(app.state.store, poll_interval=0.02)
         connector = TemporalConnector(
             settings.effective_temporal_address, settings.temporal_namespace, temporal_client

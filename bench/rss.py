@@ -33,7 +33,7 @@ from bench.client import (
 )
 from bench.daemon import child_env, free_port, spawn, stop
 from bench.procs import Memory, children, cmdline, descendants, memory, role
-from bench.report import BenchOptions, Figure, Part, Target, elapsed_ms
+from bench.report import Figure, Part, Target, elapsed_ms
 
 SESSION_LEVELS = (1, 10, 100)
 MAX_SESSIONS = 200
@@ -188,9 +188,8 @@ def _parts(level: Level) -> str:
     )
 
 
-async def measure(options: BenchOptions) -> Part:
-    """`options` are not used: each level is read READS times, on one `agentrt up`."""
-    del options
+async def measure() -> Part:
+    """One `agentrt up`, each level read READS times (`--runs` does not apply)."""
     with tempfile.TemporaryDirectory(prefix="agentrt-bench-rss-") as tmp:
         run = await run_up(Path(tmp))
     figures: list[Figure] = []

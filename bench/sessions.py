@@ -1,10 +1,12 @@
 """Session daemon figures: create, prompt round trip, SSE throughput and replay, RSS.
 
-Figures (1)–(4) run against an in-process daemon (`bench.daemon`): the API under uvicorn
-on a free loopback port, read over real HTTP the way a client reads it, and a real worker,
-on one dev server started with the embedded daemon's arguments. The Temporal primitives
-they are built from are measured first, in the same process, on the same server, and
-quoted as ratios. Figure (5) runs a real `agentrt up` (`bench.rss`).
+Figures (1)–(4) run against a daemon started here (`bench.daemon`): the API under uvicorn
+in this process on a free loopback port, read over real HTTP the way a client reads it,
+and a real worker (`agentrt worker`) in its own process, on one dev server started with
+the embedded daemon's arguments. The Temporal primitives they are built from are measured
+first, in this process, on the same server, and quoted as ratios. The SSE streams of (3)
+and (4) are read by a subscriber process (`bench.subscriber`). Figure (5) runs a real
+`agentrt up` (`bench.rss`).
 
 1. POST /session {"sessionScope": "thread"} → 200; the first one after the daemon started
    is reported apart;
@@ -77,8 +79,9 @@ REPLAY_EVENTS = 8000
 REPLAY_PAGE = 500
 BREAKDOWN_RUNS = 5
 
-CREATE_TARGET = Target(20, reference="reference daemon 54")
-PROMPT_TARGET = Target(100, reference="reference daemon 314")
+# The same targets as the cross-checks of (5).
+CREATE_TARGET = rss.CREATE_TARGET
+PROMPT_TARGET = rss.PROMPT_TARGET
 REPLAY_TARGET = Target(200)
 
 
@@ -296,8 +299,8 @@ async def measure_session_figures(
     operations = options.runs + options.warmup
     async with daemon.client() as http:
         first_id, first_ms = await create_session(http)
-        meter = CpuMeter.start(pids)
         await confirm_running(http, first_id)
+        meter = CpuMeter.start(pids)
         creates = await sample(
             lambda: _isolated_create(http), runs=options.runs, warmup=options.warmup
         )
@@ -463,16 +466,21 @@ async def _in_process(options: BenchOptions, *, session: bool, sse: bool) -> Par
     notes.append(
         f"Dev server {temporal_cli_path()} (in-memory, {' '.join(TUNED_DEV_SERVER_ARGS)} as "
         f"embedded) started in {startup_ms:.0f} ms. The API (uvicorn, h11, real HTTP on "
-        "loopback), the substrate probe (with its own worker) and the HTTP client share this "
-        "process and its event loop; the daemon's worker (`agentrt worker`, scripted model) "
-        "runs in its own process, as under `agentrt up`; temp SQLite store."
+        "loopback), the substrate probe (with its own worker) and the HTTP client of (1), (2) "
+        "share this process and its event loop; the daemon's worker (`agentrt worker`, "
+        "scripted model) runs in its own process, as under `agentrt up`; temp SQLite store."
     )
     return Part(tuple(figures), tuple(notes))
 
 
-def _report(title: str, options: BenchOptions, parts: Sequence[Part]) -> Report:
+def _runs(options: BenchOptions, *, heavy: bool) -> str:
+    text = f" ({options.runs} runs, {options.warmup} warm-up"
+    return text + (f"; (3), (4): {heavy_runs(options.runs)} runs)" if heavy else ")")
+
+
+def _report(title: str, parts: Sequence[Part]) -> Report:
     return Report(
-        title=f"{title} ({options.runs} runs, {options.warmup} warm-up)",
+        title=title,
         figures=tuple(figure for part in parts for figure in part.figures),
         notes=(*(note for part in parts for note in part.notes), machine_facts()),
     )
@@ -481,23 +489,24 @@ def _report(title: str, options: BenchOptions, parts: Sequence[Part]) -> Report:
 async def benchmark_session(options: BenchOptions) -> Report:
     """(1) and (2): session create and prompt round trip."""
     part = await _in_process(options, session=True, sse=False)
-    return _report("Session daemon: create and prompt", options, [part])
+    return _report("Session daemon: create and prompt" + _runs(options, heavy=False), [part])
 
 
 async def benchmark_sse(options: BenchOptions) -> Report:
     """(3) and (4): SSE delivery throughput and replay."""
     part = await _in_process(options, session=False, sse=True)
-    return _report("Session daemon: SSE delivery and replay", options, [part])
+    title = "Session daemon: SSE delivery and replay" + _runs(options, heavy=True)
+    return _report(title, [part])
 
 
 async def benchmark_rss(options: BenchOptions) -> Report:
     """(5): RSS of a real `agentrt up` with 0, 1, 10 and 100 live sessions."""
-    part = await rss.measure(options)
-    return _report("Session daemon: memory of `agentrt up`", options, [part])
+    part = await rss.measure()
+    return _report("Session daemon: memory of `agentrt up`", [part])
 
 
 async def benchmark(options: BenchOptions) -> Report:
     """All of them: (1)–(4) in process, then (5) on a real `agentrt up`."""
     in_process = await _in_process(options, session=True, sse=True)
-    memory = await rss.measure(options)
-    return _report("Session daemon", options, [in_process, memory])
+    memory = await rss.measure()
+    return _report("Session daemon" + _runs(options, heavy=True), [in_process, memory])

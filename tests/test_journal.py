@@ -155,3 +155,18 @@ async def test_append_events_activity_is_idempotent(store: Store) -> None:
     assert (first.first_seq, first.last_seq) == (1, 1)
     assert second == first
     assert [e.type for e in journal.read("turn/ws/1").entries] == ["agent.turn.started"]
+
+
+def test_cheap_revision_checks_agree_with_alembic(store: Store) -> None:
+    from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    from runtime.store.migrate import MIGRATIONS_DIR, current_revision, head_revision
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    assert head_revision() == ScriptDirectory.from_config(config).get_current_head()
+    with store.engine.connect() as connection:
+        alembic_view = MigrationContext.configure(connection).get_current_revision()
+    assert current_revision(store.engine) == alembic_view == head_revision()
