@@ -4,12 +4,13 @@ worker that was down when it fell due."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.llm import ScriptedModel
@@ -55,6 +56,15 @@ async def _start_prompt(client: Client, task_queue: str, workspace: Path, timeou
     return sid
 
 
+async def _finish(client: Client, sid: str) -> None:
+    """Cancel the session and wait until the worker has processed it: a workflow task left
+    pending on a queue nobody polls would stop the time-skipping server from skipping."""
+    handle = client.get_workflow_handle(session_workflow_id(sid))
+    await handle.cancel()
+    with contextlib.suppress(WorkflowFailureError):
+        await handle.result()
+
+
 def _check_timed_out(events: list[dict[str, object]]) -> None:
     types = [e["type"] for e in events]
     assert "permission_audit" in types
@@ -81,8 +91,7 @@ async def test_five_minute_timeout_on_the_time_skipping_server(
         assert "permission_resolved" not in [e["type"] for e in events]
         await time_env.sleep(timedelta(minutes=1, seconds=5))
         events = await _wait(journal, sid, "turn_complete")
-        handle = time_env.client.get_workflow_handle(session_workflow_id(sid))
-        await handle.cancel()
+        await _finish(time_env.client, sid)
     _check_timed_out(events)
     assert not (workspace / "t.txt").exists()
     store.dispose()
@@ -105,6 +114,6 @@ async def test_timeout_fires_across_a_worker_restart(
     assert "permission_resolved" not in types
     async with build_worker(dev_env.client, settings, store, ScriptedModel()):
         events = await _wait(journal, sid, "turn_complete")
-        await dev_env.client.get_workflow_handle(session_workflow_id(sid)).cancel()
+        await _finish(dev_env.client, sid)
     _check_timed_out(events)
     store.dispose()
