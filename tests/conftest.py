@@ -64,6 +64,9 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
         dev_server_extra_args=[
             "--dynamic-config-value",
             "history.transferProcessorMaxPollRPS=1000",
+            # Suggest continue-as-new early, so long-lived workflows take that path in tests.
+            "--dynamic-config-value",
+            "limit.historyCount.suggestContinueAsNew=300",
         ],
     )
     await ensure_search_attributes(env.client)

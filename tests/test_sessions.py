@@ -444,6 +444,12 @@ async def test_permission_request_shape_and_approval(daemon: DaemonFactory) -> N
     again = await d.client.post(f"/permission/{rid}", json=vote)
     assert again.status_code == 404
     assert again.json() == {"error": "No pending permission request", "requestId": rid}
+    late = [e for e in d.events(sid) if e["type"] == "permission_already_resolved"]
+    assert late[-1]["data"] == {
+        "requestId": rid,
+        "sessionId": sid,
+        "outcome": {"outcome": "selected", "optionId": "proceed_once"},
+    }
 
 
 @pytest.mark.parametrize(
@@ -677,3 +683,28 @@ async def test_openai_compatible_model_streams_and_calls_tools(daemon: DaemonFac
     # The model got the tool's result back under its call id.
     assert second["messages"][-1]["role"] == "tool"
     assert second["messages"][-1]["tool_call_id"] == "call_w1"
+
+
+async def test_a_long_session_continues_as_new_and_keeps_its_state(
+    daemon: DaemonFactory, dev_env: WorkflowEnvironment
+) -> None:
+    from workflows.session import session_workflow_id
+
+    d = await daemon(token="t0k")
+    sid = (await d.create())["sessionId"]
+    handle = dev_env.client.get_workflow_handle(session_workflow_id(sid))
+    first_run = (await handle.describe()).run_id
+    await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "auto-edit"})
+    # The test server suggests continue-as-new after 300 history events.
+    for i in range(40):
+        response = await d.prompt(sid, f"prompt {i}", Prefer="wait")
+        assert response.json() == {"stopReason": "end_turn"}
+        if (await handle.describe()).run_id != first_run:
+            break
+    assert (await handle.describe()).run_id != first_run
+    context = (await d.client.get(f"/session/{sid}/context")).json()
+    assert context["state"]["modes"]["currentModeId"] == "auto-edit"
+    response = await d.prompt(sid, "after the new run", Prefer="wait")
+    assert response.json() == {"stopReason": "end_turn"}
+    ids = [e["id"] for e in d.events(sid)]
+    assert ids == list(range(1, len(ids) + 1))

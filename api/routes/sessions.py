@@ -700,10 +700,37 @@ async def _vote(
             WAIT_FOR_WORKER,
         )
     except WorkflowUpdateFailedError as err:
-        raise _vote_error(err, request_id, session_id, vote, not_found) from err
+        error = _vote_error(err, request_id, session_id, vote, not_found)
+        if error.status == 404:
+            await _already_resolved(request, store, session_id, request_id, vote)
+        raise error from err
     except RPCError as err:
         raise ApiError(404, not_found) from err
     return {}
+
+
+async def _already_resolved(
+    request: Request, store: Store, session_id: str, request_id: str, vote: VoteRequest
+) -> None:
+    """A late vote on a resolved request: tell every client what the outcome was."""
+    outcome = await asyncio.to_thread(
+        registry.find_permission_outcome, store, session_id, request_id
+    )
+    if outcome is None:
+        return
+    journal: EventJournal = request.app.state.journal
+    settings: Settings = request.app.state.settings
+    await journal.aappend_many(
+        session_stream(session_id),
+        [
+            session_event(
+                "permission_already_resolved",
+                {"requestId": request_id, "sessionId": session_id, "outcome": outcome},
+                originator=vote.client_id,
+            )
+        ],
+        retention=settings.event_ring_size,
+    )
 
 
 def _vote_error(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -238,3 +238,27 @@ def find_permission_session(store: Store, request_id: str) -> str | None:
     if stream is None or not str(stream).startswith("session/"):
         return None
     return str(stream).split("/", 1)[1]
+
+
+def find_permission_outcome(
+    store: Store, session_id: str, request_id: str
+) -> dict[str, Any] | None:
+    """The outcome a resolved permission request was given, from its journal event."""
+    from runtime.store.models import JournalEvent
+
+    events = JournalEvent.__table__  # type: ignore[attr-defined]
+    query = (
+        select(events.c.data)
+        .where(
+            events.c.stream == f"session/{session_id}",
+            events.c.type == "permission_resolved",
+            events.c.data["data"]["requestId"].as_string() == request_id,
+        )
+        .limit(1)
+    )
+    with store.read_engine.connect() as connection:
+        data = connection.execute(query).scalar_one_or_none()
+    if not isinstance(data, dict):
+        return None
+    outcome = data.get("data", {}).get("outcome")
+    return outcome if isinstance(outcome, dict) else None
