@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import select
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from activities.llm import ChatMessage, ModelError, ModelProvider, ToolCall, ToolSpec
 from runtime.agent_tools.calls import execute_call
 from runtime.agent_tools.contracts import (
@@ -24,9 +24,6 @@ from runtime.investigation.catalog import TOOL_DESCRIPTORS
 from runtime.store import EventJournal, Store
 from runtime.store.journal import NewEvent
 from runtime.telemetry import tracer
-
-T = TypeVar("T")
-HEARTBEAT_EVERY = 2.0
 
 SYSTEM_PROMPT = (
     "You are an investigation assistant. Use the tools to read the investigation "
@@ -122,7 +119,7 @@ class AgentToolsActivities:
         messages = [ChatMessage.model_validate(_message(e.data)) for e in entries]
         with tracer.start_as_current_span(f"llm {self.provider.name}"):
             try:
-                reply = await _heartbeating(self.provider.complete(messages, tool_specs()))
+                reply = await heartbeating(self.provider.complete(messages, tool_specs()))
             except ModelError as err:
                 # A bad key or request fails the same way every time: don't retry those.
                 raise ApplicationError(
@@ -146,22 +143,6 @@ class AgentToolsActivities:
                 )
             ).scalar_one_or_none()
         return turn.prompt if turn is not None else ""
-
-
-async def _heartbeating(call: Awaitable[T]) -> T:
-    """Heartbeat while a slow call runs, so a crashed worker's attempt is retried in
-    seconds (the heartbeat timeout) rather than after the whole start-to-close timeout."""
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(HEARTBEAT_EVERY)
-
-    beating = asyncio.create_task(beat())
-    try:
-        return await call
-    finally:
-        beating.cancel()
 
 
 def _message(data: dict[str, Any]) -> dict[str, Any]:

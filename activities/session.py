@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvider, ToolCall
 from activities.workspace_tools import ToolInvocation, WorkspaceTools, describe_call, tool_specs
 from runtime.policy.approval import TOOL_KINDS
@@ -33,8 +33,6 @@ from runtime.settings import Settings
 from runtime.store import EventJournal
 from runtime.store.journal import NewEvent
 
-T = TypeVar("T")
-HEARTBEAT_EVERY = 2.0
 SYSTEM_PROMPT = (
     "You are a coding agent working in the user's workspace. Use the tools to read and "
     "change files; mutating tools may need the user's permission."
@@ -100,7 +98,7 @@ class SessionActivities:
 
         provider = self._provider_for(request.model_id)
         try:
-            reply = await _heartbeating(
+            reply = await heartbeating(
                 provider.complete(messages, tool_specs(request.shell_enabled), on_delta=on_delta)
             )
         except ModelError as err:
@@ -213,20 +211,3 @@ def _result(message: ChatMessage, finish: str) -> ModelStepResult:
 
 def _tool_call(call: ToolCall) -> ModelToolCall:
     return ModelToolCall(id=call.id, name=call.name, arguments=call.arguments)
-
-
-async def _heartbeating(call: Awaitable[T]) -> T:
-    """Heartbeat while a slow model call runs (only inside a regular activity)."""
-    if not activity.in_activity() or activity.info().is_local:
-        return await call
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(HEARTBEAT_EVERY)
-
-    beating = asyncio.create_task(beat())
-    try:
-        return await call
-    finally:
-        beating.cancel()

@@ -43,18 +43,17 @@ import fnmatch
 import os
 import re
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
 from temporalio import activity
 
+from activities.heartbeat import heartbeating
 from activities.llm import ToolSpec
 from runtime.policy.approval import tool_kind
 from runtime.telemetry import tracer
-
-T = TypeVar("T")
 
 MAX_OUTPUT_BYTES: Final = 16 * 1024
 MAX_DIFF_CHARS: Final = 32 * 1024
@@ -67,7 +66,6 @@ MAX_GREP_FILE_BYTES: Final = 1024 * 1024
 MAX_GREP_FILES: Final = 20_000
 MAX_GREP_LINE_CHARS: Final = 300
 SHELL_TIMEOUT_SECONDS: Final = 120.0
-HEARTBEAT_EVERY: Final = 2.0
 SKIPPED_DIRS: Final = frozenset({".git"})
 
 ToolStatus = Literal["completed", "failed"]
@@ -601,7 +599,7 @@ class WorkspaceTools:
                 max_output_bytes=self.max_output_bytes,
             )
         with tracer.start_as_current_span(f"tool {request.invocation.tool_name}"):
-            return await _heartbeating(tools.run(request.invocation))
+            return await heartbeating(tools.run(request.invocation))
 
     async def run(self, invocation: ToolInvocation) -> ToolResult:
         """Run a tool call; every failure is a `failed` result, never an exception."""
@@ -911,18 +909,3 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-async def _heartbeating(call: Awaitable[T]) -> T:
-    """Heartbeat while a call runs, so a lost worker's attempt is retried promptly."""
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(HEARTBEAT_EVERY)
-
-    beating = asyncio.create_task(beat())
-    try:
-        return await call
-    finally:
-        beating.cancel()

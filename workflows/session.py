@@ -16,8 +16,10 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair
+from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, CancelledError
+
+from workflows.search_attributes import KIND, STATUS, TENANT
 
 with workflow.unsafe.imports_passed_through():
     from activities.journal import JournalActivities
@@ -56,9 +58,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from runtime.sessions.streams import session_stream
 
-KIND = SearchAttributeKey.for_keyword("AgentrtKind")
-TENANT = SearchAttributeKey.for_keyword("AgentrtTenant")
-STATUS = SearchAttributeKey.for_keyword("AgentrtStatus")
 
 APPROVAL_MODES = ("plan", "default", "auto-edit", "auto", "yolo")
 _LOCAL = timedelta(minutes=2)

@@ -14,8 +14,10 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair
+from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError
+
+from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 with workflow.unsafe.imports_passed_through():
     from activities.agent_tools import AgentToolsActivities
@@ -36,10 +38,6 @@ with workflow.unsafe.imports_passed_through():
     from runtime.contracts import AppendEventsInput, JournalEventIn
     from workflows.deterministic_agent import PLAN, next_step, summarize
 
-STATUS = SearchAttributeKey.for_keyword("AgentrtStatus")
-KIND = SearchAttributeKey.for_keyword("AgentrtKind")
-TENANT = SearchAttributeKey.for_keyword("AgentrtTenant")
-MODE = SearchAttributeKey.for_keyword("AgentrtMode")
 
 # Tool calls are short store reads; a worker lost mid-call is retried after this.
 _TOOL_TIMEOUT = timedelta(seconds=15)

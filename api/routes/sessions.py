@@ -68,6 +68,27 @@ def session_not_found(session_id: str) -> ApiError:
     )
 
 
+def _limit_reached(err: registry.SessionLimitReached) -> ApiError:
+    return ApiError(
+        503,
+        {"error": str(err), "code": "session_limit_exceeded", "limit": err.limit},
+        {"Retry-After": "5"},
+    )
+
+
+def _workspace_mismatch(bound: str, requested: str) -> ApiError:
+    return ApiError(
+        400,
+        {
+            "error": f'Workspace mismatch: daemon is bound to "{bound}" but request asked for '
+            f'"{requested}". Omit `cwd` or use a daemon bound to it.',
+            "code": "workspace_mismatch",
+            "boundWorkspace": bound,
+            "requestedWorkspace": requested,
+        },
+    )
+
+
 async def _body(request: Request) -> dict[str, Any]:
     """The JSON object body; `{}` when empty; 400 for malformed JSON or a non-object."""
     raw = await request.body()
@@ -186,16 +207,7 @@ async def create_session(
             raise ApiError(400, {"error": "`cwd` must be an absolute path", "code": "invalid_cwd"})
         requested = cwd.rstrip("/") or "/"
         if requested != bound:
-            raise ApiError(
-                400,
-                {
-                    "error": f'Workspace mismatch: daemon is bound to "{bound}" but request '
-                    f'asked for "{requested}". Omit `cwd` or use a daemon bound to it.',
-                    "code": "workspace_mismatch",
-                    "boundWorkspace": bound,
-                    "requestedWorkspace": requested,
-                },
-            )
+            raise _workspace_mismatch(bound, requested)
     scope = body.get("sessionScope", "single")
     if scope not in ("single", "thread"):
         raise ApiError(
@@ -211,11 +223,7 @@ async def create_session(
             registry.create_or_attach, store, bound, scope, settings.max_sessions
         )
     except registry.SessionLimitReached as err:
-        raise ApiError(
-            503,
-            {"error": str(err), "code": "session_limit_exceeded", "limit": err.limit},
-            {"Retry-After": "5"},
-        ) from err
+        raise _limit_reached(err) from err
     if not attached:
         await _start(client, settings, record)
     await _register(store, record.session_id, client_id)
@@ -420,16 +428,7 @@ async def _restore(
     body = await _body(request)
     cwd = body.get("cwd")
     if isinstance(cwd, str) and cwd.rstrip("/") != settings.workspace_cwd:
-        raise ApiError(
-            400,
-            {
-                "error": f'Workspace mismatch: daemon is bound to "{settings.workspace_cwd}" but '
-                f'request asked for "{cwd}".',
-                "code": "workspace_mismatch",
-                "boundWorkspace": settings.workspace_cwd,
-                "requestedWorkspace": cwd,
-            },
-        )
+        raise _workspace_mismatch(settings.workspace_cwd, cwd)
     in_flight = _RESTORES.get(session_id)
     if in_flight is not None:
         active, future = in_flight
@@ -457,11 +456,7 @@ async def _restore(
         except LookupError as err:
             raise session_not_found(session_id) from err
         except registry.SessionLimitReached as err:
-            raise ApiError(
-                503,
-                {"error": str(err), "code": "session_limit_exceeded", "limit": err.limit},
-                {"Retry-After": "5"},
-            ) from err
+            raise _limit_reached(err) from err
         if not attached:
             await _start(client, settings, record)
         client_id = _client_id(request) or f"client_{uuid.uuid4()}"
