@@ -21,6 +21,8 @@ from api.routes import (
     capabilities,
     daemon_status,
     health,
+    permissions,
+    prompts,
     research,
     session_events,
     sessions,
@@ -101,6 +103,8 @@ def create_app(
     app.include_router(research.router)
     app.include_router(ui.router)
     app.include_router(sessions.router)
+    app.include_router(prompts.router)
+    app.include_router(permissions.router)
     app.include_router(session_events.router)
 
     # add_middleware wraps what is already there: add the innermost first.

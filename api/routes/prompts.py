@@ -1,0 +1,183 @@
+"""Prompt routes of the daemon: submit (202, or `Prefer: wait`), cancel, pending prompts.
+router → SessionWorkflow (the FIFO), the journal (waiting for the turn's end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
+from api.errors import ApiError
+from api.routes.session_common import (
+    client_id_of,
+    live_session,
+    read_body,
+    session_handle,
+    session_not_found,
+    session_status,
+    update_session,
+)
+from runtime.sessions.contracts import (
+    CancelRequest,
+    PromptItem,
+    SubmitPrompt,
+)
+from runtime.sessions.streams import session_stream
+from runtime.store import EventJournal
+from workflows.session import (
+    SessionWorkflow,
+)
+
+router = APIRouter()
+
+PROMPT_REQUIRED = "`prompt` is required and must be a non-empty array of content blocks"
+
+
+# -- prompts -------------------------------------------------------------------------------
+
+
+def _prompt_text(prompt: list[dict[str, Any]]) -> str:
+    parts: list[str] = []
+    for block in prompt:
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif isinstance(block.get("resource"), dict) and isinstance(
+            block["resource"].get("text"), str
+        ):
+            parts.append(block["resource"]["text"])
+    return "\n".join(parts)
+
+
+@router.post("/session/{session_id}/prompt")
+async def prompt(
+    session_id: str,
+    request: Request,
+    settings: SettingsDep,
+    store: StoreDep,
+    journal: JournalDep,
+    client: TemporalDep,
+) -> Response:
+    body = await read_body(request)
+    blocks = body.get("prompt")
+    if not isinstance(blocks, list) or not blocks:
+        raise ApiError(400, {"error": PROMPT_REQUIRED})
+    if not all(isinstance(block, dict) for block in blocks):
+        raise ApiError(400, {"error": "each `prompt` element must be an object (content block)"})
+    deadline = body.get("deadlineMs")
+    if deadline is not None and (
+        not isinstance(deadline, int) or isinstance(deadline, bool) or deadline <= 0
+    ):
+        raise ApiError(
+            400,
+            {
+                "error": "`deadlineMs` must be a positive integer (milliseconds)",
+                "code": "invalid_deadline_ms",
+            },
+        )
+    if settings.prompt_deadline_ms is not None:
+        deadline = min(deadline or settings.prompt_deadline_ms, settings.prompt_deadline_ms)
+    await live_session(store, session_id)
+    originator = client_id_of(request)
+    stream = session_stream(session_id)
+    _, last_event_id = await asyncio.to_thread(journal.bounds, stream)
+    item = PromptItem(
+        prompt_id=str(uuid.uuid4()),
+        text=_prompt_text(blocks),
+        originator=originator,
+        queued_at_ms=int(time.time() * 1000),
+        deadline_ms=deadline,
+    )
+    try:
+        await update_session(
+            client,
+            session_id,
+            lambda h: h.execute_update(
+                SessionWorkflow.submit_prompt, SubmitPrompt(item=item), id=item.prompt_id
+            ),
+        )
+    except ApiError as err:
+        if err.body.get("error") == "prompt_queue_full":
+            raise ApiError(
+                503,
+                {
+                    "error": f"Prompt queue is full ({settings.max_pending_prompts_per_session} "
+                    "prompts, the active one included)",
+                    "code": "prompt_queue_full",
+                    "limit": settings.max_pending_prompts_per_session,
+                    "pendingCount": settings.max_pending_prompts_per_session,
+                    "sessionId": session_id,
+                },
+                {"Retry-After": "5"},
+            ) from err
+        if err.body.get("error") == "session_closed":
+            raise session_not_found(session_id) from err
+        raise
+    if "wait" not in request.headers.get("prefer", "").lower():
+        return JSONResponse(
+            {"promptId": item.prompt_id, "lastEventId": last_event_id, "eventEpoch": session_id},
+            status_code=202,
+        )
+    stop = await _wait_for_turn(request, journal, client, session_id, item.prompt_id, last_event_id)
+    return JSONResponse({"stopReason": stop})
+
+
+async def _wait_for_turn(
+    request: Request,
+    journal: EventJournal,
+    client: Client,
+    session_id: str,
+    prompt_id: str,
+    after: int,
+) -> str:
+    """`Prefer: wait`: block until the prompt ends; a caller who leaves cancels it."""
+    stream = session_stream(session_id)
+    cursor = after
+    while True:
+        if await request.is_disconnected():
+            with contextlib.suppress(RPCError):
+                await session_handle(client, session_id).signal(
+                    SessionWorkflow.cancel, CancelRequest(prompt_id=prompt_id)
+                )
+            return "cancelled"
+        page = await journal.wait(stream, cursor, 0.5)
+        for entry in page.entries:
+            cursor = entry.seq
+            if entry.data.get("promptId") != prompt_id:
+                continue
+            if entry.type == "turn_complete":
+                return str(entry.data.get("data", {}).get("stopReason", "end_turn"))
+            if entry.type == "turn_error":
+                return "error"
+
+
+@router.post("/session/{session_id}/cancel", status_code=204)
+async def cancel(
+    session_id: str, request: Request, store: StoreDep, client: TemporalDep
+) -> Response:
+    await live_session(store, session_id)
+    await session_handle(client, session_id).signal(
+        SessionWorkflow.cancel, CancelRequest(originator=client_id_of(request))
+    )
+    return Response(status_code=204)
+
+
+@router.get("/session/{session_id}/pending-prompts")
+async def pending_prompts(session_id: str, store: StoreDep, client: TemporalDep) -> dict[str, Any]:
+    await live_session(store, session_id)
+    status = await session_status(client, session_id)
+    items = ([status.active_prompt] if status.active_prompt else []) + status.queued
+    return {
+        "pendingPrompts": [
+            {"promptId": p.prompt_id, "text": p.text, "queuedAt": p.queued_at_ms, "state": p.state}
+            for p in items
+        ]
+    }
