@@ -708,3 +708,30 @@ async def test_a_long_session_continues_as_new_and_keeps_its_state(
     assert response.json() == {"stopReason": "end_turn"}
     ids = [e["id"] for e in d.events(sid)]
     assert ids == list(range(1, len(ids) + 1))
+
+
+async def test_resume_heals_a_session_whose_workflow_is_gone(
+    daemon: DaemonFactory, dev_env: WorkflowEnvironment
+) -> None:
+    from workflows.session import session_workflow_id
+
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    await dev_env.client.get_workflow_handle(session_workflow_id(sid)).terminate("lost")
+    resumed = await d.client.post(f"/session/{sid}/resume", json={})
+    assert resumed.status_code == 200, resumed.text
+    response = await d.prompt(sid, "are you back?", Prefer="wait")
+    assert response.json() == {"stopReason": "end_turn"}
+
+
+async def test_no_session_without_temporal(daemon: DaemonFactory) -> None:
+    from api.temporal import TemporalConnector
+
+    d = await daemon()
+    d.client.app.state.temporal = TemporalConnector("127.0.0.1:1", "default")  # type: ignore[attr-defined]
+    response = await d.client.post("/session", json={})
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    assert response.json()["code"] == "temporal_unavailable"
+    ws = str(d.workspace).replace("/", "%2F")
+    assert (await d.client.get(f"/workspace/{ws}/sessions")).status_code == 503

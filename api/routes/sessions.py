@@ -83,7 +83,19 @@ async def create_session(
     except registry.SessionLimitReached as err:
         raise limit_reached(err) from err
     if not attached:
-        await start_session(client, settings, record)
+        try:
+            await start_session(client, settings, record)
+        except (RPCError, RuntimeError) as err:
+            # No workflow, no session: free the slot rather than leave a husk behind.
+            await asyncio.to_thread(registry.close_session, store, record.session_id)
+            raise ApiError(
+                503,
+                {
+                    "error": "Temporal is not reachable; the session was not created",
+                    "code": "temporal_unavailable",
+                },
+                {"Retry-After": "5"},
+            ) from err
     await register_client(store, record.session_id, client_id)
     response: dict[str, Any] = {
         "sessionId": record.session_id,
@@ -315,8 +327,9 @@ async def _restore(
             raise session_not_found(session_id) from err
         except registry.SessionLimitReached as err:
             raise limit_reached(err) from err
-        if not attached:
-            await start_session(client, settings, record)
+        # Also when attached: a session whose workflow is gone (a crash between the
+        # registry write and the start) is healed here; a running one is left alone.
+        await start_session(client, settings, record)
         client_id = client_id_of(request) or f"client_{uuid.uuid4()}"
         await register_client(store, session_id, client_id)
         status = await session_status(client, session_id)
