@@ -14,6 +14,7 @@ process (the worker) are seen by a bounded poll of `last_seq`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from sqlalchemy import Connection, delete, insert, select, text, update
 
 from runtime.store.engine import Store
 from runtime.store.models import JournalEvent, JournalStream
+
+log = logging.getLogger(__name__)
 
 _EVENTS = JournalEvent.__table__  # type: ignore[attr-defined]
 _STREAMS = JournalStream.__table__  # type: ignore[attr-defined]
@@ -112,6 +115,7 @@ class EventJournal:
         self.store = store
         self.poll_interval = poll_interval
         self._wakeups = _Wakeups()
+        self._watch: _Watcher | None = None
 
     # -- writes -------------------------------------------------------------------------
 
@@ -297,13 +301,87 @@ class EventJournal:
         `poll_interval` (appends from other processes). Returns an empty page on timeout.
         """
         deadline = time.monotonic() + timeout
-        while True:
-            wakeup = self._wakeups.current(stream)
-            page = await self.aread(stream, after, limit)
-            remaining = deadline - time.monotonic()
-            if page.entries or remaining <= 0:
-                return page
+        watcher = self._watcher()
+        watching = False
+        try:
+            while True:
+                wakeup = self._wakeups.current(stream)
+                page = await self.aread(stream, after, limit)
+                remaining = deadline - time.monotonic()
+                if page.entries or remaining <= 0:
+                    return page
+                if not watching:
+                    watcher.watch(stream, page.last_seq)
+                    watching = True
+                try:
+                    # No poll of our own: the watcher wakes us when `last_seq` moves.
+                    await asyncio.wait_for(wakeup.wait(), remaining)
+                except TimeoutError:
+                    pass
+        finally:
+            if watching:
+                watcher.unwatch(stream)
+
+    def _watcher(self) -> _Watcher:
+        loop = asyncio.get_running_loop()
+        if self._watch is None or self._watch.loop is not loop:
+            self._watch = _Watcher(self, loop)
+        return self._watch
+
+    def last_seqs(self, streams: Sequence[str]) -> dict[str, int]:
+        """`last_seq` of several streams in one query (streams never written are absent)."""
+        with self.store.read_engine.connect() as connection:
+            rows = connection.execute(
+                select(_STREAMS.c.stream, _STREAMS.c.last_seq).where(
+                    _STREAMS.c.stream.in_(list(streams))
+                )
+            ).all()
+        return {str(stream): int(last) for stream, last in rows}
+
+
+class _Watcher:
+    """One poller per journal and event loop for every stream someone waits on.
+
+    Appends made by other processes (the worker) cannot wake this process's
+    waiters directly; instead of each waiter re-reading its stream, this task
+    reads the `last_seq` of all watched streams in one query every
+    `poll_interval` and wakes the waiters of the streams that moved. It stops
+    when nobody waits.
+    """
+
+    def __init__(self, journal: EventJournal, loop: asyncio.AbstractEventLoop) -> None:
+        self.journal = journal
+        self.loop = loop
+        self.known: dict[str, int] = {}
+        self.waiters: dict[str, int] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    def watch(self, stream: str, last_seq: int) -> None:
+        self.waiters[stream] = self.waiters.get(stream, 0) + 1
+        self.known[stream] = max(self.known.get(stream, 0), last_seq)
+        if self.task is None or self.task.done():
+            self.task = self.loop.create_task(self._run(), name="journal-watcher")
+
+    def unwatch(self, stream: str) -> None:
+        count = self.waiters.get(stream, 0) - 1
+        if count > 0:
+            self.waiters[stream] = count
+        else:
+            self.waiters.pop(stream, None)
+            self.known.pop(stream, None)
+
+    async def _run(self) -> None:
+        while self.waiters:
+            await asyncio.sleep(self.journal.poll_interval)
+            streams = list(self.waiters)
+            if not streams:
+                return
             try:
-                await asyncio.wait_for(wakeup.wait(), min(self.poll_interval, remaining))
-            except TimeoutError:
-                pass
+                latest = await asyncio.to_thread(self.journal.last_seqs, streams)
+            except Exception:
+                log.warning("journal watcher poll failed", exc_info=True)
+                continue
+            for stream, last in latest.items():
+                if stream in self.known and last > self.known[stream]:
+                    self.known[stream] = last
+                    self.journal.notify(stream)
