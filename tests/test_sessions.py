@@ -710,6 +710,21 @@ async def test_a_long_session_continues_as_new_and_keeps_its_state(
     assert ids == list(range(1, len(ids) + 1))
 
 
+async def test_session_workflow_is_findable_in_the_web_ui(
+    daemon: DaemonFactory, dev_env: WorkflowEnvironment
+) -> None:
+    from workflows.session import session_workflow_id
+
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    described = await dev_env.client.get_workflow_handle(session_workflow_id(sid)).describe()
+    memo = await described.memo()
+    assert memo["workspaceCwd"] == str(d.workspace)
+    attributes = {key.name: value for key, value in described.typed_search_attributes}
+    assert attributes["AgentrtKind"] == "session"
+    assert attributes["AgentrtTenant"] == str(d.workspace)
+
+
 async def test_resume_heals_a_session_whose_workflow_is_gone(
     daemon: DaemonFactory, dev_env: WorkflowEnvironment
 ) -> None:

@@ -179,6 +179,8 @@ async def create_turn(
             id=workflow_id,
             task_queue=settings.task_queue,
             search_attributes=TypedSearchAttributes(turn_search_attributes(request)),
+            # Shown in the Web UI next to the workflow: what the turn is about.
+            memo={"prompt": body.prompt[:200], "agent": body.agent, "workspace": workspace},
         )
     except WorkflowAlreadyStartedError:
         response.status_code = 200  # the same turn again: idempotent

@@ -148,6 +148,12 @@ async def start_session(client: Client, settings: Settings, record: registry.Ses
             id=session_workflow_id(record.session_id),
             task_queue=settings.task_queue,
             search_attributes=TypedSearchAttributes(session_search_attributes(request)),
+            # Shown in the Web UI next to the workflow.
+            memo={
+                "workspaceCwd": record.workspace_cwd,
+                "scope": record.scope,
+                "createdAt": record.created_at_iso,
+            },
         )
 
 
