@@ -118,6 +118,18 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     store.dispose()
 
 
+@pytest.fixture(params=_backends())
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store URL for a whole daemon (API and worker): SQLite, and PostgreSQL when set."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / '.data' / 'agentrt.db'}"
+        return
+    assert POSTGRES_URL is not None
+    store = _fresh_postgres_store(POSTGRES_URL)
+    store.dispose()
+    yield store.url
+
+
 def _fresh_postgres_store(url: str) -> Store:
     """A new database per test, so tests never see each other's rows."""
     from sqlalchemy import create_engine, text

@@ -28,12 +28,17 @@ GatewayFactory = Callable[..., Awaitable[Browser]]
 
 @pytest.fixture
 async def gateway(
-    api: ApiFactory, dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    api: ApiFactory,
+    dev_env: WorkflowEnvironment,
+    task_queue: str,
+    tmp_path: Path,
+    database_url: str,
 ) -> AsyncIterator[GatewayFactory]:
     stack = AsyncExitStack()
 
     async def make(provider: Any = None, **overrides: Any) -> Browser:
         data_dir = tmp_path / ".data"
+        overrides.setdefault("database_url", database_url)
         settings = Settings(data_dir=data_dir, task_queue=task_queue, **overrides)
         store = Store(settings.resolved_database_url)
         upgrade_to_head(store.engine)

@@ -23,7 +23,11 @@ DaemonFactory = Callable[..., Awaitable[Daemon]]
 
 @pytest.fixture
 async def daemon(
-    api: ApiFactory, dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    api: ApiFactory,
+    dev_env: WorkflowEnvironment,
+    task_queue: str,
+    tmp_path: Path,
+    database_url: str,
 ) -> AsyncIterator[DaemonFactory]:
     stack = AsyncExitStack()
 
@@ -34,6 +38,7 @@ async def daemon(
             "data_dir": tmp_path / ".data",
             "task_queue": task_queue,
             "workspace": workspace,
+            "database_url": database_url,
         }
         values.update(overrides)
         settings = Settings(**values)

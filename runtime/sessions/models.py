@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, DateTime
+from sqlalchemy import BigInteger, Column, DateTime
 from sqlmodel import Field, SQLModel
 
 
@@ -30,7 +30,7 @@ class SessionClient(SQLModel, table=True):
 
     session_id: str = Field(primary_key=True, max_length=64)
     client_id: str = Field(primary_key=True, max_length=128)
-    last_seen_ms: int = Field(default=0)
+    last_seen_ms: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
 
 
 class SingleSessionSlot(SQLModel, table=True):
