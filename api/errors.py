@@ -25,6 +25,15 @@ class ApiError(Exception):
         self.headers = dict(headers or {})
 
 
+def worker_unavailable() -> ApiError:
+    """A workflow query or update that no worker answered within the API's bound."""
+    return ApiError(
+        503,
+        {"error": "No worker answered in time", "code": "worker_unavailable"},
+        {"Retry-After": "5"},
+    )
+
+
 def json_error(
     status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
 ) -> JSONResponse:

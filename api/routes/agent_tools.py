@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, Field
 from sqlalchemy.exc import IntegrityError
 from temporalio.client import (
+    Client,
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateStage,
@@ -23,7 +24,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from api.agent_tools_guard import MutationDep, SessionDep
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
-from api.errors import ApiError
+from api.errors import ApiError, worker_unavailable
 from runtime.agent_tools.calls import (
     IdempotencyConflict,
     execute_call,
@@ -31,6 +32,7 @@ from runtime.agent_tools.calls import (
     result_body,
 )
 from runtime.agent_tools.contracts import (
+    WORKSPACE_PATTERN,
     CallRequest,
     ResumeRequest,
     TurnInput,
@@ -42,12 +44,13 @@ from runtime.agent_tools.models import AgentTurn
 from runtime.agent_tools.sessions import COOKIE_NAME, SESSION_TTL, open_session
 from runtime.investigation.catalog import catalog
 from runtime.investigation.research import research_state
+from runtime.settings import Settings
+from runtime.store import Store
 from runtime.store.journal import NewEvent
 from workflows.turn import TurnWorkflow, turn_search_attributes, turn_workflow_id
 
 router = APIRouter(prefix="/api/v1/agent-tools")
 
-WORKSPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$"
 WorkspaceQuery = Annotated[str | None, Query(pattern=WORKSPACE_PATTERN)]
 UPDATE_WAIT = 30.0
@@ -74,7 +77,7 @@ def _turn_not_found(turn_id: str) -> ApiError:
     )
 
 
-def _load_turn(store: Any, instance: str, workspace: str, turn_id: str) -> AgentTurn | None:
+def _load_turn(store: Store, instance: str, workspace: str, turn_id: str) -> AgentTurn | None:
     with store.session() as session:
         row: AgentTurn | None = session.get(AgentTurn, (instance, workspace, turn_id))
         return row
@@ -195,7 +198,7 @@ async def create_turn(
 
 
 async def _turn_handle(
-    client: Any, settings: Any, store: Any, workspace: str, turn_id: str
+    client: Client, settings: Settings, store: Store, workspace: str, turn_id: str
 ) -> tuple[AgentTurn, WorkflowHandle[Any, Any]]:
     row = await asyncio.to_thread(_load_turn, store, settings.instance, workspace, turn_id)
     if row is None:
@@ -222,11 +225,7 @@ async def _query_state(handle: WorkflowHandle[Any, Any]) -> TurnState:
     try:
         return await asyncio.wait_for(handle.query(TurnWorkflow.state), UPDATE_WAIT)
     except TimeoutError as err:
-        raise ApiError(
-            503,
-            {"error": "No worker answered in time", "code": "worker_unavailable"},
-            {"Retry-After": "5"},
-        ) from err
+        raise worker_unavailable() from err
 
 
 @router.post("/turns/{turn_id}/resume")

@@ -27,12 +27,9 @@ from runtime import __version__
 from runtime.sessions.registry import count_live
 from runtime.settings import BODY_LIMIT_BYTES
 from runtime.store.migrate import current_revision, head_revision
+from runtime.timestamps import iso_ms
 
 router = APIRouter()
-
-
-def _iso(ts: datetime) -> str:
-    return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _rss_bytes() -> int:
@@ -120,7 +117,7 @@ async def daemon_status(
     body: dict[str, Any] = {
         "v": 1,
         "detail": detail,
-        "generatedAt": _iso(datetime.now(UTC)),
+        "generatedAt": iso_ms(datetime.now(UTC)),
         "status": status,
         "issues": issues,
         "daemon": {
@@ -157,6 +154,6 @@ async def daemon_status(
         "store": {"backend": store.backend, "revision": revision, "headRevision": head},
     }
     if detail == "full":
-        body["daemon"]["startedAt"] = _iso(state.started_at)
+        body["daemon"]["startedAt"] = iso_ms(state.started_at)
         body["capabilities"] = {"features": advertised_features(settings)}
     return body

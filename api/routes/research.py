@@ -19,7 +19,7 @@ from temporalio.service import RPCError
 from api.agent_tools_guard import MutationDep, SessionDep
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
-from runtime.agent_tools.contracts import ResearchDecided
+from runtime.agent_tools.contracts import WORKSPACE_PATTERN, ResearchDecided
 from runtime.investigation.research import (
     ResearchAlreadyDecided,
     ResearchNotFound,
@@ -30,8 +30,6 @@ from workflows.turn import TurnWorkflow, turn_workflow_id
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/research")
-
-WORKSPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
 
 class DecisionBody(BaseModel):

@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import TypedSearchAttributes
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from api.errors import INVALID_JSON, ApiError
+from api.errors import INVALID_JSON, ApiError, worker_unavailable
 from runtime.policy.approval import AVAILABLE_MODES
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
@@ -118,11 +118,7 @@ async def session_status(client: Client, session_id: str) -> SessionStatus:
             session_handle(client, session_id).query(SessionWorkflow.status), WAIT_FOR_WORKER
         )
     except TimeoutError as err:
-        raise ApiError(
-            503,
-            {"error": "No worker answered in time", "code": "worker_unavailable"},
-            {"Retry-After": "5"},
-        ) from err
+        raise worker_unavailable() from err
 
 
 def session_input(settings: Settings, record: registry.SessionRecord) -> SessionInput:
@@ -187,8 +183,4 @@ async def update_session(client: Client, session_id: str, call: Any) -> Any:
         message = str(getattr(err.cause, "message", "") or err)
         raise ApiError(409, {"error": message}) from err
     except TimeoutError as err:
-        raise ApiError(
-            503,
-            {"error": "No worker answered in time", "code": "worker_unavailable"},
-            {"Retry-After": "5"},
-        ) from err
+        raise worker_unavailable() from err

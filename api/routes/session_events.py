@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from api.deps import JournalDep, StoreDep
 from api.errors import ApiError
+from api.routes.session_common import session_not_found
 from api.sse import (
     SUBSCRIBER_LIMIT_RETRY_AFTER,
     EventStreamResponse,
@@ -33,17 +34,6 @@ from runtime.sessions.streams import session_stream
 router = APIRouter()
 
 INVALID_MAX_QUEUED = {"error": "`maxQueued` must be in [16, 2048]", "code": "invalid_max_queued"}
-
-
-def session_not_found(session_id: str) -> ApiError:
-    return ApiError(
-        404,
-        {
-            "error": f'No session with id "{session_id}"',
-            "code": "session_not_found",
-            "sessionId": session_id,
-        },
-    )
 
 
 @router.get("/session/{session_id}/events", response_model=None)

@@ -23,6 +23,7 @@ from runtime.agent_tools.contracts import CallRequest
 from runtime.agent_tools.models import AgentToolCall
 from runtime.investigation.tools import ToolOutcome, run_tool
 from runtime.store import Store
+from runtime.timestamps import iso_ms
 
 DEFAULT_MAX_RESULTS = 64
 _CALLS = AgentToolCall.__table__  # type: ignore[attr-defined]
@@ -159,11 +160,6 @@ def get_result(store: Store, instance: str, workspace: str, result_id: str) -> C
         return None if row is None else _record(row, replayed=False)
 
 
-def _iso(ts: datetime) -> str:
-    aware = ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
-    return aware.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def result_body(record: CallRecord) -> dict[str, Any]:
     """The wire shape of GET /results/{result_id}."""
     outcome = record.outcome
@@ -179,5 +175,5 @@ def result_body(record: CallRecord) -> dict[str, Any]:
         "observations": outcome.observations,
         "provenance_refs": [ref.model_dump() for ref in outcome.provenance_refs],
         "diagnostic": outcome.diagnostic,
-        "created_at": _iso(record.created_at),
+        "created_at": iso_ms(record.created_at),
     }

@@ -8,6 +8,9 @@ from pydantic import BaseModel, Field
 
 from runtime.investigation.tools import ObjectRef, ToolStatus
 
+# A workspace id on the wire (query parameter or body field).
+WORKSPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
 AgentKind = Literal["deterministic", "model"]
 TurnStatus = Literal[
     "running", "awaiting_authorization", "resuming", "completed", "denied", "failed"

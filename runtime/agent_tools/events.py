@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from runtime.store.journal import JournalEntry
+from runtime.timestamps import iso_ms
 
 PAYLOAD_LIMIT = 4096
 
@@ -47,7 +48,7 @@ def event_body(entry: JournalEntry) -> dict[str, Any]:
     data = entry.data
     return {
         "sequence": entry.seq,
-        "timestamp": entry.ts.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "timestamp": iso_ms(entry.ts),
         "type": entry.type,
         "turn_id": data.get("turn_id"),
         "call_id": data.get("call_id"),

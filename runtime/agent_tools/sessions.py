@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from runtime.agent_tools.models import AgentToolsSession
 from runtime.store import Store
+from runtime.timestamps import aware_utc
 
 COOKIE_NAME = "agentrt_session"
 SESSION_TTL = timedelta(hours=12)
@@ -28,10 +29,6 @@ class BrowserSession:
 
 def _hash(cookie: str) -> str:
     return hashlib.sha256(cookie.encode()).hexdigest()
-
-
-def _aware(ts: datetime) -> datetime:
-    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
 
 
 def open_session(store: Store, cookie: str | None) -> BrowserSession:
@@ -57,7 +54,7 @@ def open_session(store: Store, cookie: str | None) -> BrowserSession:
 def find_session(store: Store, cookie: str) -> BrowserSession | None:
     with store.session() as session:
         row = session.get(AgentToolsSession, _hash(cookie))
-    if row is None or _aware(row.expires_at) <= datetime.now(UTC):
+    if row is None or aware_utc(row.expires_at) <= datetime.now(UTC):
         return None
     return BrowserSession(cookie=cookie, csrf_token=row.csrf_token, expires_at=row.expires_at)
 

@@ -21,6 +21,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from runtime.investigation.models import InvestigationNode, Research, ResearchDecision
+from runtime.timestamps import aware_utc
 
 RESEARCH_STATES = ("prepared", "authorized", "admitted", "running", "completed", "denied")
 DECISIONS = ("approve", "deny")
@@ -85,8 +86,7 @@ def _now() -> datetime:
 
 
 def _iso(ts: datetime) -> str:
-    aware = ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
-    return aware.isoformat()
+    return aware_utc(ts).isoformat()
 
 
 def _finish(session: Session, commit: bool) -> None:

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
@@ -42,6 +42,7 @@ from runtime.investigation.research import (
     prepare_research,
     research_state,
 )
+from runtime.timestamps import aware_utc
 
 ToolStatus = Literal[
     "COMPLETED", "FAILED", "DENIED", "AUTHORIZATION_REQUIRED", "UNAVAILABLE", "CANCELLED"
@@ -99,7 +100,7 @@ def _ref(kind: str, object_id: str) -> ObjectRef:
 
 
 def _iso(ts: datetime) -> str:
-    return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).isoformat()
+    return aware_utc(ts).isoformat()
 
 
 _KINDS: dict[str, tuple[type[SQLModel], str]] = {

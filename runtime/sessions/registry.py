@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from runtime.sessions.models import DaemonSession, SessionClient, SingleSessionSlot
 from runtime.store import Store
+from runtime.timestamps import aware_utc, iso_ms
 
 Scope = Literal["single", "thread"]
 
@@ -37,15 +38,7 @@ class SessionRecord:
 
     @property
     def created_at_iso(self) -> str:
-        return _iso(self.created_at)
-
-
-def _aware(ts: datetime) -> datetime:
-    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
-
-
-def _iso(ts: datetime) -> str:
-    return _aware(ts).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return iso_ms(self.created_at)
 
 
 def _record(row: DaemonSession) -> SessionRecord:
@@ -54,8 +47,8 @@ def _record(row: DaemonSession) -> SessionRecord:
         workspace_cwd=row.workspace_cwd,
         scope=row.scope,
         display_name=row.display_name,
-        created_at=_aware(row.created_at),
-        closed_at=_aware(row.closed_at) if row.closed_at else None,
+        created_at=aware_utc(row.created_at),
+        closed_at=aware_utc(row.closed_at) if row.closed_at else None,
     )
 
 

@@ -25,6 +25,7 @@ from sqlalchemy import Connection, delete, insert, select, text, update
 
 from runtime.store.engine import Store
 from runtime.store.models import JournalEvent, JournalStream
+from runtime.timestamps import aware_utc
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +75,6 @@ class JournalPage:
         return after + 1 < self.earliest_seq
 
 
-def _aware(ts: datetime) -> datetime:
-    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
-
-
 def _entry(stream: str, row: Any) -> JournalEntry:
     seq, type_, data, originator, ts = row
     return JournalEntry(
@@ -86,7 +83,7 @@ def _entry(stream: str, row: Any) -> JournalEntry:
         type=type_,
         data=dict(data or {}),
         originator=originator,
-        ts=_aware(ts),
+        ts=aware_utc(ts),
     )
 
 
