@@ -20,12 +20,14 @@ def build_activities(
     agent_tools = AgentToolsActivities(
         store, journal, provider, max_results=settings.agent_tools_max_results
     )
-    session = SessionActivities(journal, provider, settings)
+    session = SessionActivities(store, journal, provider, settings)
     return [
         JournalActivities(journal).append_events,
+        session.open_prompt,
         session.model_step,
         session.preview_tool,
         session.run_tool,
+        session.run_effect,
         agent_tools.call_tool,
         agent_tools.model_step,
     ]

@@ -17,21 +17,33 @@ from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvider, ToolCall
-from activities.workspace_tools import ToolInvocation, WorkspaceTools, describe_call, tool_specs
-from runtime.policy.approval import TOOL_KINDS
+from activities.tool_effects import run_once
+from activities.workspace_tools import (
+    ToolInvocation,
+    ToolResult,
+    WorkspaceTools,
+    describe_call,
+    failed_result,
+    target_hash,
+    tool_specs,
+)
+from runtime.policy.approval import TOOL_KINDS, is_mutating
 from runtime.sessions.contracts import (
     ModelStepInput,
     ModelStepResult,
     ModelToolCall,
+    OpenPromptInput,
     StopReason,
     ToolPreview,
     ToolStepInput,
     ToolStepResult,
 )
+from runtime.sessions.prompts import load_prompt
 from runtime.sessions.streams import session_event, session_stream
 from runtime.settings import Settings
-from runtime.store import EventJournal
+from runtime.store import EventJournal, Store
 from runtime.store.journal import NewEvent
+from runtime.store.operations import OperationLedger
 
 SYSTEM_PROMPT = (
     "You are a coding agent working in the user's workspace. Use the tools to read and "
@@ -45,10 +57,14 @@ def transcript_stream(session_id: str) -> str:
 
 
 class SessionActivities:
-    def __init__(self, journal: EventJournal, provider: ModelProvider, settings: Settings) -> None:
+    def __init__(
+        self, store: Store, journal: EventJournal, provider: ModelProvider, settings: Settings
+    ) -> None:
+        self.store = store
         self.journal = journal
         self.provider = provider
         self.settings = settings
+        self.ledger = OperationLedger(store)
 
     def _provider_for(self, model_id: str) -> ModelProvider:
         if isinstance(self.provider, OpenAIProvider) and model_id != self.provider.model:
@@ -59,15 +75,41 @@ class SessionActivities:
             )
         return self.provider
 
+    @activity.defn(name="session.open_prompt")
+    async def open_prompt(self, request: OpenPromptInput) -> None:
+        """The prompt's text, from the store, to the transcript and the session's stream."""
+        text = await asyncio.to_thread(load_prompt, self.store, request.prompt_id)
+        if text is None:
+            raise ApplicationError(
+                f"The text of prompt {request.prompt_id} is not in the store",
+                type="prompt_text_missing",
+                non_retryable=True,
+            )
+        key = f"{request.run_id}/{request.prompt_id}"
+        user = ChatMessage(role="user", content=text)
+        await self._append(
+            transcript_stream(request.session_id),
+            [NewEvent("message", {**user.model_dump(mode="json"), "promptId": request.prompt_id})],
+            f"{key}/user",
+            None,
+        )
+        update = {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}
+        event = session_event(
+            "session_update",
+            {"sessionId": request.session_id, "update": update},
+            prompt_id=request.prompt_id,
+            originator=request.originator,
+        )
+        await self._append(
+            session_stream(request.session_id), [event], f"{key}/user_message", request.retention
+        )
+
     @activity.defn(name="session.model_step")
     async def model_step(self, request: ModelStepInput) -> ModelStepResult:
         """Ask the model for the next step of a prompt; stream its text as session updates."""
         transcript = transcript_stream(request.session_id)
         stream = session_stream(request.session_id)
         key = f"{request.run_id}/{request.prompt_id}/s{request.step}"
-        if request.user_text is not None:
-            user = ChatMessage(role="user", content=request.user_text)
-            await self._append(transcript, [_message(user, request)], f"{key}/user", None)
         entries = (await self.journal.aread(transcript, 0, 100_000)).entries
         for entry in entries:  # a retried step whose answer is already stored
             data = entry.data
@@ -128,23 +170,62 @@ class SessionActivities:
         await self._append(
             session_stream(request.session_id),
             [event],
-            f"{request.run_id}/{request.prompt_id}/{request.call.id}/preview",
+            f"{request.run_id}/{request.call_key}/preview",
             request.retention,
         )
-        return ToolPreview(tool_call=tool_call, kind=TOOL_KINDS.get(request.call.name, "other"))
+        expected = await asyncio.to_thread(target_hash, Path(request.workspace_cwd), invocation)
+        return ToolPreview(
+            tool_call=tool_call,
+            kind=TOOL_KINDS.get(request.call.name, "other"),
+            target_hash=expected,
+        )
 
     @activity.defn(name="session.run_tool")
     async def run_tool(self, request: ToolStepInput) -> ToolStepResult:
-        """Run (or refuse) the call; report a tool_call_update and answer the model."""
-        key = f"{request.run_id}/{request.prompt_id}/{request.call.id}"
+        """Run a read-only call, or refuse any call; report it and answer the model.
+
+        A local activity: it may run again when a workflow task is replayed, so it
+        never runs a tool with a side effect (those go through `run_effect`).
+        """
         if request.action == "refuse":
-            status, text, content = "failed", request.refusal or "refused", []
+            result = failed_result(request.refusal or "refused")
+        elif is_mutating(request.call.name):
+            raise ApplicationError(
+                f"{request.call.name} has side effects: it runs through session.run_effect",
+                type="tool_has_side_effects",
+                non_retryable=True,
+            )
         else:
-            tools = WorkspaceTools(Path(request.workspace_cwd), request.shell_enabled)
-            result = await tools.run(_invocation(request))
-            status = result.status
-            text = result.output_text if result.status == "completed" else (result.error or "")
-            content = result.content
+            result = await self._tools(request).run(_invocation(request))
+        return await self._report(request, result)
+
+    @activity.defn(name="session.run_effect")
+    async def run_effect(self, request: ToolStepInput) -> ToolStepResult:
+        """Run a call with a side effect, exactly once (files) or at most once (commands).
+
+        A regular activity: Temporal retries it when its worker dies or stalls, and the
+        operation ledger turns every retry into a no-op that returns the first result.
+        """
+        result = await heartbeating(
+            run_once(
+                self._tools(request),
+                self.ledger,
+                _invocation(request),
+                op_id=request.op_id,
+                expected_hash=request.expected_hash,
+            )
+        )
+        return await self._report(request, result)
+
+    def _tools(self, request: ToolStepInput) -> WorkspaceTools:
+        return WorkspaceTools(Path(request.workspace_cwd), request.shell_enabled)
+
+    async def _report(self, request: ToolStepInput, result: ToolResult) -> ToolStepResult:
+        """The call's `tool_call_update` event and its answer in the transcript (idempotent)."""
+        key = f"{request.run_id}/{request.call_key}"
+        status = result.status
+        text = result.output_text if result.status == "completed" else (result.error or "")
+        content = result.content
         update: dict[str, Any] = {
             "sessionUpdate": "tool_call_update",
             "toolCallId": request.call.id,

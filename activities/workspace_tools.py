@@ -54,6 +54,7 @@ from activities.heartbeat import heartbeating
 from activities.llm import ToolSpec
 from runtime.policy.approval import tool_kind
 from runtime.telemetry import tracer
+from runtime.workspace.files import ABSENT, atomic_write, content_hash, file_hash
 
 MAX_OUTPUT_BYTES: Final = 16 * 1024
 MAX_DIFF_CHARS: Final = 32 * 1024
@@ -69,6 +70,9 @@ SHELL_TIMEOUT_SECONDS: Final = 120.0
 SKIPPED_DIRS: Final = frozenset({".git"})
 
 ToolStatus = Literal["completed", "failed"]
+
+# The tools whose effect is a file write (exactly once, compare-and-swap on the content).
+FILE_TOOLS: Final = frozenset({"write_file", "edit"})
 
 
 class ToolInvocation(BaseModel):
@@ -87,6 +91,15 @@ class ToolResult(BaseModel):
     content: list[dict[str, Any]] = Field(default_factory=list)
     locations: list[dict[str, Any]] = Field(default_factory=list)
     error: str | None = None
+
+
+class FileChange(BaseModel):
+    """A planned `write_file` / `edit`: the target, its content hash now, what to write."""
+
+    path: Path
+    pre_hash: str
+    new: str
+    result: ToolResult
 
 
 class RunToolInput(BaseModel):
@@ -278,6 +291,25 @@ def describe_call(workspace: Path, invocation: ToolInvocation) -> dict[str, Any]
         "rawInput": args,
         "_meta": {"toolName": name},
     }
+
+
+def target_hash(workspace: Path, invocation: ToolInvocation) -> str | None:
+    """The content hash of the file a `write_file` / `edit` targets, as it is now.
+
+    Captured when the call is proposed, so that the write applies to exactly the
+    content the user saw in the preview (compare-and-swap); None for other tools
+    and for paths that cannot be resolved inside the workspace (running them fails).
+    """
+    if invocation.tool_name not in FILE_TOOLS:
+        return None
+    root = _real_root(workspace)
+    raw = _path_argument(invocation.tool_name, invocation.arguments)
+    if root is None or raw is None:
+        return None
+    try:
+        return file_hash(_resolve(root, raw))
+    except (ToolError, ValueError, OSError):
+        return None
 
 
 def describe_result(invocation: ToolInvocation, result: ToolResult) -> dict[str, Any]:
@@ -508,6 +540,11 @@ def _optional_bool(args: dict[str, Any], key: str) -> bool:
 
 def _read_existing(root: Path, path: Path) -> str | None:
     """The text of an existing file (None when absent); refuses directories and huge files."""
+    data = _read_existing_bytes(root, path)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _read_existing_bytes(root: Path, path: Path) -> bytes | None:
     if not path.exists():
         return None
     if path.is_dir():
@@ -515,13 +552,7 @@ def _read_existing(root: Path, path: Path) -> str | None:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise ToolError(f"File is too large ({size} bytes): {_relative(root, path)}")
-    return path.read_bytes().decode("utf-8", errors="replace")
-
-
-def _write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
+    return path.read_bytes()
 
 
 def _edited(root: Path, path: Path, old_text: str | None, args: dict[str, Any]) -> tuple[str, int]:
@@ -790,40 +821,50 @@ class WorkspaceTools:
     # -- edit ---------------------------------------------------------------
 
     def _write_file(self, root: Path, args: dict[str, Any]) -> ToolResult:
-        raw = _required_str(args, "file_path")
-        content = _required_str(args, "content", allow_empty=True)
-        path = _resolve(root, raw)
-        old = _read_existing(root, path)
-        _write_text(path, content)
-        text = (
-            f"Successfully created and wrote to new file: {path}."
-            if old is None
-            else f"Successfully overwrote file: {path}."
-        )
-        return ToolResult(
-            status="completed",
-            output_text=self._bound(text),
-            content=[_diff_item(path, old or "", content)],
-            locations=[{"path": str(path)}],
-        )
+        return self._apply(self.plan_change(root, "write_file", args))
 
     def _edit(self, root: Path, args: dict[str, Any]) -> ToolResult:
-        raw = _required_str(args, "file_path")
-        path = _resolve(root, raw)
-        old = _read_existing(root, path)
-        new, replaced = _edited(root, path, old, args)
-        _write_text(path, new)
-        text = (
-            f"Created new file: {path}."
-            if old is None
-            else f"Successfully modified file: {path} ({replaced} replacement(s))."
-        )
-        return ToolResult(
+        return self._apply(self.plan_change(root, "edit", args))
+
+    def _apply(self, change: FileChange) -> ToolResult:
+        atomic_write(change.path, change.new.encode("utf-8"), expected=change.pre_hash)
+        return change.result
+
+    def root(self) -> Path | None:
+        """The workspace's real path (None when it does not exist)."""
+        return _real_root(self.workspace)
+
+    def target(self, root: Path, invocation: ToolInvocation) -> Path:
+        """The file a `write_file` / `edit` call writes, resolved inside the workspace."""
+        return _resolve(root, _required_str(invocation.arguments, "file_path"))
+
+    def plan_change(self, root: Path, tool_name: str, args: dict[str, Any]) -> FileChange:
+        """What `write_file` or `edit` would write, from the file as it is now (no write)."""
+        path = _resolve(root, _required_str(args, "file_path"))
+        raw = _read_existing_bytes(root, path)
+        old = None if raw is None else raw.decode("utf-8", errors="replace")
+        if tool_name == "write_file":
+            new = _required_str(args, "content", allow_empty=True)
+            text = (
+                f"Successfully created and wrote to new file: {path}."
+                if old is None
+                else f"Successfully overwrote file: {path}."
+            )
+        else:
+            new, replaced = _edited(root, path, old, args)
+            text = (
+                f"Created new file: {path}."
+                if old is None
+                else f"Successfully modified file: {path} ({replaced} replacement(s))."
+            )
+        result = ToolResult(
             status="completed",
             output_text=self._bound(text),
             content=[_diff_item(path, old or "", new)],
             locations=[{"path": str(path)}],
         )
+        pre_hash = ABSENT if raw is None else content_hash(raw)
+        return FileChange(path=path, pre_hash=pre_hash, new=new, result=result)
 
     # -- execute ------------------------------------------------------------
 

@@ -72,6 +72,11 @@ def _flags(parser: argparse.ArgumentParser) -> None:
     )
     add("--prompt-deadline-ms", type=int, help="cap on a prompt's run time (default none)")
     add(
+        "--max-prompt-bytes",
+        type=int,
+        help="largest prompt text accepted, in UTF-8 bytes; larger ones get 413 (default 1048576)",
+    )
+    add(
         "--session-shell",
         action="store_true",
         default=None,

@@ -66,7 +66,13 @@ class Settings(BaseSettings):
     )
     permission_response_timeout_ms: int = Field(default=300_000, ge=0)
     prompt_deadline_ms: int | None = Field(default=None, ge=1)
+    # A prompt's text (UTF-8 bytes of its text blocks); a larger one is answered 413.
+    max_prompt_bytes: int = Field(default=1024 * 1024, ge=1)
     session_shell: bool = False
+    # How long a route waits for a worker to take a workflow update before it answers
+    # 503 worker_unavailable; the update's validator refuses it after that, so it is
+    # never applied behind the caller's back (api/routes/session_common.update_session).
+    worker_wait_ms: int = Field(default=15_000, ge=100)
 
     # Agent-tools gateway: default investigation workspace and retention windows (FIFO).
     agent_tools_workspace: str = "demo"

@@ -15,6 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.llm import ScriptedModel
 from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
+from runtime.sessions.prompts import preview, save_prompt
 from runtime.sessions.streams import envelope, session_stream
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
@@ -41,7 +42,9 @@ async def _wait(
     raise AssertionError(f"{event_type} never arrived")
 
 
-async def _start_prompt(client: Client, task_queue: str, workspace: Path, timeout_ms: int) -> str:
+async def _start_prompt(
+    client: Client, store: Store, task_queue: str, workspace: Path, timeout_ms: int
+) -> str:
     sid = str(uuid.uuid4())
     handle = await client.start_workflow(
         SessionWorkflow.run,
@@ -51,7 +54,9 @@ async def _start_prompt(client: Client, task_queue: str, workspace: Path, timeou
         id=session_workflow_id(sid),
         task_queue=task_queue,
     )
-    item = PromptItem(prompt_id=str(uuid.uuid4()), text=write_prompt(workspace, "t.txt"))
+    text = write_prompt(workspace, "t.txt")
+    item = PromptItem(prompt_id=str(uuid.uuid4()), preview=preview(text))
+    save_prompt(store, sid, item.prompt_id, text)
     await handle.execute_update(SessionWorkflow.submit_prompt, SubmitPrompt(item=item))
     return sid
 
@@ -84,7 +89,7 @@ async def test_five_minute_timeout_on_the_time_skipping_server(
     workspace.mkdir()
     settings = Settings(task_queue=task_queue, data_dir=tmp_path)
     async with build_worker(time_env.client, settings, store, ScriptedModel()):
-        sid = await _start_prompt(time_env.client, task_queue, workspace, 300_000)
+        sid = await _start_prompt(time_env.client, store, task_queue, workspace, 300_000)
         await _wait(journal, sid, "permission_request")
         await time_env.sleep(timedelta(minutes=4))
         events = [envelope(e) for e in journal.read(session_stream(sid)).entries]
@@ -106,7 +111,7 @@ async def test_timeout_fires_across_a_worker_restart(
     workspace.mkdir()
     settings = Settings(task_queue=task_queue, data_dir=tmp_path)
     async with build_worker(dev_env.client, settings, store, ScriptedModel()):
-        sid = await _start_prompt(dev_env.client, task_queue, workspace, 1500)
+        sid = await _start_prompt(dev_env.client, store, task_queue, workspace, 1500)
         await _wait(journal, sid, "permission_request")
     # No worker while the timer falls due.
     await asyncio.sleep(3)

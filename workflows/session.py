@@ -11,13 +11,14 @@ keys, so a crash of the worker mid-prompt neither loses nor repeats one.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from datetime import timedelta
 from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
-from temporalio.exceptions import ActivityError, CancelledError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 from workflows.search_attributes import KIND, STATUS, TENANT
 
@@ -25,7 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.journal import JournalActivities
     from activities.session import SessionActivities
     from runtime.contracts import AppendEventsInput, JournalEventIn
-    from runtime.policy.approval import needs_permission
+    from runtime.policy.approval import is_mutating, needs_permission
     from runtime.policy.permissions import (
         PartialVote,
         PendingPermission,
@@ -41,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         ModelStepResult,
         ModelSwitchResult,
         ModelToolCall,
+        OpenPromptInput,
         PermissionView,
         PromptItem,
         PromptView,
@@ -55,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         ToolStepInput,
         VoteRequest,
         VoteResult,
+        WorkerBound,
     )
     from runtime.sessions.streams import session_stream
 
@@ -62,6 +65,10 @@ with workflow.unsafe.imports_passed_through():
 APPROVAL_MODES = ("plan", "default", "auto-edit", "auto", "yolo")
 _LOCAL = timedelta(minutes=2)
 _RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=100))
+# Side effects are idempotent (the operation ledger), so they may retry until they land.
+_EFFECT_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5)
+)
 
 
 def session_workflow_id(session_id: str) -> str:
@@ -116,7 +123,7 @@ class SessionWorkflow:
         def view(item: PromptItem, state: Literal["running", "queued"]) -> PromptView:
             return PromptView(
                 prompt_id=item.prompt_id,
-                text=item.text[:2000],
+                text=item.preview,
                 queued_at_ms=item.queued_at_ms,
                 state=state,
             )
@@ -149,6 +156,12 @@ class SessionWorkflow:
         assert self._input is not None
         item = request.item
         position = len(self._queue) + (1 if self._active else 0)
+        if position >= self._input.max_pending_prompts:
+            # Validators of updates delivered together all see the queue before any of
+            # their handlers ran: the handler has the last word.
+            raise ApplicationError("prompt_queue_full", type="prompt_queue_full")
+        # Queued before the first await, so the next handler counts it.
+        self._queue.append(item)
         if position:
             item.queued = True
             await self._emit(
@@ -156,18 +169,18 @@ class SessionWorkflow:
                 {
                     "sessionId": self._input.session_id,
                     "promptId": item.prompt_id,
-                    "text": item.text[:2000],
+                    "text": item.preview,
                     "queuedAt": item.queued_at_ms,
                 },
                 prompt_id=item.prompt_id,
                 originator=item.originator,
             )
-        self._queue.append(item)
         return SubmitResult(position=position)
 
     @submit_prompt.validator
     def _validate_prompt(self, request: SubmitPrompt) -> None:
         assert self._input is not None
+        _check_bound(request)
         if self._closing is not None:
             raise ValueError("session_closed")
         if len(self._queue) + (1 if self._active else 0) >= self._input.max_pending_prompts:
@@ -209,6 +222,7 @@ class SessionWorkflow:
 
     @vote.validator
     def _validate_vote(self, request: VoteRequest) -> None:
+        _check_bound(request)
         pending = self._pending.get(request.request_id)
         if pending is None or pending.outcome is not None:
             raise ValueError(json.dumps({"code": "not_found"}))
@@ -232,6 +246,7 @@ class SessionWorkflow:
 
     @set_approval_mode.validator
     def _validate_mode(self, request: SetModeRequest) -> None:
+        _check_bound(request)
         if request.mode not in APPROVAL_MODES:
             raise ValueError("invalid_approval_mode")
 
@@ -253,12 +268,20 @@ class SessionWorkflow:
         await self._emit("model_switched", data, originator=request.originator)
         return ModelSwitchResult(ok=True, model_id=request.model_id)
 
+    @set_model.validator
+    def _validate_model(self, request: SetModelRequest) -> None:
+        _check_bound(request)
+
     @workflow.update
     async def close(self, request: CloseRequest) -> None:
         self._closing = request
         if self._active is not None:
             self._cancel_active = True
         await workflow.wait_condition(lambda: self._active is None)
+
+    @close.validator
+    def _validate_close(self, request: CloseRequest) -> None:
+        _check_bound(request)
 
     # -- the session ---------------------------------------------------------------------
 
@@ -302,21 +325,9 @@ class SessionWorkflow:
         if queued_behind:
             await self._emit(
                 "pending_prompt_started",
-                {"sessionId": session_id, "promptId": item.prompt_id, "text": item.text[:2000]},
+                {"sessionId": session_id, "promptId": item.prompt_id, "text": item.preview},
                 prompt_id=item.prompt_id,
             )
-        await self._emit(
-            "session_update",
-            {
-                "sessionId": session_id,
-                "update": {
-                    "sessionUpdate": "user_message_chunk",
-                    "content": {"type": "text", "text": item.text},
-                },
-            },
-            prompt_id=item.prompt_id,
-            originator=item.originator,
-        )
         stop: StopReason
         try:
             if item.deadline_ms:
@@ -358,7 +369,7 @@ class SessionWorkflow:
         self._last_turn = {
             "promptId": item.prompt_id,
             "stopReason": stop,
-            "promptText": item.text[:2000],
+            "promptText": item.preview,
         }
         self._active = None
         self._cancel_active = False
@@ -388,6 +399,19 @@ class SessionWorkflow:
     async def _episode(self, item: PromptItem) -> StopReason:
         assert self._input is not None
         run_id = workflow.info().run_id
+        # The text is in the store, never in history: an activity reads it.
+        await workflow.execute_local_activity_method(
+            SessionActivities.open_prompt,
+            OpenPromptInput(
+                session_id=self._input.session_id,
+                prompt_id=item.prompt_id,
+                run_id=run_id,
+                originator=item.originator,
+                retention=self._input.event_retention,
+            ),
+            start_to_close_timeout=_LOCAL,
+            retry_policy=_RETRY,
+        )
         for step in range(self._input.max_steps):
             decision: ModelStepResult = await self._cancellable(
                 self._model_step(item, step, run_id)
@@ -395,7 +419,7 @@ class SessionWorkflow:
             if not decision.tool_calls:
                 return decision.stop_reason
             for call in decision.tool_calls:
-                await self._tool(item, call, run_id)
+                await self._tool(item, call, run_id, step)
         return "max_tokens"
 
     async def _model_step(self, item: PromptItem, step: int, run_id: str) -> ModelStepResult:
@@ -405,7 +429,6 @@ class SessionWorkflow:
             prompt_id=item.prompt_id,
             step=step,
             run_id=run_id,
-            user_text=item.text if step == 0 else None,
             model_id=self._model_id,
             shell_enabled=self._input.shell_enabled,
             retention=self._input.event_retention,
@@ -441,13 +464,14 @@ class SessionWorkflow:
             raise _Cancelled()
         return task.result()
 
-    async def _tool(self, item: PromptItem, call: ModelToolCall, run_id: str) -> None:
+    async def _tool(self, item: PromptItem, call: ModelToolCall, run_id: str, step: int) -> None:
         assert self._input is not None
         step_input = ToolStepInput(
             session_id=self._input.session_id,
             prompt_id=item.prompt_id,
             workspace_cwd=self._input.workspace_cwd,
             run_id=run_id,
+            step=step,
             call=call,
             shell_enabled=self._input.shell_enabled,
             retention=self._input.event_retention,
@@ -478,6 +502,22 @@ class SessionWorkflow:
                     raise _Cancelled()
             elif option == "proceed_always":
                 self._always.add(call.name)
+        if step_input.action == "run" and is_mutating(call.name):
+            # A side effect: a regular activity (a local one runs again when a workflow
+            # task is replayed), applied exactly once through the operation ledger, and
+            # to the content the call was proposed (and maybe approved) on.
+            step_input.expected_hash = preview.target_hash
+            await self._cancellable(
+                workflow.execute_activity_method(
+                    SessionActivities.run_effect,
+                    step_input,
+                    start_to_close_timeout=timedelta(minutes=10),
+                    heartbeat_timeout=timedelta(seconds=10),
+                    retry_policy=_EFFECT_RETRY,
+                )
+            )
+            return
+        # Reads and refusals: only the journal is written, with dedupe keys.
         await self._cancellable(
             workflow.execute_local_activity_method(
                 SessionActivities.run_tool,
@@ -595,15 +635,43 @@ class SessionWorkflow:
         body: dict[str, Any] = {"data": data}
         if prompt_id is not None:
             body["promptId"] = prompt_id
+        event = JournalEventIn(type=event_type, data=body, originator=originator)
         await workflow.execute_local_activity_method(
             JournalActivities.append_events,
             AppendEventsInput(
                 stream=session_stream(self._input.session_id),
-                events=[JournalEventIn(type=event_type, data=body, originator=originator)],
+                events=[event],
                 retention=self._input.event_retention,
-                dedupe_key=f"{workflow.info().run_id}/e{self._events}",
+                dedupe_key=_dedupe_key(workflow.info().run_id, self._events, event),
             ),
             start_to_close_timeout=timedelta(seconds=30),
+        )
+
+
+def _dedupe_key(run_id: str, counter: int, event: JournalEventIn) -> str:
+    """The event's position in this run AND its content.
+
+    A replay of the same workflow task re-emits the same event at the same position:
+    the journal keeps one. A workflow task that failed after its local activities
+    journaled events is NOT replayed as such: the next task emits other events at the
+    same positions (its counter never reached history). The content digest keeps those
+    apart, so they are journaled instead of being taken for duplicates.
+    """
+    canonical = json.dumps(event.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return f"{run_id}/e{counter}/{digest}"
+
+
+def _check_bound(request: WorkerBound) -> None:
+    """Refuse an update its sender stopped waiting for (it answered 503 already)."""
+    if request.accept_before_ms is None:
+        return
+    now_ms = int(workflow.now().timestamp() * 1000)
+    if now_ms > request.accept_before_ms:
+        raise ApplicationError(
+            "The caller stopped waiting for this update before a worker took it",
+            type="update_expired",
+            non_retryable=True,
         )
 
 

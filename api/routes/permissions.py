@@ -10,17 +10,15 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from temporalio.client import Client, WorkflowUpdateFailedError
-from temporalio.service import RPCError
 
-from api.deps import StoreDep, TemporalDep
+from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
 from api.routes.session_common import (
-    WAIT_FOR_WORKER,
     client_id_of,
     is_local,
     live_session,
     read_body,
-    session_handle,
+    update_session,
 )
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
@@ -70,6 +68,7 @@ def _vote_request(
 
 async def _vote(
     request: Request,
+    settings: Settings,
     store: Store,
     client: Client,
     session_id: str,
@@ -80,17 +79,24 @@ async def _vote(
     voters = await asyncio.to_thread(registry.client_count, store, session_id)
     vote = _vote_request(body, request_id, request, voters)
     try:
-        await asyncio.wait_for(
-            session_handle(client, session_id).execute_update(SessionWorkflow.vote, vote),
-            WAIT_FOR_WORKER,
+        # Accepted is enough: the vote is in history and will be applied.
+        await update_session(
+            client,
+            settings,
+            store,
+            session_id,
+            SessionWorkflow.vote,
+            vote,
+            wait_for_result=False,
         )
-    except WorkflowUpdateFailedError as err:
-        error = _vote_error(err, request_id, session_id, vote, not_found)
+    except ApiError as err:
+        cause = err.__cause__
+        if not isinstance(cause, WorkflowUpdateFailedError) or err.status != 409:
+            raise
+        error = _vote_error(cause, request_id, session_id, vote, not_found)
         if error.status == 404:
             await _already_resolved(request, store, session_id, request_id, vote)
-        raise error from err
-    except RPCError as err:
-        raise ApiError(404, not_found) from err
+        raise error from cause
     return {}
 
 
@@ -175,7 +181,7 @@ def _vote_error(
 
 @router.post("/permission/{request_id}")
 async def vote_permission(
-    request_id: str, request: Request, store: StoreDep, client: TemporalDep
+    request_id: str, request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
 ) -> dict[str, Any]:
     not_found = {"error": "No pending permission request", "requestId": request_id}
     session_id = await asyncio.to_thread(registry.find_permission_session, store, request_id)
@@ -185,12 +191,17 @@ async def vote_permission(
     ):
         await read_body(request)  # malformed JSON still answers 400 first
         raise ApiError(404, not_found)
-    return await _vote(request, store, client, session_id, request_id, not_found)
+    return await _vote(request, settings, store, client, session_id, request_id, not_found)
 
 
 @router.post("/session/{session_id}/permission/{request_id}")
 async def vote_session_permission(
-    session_id: str, request_id: str, request: Request, store: StoreDep, client: TemporalDep
+    session_id: str,
+    request_id: str,
+    request: Request,
+    settings: SettingsDep,
+    store: StoreDep,
+    client: TemporalDep,
 ) -> dict[str, Any]:
     await live_session(store, session_id)
     not_found = {
@@ -202,4 +213,4 @@ async def vote_session_permission(
     if owner != session_id:
         await read_body(request)
         raise ApiError(404, not_found)
-    return await _vote(request, store, client, session_id, request_id, not_found)
+    return await _vote(request, settings, store, client, session_id, request_id, not_found)

@@ -24,8 +24,10 @@ from api.routes.session_common import (
     session_handle,
     session_not_found,
     session_status,
+    update_result,
     update_session,
 )
+from runtime.sessions import prompts as prompt_store
 from runtime.sessions.contracts import (
     CancelRequest,
     PromptItem,
@@ -85,26 +87,51 @@ async def prompt(
         )
     if settings.prompt_deadline_ms is not None:
         deadline = min(deadline or settings.prompt_deadline_ms, settings.prompt_deadline_ms)
+    text = _prompt_text(blocks)
+    size = len(text.encode("utf-8"))
+    if size > settings.max_prompt_bytes:
+        raise ApiError(
+            413,
+            {
+                "error": f"Prompt text is {size} bytes; this daemon accepts at most "
+                f"{settings.max_prompt_bytes} (--max-prompt-bytes)",
+                "code": "prompt_too_large",
+                "limit": settings.max_prompt_bytes,
+                "size": size,
+            },
+        )
     await live_session(store, session_id)
     originator = client_id_of(request)
     stream = session_stream(session_id)
     _, last_event_id = await asyncio.to_thread(journal.bounds, stream)
     item = PromptItem(
         prompt_id=str(uuid.uuid4()),
-        text=_prompt_text(blocks),
+        preview=prompt_store.preview(text),
         originator=originator,
         queued_at_ms=int(time.time() * 1000),
         deadline_ms=deadline,
     )
+    # The text goes to the store; the workflow gets its id (history never holds it).
+    await asyncio.to_thread(prompt_store.save_prompt, store, session_id, item.prompt_id, text)
     try:
-        await update_session(
+        accepted = await update_session(
             client,
+            settings,
+            store,
             session_id,
-            lambda h: h.execute_update(
-                SessionWorkflow.submit_prompt, SubmitPrompt(item=item), id=item.prompt_id
-            ),
+            SessionWorkflow.submit_prompt,
+            SubmitPrompt(item=item),
+            update_id=item.prompt_id,
+            wait_for_result=False,
         )
+        try:
+            await update_result(accepted)
+        except ApiError as err:
+            if err.status != 503:
+                raise
+            # Accepted is queued: only the `pending_prompt_added` event is late.
     except ApiError as err:
+        await asyncio.to_thread(prompt_store.forget_prompt, store, item.prompt_id)
         if err.body.get("error") == "prompt_queue_full":
             raise ApiError(
                 503,
@@ -171,9 +198,11 @@ async def cancel(
 
 
 @router.get("/session/{session_id}/pending-prompts")
-async def pending_prompts(session_id: str, store: StoreDep, client: TemporalDep) -> dict[str, Any]:
+async def pending_prompts(
+    session_id: str, settings: SettingsDep, store: StoreDep, client: TemporalDep
+) -> dict[str, Any]:
     await live_session(store, session_id)
-    status = await session_status(client, session_id)
+    status = await session_status(client, session_id, store, settings.worker_wait_ms / 1000)
     items = ([status.active_prompt] if status.active_prompt else []) + status.queued
     return {
         "pendingPrompts": [

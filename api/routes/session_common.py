@@ -9,12 +9,21 @@ import ipaddress
 import json
 import re
 import time
+import uuid
 from typing import Any
 
 from fastapi import Request
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateHandle,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+    WorkflowUpdateStage,
+)
 from temporalio.common import TypedSearchAttributes
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import INVALID_JSON, ApiError, worker_unavailable
 from runtime.policy.approval import AVAILABLE_MODES
@@ -22,6 +31,7 @@ from runtime.sessions import registry
 from runtime.sessions.contracts import (
     SessionInput,
     SessionStatus,
+    WorkerBound,
 )
 from runtime.settings import Settings
 from runtime.store import Store
@@ -33,6 +43,11 @@ from workflows.session import (
 
 CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 WAIT_FOR_WORKER = 30.0
+# Temporal's default workflow task timeout: a worker that validated an update commits
+# (or loses) it within this of the task's start, so past `accept_before` + this, an
+# update that was not accepted never will be. Plus a margin for clock skew.
+WORKFLOW_TASK_TIMEOUT = 10.0
+ACCEPT_GRACE = WORKFLOW_TASK_TIMEOUT + 2.0
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -112,13 +127,18 @@ def session_handle(client: Client, session_id: str) -> WorkflowHandle[Any, Any]:
     return client.get_workflow_handle(session_workflow_id(session_id))
 
 
-async def session_status(client: Client, session_id: str) -> SessionStatus:
+async def session_status(
+    client: Client, session_id: str, store: Store | None = None, wait: float = WAIT_FOR_WORKER
+) -> SessionStatus:
+    """The session's state, from its workflow; 503 when no worker answers within `wait`."""
     try:
         return await asyncio.wait_for(
-            session_handle(client, session_id).query(SessionWorkflow.status), WAIT_FOR_WORKER
+            session_handle(client, session_id).query(SessionWorkflow.status), wait
         )
     except TimeoutError as err:
         raise worker_unavailable() from err
+    except RPCError as err:
+        raise await _rpc_failure(err, store, session_id) from err
 
 
 def session_input(settings: Settings, record: registry.SessionRecord) -> SessionInput:
@@ -175,12 +195,101 @@ def context_state(settings: Settings, status: SessionStatus | None) -> dict[str,
     }
 
 
-async def update_session(client: Client, session_id: str, call: Any) -> Any:
-    """Send an update to the session, bounded in time; validator refusals become 4xx."""
+async def update_session(
+    client: Client,
+    settings: Settings,
+    store: Store,
+    session_id: str,
+    update: Any,
+    request: WorkerBound,
+    *,
+    update_id: str | None = None,
+    wait_for_result: bool = True,
+) -> Any:
+    """Send an update to the session; it is applied entirely, or not at all.
+
+    The update carries `accept_before_ms`: its validator refuses it once that has
+    passed. The route waits for acceptance until then plus `ACCEPT_GRACE`, and when
+    no worker took it by then it answers 503 `worker_unavailable`, knowing that the
+    update will never be applied later (a stalled worker waking up refuses it). Once
+    accepted, the update is in history and runs to its end whatever happens next.
+    Validator refusals become 409 `{"error": <reason>}` (callers map known reasons).
+    """
+    wait = settings.worker_wait_ms / 1000
+    request.accept_before_ms = int(time.time() * 1000) + settings.worker_wait_ms
+    handle = session_handle(client, session_id)
     try:
-        return await asyncio.wait_for(call(session_handle(client, session_id)), WAIT_FOR_WORKER)
+        accepted = await asyncio.wait_for(
+            handle.start_update(
+                update,
+                request,
+                id=update_id or str(uuid.uuid4()),
+                wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+            ),
+            wait + ACCEPT_GRACE,
+        )
+    except WorkflowUpdateFailedError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError) and cause.type == "update_expired":
+            raise worker_unavailable() from err
+        message = str(getattr(cause, "message", "") or err)
+        raise ApiError(409, {"error": message}) from err
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
+        raise worker_unavailable() from err
+    except RPCError as err:
+        raise await _rpc_failure(err, store, session_id) from err
+    if _outcome_known(accepted):
+        # Refused by the validator (or already completed): the outcome came with the
+        # answer, and result() reads it without another call.
+        try:
+            result = await accepted.result()
+        except WorkflowUpdateFailedError as err:
+            cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.type == "update_expired":
+                raise worker_unavailable() from err
+            message = str(getattr(cause, "message", "") or err)
+            raise ApiError(409, {"error": message}) from err
+        if not wait_for_result:
+            return accepted
+        return result
+    if not wait_for_result:
+        return accepted
+    return await update_result(accepted)
+
+
+def _outcome_known(accepted: WorkflowUpdateHandle[Any]) -> bool:
+    # The SDK keeps the outcome that came with UpdateWorkflowExecution's answer here;
+    # there is no public accessor (start_update does not raise on a rejection).
+    return getattr(accepted, "_known_outcome", None) is not None
+
+
+async def update_result(accepted: WorkflowUpdateHandle[Any]) -> Any:
+    """The result of an accepted update; a handler's failure is a 409 like a refusal."""
+    try:
+        return await asyncio.wait_for(accepted.result(), WAIT_FOR_WORKER)
     except WorkflowUpdateFailedError as err:
         message = str(getattr(err.cause, "message", "") or err)
         raise ApiError(409, {"error": message}) from err
-    except TimeoutError as err:
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
+        # Accepted, so it will be applied; only its answer is late.
         raise worker_unavailable() from err
+
+
+async def _rpc_failure(err: RPCError, store: Store | None, session_id: str) -> ApiError:
+    """What a failed call to the session's workflow means for the client.
+
+    NOT_FOUND: the workflow is gone (closed by a DELETE whose registry write never
+    happened, or terminated by an operator): the session is closed, as the registry now
+    says too; `/load` revives it. Anything else: Temporal is not answering.
+    """
+    if err.status == RPCStatusCode.NOT_FOUND:
+        if store is not None:
+            await asyncio.to_thread(registry.close_session, store, session_id)
+        return session_not_found(session_id)
+    if err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+        return worker_unavailable()
+    return ApiError(
+        503,
+        {"error": "Temporal is not reachable", "code": "temporal_unavailable"},
+        {"Retry-After": "5"},
+    )

@@ -6,7 +6,6 @@ router → SessionWorkflow (settings, close) or the store (the registry).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
 from typing import Any
@@ -18,14 +17,12 @@ from temporalio.service import RPCError
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
 from api.routes.session_common import (
-    WAIT_FOR_WORKER,
     client_id_of,
     context_state,
     limit_reached,
     live_session,
     read_body,
     register_client,
-    session_handle,
     session_not_found,
     session_status,
     start_session,
@@ -134,17 +131,21 @@ async def list_sessions(workspace_id: str, store: StoreDep, client: TemporalDep)
 
 @router.delete("/session/{session_id}", status_code=204)
 async def delete_session(
-    session_id: str, request: Request, store: StoreDep, client: TemporalDep
+    session_id: str, request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
 ) -> Response:
     await live_session(store, session_id)
     closed_by = client_id_of(request)
-    with contextlib.suppress(RPCError):
-        await asyncio.wait_for(
-            session_handle(client, session_id).execute_update(
-                SessionWorkflow.close, CloseRequest(closed_by=closed_by)
-            ),
-            WAIT_FOR_WORKER,
-        )
+    # Accepted means closing: the update is in history and cancels the active prompt;
+    # the registry follows. Not accepted in time: 503, and the session stays open.
+    await update_session(
+        client,
+        settings,
+        store,
+        session_id,
+        SessionWorkflow.close,
+        CloseRequest(closed_by=closed_by),
+        wait_for_result=False,
+    )
     await asyncio.to_thread(registry.close_session, store, session_id)
     return Response(status_code=204)
 
@@ -207,7 +208,7 @@ async def heartbeat(session_id: str, request: Request, store: StoreDep) -> dict[
 
 @router.post("/session/{session_id}/model")
 async def set_model(
-    session_id: str, request: Request, store: StoreDep, client: TemporalDep
+    session_id: str, request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
 ) -> dict[str, Any]:
     body = await read_body(request)
     await live_session(store, session_id)
@@ -218,11 +219,11 @@ async def set_model(
         )
     result: ModelSwitchResult = await update_session(
         client,
+        settings,
+        store,
         session_id,
-        lambda h: h.execute_update(
-            SessionWorkflow.set_model,
-            SetModelRequest(model_id=model_id, originator=client_id_of(request)),
-        ),
+        SessionWorkflow.set_model,
+        SetModelRequest(model_id=model_id, originator=client_id_of(request)),
     )
     if not result.ok:
         raise ApiError(
@@ -260,11 +261,11 @@ async def set_approval_mode(
         )
     await update_session(
         client,
+        settings,
+        store,
         session_id,
-        lambda h: h.execute_update(
-            SessionWorkflow.set_approval_mode,
-            SetModeRequest(mode=mode, originator=client_id_of(request)),
-        ),
+        SessionWorkflow.set_approval_mode,
+        SetModeRequest(mode=mode, originator=client_id_of(request)),
     )
     return {"sessionId": session_id, "mode": mode}
 
@@ -274,7 +275,7 @@ async def context(
     session_id: str, store: StoreDep, client: TemporalDep, settings: SettingsDep
 ) -> dict[str, Any]:
     record = await live_session(store, session_id)
-    status = await session_status(client, session_id)
+    status = await session_status(client, session_id, store, settings.worker_wait_ms / 1000)
     return {
         "v": 1,
         "sessionId": session_id,
@@ -332,7 +333,9 @@ async def _restore(
         await start_session(client, settings, record)
         client_id = client_id_of(request) or f"client_{uuid.uuid4()}"
         await register_client(store, session_id, client_id)
-        status = await session_status(client, session_id)
+        status = await session_status(
+            client, session_id, store, settings.worker_wait_ms / 1000
+        )
         result = {
             "sessionId": session_id,
             "workspaceCwd": record.workspace_cwd,

@@ -6,7 +6,9 @@ from alembic import context
 from sqlmodel import SQLModel
 
 import runtime.investigation.models
-import runtime.store.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+import runtime.sessions.prompts
+import runtime.store.models
+import runtime.store.operations  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 connection = context.config.attributes["connection"]
 context.configure(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -28,8 +29,11 @@ class SessionInput(BaseModel):
 
 
 class PromptItem(BaseModel):
+    """A prompt in the session's FIFO. Its text is in the store (`runtime.sessions.prompts`):
+    history carries only the id and a bounded preview."""
+
     prompt_id: str
-    text: str
+    preview: str
     originator: str | None = None
     queued_at_ms: int = 0
     deadline_ms: int | None = None
@@ -37,7 +41,15 @@ class PromptItem(BaseModel):
     queued: bool = False
 
 
-class SubmitPrompt(BaseModel):
+class WorkerBound(BaseModel):
+    """An update the API waits for only so long: its validator refuses it after
+    `accept_before_ms` (epoch ms), so an update the API gave up on (and answered 503)
+    is never applied later, when a stalled or restarted worker gets to it."""
+
+    accept_before_ms: int | None = None
+
+
+class SubmitPrompt(WorkerBound):
     item: PromptItem
 
 
@@ -51,7 +63,7 @@ class CancelRequest(BaseModel):
     prompt_id: str | None = None
 
 
-class VoteRequest(BaseModel):
+class VoteRequest(WorkerBound):
     request_id: str
     outcome: Literal["selected", "cancelled"]
     option_id: str | None = None
@@ -64,12 +76,12 @@ class VoteResult(BaseModel):
     kind: Literal["resolved", "partial"]
 
 
-class SetModeRequest(BaseModel):
+class SetModeRequest(WorkerBound):
     mode: str
     originator: str | None = None
 
 
-class SetModelRequest(BaseModel):
+class SetModelRequest(WorkerBound):
     model_id: str
     originator: str | None = None
 
@@ -80,7 +92,7 @@ class ModelSwitchResult(BaseModel):
     error: str | None = None
 
 
-class CloseRequest(BaseModel):
+class CloseRequest(WorkerBound):
     closed_by: str | None = None
 
 
@@ -108,12 +120,22 @@ class SessionStatus(BaseModel):
     last_turn: dict[str, Any] | None = None
 
 
+class OpenPromptInput(BaseModel):
+    """Start a prompt's episode: its text (read from the store) becomes the transcript's
+    user message and the `user_message_chunk` event."""
+
+    session_id: str
+    prompt_id: str
+    run_id: str
+    originator: str | None = None
+    retention: int = 8000
+
+
 class ModelStepInput(BaseModel):
     session_id: str
     prompt_id: str
     step: int
     run_id: str
-    user_text: str | None = None
     model_id: str
     shell_enabled: bool = False
     retention: int = 8000
@@ -136,21 +158,41 @@ class ToolStepInput(BaseModel):
     prompt_id: str
     workspace_cwd: str
     run_id: str
+    step: int = 0
     call: ModelToolCall
     shell_enabled: bool = False
     retention: int = 8000
     # "run": execute and report; "refuse": report as failed without running.
     action: Literal["run", "refuse"] = "run"
     refusal: str | None = None
+    # File tools: the target's content hash when the call was proposed (compare-and-swap).
+    expected_hash: str | None = None
+
+    @property
+    def call_key(self) -> str:
+        """The call within its session: prompt, model step and the model's call id (bounded)."""
+        call = self.call.id if len(self.call.id) <= 64 else _digest(self.call.id)
+        return f"{self.prompt_id}/s{self.step}/{call}"
+
+    @property
+    def op_id(self) -> str:
+        """The call's operation id: the same for every retry of its activity."""
+        return f"session/{self.session_id}/{self.call_key}"
 
 
 class ToolPreview(BaseModel):
     tool_call: dict[str, Any]
     kind: str
+    # File tools: the target's content hash now (see ToolStepInput.expected_hash).
+    target_hash: str | None = None
 
 
 class ToolStepResult(BaseModel):
     status: Literal["completed", "failed"]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 SessionInput.model_rebuild()

@@ -1,0 +1,139 @@
+"""Tool calls with a side effect, run exactly once (files) or at most once (commands).
+
+The workflow gives every such call an operation id (stable across activity
+retries) and, for a file tool, the content hash of the target captured when the
+call was proposed. Here:
+
+- A file write is a compare-and-swap: it applies only to the content the call
+  was decided on. The ledger records the intent (pre- and post-image hashes, the
+  result) before the write and marks it done after. A retry that finds the op
+  done returns the recorded result; one that finds it started and the file at
+  its post-image completes it without writing again; one that finds the file at
+  its pre-image writes it; anything else is a conflict, and nothing is written.
+- A shell command cannot be made idempotent: it is recorded as started before
+  it runs. A retry that finds it started but not done reports `outcome_unknown`
+  and never runs it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from activities.workspace_tools import (
+    FILE_TOOLS,
+    ToolError,
+    ToolInvocation,
+    ToolResult,
+    WorkspaceTools,
+    failed_result,
+)
+from runtime.store.operations import Operation, OperationLedger
+from runtime.workspace.files import HashMismatch, atomic_write, content_hash, file_hash, path_lock
+
+OUTCOME_UNKNOWN = "outcome_unknown"
+
+
+async def run_once(
+    tools: WorkspaceTools,
+    ledger: OperationLedger,
+    invocation: ToolInvocation,
+    *,
+    op_id: str,
+    expected_hash: str | None,
+) -> ToolResult:
+    """Run a mutating tool call under `op_id`; a retry never repeats its effect."""
+    record = await asyncio.to_thread(ledger.get, op_id)
+    if record is not None and record.state == "done" and record.result is not None:
+        return ToolResult.model_validate(record.result)
+    if invocation.tool_name in FILE_TOOLS:
+        return await asyncio.to_thread(
+            _file_once, tools, ledger, invocation, op_id, expected_hash, record
+        )
+    if record is not None:
+        # Started by an attempt that never reported: it may or may not have run.
+        unknown = _outcome_unknown(invocation)
+        await asyncio.to_thread(ledger.finish, op_id, unknown.model_dump(mode="json"))
+        return unknown
+    await asyncio.to_thread(ledger.begin, op_id, invocation.tool_name)
+    result = await tools.run(invocation)
+    await asyncio.to_thread(ledger.finish, op_id, result.model_dump(mode="json"))
+    return result
+
+
+def _file_once(
+    tools: WorkspaceTools,
+    ledger: OperationLedger,
+    invocation: ToolInvocation,
+    op_id: str,
+    expected_hash: str | None,
+    record: Operation | None,
+) -> ToolResult:
+    root = tools.root()
+    if root is None:
+        return failed_result("The workspace does not exist.")
+    try:
+        path = tools.target(root, invocation)
+    except (ToolError, ValueError) as err:
+        return failed_result(str(err))
+    with path_lock(path):
+        current = file_hash(path)
+        if record is not None and record.result is not None:
+            if current == record.post_hash:
+                # The earlier attempt's write landed; it died before saying so.
+                ledger.finish(op_id, record.result)
+                return ToolResult.model_validate(record.result)
+            expected_hash = record.pre_hash
+        if expected_hash is not None and current != expected_hash:
+            return _conflict(root, path, expected_hash, current)
+        try:
+            change = tools.plan_change(root, invocation.tool_name, invocation.arguments)
+        except ToolError as err:
+            return failed_result(str(err))
+        except ValueError as err:
+            return failed_result(f"Invalid arguments: {err}")
+        new = change.new.encode("utf-8")
+        result = change.result.model_dump(mode="json")
+        if record is None:
+            ledger.begin(
+                op_id,
+                invocation.tool_name,
+                pre_hash=change.pre_hash,
+                post_hash=content_hash(new),
+                result=result,
+            )
+        try:
+            atomic_write(path, new, expected=change.pre_hash)
+        except HashMismatch as err:
+            conflict = _conflict(root, path, err.expected, err.found)
+            ledger.finish(op_id, conflict.model_dump(mode="json"))
+            return conflict
+        except OSError as err:
+            failed = failed_result(f"{type(err).__name__}: {err.strerror or err}")
+            ledger.finish(op_id, failed.model_dump(mode="json"))
+            return failed
+        ledger.finish(op_id, result)
+        return change.result
+
+
+def _conflict(root: Path, path: Path, expected: str, found: str) -> ToolResult:
+    shown = path.relative_to(root) if path.is_relative_to(root) else path
+    return failed_result(
+        f"{shown} changed since this call was proposed (expected {expected}, found {found}); "
+        "nothing was written."
+    )
+
+
+def _outcome_unknown(invocation: ToolInvocation) -> ToolResult:
+    command = invocation.arguments.get("command")
+    message = (
+        f"{OUTCOME_UNKNOWN}: the worker running this command stopped before it reported, "
+        "so whether it ran is unknown; it was not run again."
+    )
+    text = f"Command: {command}\nError: {message}"
+    return ToolResult(
+        status="failed",
+        output_text=text,
+        content=[{"type": "content", "content": {"type": "text", "text": text}}],
+        error=message,
+    )

@@ -1,0 +1,200 @@
+"""When no worker answers: 503 `worker_unavailable` with Retry-After, and the operation is
+not applied later behind the caller's back (issue 7, defect 3). Prompts of any size
+never travel through workflow history (defect 2)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from api.routes import session_common
+from runtime.contracts import JournalEventIn
+from runtime.settings import Settings
+from runtime.store import EventJournal, Store, upgrade_to_head
+from tests.conftest import ApiFactory
+from tests.session_helpers import Daemon, write_prompt
+from worker import build_worker
+from workflows.session import _dedupe_key
+
+VOTE = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+
+
+class Worker:
+    """An in-process worker a test can stop and start again."""
+
+    def __init__(self, env: WorkflowEnvironment, settings: Settings, store: Store) -> None:
+        self.env, self.settings, self.store = env, settings, store
+        self.stack: AsyncExitStack | None = None
+
+    async def start(self) -> None:
+        self.stack = AsyncExitStack()
+        await self.stack.enter_async_context(
+            build_worker(self.env.client, self.settings, self.store)
+        )
+
+    async def stop(self) -> None:
+        assert self.stack is not None
+        await self.stack.aclose()
+        self.stack = None
+
+
+Setup = Callable[..., Awaitable[tuple[Daemon, Worker]]]
+
+
+@pytest.fixture
+async def setup(
+    api: ApiFactory,
+    dev_env: WorkflowEnvironment,
+    task_queue: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[Setup]:
+    # No worker at all in these tests' outages: no task can be mid-flight, so the
+    # grace for one (the workflow task timeout) is not needed to wait out.
+    monkeypatch.setattr(session_common, "ACCEPT_GRACE", 0.5)
+    workers: list[Worker] = []
+    stores: list[Store] = []
+
+    async def make(**overrides: Any) -> tuple[Daemon, Worker]:
+        workspace = tmp_path / "ws"
+        workspace.mkdir(exist_ok=True)
+        values: dict[str, Any] = {
+            "data_dir": tmp_path / ".data",
+            "task_queue": task_queue,
+            "workspace": workspace,
+            "worker_wait_ms": 500,
+            **overrides,
+        }
+        settings = Settings(**values)
+        store = Store(settings.resolved_database_url)
+        upgrade_to_head(store.engine)
+        stores.append(store)
+        client = await api(**values)
+        worker = Worker(dev_env, settings, store)
+        workers.append(worker)
+        daemon = Daemon(client=client, workspace=workspace.resolve(), journal=EventJournal(store))
+        return daemon, worker
+
+    yield make
+    for worker in workers:
+        if worker.stack is not None:
+            await worker.stop()
+    for store in stores:
+        store.dispose()
+
+
+def _is_worker_unavailable(response: Any) -> None:
+    assert response.status_code == 503, response.text
+    assert response.json()["code"] == "worker_unavailable"
+    assert response.headers["Retry-After"]
+
+
+async def test_without_a_worker_routes_answer_503_and_apply_nothing(setup: Setup) -> None:
+    d, worker = await setup()
+    sid = (await d.create())["sessionId"]
+    _is_worker_unavailable(await d.prompt(sid, "never run"))
+    _is_worker_unavailable(
+        await d.client.post(f"/session/{sid}/model", json={"modelId": "scripted"})
+    )
+    _is_worker_unavailable(await d.client.delete(f"/session/{sid}"))
+    _is_worker_unavailable(await d.client.get(f"/session/{sid}/pending-prompts"))
+    await worker.start()
+    # The worker now sees the updates the API gave up on, and refuses every one.
+    waited = await d.client.post(
+        f"/session/{sid}/prompt",
+        headers={"Prefer": "wait"},
+        json={"prompt": [{"type": "text", "text": "after the outage"}]},
+    )
+    assert waited.json() == {"stopReason": "end_turn"}
+    types = [e["type"] for e in d.events(sid)]
+    assert "model_switched" not in types and "session_closed" not in types
+    texts = [
+        e["data"]["update"]["content"]["text"]
+        for e in d.events(sid)
+        if e["type"] == "session_update"
+        and e["data"]["update"]["sessionUpdate"] == "user_message_chunk"
+    ]
+    assert texts == ["after the outage"]
+    listed = await d.client.get(f"/workspace/{str(d.workspace).replace('/', '%2F')}/sessions")
+    assert [s["sessionId"] for s in listed.json()["sessions"]] == [sid]
+
+
+async def test_a_vote_no_worker_took_is_not_applied(setup: Setup) -> None:
+    d, worker = await setup()
+    await worker.start()
+    sid = (await d.create())["sessionId"]
+    prompt_id = (await d.prompt(sid, write_prompt(d.workspace, "v.txt"))).json()["promptId"]
+    events = await d.wait_for(sid, "permission_request", prompt_id=prompt_id)
+    rid = events[-1]["data"]["requestId"]
+    await worker.stop()
+    _is_worker_unavailable(await d.client.post(f"/permission/{rid}", json=VOTE))
+    await worker.start()
+    pending = await d.client.get(f"/session/{sid}/pending-prompts")
+    assert pending.status_code == 200
+    assert "permission_resolved" not in [e["type"] for e in d.events(sid)]
+    assert not (d.workspace / "v.txt").exists()
+    again = await d.client.post(f"/permission/{rid}", json=VOTE)
+    assert again.status_code == 200, again.text
+    events = await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    assert [e["type"] for e in events].count("permission_resolved") == 1
+    assert (d.workspace / "v.txt").read_text() == "hi\n"
+
+
+async def test_a_prompt_over_the_limit_is_413_before_anything_is_journaled(
+    setup: Setup,
+) -> None:
+    d, worker = await setup(max_prompt_bytes=1000)
+    await worker.start()
+    sid = (await d.create())["sessionId"]
+    before = d.events(sid)
+    response = await d.prompt(sid, "é" * 501)  # 1002 bytes of UTF-8
+    assert response.status_code == 413, response.text
+    body = response.json()
+    assert body["code"] == "prompt_too_large"
+    assert body["limit"] == 1000 and body["size"] == 1002
+    assert d.events(sid) == before
+
+
+async def test_a_multi_megabyte_prompt_runs_and_later_prompts_are_whole(setup: Setup) -> None:
+    """Over gRPC's 4 MB message limit: it would break the session if it went through history."""
+    d, worker = await setup(max_prompt_bytes=8 * 1024 * 1024, worker_wait_ms=15_000)
+    await worker.start()
+    sid = (await d.create())["sessionId"]
+    big = "a" * (5 * 1024 * 1024)
+    first = await d.client.post(
+        f"/session/{sid}/prompt",
+        headers={"Prefer": "wait"},
+        json={"prompt": [{"type": "text", "text": big}]},
+        timeout=120,
+    )
+    assert first.json() == {"stopReason": "end_turn"}, first.text
+    for text in ("second", "third"):
+        waited = await d.client.post(
+            f"/session/{sid}/prompt",
+            headers={"Prefer": "wait"},
+            json={"prompt": [{"type": "text", "text": text}]},
+        )
+        assert waited.json() == {"stopReason": "end_turn"}
+    chunks = [
+        e["data"]["update"]["content"]["text"]
+        for e in d.events(sid)
+        if e["type"] == "session_update"
+        and e["data"]["update"]["sessionUpdate"] == "user_message_chunk"
+    ]
+    assert chunks == [big, "second", "third"]
+    assert [e["type"] for e in d.events(sid)].count("turn_complete") == 3
+
+
+def test_events_at_the_same_position_with_other_content_get_other_keys() -> None:
+    """A failed workflow task's journaled events must not swallow the next task's."""
+    a = JournalEventIn(type="session_update", data={"data": {"text": "a"}})
+    b = JournalEventIn(type="session_update", data={"data": {"text": "b"}})
+    key_a = _dedupe_key("run", 3, a)
+    assert key_a != _dedupe_key("run", 3, b)
+    assert key_a == _dedupe_key("run", 3, a.model_copy())
+    assert key_a.startswith("run/e3/")
