@@ -34,6 +34,11 @@ def worker_unavailable() -> ApiError:
     )
 
 
+def temporal_unavailable(detail: str = "Temporal is not reachable") -> ApiError:
+    """A call to the Temporal server that failed or did not answer in time."""
+    return ApiError(503, {"error": detail, "code": "temporal_unavailable"}, {"Retry-After": "5"})
+
+
 def json_error(
     status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
 ) -> JSONResponse:

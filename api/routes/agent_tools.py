@@ -21,10 +21,11 @@ from temporalio.client import (
 )
 from temporalio.common import TypedSearchAttributes
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from api.agent_tools_guard import MutationDep, SessionDep
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
-from api.errors import ApiError, worker_unavailable
+from api.errors import ApiError, temporal_unavailable, worker_unavailable
 from runtime.agent_tools.calls import (
     IdempotencyConflict,
     execute_call,
@@ -54,6 +55,7 @@ router = APIRouter(prefix="/api/v1/agent-tools")
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$"
 WorkspaceQuery = Annotated[str | None, Query(pattern=WORKSPACE_PATTERN)]
 UPDATE_WAIT = 30.0
+START_WAIT = 10.0
 
 
 class TurnCreate(BaseModel):
@@ -176,17 +178,26 @@ async def create_turn(
         event_retention=settings.agent_tools_max_events,
     )
     try:
-        await client.start_workflow(
-            TurnWorkflow.run,
-            request,
-            id=workflow_id,
-            task_queue=settings.task_queue,
-            search_attributes=TypedSearchAttributes(turn_search_attributes(request)),
-            # Shown in the Web UI next to the workflow: what the turn is about.
-            memo={"prompt": body.prompt[:200], "agent": body.agent, "workspace": workspace},
+        await asyncio.wait_for(
+            client.start_workflow(
+                TurnWorkflow.run,
+                request,
+                id=workflow_id,
+                task_queue=settings.task_queue,
+                search_attributes=TypedSearchAttributes(turn_search_attributes(request)),
+                # Shown in the Web UI next to the workflow: what the turn is about.
+                memo={"prompt": body.prompt[:200], "agent": body.agent, "workspace": workspace},
+            ),
+            START_WAIT,
         )
     except WorkflowAlreadyStartedError:
         response.status_code = 200  # the same turn again: idempotent
+    except (RPCError, TimeoutError) as err:
+        # The row stays (the turn's identity, and its workflow reads the prompt from it):
+        # the same POST again starts the workflow, or finds it started.
+        raise temporal_unavailable(
+            f'Temporal did not start turn "{turn_id}"; POST it again with the same turn_id'
+        ) from err
     return {
         "turn_id": turn_id,
         "workspace": workspace,
@@ -217,15 +228,30 @@ async def get_turn(
 ) -> dict[str, Any]:
     ws = workspace or settings.agent_tools_workspace
     _row, handle = await _turn_handle(client, settings, store, ws, turn_id)
-    state = await _query_state(handle)
+    state = await _query_state(handle, turn_id)
     return state.model_dump()
 
 
-async def _query_state(handle: WorkflowHandle[Any, Any]) -> TurnState:
+async def _query_state(handle: WorkflowHandle[Any, Any], turn_id: str) -> TurnState:
     try:
         return await asyncio.wait_for(handle.query(TurnWorkflow.state), UPDATE_WAIT)
     except TimeoutError as err:
         raise worker_unavailable() from err
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            # The API went away between recording the turn and starting its workflow.
+            raise ApiError(
+                409,
+                {
+                    "error": f'Turn "{turn_id}" was recorded but its workflow never started; '
+                    "POST /turns again with the same turn_id and prompt to start it",
+                    "code": "turn_not_started",
+                    "turn_id": turn_id,
+                },
+            ) from err
+        if err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+            raise worker_unavailable() from err
+        raise temporal_unavailable() from err
 
 
 @router.post("/turns/{turn_id}/resume")
@@ -239,7 +265,7 @@ async def resume_turn(
 ) -> dict[str, Any]:
     workspace = (body.workspace if body else None) or settings.agent_tools_workspace
     _row, handle = await _turn_handle(client, settings, store, workspace, turn_id)
-    state = await _query_state(handle)
+    state = await _query_state(handle, turn_id)
     if state.status != "awaiting_authorization" or state.research_id is None:
         raise ApiError(
             409,

@@ -25,7 +25,7 @@ from temporalio.common import TypedSearchAttributes
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.errors import INVALID_JSON, ApiError, worker_unavailable
+from api.errors import INVALID_JSON, ApiError, temporal_unavailable, worker_unavailable
 from runtime.policy.approval import AVAILABLE_MODES
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
@@ -288,8 +288,4 @@ async def _rpc_failure(err: RPCError, store: Store | None, session_id: str) -> A
         return session_not_found(session_id)
     if err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
         return worker_unavailable()
-    return ApiError(
-        503,
-        {"error": "Temporal is not reachable", "code": "temporal_unavailable"},
-        {"Retry-After": "5"},
-    )
+    return temporal_unavailable()

@@ -333,9 +333,7 @@ async def _restore(
         await start_session(client, settings, record)
         client_id = client_id_of(request) or f"client_{uuid.uuid4()}"
         await register_client(store, session_id, client_id)
-        status = await session_status(
-            client, session_id, store, settings.worker_wait_ms / 1000
-        )
+        status = await session_status(client, session_id, store, settings.worker_wait_ms / 1000)
         result = {
             "sessionId": session_id,
             "workspaceCwd": record.workspace_cwd,
