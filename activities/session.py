@@ -140,7 +140,11 @@ class SessionActivities:
         if request.action == "refuse":
             status, text, content = "failed", request.refusal or "refused", []
         else:
-            tools = WorkspaceTools(Path(request.workspace_cwd), request.shell_enabled)
+            tools = WorkspaceTools(
+                Path(request.workspace_cwd),
+                request.shell_enabled,
+                search_timeout=self.settings.session_search_timeout_ms / 1000,
+            )
             result = await tools.run(_invocation(request))
             status = result.status
             text = result.output_text if result.status == "completed" else (result.error or "")

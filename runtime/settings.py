@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     permission_response_timeout_ms: int = Field(default=300_000, ge=0)
     prompt_deadline_ms: int | None = Field(default=None, ge=1)
     session_shell: bool = False
+    # The time bound of one search tool call (glob, grep_search) of a session; below the
+    # 2-minute bound of the activity that runs it.
+    session_search_timeout_ms: int = Field(default=30_000, ge=1, le=100_000)
 
     # Agent-tools gateway: default investigation workspace and retention windows (FIFO).
     agent_tools_workspace: str = "demo"
