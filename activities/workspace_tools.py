@@ -549,6 +549,14 @@ def _edited(root: Path, path: Path, old_text: str | None, args: dict[str, Any]) 
             f"old_string matches {count} times in {shown}: add context to make it unique, "
             "or set replace_all."
         )
+    replaced = count if replace_all else 1
+    size = len(old_text) + replaced * (len(new_string) - len(old_string))
+    if size > MAX_FILE_BYTES:
+        # Refused before building it: replace_all of a short string in a large file can ask
+        # for gigabytes, copied with the GIL held.
+        raise ToolError(
+            f"The edit would make {shown} too large ({size} characters, over {MAX_FILE_BYTES})."
+        )
     if replace_all:
         return old_text.replace(old_string, new_string), count
     return old_text.replace(old_string, new_string, 1), 1

@@ -13,6 +13,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.workspace_search import MAX_INCLUDE_PATTERNS, expand_braces
 from activities.workspace_tools import (
+    MAX_FILE_BYTES,
     MAX_OUTPUT_BYTES,
     SEARCH_SCRIPT,
     RunToolInput,
@@ -261,6 +262,25 @@ async def test_grep_include_brace_bomb_is_refused(ws: Path) -> None:
     assert expand_braces("*.{ts,tsx}") == ["*.ts", "*.tsx"]
     assert expand_braces("{a,b}/*.{c,d}") == ["a/*.c", "a/*.d", "b/*.c", "b/*.d"]
     assert expand_braces("*.py") == ["*.py"]
+
+
+async def test_edit_refuses_a_result_over_the_file_bound(ws: Path) -> None:
+    (ws / "many.txt").write_text("a" * 100_000)
+    args = {
+        "file_path": "many.txt",
+        "old_string": "a",
+        "new_string": "b" * 100,  # 10^7 characters once replaced everywhere
+        "replace_all": True,
+    }
+    result = await run(ws, "edit", args)
+    assert result.status == "failed"
+    assert result.error == (
+        f"The edit would make many.txt too large (10000000 characters, over {MAX_FILE_BYTES})."
+    )
+    assert (ws / "many.txt").read_text() == "a" * 100_000
+    assert describe_call(ws, call("edit", args))["content"] == []
+    ok = await run(ws, "edit", {**args, "new_string": "bb"})
+    assert ok.status == "completed" and (ws / "many.txt").read_text() == "bb" * 100_000
 
 
 async def test_cancelled_search_kills_its_process(ws: Path) -> None:
