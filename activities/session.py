@@ -218,7 +218,11 @@ class SessionActivities:
         return await self._report(request, result)
 
     def _tools(self, request: ToolStepInput) -> WorkspaceTools:
-        return WorkspaceTools(Path(request.workspace_cwd), request.shell_enabled)
+        return WorkspaceTools(
+            Path(request.workspace_cwd),
+            request.shell_enabled,
+            search_timeout=self.settings.session_search_timeout_ms / 1000,
+        )
 
     async def _report(self, request: ToolStepInput, result: ToolResult) -> ToolStepResult:
         """The call's `tool_call_update` event and its answer in the transcript (idempotent)."""

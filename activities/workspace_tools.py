@@ -26,6 +26,16 @@ minimal environment (PATH, HOME, LANG, TERM, TMPDIR: no API key or token reaches
 A command that exits with a non-zero code is still `completed` (its exit code is in
 the output, as the reference reports it); a timeout or a failure to start is `failed`.
 
+The search tools (`glob`, `grep_search`) run in a child interpreter
+(`activities.workspace_search`, the same `re` and `pathlib` semantics), never on the
+worker's own threads: a regex that backtracks catastrophically (`(a+)+$`) or a
+glob of nested `**` would otherwise hold the GIL or the CPU and starve every other
+workflow of the worker. The whole call (every file searched) is bounded by
+`search_timeout` (`SEARCH_TIMEOUT_SECONDS`, or the worker's
+`session_search_timeout_ms`); past it the child is killed and the call is `failed`
+with a message naming the bound. An `include` may expand to at most
+`MAX_INCLUDE_PATTERNS` brace alternatives.
+
 Everything a result carries is bounded: `output_text` to `MAX_OUTPUT_BYTES` (UTF-8),
 and a diff side to `MAX_DIFF_CHARS` (a larger diff becomes a one-line note), so a
 result can travel through workflow history.
@@ -39,19 +49,21 @@ adds `"sessionUpdate": "tool_call"` / `"tool_call_update"` around them.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
+import json
 import os
-import re
 import signal
-from collections.abc import Callable
+import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
 from temporalio import activity
 
+from activities import workspace_search
 from activities.heartbeat import heartbeating
 from activities.llm import ToolSpec
+from activities.workspace_search import MAX_GREP_MATCHES
 from runtime.policy.approval import tool_kind
 from runtime.telemetry import tracer
 from runtime.workspace.files import ABSENT, atomic_write, content_hash, file_hash
@@ -61,13 +73,9 @@ MAX_DIFF_CHARS: Final = 32 * 1024
 MAX_FILE_BYTES: Final = 8 * 1024 * 1024  # read_file / edit refuse larger files
 DEFAULT_READ_LINES: Final = 2000
 MAX_LIST_ENTRIES: Final = 1000
-MAX_GLOB_RESULTS: Final = 500
-MAX_GREP_MATCHES: Final = 200
-MAX_GREP_FILE_BYTES: Final = 1024 * 1024
-MAX_GREP_FILES: Final = 20_000
-MAX_GREP_LINE_CHARS: Final = 300
 SHELL_TIMEOUT_SECONDS: Final = 120.0
-SKIPPED_DIRS: Final = frozenset({".git"})
+SEARCH_TIMEOUT_SECONDS: Final = 30.0  # one whole glob or grep_search call
+SEARCH_SCRIPT: Final = Path(workspace_search.__file__)
 
 ToolStatus = Literal["completed", "failed"]
 
@@ -166,7 +174,7 @@ def tool_specs(shell_enabled: bool) -> list[ToolSpec]:
             name="grep_search",
             description=(
                 "Search file contents with a regular expression; returns matching lines "
-                "with their file and line number."
+                "with their file and line number. Searches time out."
             ),
             parameters=_schema(
                 {
@@ -488,11 +496,6 @@ def _resolve(root: Path, raw: str) -> Path:
     return real
 
 
-def _inside(root: Path, path: Path) -> bool:
-    real = Path(os.path.realpath(path))
-    return real == root or root in real.parents
-
-
 # ---------------------------------------------------------------------------
 # Argument helpers
 
@@ -577,18 +580,17 @@ def _edited(root: Path, path: Path, old_text: str | None, args: dict[str, Any]) 
             f"old_string matches {count} times in {shown}: add context to make it unique, "
             "or set replace_all."
         )
+    replaced = count if replace_all else 1
+    size = len(old_text) + replaced * (len(new_string) - len(old_string))
+    if size > MAX_FILE_BYTES:
+        # Refused before building it: replace_all of a short string in a large file can ask
+        # for gigabytes, copied with the GIL held.
+        raise ToolError(
+            f"The edit would make {shown} too large ({size} characters, over {MAX_FILE_BYTES})."
+        )
     if replace_all:
         return old_text.replace(old_string, new_string), count
     return old_text.replace(old_string, new_string, 1), 1
-
-
-def _expand_braces(pattern: str) -> list[str]:
-    """`*.{ts,tsx}` → `*.ts`, `*.tsx` (fnmatch has no braces)."""
-    match = re.search(r"\{([^{}]*)\}", pattern)
-    if match is None:
-        return [pattern]
-    head, tail = pattern[: match.start()], pattern[match.end() :]
-    return [x for alt in match.group(1).split(",") for x in _expand_braces(head + alt + tail)]
 
 
 # ---------------------------------------------------------------------------
@@ -602,11 +604,13 @@ class WorkspaceTools:
         shell_enabled: bool = False,
         *,
         shell_timeout: float = SHELL_TIMEOUT_SECONDS,
+        search_timeout: float = SEARCH_TIMEOUT_SECONDS,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
     ) -> None:
         self.workspace = Path(workspace)
         self.shell_enabled = shell_enabled
         self.shell_timeout = shell_timeout
+        self.search_timeout = search_timeout
         self.max_output_bytes = max_output_bytes
 
     @activity.defn(name="workspace.run_tool")
@@ -627,6 +631,7 @@ class WorkspaceTools:
                 cwd,
                 self.shell_enabled and request.shell_enabled,
                 shell_timeout=self.shell_timeout,
+                search_timeout=self.search_timeout,
                 max_output_bytes=self.max_output_bytes,
             )
         with tracer.start_as_current_span(f"tool {request.invocation.tool_name}"):
@@ -637,18 +642,24 @@ class WorkspaceTools:
         root = _real_root(self.workspace)
         if root is None:
             return failed_result("The workspace does not exist.")
+        # File tools do bounded, linear I/O on a thread; the search tools and the shell run
+        # in child processes killed at their time bound (CPU-bound work holds the GIL).
         handlers: dict[str, Callable[[Path, dict[str, Any]], ToolResult]] = {
             "read_file": self._read_file,
             "list_directory": self._list_directory,
-            "glob": self._glob,
-            "grep_search": self._grep_search,
             "write_file": self._write_file,
             "edit": self._edit,
         }
+        children: dict[str, Callable[[Path, dict[str, Any]], Awaitable[ToolResult]]] = {
+            "glob": self._glob,
+            "grep_search": self._grep_search,
+            "run_shell_command": self._shell,
+        }
         args = invocation.arguments
         try:
-            if invocation.tool_name == "run_shell_command":
-                return await self._shell(root, args)
+            child = children.get(invocation.tool_name)
+            if child is not None:
+                return await child(root, args)
             handler = handlers.get(invocation.tool_name)
             if handler is None:
                 return failed_result(f'Tool "{invocation.tool_name}" not found.')
@@ -717,76 +728,51 @@ class WorkspaceTools:
             locations=[{"path": str(path)}],
         )
 
-    def _glob(self, root: Path, args: dict[str, Any]) -> ToolResult:
+    async def _glob(self, root: Path, args: dict[str, Any]) -> ToolResult:
         pattern = _required_str(args, "pattern")
         if Path(pattern).is_absolute():
             raise ToolError("pattern must be relative to path.")
         base = _resolve(root, _optional_str(args, "path") or ".")
         if not base.is_dir():
             raise ToolError(f"Directory not found: {_relative(root, base)}")
-        found: list[Path] = []
-        more = False
-        try:
-            for match in base.glob(pattern):
-                if SKIPPED_DIRS.intersection(match.relative_to(base).parts):
-                    continue
-                if not match.is_file() or not _inside(root, match):
-                    continue
-                if len(found) == MAX_GLOB_RESULTS:
-                    more = True
-                    break
-                found.append(Path(os.path.realpath(match)))
-        except (NotImplementedError, ValueError) as err:
-            raise ToolError(f"Invalid glob pattern: {err}") from err
-        found = sorted(set(found))
+        answer = await self._search(
+            "glob",
+            {"op": "glob", "root": str(root), "base": str(base), "pattern": pattern},
+            hint="the pattern may match too many paths (nested **)",
+        )
+        found = [str(p) for p in answer["paths"]]
         if not found:
             text = f'No files found matching pattern "{pattern}" within {base}.'
         else:
             text = (
                 f'Found {len(found)} file(s) matching "{pattern}" within {base}'
-                + (" (first results only)" if more else "")
+                + (" (first results only)" if answer["more"] else "")
                 + ":\n"
-                + "\n".join(str(p) for p in found)
+                + "\n".join(found)
             )
         text = self._bound(text)
         return ToolResult(status="completed", output_text=text, content=[_text_item(text)])
 
-    def _grep_search(self, root: Path, args: dict[str, Any]) -> ToolResult:
+    async def _grep_search(self, root: Path, args: dict[str, Any]) -> ToolResult:
         pattern = _required_str(args, "pattern")
         include = _optional_str(args, "include")
-        try:
-            regex = re.compile(pattern)
-        except re.error as err:
-            raise ToolError(f"Invalid regular expression: {err}") from err
         base = _resolve(root, _optional_str(args, "path") or ".")
         shown = _relative(root, base)
         if not base.exists():
             raise ToolError(f"Path not found: {shown}")
-        filters = _expand_braces(include) if include else []
-        matches: dict[str, list[str]] = {}
-        count = 0
-        for path in self._grep_files(root, base):
-            rel = _relative(root, path)
-            if filters and not any(
-                fnmatch.fnmatch(path.name, f) or fnmatch.fnmatch(rel, f) for f in filters
-            ):
-                continue
-            try:
-                if path.stat().st_size > MAX_GREP_FILE_BYTES:
-                    continue
-                data = path.read_bytes()
-            except OSError:
-                continue
-            if b"\x00" in data[:8192]:
-                continue
-            for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-                if regex.search(line):
-                    matches.setdefault(rel, []).append(f"L{number}: {line[:MAX_GREP_LINE_CHARS]}")
-                    count += 1
-                    if count >= MAX_GREP_MATCHES:
-                        break
-            if count >= MAX_GREP_MATCHES:
-                break
+        answer = await self._search(
+            "grep_search",
+            {
+                "op": "grep",
+                "root": str(root),
+                "base": str(base),
+                "pattern": pattern,
+                "include": include,
+            },
+            hint="the pattern may backtrack catastrophically",
+        )
+        matches: dict[str, list[str]] = answer["matches"]
+        count: int = answer["count"]
         where = f'in path "{shown}"' + (f' (filter: "{include}")' if include else "")
         if not matches:
             text = f'No matches found for pattern "{pattern}" {where}.'
@@ -802,21 +788,19 @@ class WorkspaceTools:
         text = self._bound(text)
         return ToolResult(status="completed", output_text=text, content=[_text_item(text)])
 
-    @staticmethod
-    def _grep_files(root: Path, base: Path) -> list[Path]:
-        if base.is_file():
-            return [base]
-        files: list[Path] = []
-        for current, dirs, names in os.walk(base, followlinks=False):
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-            for name in sorted(names):
-                path = Path(current) / name
-                if path.is_symlink() and not _inside(root, path):
-                    continue
-                files.append(path)
-                if len(files) >= MAX_GREP_FILES:
-                    return files
-        return files
+    async def _search(self, tool: str, request: dict[str, Any], *, hint: str) -> dict[str, Any]:
+        """Run a search in a child process (`activities.workspace_search`), killed at the
+        call's time bound, so no pattern can hold the worker's interpreter or outlive it."""
+        answer = await run_search(request, self.search_timeout)
+        if answer is None:
+            raise ToolError(
+                f"{tool} timed out after {self.search_timeout:g} s and was stopped: {hint}; "
+                "narrow the search with path or include, or simplify the pattern."
+            )
+        error = answer.get("error")
+        if isinstance(error, str):
+            raise ToolError(error)
+        return answer
 
     # -- edit ---------------------------------------------------------------
 
@@ -943,6 +927,45 @@ def _shell_env(cwd: Path) -> dict[str, str]:
     if "TMPDIR" in os.environ:
         env["TMPDIR"] = os.environ["TMPDIR"]
     return env
+
+
+async def run_search(request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """The answer of `activities.workspace_search` to `request`, or None when it ran past
+    `timeout` seconds (it is killed then, and when the caller is cancelled)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-I",  # no PYTHON* variables, user site or script directory: the stdlib only
+        str(SEARCH_SCRIPT),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+        start_new_session=True,
+    )
+    payload = json.dumps({**request, "timeout": timeout}).encode()
+    try:
+        out, err = await asyncio.wait_for(process.communicate(payload), timeout)
+    except TimeoutError:
+        return None
+    finally:
+        _kill_group(process.pid)
+        if process.returncode is None:
+            await process.wait()
+    if process.returncode != 0:
+        if process.returncode == -signal.SIGXCPU:
+            return None  # its own CPU bound stopped it
+        lines = err.decode("utf-8", errors="replace").strip().splitlines()
+        raise ToolError(
+            f"The search failed (exit code {process.returncode})"
+            + (f": {lines[-1]}" if lines else ".")
+        )
+    try:
+        answer = json.loads(out)
+    except ValueError as error:
+        raise ToolError(f"The search failed: unreadable answer ({error}).") from error
+    if not isinstance(answer, dict):
+        raise ToolError("The search failed: unreadable answer.")
+    return answer
 
 
 def _kill_group(pid: int) -> None:

@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     # 503 worker_unavailable; the update's validator refuses it after that, so it is
     # never applied behind the caller's back (api/routes/session_common.update_session).
     worker_wait_ms: int = Field(default=15_000, ge=100)
+    # The time bound of one search tool call (glob, grep_search) of a session; below the
+    # 2-minute bound of the activity that runs it.
+    session_search_timeout_ms: int = Field(default=30_000, ge=1, le=100_000)
 
     # Agent-tools gateway: default investigation workspace and retention windows (FIFO).
     agent_tools_workspace: str = "demo"

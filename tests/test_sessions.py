@@ -412,6 +412,49 @@ async def test_cancel_when_idle_is_204(daemon: DaemonFactory) -> None:
     assert (await d.client.post(f"/session/{sid}/cancel")).status_code == 204
 
 
+# -- tools ---------------------------------------------------------------------------------
+
+
+def _tool_updates(d: Daemon, sid: str, prompt_id: str, kind: str) -> list[dict[str, Any]]:
+    return [
+        e["data"]["update"]
+        for e in d.events(sid)
+        if e.get("promptId") == prompt_id
+        and e["type"] == "session_update"
+        and e["data"]["update"]["sessionUpdate"] == kind
+    ]
+
+
+async def test_a_catastrophic_regex_does_not_stall_other_sessions(daemon: DaemonFactory) -> None:
+    """The worker serves another session while one grep_search backtracks without end
+    (64 "a": 2^64 steps; in the worker's own interpreter, it held the GIL for good)."""
+    d = await daemon(session_search_timeout_ms=5_000)
+    (d.workspace / "evil.txt").write_text("a" * 64 + "!\n")
+    evil = (await d.create())["sessionId"]
+    other = (await d.create(sessionScope="thread"))["sessionId"]
+    response = await d.prompt(evil, '/call grep_search {"pattern": "(a+)+$"}\n/say searched')
+    assert response.status_code == 202
+    grep_prompt = response.json()["promptId"]
+    for _ in range(1000):  # the grep is decided (and about to run)
+        if _tool_updates(d, evil, grep_prompt, "tool_call"):
+            break
+        await asyncio.sleep(0.02)
+    assert _tool_updates(d, evil, grep_prompt, "tool_call")
+
+    answer = await d.prompt(other, "still there?")
+    assert answer.status_code == 202
+    events = await d.wait_for(other, "turn_complete", prompt_id=answer.json()["promptId"])
+    assert events[-1]["data"]["stopReason"] == "end_turn"
+
+    events = await d.wait_for(evil, "turn_complete", prompt_id=grep_prompt)
+    assert events[-1]["data"]["stopReason"] == "end_turn"
+    [update] = _tool_updates(d, evil, grep_prompt, "tool_call_update")
+    assert update["status"] == "failed"
+    text = update["content"][0]["content"]["text"]
+    assert text.startswith("grep_search timed out after 5 s and was stopped"), text
+    assert "backtrack catastrophically" in text
+
+
 # -- permissions ---------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,11 @@ import jsonschema
 import pytest
 from temporalio.testing import ActivityEnvironment
 
+from activities.workspace_search import MAX_INCLUDE_PATTERNS, expand_braces
 from activities.workspace_tools import (
+    MAX_FILE_BYTES,
     MAX_OUTPUT_BYTES,
+    SEARCH_SCRIPT,
     RunToolInput,
     ToolInvocation,
     ToolResult,
@@ -198,6 +202,101 @@ async def test_grep_skips_symlinks_out(ws: Path) -> None:
     assert "top secret" not in result.output_text and "'leak'" not in result.output_text
     direct = await run(ws, "grep_search", {"pattern": "secret", "path": "../outside"})
     assert direct.status == "failed" and "outside the workspace" in (direct.error or "")
+
+
+# -- search bounds: nothing a pattern does can hold the worker ------------------
+
+EVIL_REGEX = "(a+)+$"  # backtracks 2^n times over n "a" and a "!"
+
+
+def search_children() -> list[int]:
+    """Live search processes this test process started (Linux /proc)."""
+    pids = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(SEARCH_SCRIPT).encode() in cmdline:
+                pids.append(int(pid))
+    return pids
+
+
+async def test_grep_catastrophic_regex_is_a_tool_error(ws: Path) -> None:
+    (ws / "evil.txt").write_text("a" * 64 + "!\n")
+    result = await run(ws, "grep_search", {"pattern": EVIL_REGEX}, search_timeout=1.0)
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.startswith("grep_search timed out after 1 s and was stopped")
+    assert "backtrack catastrophically" in result.error
+    assert result.output_text == f"Error: {result.error}"
+    assert search_children() == []
+    # The bound covers the whole call: a slow match per file adds up across files.
+    (ws / "evil.txt").unlink()
+    for i in range(40):
+        (ws / f"slow{i:02}.txt").write_text("a" * 23 + "!\n")
+    many = await run(ws, "grep_search", {"pattern": EVIL_REGEX}, search_timeout=1.0)
+    assert many.status == "failed" and "timed out after 1 s" in (many.error or "")
+    # Other searches are unchanged, with the same bound.
+    ok = await run(ws, "grep_search", {"pattern": "hello"}, search_timeout=1.0)
+    assert ok.status == "completed" and "File: README.md" in ok.output_text
+
+
+async def test_glob_nested_globstars_is_a_tool_error(ws: Path) -> None:
+    deep = ws / "deep"
+    deep.joinpath(*["d"] * 24).mkdir(parents=True)
+    result = await run(ws, "glob", {"pattern": "**/" * 12 + "x"}, search_timeout=1.0)
+    assert result.status == "failed"
+    assert (result.error or "").startswith("glob timed out after 1 s and was stopped")
+    assert search_children() == []
+
+
+async def test_grep_include_brace_bomb_is_refused(ws: Path) -> None:
+    include = "{a,b}" * 40
+    result = await run(ws, "grep_search", {"pattern": "x", "include": include})
+    assert result.status == "failed"
+    assert result.error == (
+        f"include expands to more than {MAX_INCLUDE_PATTERNS} patterns: {include}"
+    )
+    assert expand_braces("*.{ts,tsx}") == ["*.ts", "*.tsx"]
+    assert expand_braces("{a,b}/*.{c,d}") == ["a/*.c", "a/*.d", "b/*.c", "b/*.d"]
+    assert expand_braces("*.py") == ["*.py"]
+
+
+async def test_edit_refuses_a_result_over_the_file_bound(ws: Path) -> None:
+    (ws / "many.txt").write_text("a" * 100_000)
+    args = {
+        "file_path": "many.txt",
+        "old_string": "a",
+        "new_string": "b" * 100,  # 10^7 characters once replaced everywhere
+        "replace_all": True,
+    }
+    result = await run(ws, "edit", args)
+    assert result.status == "failed"
+    assert result.error == (
+        f"The edit would make many.txt too large (10000000 characters, over {MAX_FILE_BYTES})."
+    )
+    assert (ws / "many.txt").read_text() == "a" * 100_000
+    assert describe_call(ws, call("edit", args))["content"] == []
+    ok = await run(ws, "edit", {**args, "new_string": "bb"})
+    assert ok.status == "completed" and (ws / "many.txt").read_text() == "bb" * 100_000
+
+
+async def test_cancelled_search_kills_its_process(ws: Path) -> None:
+    (ws / "evil.txt").write_text("a" * 64 + "!\n")
+    task = asyncio.create_task(
+        run(ws, "grep_search", {"pattern": EVIL_REGEX}, search_timeout=600.0)
+    )
+    for _ in range(1000):
+        if search_children():
+            break
+        await asyncio.sleep(0.02)
+    assert search_children(), "the search process never started"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert search_children() == []
 
 
 # -- edit --------------------------------------------------------------------
