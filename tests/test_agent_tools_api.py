@@ -488,3 +488,84 @@ async def test_unavailable_tools_answer_unavailable(gateway: GatewayFactory) -> 
     )
     assert response.json()["status"] == "UNAVAILABLE"
     assert response.json()["diagnostic"]
+
+
+async def test_a_turn_recorded_without_its_workflow_says_so_and_can_be_retried(
+    gateway: GatewayFactory,
+) -> None:
+    """The API died between recording a turn and starting its workflow (issue 7, defect 3)."""
+    from datetime import UTC, datetime
+
+    from runtime.agent_tools.models import AgentTurn
+    from workflows.turn import turn_workflow_id
+
+    b = await gateway()
+    store: Store = b.client.app.state.store  # type: ignore[attr-defined]
+    settings: Settings = b.client.app.state.settings  # type: ignore[attr-defined]
+    with store.session() as db:
+        db.add(
+            AgentTurn(
+                instance=settings.instance,
+                workspace="demo",
+                turn_id="orphan",
+                agent="deterministic",
+                prompt=DEMO_PROMPT,
+                workflow_id=turn_workflow_id(settings.instance, "demo", "orphan"),
+                created_at=datetime.now(UTC),
+            )
+        )
+        db.commit()
+    response = await b.get("/api/v1/agent-tools/turns/orphan")
+    assert response.status_code == 409, response.text
+    assert response.json()["code"] == "turn_not_started"
+    retried = await b.post(
+        "/api/v1/agent-tools/turns", {"prompt": DEMO_PROMPT, "turn_id": "orphan"}
+    )
+    assert retried.status_code == 202, retried.text
+    await b.wait_for_event("orphan", "agent.authorization.required")
+    state = await b.get("/api/v1/agent-tools/turns/orphan")
+    assert state.status_code == 200
+
+
+async def test_turn_creation_while_temporal_is_down_is_503_and_retriable(
+    tmp_path: Path, task_queue: str
+) -> None:
+    """Temporal stops after the API connected: 503 temporal_unavailable, never a 500."""
+    import httpx
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from api.app import create_app
+    from runtime.temporal import temporal_cli_path
+
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_cli_path()),
+        data_converter=pydantic_data_converter,
+        ui=False,
+        dev_server_log_level="error",
+    )
+    settings = Settings(
+        data_dir=tmp_path / ".data", task_queue=task_queue, workspace=tmp_path, port=4170
+    )
+    store = Store(settings.resolved_database_url)
+    upgrade_to_head(store.engine)
+    with store.session() as session:
+        ensure_demo(session, "demo")
+    app = create_app(settings, temporal_client=env.client)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:4170"
+        ) as client,
+    ):
+        b = await Browser(client).open()
+        await env.shutdown()
+        response = await b.post(
+            "/api/v1/agent-tools/turns", {"prompt": DEMO_PROMPT, "turn_id": "t-down"}
+        )
+        assert response.status_code == 503, response.text
+        assert response.json()["code"] == "temporal_unavailable"
+        assert response.headers["Retry-After"]
+        state = await b.get("/api/v1/agent-tools/turns/t-down")
+        assert state.status_code == 503, state.text
+        assert state.json()["code"] == "temporal_unavailable"
+    store.dispose()
