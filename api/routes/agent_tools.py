@@ -17,6 +17,7 @@ from temporalio.client import (
     Client,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
 from temporalio.common import TypedSearchAttributes
@@ -304,11 +305,14 @@ async def resume_turn(
             },
         )
     try:
-        update = await handle.start_update(
-            TurnWorkflow.resume,
-            ResumeRequest(),
-            id=f"resume-{uuid.uuid4()}",
-            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+        update = await asyncio.wait_for(
+            handle.start_update(
+                TurnWorkflow.resume,
+                ResumeRequest(),
+                id=f"resume-{uuid.uuid4()}",
+                wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+            ),
+            UPDATE_WAIT,
         )
         result = await asyncio.wait_for(update.result(), UPDATE_WAIT)
     except WorkflowUpdateFailedError as err:
@@ -320,7 +324,9 @@ async def resume_turn(
                 "turn_id": turn_id,
             },
         ) from err
-    except TimeoutError:
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        # Sent: a resume is idempotent (a turn resumes once), and Temporal delivers it
+        # when a worker takes the turn; GET /turns/:id shows when it has.
         return {"turn_id": turn_id, "status": "resuming", "research_id": research_id}
     if not isinstance(result, TurnResult):
         result = TurnResult.model_validate(result)

@@ -24,6 +24,7 @@ from api.routes.session_common import (
     session_handle,
     session_not_found,
     session_status,
+    signal_session,
     update_result,
     update_session,
 )
@@ -191,8 +192,12 @@ async def cancel(
     session_id: str, request: Request, store: StoreDep, client: TemporalDep
 ) -> Response:
     await live_session(store, session_id)
-    await session_handle(client, session_id).signal(
-        SessionWorkflow.cancel, CancelRequest(originator=client_id_of(request))
+    await signal_session(
+        client,
+        store,
+        session_id,
+        SessionWorkflow.cancel,
+        CancelRequest(originator=client_id_of(request)),
     )
     return Response(status_code=204)
 

@@ -275,6 +275,20 @@ async def update_result(accepted: WorkflowUpdateHandle[Any]) -> Any:
         raise worker_unavailable() from err
 
 
+async def signal_session(
+    client: Client, store: Store, session_id: str, signal: Any, request: Any
+) -> None:
+    """Signal the session: durable once Temporal took it (a worker applies it when it can)."""
+    try:
+        await asyncio.wait_for(
+            session_handle(client, session_id).signal(signal, request), WAIT_FOR_WORKER
+        )
+    except TimeoutError as err:
+        raise temporal_unavailable() from err
+    except RPCError as err:
+        raise await _rpc_failure(err, store, session_id) from err
+
+
 async def _rpc_failure(err: RPCError, store: Store | None, session_id: str) -> ApiError:
     """What a failed call to the session's workflow means for the client.
 
