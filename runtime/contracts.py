@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -29,3 +31,19 @@ class AppendEventsInput(BaseModel):
 class AppendEventsResult(BaseModel):
     first_seq: int
     last_seq: int
+
+
+def dedupe_key(scope: str, position: int, events: list[JournalEventIn]) -> str:
+    """A workflow's key for its `position`-th append: the position AND the content.
+
+    A replay of the same workflow task re-emits the same events at the same position:
+    the journal keeps one copy. A workflow task that failed after its local activities
+    journaled events is not replayed as such: the next task may emit other events at
+    the same position (the counter never reached history). The content digest keeps
+    those apart, so they are journaled instead of being taken for duplicates.
+    """
+    canonical = json.dumps(
+        [e.model_dump(mode="json") for e in events], sort_keys=True, separators=(",", ":")
+    )
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return f"{scope}/e{position}/{digest}"

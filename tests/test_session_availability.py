@@ -13,13 +13,12 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from api.routes import session_common
-from runtime.contracts import JournalEventIn
+from runtime.contracts import JournalEventIn, dedupe_key
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
 from tests.conftest import ApiFactory
 from tests.session_helpers import Daemon, write_prompt
 from worker import build_worker
-from workflows.session import _dedupe_key
 
 VOTE = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
 
@@ -194,7 +193,7 @@ def test_events_at_the_same_position_with_other_content_get_other_keys() -> None
     """A failed workflow task's journaled events must not swallow the next task's."""
     a = JournalEventIn(type="session_update", data={"data": {"text": "a"}})
     b = JournalEventIn(type="session_update", data={"data": {"text": "b"}})
-    key_a = _dedupe_key("run", 3, a)
-    assert key_a != _dedupe_key("run", 3, b)
-    assert key_a == _dedupe_key("run", 3, a.model_copy())
+    key_a = dedupe_key("run", 3, [a])
+    assert key_a != dedupe_key("run", 3, [b])
+    assert key_a == dedupe_key("run", 3, [a.model_copy()])
     assert key_a.startswith("run/e3/")

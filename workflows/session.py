@@ -11,7 +11,6 @@ keys, so a crash of the worker mid-prompt neither loses nor repeats one.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from datetime import timedelta
 from typing import Any, Literal
@@ -25,7 +24,7 @@ from workflows.search_attributes import KIND, STATUS, TENANT
 with workflow.unsafe.imports_passed_through():
     from activities.journal import JournalActivities
     from activities.session import SessionActivities
-    from runtime.contracts import AppendEventsInput, JournalEventIn
+    from runtime.contracts import AppendEventsInput, JournalEventIn, dedupe_key
     from runtime.policy.approval import is_mutating, needs_permission
     from runtime.policy.permissions import (
         PartialVote,
@@ -642,24 +641,10 @@ class SessionWorkflow:
                 stream=session_stream(self._input.session_id),
                 events=[event],
                 retention=self._input.event_retention,
-                dedupe_key=_dedupe_key(workflow.info().run_id, self._events, event),
+                dedupe_key=dedupe_key(workflow.info().run_id, self._events, [event]),
             ),
             start_to_close_timeout=timedelta(seconds=30),
         )
-
-
-def _dedupe_key(run_id: str, counter: int, event: JournalEventIn) -> str:
-    """The event's position in this run AND its content.
-
-    A replay of the same workflow task re-emits the same event at the same position:
-    the journal keeps one. A workflow task that failed after its local activities
-    journaled events is NOT replayed as such: the next task emits other events at the
-    same positions (its counter never reached history). The content digest keeps those
-    apart, so they are journaled instead of being taken for duplicates.
-    """
-    canonical = json.dumps(event.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-    return f"{run_id}/e{counter}/{digest}"
 
 
 def _check_bound(request: WorkerBound) -> None:

@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
     )
     from runtime.agent_tools.events import event_data, events_stream, transcript_stream
-    from runtime.contracts import AppendEventsInput, JournalEventIn
+    from runtime.contracts import AppendEventsInput, JournalEventIn, dedupe_key
     from workflows.deterministic_agent import PLAN, next_step, summarize
 
 
@@ -340,19 +340,20 @@ class TurnWorkflow:
     ) -> None:
         assert self._input is not None
         self._events += 1
+        batch = [
+            JournalEventIn(
+                type=event_type,
+                data=event_data(self._input.turn_id, payload, call_id=call_id, refs=refs),
+            )
+            for event_type, payload in events
+        ]
         await workflow.execute_local_activity_method(
             JournalActivities.append_events,
             AppendEventsInput(
                 stream=events_stream(self._input.instance, self._input.workspace),
-                events=[
-                    JournalEventIn(
-                        type=event_type,
-                        data=event_data(self._input.turn_id, payload, call_id=call_id, refs=refs),
-                    )
-                    for event_type, payload in events
-                ],
+                events=batch,
                 retention=self._input.event_retention,
-                dedupe_key=f"{workflow.info().workflow_id}/e{self._events}",
+                dedupe_key=dedupe_key(workflow.info().workflow_id, self._events, batch),
             ),
             start_to_close_timeout=timedelta(seconds=30),
         )
