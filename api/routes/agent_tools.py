@@ -25,6 +25,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from api.agent_tools_guard import MutationDep, SessionDep
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, worker_unavailable
+from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from runtime.agent_tools.calls import (
     IdempotencyConflict,
     execute_call,
@@ -49,7 +50,7 @@ from runtime.store import Store
 from runtime.store.journal import NewEvent
 from workflows.turn import TurnWorkflow, turn_search_attributes, turn_workflow_id
 
-router = APIRouter(prefix="/api/v1/agent-tools")
+router = APIRouter(prefix="/api/v1/agent-tools", route_class=StrictJsonRoute)
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$"
 WorkspaceQuery = Annotated[str | None, Query(pattern=WORKSPACE_PATTERN)]
@@ -68,6 +69,7 @@ class ResumeBody(BaseModel):
 
 
 class CallBody(CallRequest):
+    call_id: str | None = Field(default=None, max_length=64)  # the store's column
     workspace: str | None = Field(default=None, pattern=WORKSPACE_PATTERN)
 
 
@@ -405,7 +407,7 @@ async def get_events(
     _session: SessionDep,
     settings: SettingsDep,
     journal: JournalDep,
-    cursor: Annotated[int, Query(ge=0)] = 0,
+    cursor: Annotated[int, Query(ge=0, le=MAX_SEQUENCE)] = 0,
     wait: Annotated[float, Query(ge=0, le=25)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 128,
     workspace: WorkspaceQuery = None,

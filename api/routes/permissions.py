@@ -14,6 +14,7 @@ from temporalio.service import RPCError
 
 from api.deps import StoreDep, TemporalDep
 from api.errors import ApiError
+from api.input_bounds import MAX_ID_CHARS
 from api.routes.session_common import (
     WAIT_FOR_WORKER,
     client_id_of,
@@ -54,7 +55,11 @@ def _vote_request(
     kind = outcome.get("outcome")
     if kind == "cancelled":
         option = None
-    elif kind == "selected" and isinstance(outcome.get("optionId"), str):
+    elif (
+        kind == "selected"
+        and isinstance(outcome.get("optionId"), str)
+        and len(outcome["optionId"]) <= MAX_ID_CHARS
+    ):
         option = outcome["optionId"]
     else:
         raise bad

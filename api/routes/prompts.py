@@ -27,6 +27,7 @@ from api.routes.session_common import (
     update_session,
 )
 from runtime.sessions.contracts import (
+    MAX_DEADLINE_MS,
     CancelRequest,
     PromptItem,
     SubmitPrompt,
@@ -74,13 +75,17 @@ async def prompt(
         raise ApiError(400, {"error": "each `prompt` element must be an object (content block)"})
     deadline = body.get("deadlineMs")
     if deadline is not None and (
-        not isinstance(deadline, int) or isinstance(deadline, bool) or deadline <= 0
+        not isinstance(deadline, int)
+        or isinstance(deadline, bool)
+        or not 0 < deadline <= MAX_DEADLINE_MS
     ):
         raise ApiError(
             400,
             {
-                "error": "`deadlineMs` must be a positive integer (milliseconds)",
+                "error": "`deadlineMs` must be a positive integer (milliseconds) "
+                f"no greater than {MAX_DEADLINE_MS}",
                 "code": "invalid_deadline_ms",
+                "max": MAX_DEADLINE_MS,
             },
         )
     if settings.prompt_deadline_ms is not None:

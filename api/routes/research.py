@@ -19,6 +19,7 @@ from temporalio.service import RPCError
 from api.agent_tools_guard import MutationDep, SessionDep
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
+from api.input_bounds import StrictJsonRoute
 from runtime.agent_tools.contracts import WORKSPACE_PATTERN, ResearchDecided
 from runtime.investigation.research import (
     ResearchAlreadyDecided,
@@ -29,7 +30,7 @@ from runtime.investigation.research import (
 from workflows.turn import TurnWorkflow, turn_workflow_id
 
 log = logging.getLogger(__name__)
-router = APIRouter(prefix="/api/v1/research")
+router = APIRouter(prefix="/api/v1/research", route_class=StrictJsonRoute)
 
 
 class DecisionBody(BaseModel):

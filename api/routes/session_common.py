@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import json
 import re
 import time
 from typing import Any
@@ -17,6 +16,7 @@ from temporalio.common import TypedSearchAttributes
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from api.errors import INVALID_JSON, ApiError, worker_unavailable
+from api.input_bounds import strict_json_loads
 from runtime.policy.approval import AVAILABLE_MODES
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
@@ -71,12 +71,13 @@ def workspace_mismatch(bound: str, requested: str) -> ApiError:
 
 
 async def read_body(request: Request) -> dict[str, Any]:
-    """The JSON object body; `{}` when empty; 400 for malformed JSON or a non-object."""
+    """The JSON object body; `{}` when empty; 400 for malformed or non-strict JSON
+    (`api.input_bounds`) or a non-object."""
     raw = await request.body()
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
+        body = strict_json_loads(raw)
     except ValueError as err:
         raise ApiError(400, INVALID_JSON) from err
     if not isinstance(body, dict):

@@ -17,6 +17,7 @@ from temporalio.service import RPCError
 
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
+from api.input_bounds import MAX_DISPLAY_NAME_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS
 from api.routes.session_common import (
     WAIT_FOR_WORKER,
     client_id_of,
@@ -61,7 +62,7 @@ async def create_session(
     cwd = body.get("cwd")
     bound = settings.workspace_cwd
     if cwd is not None:
-        if not isinstance(cwd, str) or not cwd or not cwd.startswith("/"):
+        if not isinstance(cwd, str) or not cwd.startswith("/") or len(cwd) > MAX_PATH_CHARS:
             raise ApiError(400, {"error": "`cwd` must be an absolute path", "code": "invalid_cwd"})
         requested = cwd.rstrip("/") or "/"
         if requested != bound:
@@ -162,11 +163,12 @@ async def patch_metadata(
     if "displayName" not in body:
         return {"sessionId": session_id, "displayName": record.display_name}
     name = body["displayName"]
-    if not isinstance(name, str):
+    if not isinstance(name, str) or len(name) > MAX_DISPLAY_NAME_CHARS:
         raise ApiError(
             400,
             {
-                "error": "`displayName` must be a string",
+                "error": "`displayName` must be a string of at most "
+                f"{MAX_DISPLAY_NAME_CHARS} characters",
                 "code": "invalid_metadata",
                 "field": "displayName",
             },
@@ -212,9 +214,14 @@ async def set_model(
     body = await read_body(request)
     await live_session(store, session_id)
     model_id = body.get("modelId")
-    if not isinstance(model_id, str) or not model_id:
+    if not isinstance(model_id, str) or not 0 < len(model_id) <= MAX_ID_CHARS:
         raise ApiError(
-            400, {"error": "`modelId` must be a non-empty string", "code": "invalid_model_id"}
+            400,
+            {
+                "error": f"`modelId` must be a non-empty string of at most {MAX_ID_CHARS} "
+                "characters",
+                "code": "invalid_model_id",
+            },
         )
     result: ModelSwitchResult = await update_session(
         client,
@@ -297,6 +304,8 @@ async def _restore(
 ) -> dict[str, Any]:
     body = await read_body(request)
     cwd = body.get("cwd")
+    if isinstance(cwd, str) and len(cwd) > MAX_PATH_CHARS:
+        raise ApiError(400, {"error": "`cwd` must be an absolute path", "code": "invalid_cwd"})
     if isinstance(cwd, str) and cwd.rstrip("/") != settings.workspace_cwd:
         raise workspace_mismatch(settings.workspace_cwd, cwd)
     in_flight = _RESTORES.get(session_id)
