@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api.agent_tools_guard import MUTATIONS_PER_MINUTE
-from api.errors import install_error_handlers
+from api.errors import LastResort, install_error_handlers
 from api.routes import (
     agent_tools,
     capabilities,
@@ -108,6 +108,7 @@ def create_app(
     app.include_router(session_events.router)
 
     # add_middleware wraps what is already there: add the innermost first.
+    app.add_middleware(LastResort)
     app.add_middleware(BodyLimit, limit=BODY_LIMIT_BYTES)
     app.add_middleware(RateLimit, limiter=app.state.rate_limiter, loopback=settings.loopback_bind)
     app.add_middleware(

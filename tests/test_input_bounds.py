@@ -1,18 +1,25 @@
-"""Bad input is a 400 in the spec's shape at the edge, never a 500 (issue 7, defect 5)."""
+"""Bad input is a 400 in the spec's shape at the edge, never a 500 (issue 7, defect 5);
+the last-resort 500 keeps the connection; Temporal RPC errors map to 503/404/409."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pydantic
 import pytest
+import uvicorn
+from fastapi import FastAPI, Request
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
-from api.errors import INVALID_JSON
+from api.errors import INVALID_JSON, rpc_error
 from api.input_bounds import (
     MAX_DISPLAY_NAME_CHARS,
     MAX_ID_CHARS,
@@ -27,7 +34,7 @@ from runtime.sessions.contracts import MAX_DEADLINE_MS
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
 from tests.agent_tools_helpers import Browser
-from tests.conftest import ApiFactory
+from tests.conftest import ApiFactory, free_port
 from tests.session_helpers import Daemon, write_prompt
 from worker import build_worker
 
@@ -86,6 +93,113 @@ def test_settings_bound_the_prompt_deadline(tmp_path: Path) -> None:
     assert Settings(data_dir=tmp_path, prompt_deadline_ms=MAX_DEADLINE_MS).prompt_deadline_ms
     with pytest.raises(pydantic.ValidationError):
         Settings(data_dir=tmp_path, prompt_deadline_ms=MAX_DEADLINE_MS + 1)
+
+
+# -- Temporal RPC errors -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "http", "code"),
+    [
+        (RPCStatusCode.UNAVAILABLE, 503, "temporal_unavailable"),
+        (RPCStatusCode.RESOURCE_EXHAUSTED, 503, "temporal_unavailable"),
+        (RPCStatusCode.DEADLINE_EXCEEDED, 503, "worker_unavailable"),
+        (RPCStatusCode.CANCELLED, 503, "worker_unavailable"),
+        (RPCStatusCode.NOT_FOUND, 404, "workflow_not_found"),
+        (RPCStatusCode.ALREADY_EXISTS, 409, "conflict"),
+        (RPCStatusCode.FAILED_PRECONDITION, 409, "conflict"),
+        (RPCStatusCode.INTERNAL, 500, -32000),
+    ],
+)
+def test_rpc_error_mapping(status: RPCStatusCode, http: int, code: str | int) -> None:
+    error = rpc_error(RPCError("secret detail", status, b""))
+    assert error.status == http
+    assert error.body["code"] == code
+    assert "secret detail" not in json.dumps(error.body)
+    if http == 503:
+        assert error.headers == {"Retry-After": "5"}
+
+
+def test_update_rpc_timeout_is_worker_unavailable() -> None:
+    error = rpc_error(WorkflowUpdateRPCTimeoutOrCancelledError())
+    assert (error.status, error.body["code"]) == (503, "worker_unavailable")
+    assert error.headers == {"Retry-After": "5"}
+
+
+def _failing_routes(app: FastAPI) -> None:
+    async def unavailable() -> None:
+        raise RPCError("connection refused at 10.0.0.1", RPCStatusCode.UNAVAILABLE, b"")
+
+    async def update_timeout() -> None:
+        raise WorkflowUpdateRPCTimeoutOrCancelledError()
+
+    async def boom() -> None:
+        raise RuntimeError("password=hunter2")
+
+    async def deep() -> None:
+        def down(n: int) -> int:
+            return down(n + 1) + 1
+
+        down(0)
+
+    async def peer(request: Request) -> dict[str, Any]:
+        return {"port": request.client.port if request.client else None}
+
+    app.add_api_route("/test/unavailable", unavailable)
+    app.add_api_route("/test/update-timeout", update_timeout)
+    app.add_api_route("/test/boom", boom)
+    app.add_api_route("/test/deep", deep)
+    app.add_api_route("/test/peer", peer)
+
+
+async def test_routes_answer_rpc_errors_and_crashes_in_the_spec_shapes(api: ApiFactory) -> None:
+    client = await api(routes=_failing_routes)
+    response = await client.get("/test/unavailable")
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    assert response.json()["code"] == "temporal_unavailable"
+    assert "10.0.0.1" not in response.text
+    response = await client.get("/test/update-timeout")
+    assert (response.status_code, response.json()["code"]) == (503, "worker_unavailable")
+    for path, reason in (("/test/boom", "RuntimeError"), ("/test/deep", "RecursionError")):
+        response = await client.get(path)
+        assert response.status_code == 500
+        body = response.json()
+        assert body["error"] == "Internal error" and body["code"] == -32000
+        assert body["data"]["reason"] == reason
+        assert "hunter2" not in response.text
+
+
+async def test_last_resort_500_keeps_the_connection(api: ApiFactory) -> None:
+    """A real server: the connection that got the 500 serves the next request."""
+    app = (await api(routes=_failing_routes)).app  # type: ignore[attr-defined]
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="critical")
+    )
+    serving = asyncio.create_task(server.serve())
+    try:
+        for _ in range(1000):
+            if server.started:
+                break
+            await asyncio.sleep(0.01)
+        assert server.started
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}",
+            headers={"Host": "127.0.0.1:4170"},
+            limits=limits,
+        ) as client:
+            before = (await client.get("/test/peer")).json()["port"]
+            crash = await client.get("/test/boom")
+            assert crash.status_code == 500
+            assert crash.json()["code"] == -32000
+            assert crash.headers.get("connection", "").lower() != "close"
+            after = (await client.get("/test/peer")).json()["port"]
+            assert before == after  # same client socket: the connection was kept
+    finally:
+        server.should_exit = True
+        await serving
 
 
 # -- session routes (API + worker) ---------------------------------------------------------
