@@ -16,6 +16,7 @@ from temporalio.client import Client
 
 from api.agent_tools_guard import MUTATIONS_PER_MINUTE
 from api.errors import LastResort, install_error_handlers
+from api.openapi import install_openapi
 from api.routes import (
     agent_tools,
     capabilities,
@@ -96,6 +97,7 @@ def create_app(
     app.state.agent_tools_limiter = RateLimiter({"mutation": MUTATIONS_PER_MINUTE})
 
     install_error_handlers(app)
+    install_openapi(app)
     app.include_router(health.router)
     app.include_router(capabilities.router)
     app.include_router(daemon_status.router)

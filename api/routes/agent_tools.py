@@ -26,6 +26,7 @@ from api.agent_tools_guard import MutationDep, SessionDep
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, worker_unavailable
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
+from api.openapi import errors
 from runtime.agent_tools.calls import (
     IdempotencyConflict,
     execute_call,
@@ -103,7 +104,7 @@ async def session(request: Request, response: Response, store: StoreDep) -> dict
     return {"csrfToken": browser.csrf_token}
 
 
-@router.get("/catalog")
+@router.get("/catalog", responses=errors(400, 403))
 async def get_catalog(
     _session: SessionDep, settings: SettingsDep, store: StoreDep, workspace: WorkspaceQuery = None
 ) -> dict[str, Any]:
@@ -119,7 +120,17 @@ async def get_catalog(
 # -- turns ---------------------------------------------------------------------------------
 
 
-@router.post("/turns", status_code=202)
+@router.post(
+    "/turns",
+    status_code=202,
+    responses={
+        200: {
+            "description": "The same turn again (same id, prompt and agent): idempotent.",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **errors(400, 403, 409, 429, 503),
+    },
+)
 async def create_turn(
     body: TurnCreate,
     _session: MutationDep,
@@ -208,7 +219,7 @@ async def _turn_handle(
     return row, client.get_workflow_handle(row.workflow_id)
 
 
-@router.get("/turns/{turn_id}")
+@router.get("/turns/{turn_id}", responses=errors(400, 403, 404, 503))
 async def get_turn(
     turn_id: str,
     _session: SessionDep,
@@ -230,7 +241,7 @@ async def _query_state(handle: WorkflowHandle[Any, Any]) -> TurnState:
         raise worker_unavailable() from err
 
 
-@router.post("/turns/{turn_id}/resume")
+@router.post("/turns/{turn_id}/resume", responses=errors(400, 403, 404, 409, 429, 503))
 async def resume_turn(
     turn_id: str,
     _session: MutationDep,
@@ -316,7 +327,7 @@ async def resume_turn(
 # -- calls, results, events ----------------------------------------------------------------
 
 
-@router.post("/calls")
+@router.post("/calls", responses=errors(400, 403, 404, 409, 429))
 async def call_tool(
     body: CallBody,
     _session: MutationDep,
@@ -380,7 +391,7 @@ async def call_tool(
     return {**result_body(record), "replayed": record.replayed}
 
 
-@router.get("/results/{result_id}")
+@router.get("/results/{result_id}", responses=errors(400, 403, 404))
 async def get_result_route(
     result_id: str,
     _session: SessionDep,
@@ -402,7 +413,7 @@ async def get_result_route(
     return result_body(record)
 
 
-@router.get("/events")
+@router.get("/events", responses=errors(400, 403))
 async def get_events(
     _session: SessionDep,
     settings: SettingsDep,

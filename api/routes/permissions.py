@@ -15,6 +15,8 @@ from temporalio.service import RPCError
 from api.deps import StoreDep, TemporalDep
 from api.errors import ApiError
 from api.input_bounds import MAX_ID_CHARS
+from api.openapi import errors, json_body
+from api.routes.session_bodies import VoteBody
 from api.routes.session_common import (
     WAIT_FOR_WORKER,
     client_id_of,
@@ -35,6 +37,11 @@ from workflows.session import (
 )
 
 router = APIRouter()
+
+VOTE_DOC: dict[str, Any] = {
+    "responses": errors(400, 403, 404, 501, 503),
+    "openapi_extra": json_body(VoteBody),
+}
 
 # -- permissions -----------------------------------------------------------------------------
 
@@ -178,7 +185,7 @@ def _vote_error(
     return ApiError(404, not_found)
 
 
-@router.post("/permission/{request_id}")
+@router.post("/permission/{request_id}", **VOTE_DOC)
 async def vote_permission(
     request_id: str, request: Request, store: StoreDep, client: TemporalDep
 ) -> dict[str, Any]:
@@ -193,7 +200,7 @@ async def vote_permission(
     return await _vote(request, store, client, session_id, request_id, not_found)
 
 
-@router.post("/session/{session_id}/permission/{request_id}")
+@router.post("/session/{session_id}/permission/{request_id}", **VOTE_DOC)
 async def vote_session_permission(
     session_id: str, request_id: str, request: Request, store: StoreDep, client: TemporalDep
 ) -> dict[str, Any]:

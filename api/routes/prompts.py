@@ -17,6 +17,8 @@ from temporalio.service import RPCError
 
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
+from api.openapi import errors, json_body
+from api.routes.session_bodies import PromptBody
 from api.routes.session_common import (
     client_id_of,
     live_session,
@@ -58,7 +60,18 @@ def _prompt_text(prompt: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-@router.post("/session/{session_id}/prompt")
+@router.post(
+    "/session/{session_id}/prompt",
+    status_code=202,
+    responses={
+        200: {
+            "description": "With `Prefer: wait`: the prompt's end (`{stopReason}`).",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **errors(400, 404, 409, 503),
+    },
+    openapi_extra=json_body(PromptBody),
+)
 async def prompt(
     session_id: str,
     request: Request,
@@ -164,7 +177,7 @@ async def _wait_for_turn(
                 return "error"
 
 
-@router.post("/session/{session_id}/cancel", status_code=204)
+@router.post("/session/{session_id}/cancel", status_code=204, responses=errors(400, 404, 503))
 async def cancel(
     session_id: str, request: Request, store: StoreDep, client: TemporalDep
 ) -> Response:
@@ -175,7 +188,7 @@ async def cancel(
     return Response(status_code=204)
 
 
-@router.get("/session/{session_id}/pending-prompts")
+@router.get("/session/{session_id}/pending-prompts", responses=errors(404, 503))
 async def pending_prompts(session_id: str, store: StoreDep, client: TemporalDep) -> dict[str, Any]:
     await live_session(store, session_id)
     status = await session_status(client, session_id)

@@ -18,6 +18,14 @@ from temporalio.service import RPCError
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
 from api.input_bounds import MAX_DISPLAY_NAME_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS
+from api.openapi import errors, json_body
+from api.routes.session_bodies import (
+    ApprovalModeBody,
+    CreateSessionBody,
+    MetadataBody,
+    ModelBody,
+    RestoreBody,
+)
 from api.routes.session_common import (
     WAIT_FOR_WORKER,
     client_id_of,
@@ -54,7 +62,11 @@ router = APIRouter()
 # -- sessions ------------------------------------------------------------------------------
 
 
-@router.post("/session")
+@router.post(
+    "/session",
+    responses=errors(400, 503),
+    openapi_extra=json_body(CreateSessionBody, required=False),
+)
 async def create_session(
     request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
 ) -> dict[str, Any]:
@@ -108,7 +120,7 @@ async def create_session(
     return response
 
 
-@router.get("/workspace/{workspace_id:path}/sessions")
+@router.get("/workspace/{workspace_id:path}/sessions", responses=errors(503))
 async def list_sessions(workspace_id: str, store: StoreDep, client: TemporalDep) -> dict[str, Any]:
     workspace = "/" + workspace_id.strip("/") if workspace_id.strip("/") else "/"
     records = await asyncio.to_thread(registry.list_live, store, workspace)
@@ -133,7 +145,7 @@ async def list_sessions(workspace_id: str, store: StoreDep, client: TemporalDep)
     return {"sessions": sessions}
 
 
-@router.delete("/session/{session_id}", status_code=204)
+@router.delete("/session/{session_id}", status_code=204, responses=errors(400, 404, 503))
 async def delete_session(
     session_id: str, request: Request, store: StoreDep, client: TemporalDep
 ) -> Response:
@@ -150,7 +162,11 @@ async def delete_session(
     return Response(status_code=204)
 
 
-@router.patch("/session/{session_id}/metadata")
+@router.patch(
+    "/session/{session_id}/metadata",
+    responses=errors(400, 404),
+    openapi_extra=json_body(MetadataBody, required=False),
+)
 async def patch_metadata(
     session_id: str,
     request: Request,
@@ -188,7 +204,7 @@ async def patch_metadata(
     return {"sessionId": session_id, "displayName": name}
 
 
-@router.post("/session/{session_id}/heartbeat")
+@router.post("/session/{session_id}/heartbeat", responses=errors(400, 404))
 async def heartbeat(session_id: str, request: Request, store: StoreDep) -> dict[str, Any]:
     client_id = client_id_of(request)
     await live_session(store, session_id)
@@ -207,7 +223,11 @@ async def heartbeat(session_id: str, request: Request, store: StoreDep) -> dict[
     return {"sessionId": session_id, "clientId": client_id, "lastSeenAt": now}
 
 
-@router.post("/session/{session_id}/model")
+@router.post(
+    "/session/{session_id}/model",
+    responses=errors(400, 404, 409, 503),
+    openapi_extra=json_body(ModelBody),
+)
 async def set_model(
     session_id: str, request: Request, store: StoreDep, client: TemporalDep
 ) -> dict[str, Any]:
@@ -244,7 +264,10 @@ async def set_model(
 
 
 @router.post(
-    "/session/{session_id}/approval-mode", dependencies=[Depends(require_configured_token)]
+    "/session/{session_id}/approval-mode",
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401, 404, 409, 503),
+    openapi_extra=json_body(ApprovalModeBody),
 )
 async def set_approval_mode(
     session_id: str,
@@ -276,7 +299,7 @@ async def set_approval_mode(
     return {"sessionId": session_id, "mode": mode}
 
 
-@router.get("/session/{session_id}/context")
+@router.get("/session/{session_id}/context", responses=errors(404, 503))
 async def context(
     session_id: str, store: StoreDep, client: TemporalDep, settings: SettingsDep
 ) -> dict[str, Any]:
@@ -289,6 +312,11 @@ async def context(
         "state": context_state(settings, status),
     }
 
+
+RESTORE_DOC: dict[str, Any] = {
+    "responses": errors(400, 404, 409, 503),
+    "openapi_extra": json_body(RestoreBody, required=False),
+}
 
 # In-process restores in flight: same action coalesces, the other one gets 409.
 _RESTORES: dict[str, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
@@ -360,7 +388,7 @@ async def _restore(
         _RESTORES.pop(session_id, None)
 
 
-@router.post("/session/{session_id}/load")
+@router.post("/session/{session_id}/load", **RESTORE_DOC)
 async def load_session(
     session_id: str,
     request: Request,
@@ -373,7 +401,7 @@ async def load_session(
     return await _restore("load", session_id, request, settings, store, client)
 
 
-@router.post("/session/{session_id}/resume")
+@router.post("/session/{session_id}/resume", **RESTORE_DOC)
 async def resume_session(
     session_id: str,
     request: Request,
