@@ -15,7 +15,8 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api.agent_tools_guard import MUTATIONS_PER_MINUTE
-from api.errors import install_error_handlers
+from api.errors import LastResort, install_error_handlers
+from api.openapi import install_openapi
 from api.routes import (
     agent_tools,
     capabilities,
@@ -96,6 +97,7 @@ def create_app(
     app.state.agent_tools_limiter = RateLimiter({"mutation": MUTATIONS_PER_MINUTE})
 
     install_error_handlers(app)
+    install_openapi(app)
     app.include_router(health.router)
     app.include_router(capabilities.router)
     app.include_router(daemon_status.router)
@@ -108,6 +110,7 @@ def create_app(
     app.include_router(session_events.router)
 
     # add_middleware wraps what is already there: add the innermost first.
+    app.add_middleware(LastResort)
     app.add_middleware(BodyLimit, limit=BODY_LIMIT_BYTES)
     app.add_middleware(RateLimit, limiter=app.state.rate_limiter, loopback=settings.loopback_bind)
     app.add_middleware(

@@ -1,7 +1,15 @@
-"""Error responses in the spec's shapes (`{"error": ..., "code": ...}`), not FastAPI's `detail`."""
+"""Error responses in the spec's shapes (`{"error": ..., "code": ...}`), not FastAPI's `detail`.
+
+Three layers, innermost first: `ApiError` raised by routes; Temporal's RPC errors,
+mapped here once for every route (Temporal or the worker not answering is a 503 with
+`Retry-After`, never a 500); and `LastResort`, which answers anything else with the
+spec's 5xx shape as an ordinary response, so the kept-alive connection stays open.
+"""
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,8 +17,15 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from temporalio.client import RPCTimeoutOrCancelledError
+from temporalio.service import RPCError, RPCStatusCode
+
+log = logging.getLogger(__name__)
 
 INVALID_JSON = {"error": "Invalid JSON in request body"}
+# The spec's 5xx shape (JSON-RPC style): `{"error": "Internal error", "code": -32000, "data"}`.
+INTERNAL_ERROR_CODE = -32000
 
 
 class ApiError(Exception):
@@ -35,8 +50,39 @@ def worker_unavailable() -> ApiError:
 
 
 def temporal_unavailable(detail: str = "Temporal is not reachable") -> ApiError:
-    """A call to the Temporal server that failed or did not answer in time."""
+    """Temporal itself did not answer (down, restarting, or shedding load)."""
     return ApiError(503, {"error": detail, "code": "temporal_unavailable"}, {"Retry-After": "5"})
+
+
+def internal_error(reason: str, **data: Any) -> dict[str, Any]:
+    """The body of a 500: a short reason, never an exception's text."""
+    return {
+        "error": "Internal error",
+        "code": INTERNAL_ERROR_CODE,
+        "data": {"reason": reason, **data},
+    }
+
+
+def rpc_error(err: RPCError | RPCTimeoutOrCancelledError) -> ApiError:
+    """A Temporal RPC error that reached a route, as the HTTP answer it deserves."""
+    if isinstance(err, RPCTimeoutOrCancelledError):
+        return worker_unavailable()
+    status = err.status
+    if status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.RESOURCE_EXHAUSTED):
+        return temporal_unavailable()
+    if status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+        return worker_unavailable()
+    if status == RPCStatusCode.NOT_FOUND:
+        return ApiError(
+            404,
+            {"error": "The workflow behind this resource is gone", "code": "workflow_not_found"},
+        )
+    if status in (RPCStatusCode.ALREADY_EXISTS, RPCStatusCode.FAILED_PRECONDITION):
+        return ApiError(
+            409,
+            {"error": "Temporal refused the operation in its current state", "code": "conflict"},
+        )
+    return ApiError(500, internal_error(f"temporal_{status.name.lower()}"))
 
 
 def json_error(
@@ -48,6 +94,14 @@ def json_error(
 async def _api_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     return json_error(exc.status, exc.body, exc.headers)
+
+
+async def _rpc_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RPCError | RPCTimeoutOrCancelledError)
+    error = rpc_error(exc)
+    if error.status >= 500 and error.status != 503:
+        log.error("Temporal RPC error %s", exc.__class__.__name__, exc_info=exc)
+    return json_error(error.status, error.body, error.headers)
 
 
 async def _validation_error(_request: Request, exc: Exception) -> Response:
@@ -76,5 +130,50 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RPCError, _rpc_error)
+    app.add_exception_handler(RPCTimeoutOrCancelledError, _rpc_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+
+
+class LastResort:
+    """Answer an unhandled exception with the spec's 500 shape, as a normal response.
+
+    Starlette's own last resort (ServerErrorMiddleware) re-raises after answering,
+    and the server then closes the kept-alive connection; this middleware sits inside
+    the security chain, so the 500 is an ordinary response (with CORS headers) and
+    the connection is reused. The traceback is logged under an incident id that the
+    body carries; the exception's text never leaves the process. A failure after the
+    response started (a stream) cannot be answered any more and is re-raised.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if started:
+                raise
+            incident = uuid.uuid4().hex[:16]
+            log.error(
+                "incident %s: %s %s failed",
+                incident,
+                scope.get("method"),
+                scope.get("path"),
+                exc_info=exc,
+            )
+            response = json_error(500, internal_error(type(exc).__name__, incidentId=incident))
+            await response(scope, receive, send)

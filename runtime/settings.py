@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from runtime.sessions.contracts import MAX_DEADLINE_MS
+
 LOOPBACK_HOSTNAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 BODY_LIMIT_BYTES = 10 * 1024 * 1024
 
@@ -65,7 +67,7 @@ class Settings(BaseSettings):
         "first-responder"
     )
     permission_response_timeout_ms: int = Field(default=300_000, ge=0)
-    prompt_deadline_ms: int | None = Field(default=None, ge=1)
+    prompt_deadline_ms: int | None = Field(default=None, ge=1, le=MAX_DEADLINE_MS)
     # A prompt's text (UTF-8 bytes of its text blocks); a larger one is answered 413.
     max_prompt_bytes: int = Field(default=1024 * 1024, ge=1)
     session_shell: bool = False

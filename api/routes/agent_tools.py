@@ -27,6 +27,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from api.agent_tools_guard import MutationDep, SessionDep
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, temporal_unavailable, worker_unavailable
+from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
+from api.openapi import errors
 from runtime.agent_tools.calls import (
     IdempotencyConflict,
     execute_call,
@@ -51,7 +53,7 @@ from runtime.store import Store
 from runtime.store.journal import NewEvent
 from workflows.turn import TurnWorkflow, turn_search_attributes, turn_workflow_id
 
-router = APIRouter(prefix="/api/v1/agent-tools")
+router = APIRouter(prefix="/api/v1/agent-tools", route_class=StrictJsonRoute)
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$"
 WorkspaceQuery = Annotated[str | None, Query(pattern=WORKSPACE_PATTERN)]
@@ -71,6 +73,7 @@ class ResumeBody(BaseModel):
 
 
 class CallBody(CallRequest):
+    call_id: str | None = Field(default=None, max_length=64)  # the store's column
     workspace: str | None = Field(default=None, pattern=WORKSPACE_PATTERN)
 
 
@@ -104,7 +107,7 @@ async def session(request: Request, response: Response, store: StoreDep) -> dict
     return {"csrfToken": browser.csrf_token}
 
 
-@router.get("/catalog")
+@router.get("/catalog", responses=errors(400, 403))
 async def get_catalog(
     _session: SessionDep, settings: SettingsDep, store: StoreDep, workspace: WorkspaceQuery = None
 ) -> dict[str, Any]:
@@ -120,7 +123,17 @@ async def get_catalog(
 # -- turns ---------------------------------------------------------------------------------
 
 
-@router.post("/turns", status_code=202)
+@router.post(
+    "/turns",
+    status_code=202,
+    responses={
+        200: {
+            "description": "The same turn again (same id, prompt and agent): idempotent.",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **errors(400, 403, 409, 429, 503),
+    },
+)
 async def create_turn(
     body: TurnCreate,
     _session: MutationDep,
@@ -218,7 +231,7 @@ async def _turn_handle(
     return row, client.get_workflow_handle(row.workflow_id)
 
 
-@router.get("/turns/{turn_id}")
+@router.get("/turns/{turn_id}", responses=errors(400, 403, 404, 503))
 async def get_turn(
     turn_id: str,
     _session: SessionDep,
@@ -255,7 +268,7 @@ async def _query_state(handle: WorkflowHandle[Any, Any], turn_id: str) -> TurnSt
         raise temporal_unavailable() from err
 
 
-@router.post("/turns/{turn_id}/resume")
+@router.post("/turns/{turn_id}/resume", responses=errors(400, 403, 404, 409, 429, 503))
 async def resume_turn(
     turn_id: str,
     _session: MutationDep,
@@ -346,7 +359,7 @@ async def resume_turn(
 # -- calls, results, events ----------------------------------------------------------------
 
 
-@router.post("/calls")
+@router.post("/calls", responses=errors(400, 403, 404, 409, 429))
 async def call_tool(
     body: CallBody,
     _session: MutationDep,
@@ -410,7 +423,7 @@ async def call_tool(
     return {**result_body(record), "replayed": record.replayed}
 
 
-@router.get("/results/{result_id}")
+@router.get("/results/{result_id}", responses=errors(400, 403, 404))
 async def get_result_route(
     result_id: str,
     _session: SessionDep,
@@ -432,12 +445,12 @@ async def get_result_route(
     return result_body(record)
 
 
-@router.get("/events")
+@router.get("/events", responses=errors(400, 403))
 async def get_events(
     _session: SessionDep,
     settings: SettingsDep,
     journal: JournalDep,
-    cursor: Annotated[int, Query(ge=0)] = 0,
+    cursor: Annotated[int, Query(ge=0, le=MAX_SEQUENCE)] = 0,
     wait: Annotated[float, Query(ge=0, le=25)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 128,
     workspace: WorkspaceQuery = None,

@@ -21,6 +21,7 @@ from temporalio.service import RPCError
 from api.capabilities import advertised_features
 from api.deps import ConnectorDep, SettingsDep, StoreDep
 from api.errors import ApiError
+from api.openapi import errors, query
 from api.security.ratelimit import RateLimiter
 from api.temporal import count_workflows, describe_pollers
 from runtime import __version__
@@ -44,7 +45,13 @@ def _issue(code: str, severity: str, message: str) -> dict[str, str]:
     return {"code": code, "severity": severity, "message": message}
 
 
-@router.get("/daemon/status")
+@router.get(
+    "/daemon/status",
+    responses=errors(400),
+    openapi_extra=query(
+        "detail", {"type": "string", "enum": ["summary", "full"]}, "How much to report."
+    ),
+)
 async def daemon_status(
     request: Request, settings: SettingsDep, store: StoreDep, connector: ConnectorDep
 ) -> dict[str, Any]:

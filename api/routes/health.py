@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from api.deps import ConnectorDep, StoreDep
+from api.openapi import errors, query
 from api.temporal import count_workflows
 from runtime.sessions.registry import count_live
 
@@ -16,7 +17,13 @@ router = APIRouter()
 _DEEP_VALUES = {"", "1", "true"}
 
 
-@router.get("/health")
+@router.get(
+    "/health",
+    responses=errors(503),
+    openapi_extra=query(
+        "deep", {"type": "string", "enum": ["", "1", "true"]}, "Add live counters."
+    ),
+)
 async def health(request: Request, connector: ConnectorDep, store: StoreDep) -> dict[str, Any]:
     deep = request.query_params.get("deep")
     if deep is None or deep.lower() not in _DEEP_VALUES:

@@ -13,6 +13,9 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
+from api.input_bounds import MAX_ID_CHARS
+from api.openapi import errors, json_body
+from api.routes.session_bodies import VoteBody
 from api.routes.session_common import (
     client_id_of,
     is_local,
@@ -33,6 +36,11 @@ from workflows.session import (
 
 router = APIRouter()
 
+VOTE_DOC: dict[str, Any] = {
+    "responses": errors(400, 403, 404, 501, 503),
+    "openapi_extra": json_body(VoteBody),
+}
+
 # -- permissions -----------------------------------------------------------------------------
 
 
@@ -52,7 +60,11 @@ def _vote_request(
     kind = outcome.get("outcome")
     if kind == "cancelled":
         option = None
-    elif kind == "selected" and isinstance(outcome.get("optionId"), str):
+    elif (
+        kind == "selected"
+        and isinstance(outcome.get("optionId"), str)
+        and len(outcome["optionId"]) <= MAX_ID_CHARS
+    ):
         option = outcome["optionId"]
     else:
         raise bad
@@ -179,7 +191,7 @@ def _vote_error(
     return ApiError(404, not_found)
 
 
-@router.post("/permission/{request_id}")
+@router.post("/permission/{request_id}", **VOTE_DOC)
 async def vote_permission(
     request_id: str, request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
 ) -> dict[str, Any]:
@@ -194,7 +206,7 @@ async def vote_permission(
     return await _vote(request, settings, store, client, session_id, request_id, not_found)
 
 
-@router.post("/session/{session_id}/permission/{request_id}")
+@router.post("/session/{session_id}/permission/{request_id}", **VOTE_DOC)
 async def vote_session_permission(
     session_id: str,
     request_id: str,

@@ -17,6 +17,8 @@ from temporalio.service import RPCError
 
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
+from api.openapi import errors, json_body
+from api.routes.session_bodies import PromptBody
 from api.routes.session_common import (
     client_id_of,
     live_session,
@@ -30,6 +32,7 @@ from api.routes.session_common import (
 )
 from runtime.sessions import prompts as prompt_store
 from runtime.sessions.contracts import (
+    MAX_DEADLINE_MS,
     CancelRequest,
     PromptItem,
     SubmitPrompt,
@@ -60,7 +63,18 @@ def _prompt_text(prompt: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-@router.post("/session/{session_id}/prompt")
+@router.post(
+    "/session/{session_id}/prompt",
+    status_code=202,
+    responses={
+        200: {
+            "description": "With `Prefer: wait`: the prompt's end (`{stopReason}`).",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **errors(400, 404, 409, 503),
+    },
+    openapi_extra=json_body(PromptBody),
+)
 async def prompt(
     session_id: str,
     request: Request,
@@ -77,13 +91,17 @@ async def prompt(
         raise ApiError(400, {"error": "each `prompt` element must be an object (content block)"})
     deadline = body.get("deadlineMs")
     if deadline is not None and (
-        not isinstance(deadline, int) or isinstance(deadline, bool) or deadline <= 0
+        not isinstance(deadline, int)
+        or isinstance(deadline, bool)
+        or not 0 < deadline <= MAX_DEADLINE_MS
     ):
         raise ApiError(
             400,
             {
-                "error": "`deadlineMs` must be a positive integer (milliseconds)",
+                "error": "`deadlineMs` must be a positive integer (milliseconds) "
+                f"no greater than {MAX_DEADLINE_MS}",
                 "code": "invalid_deadline_ms",
+                "max": MAX_DEADLINE_MS,
             },
         )
     if settings.prompt_deadline_ms is not None:
@@ -187,7 +205,7 @@ async def _wait_for_turn(
                 return "error"
 
 
-@router.post("/session/{session_id}/cancel", status_code=204)
+@router.post("/session/{session_id}/cancel", status_code=204, responses=errors(400, 404, 503))
 async def cancel(
     session_id: str, request: Request, store: StoreDep, client: TemporalDep
 ) -> Response:
@@ -202,7 +220,7 @@ async def cancel(
     return Response(status_code=204)
 
 
-@router.get("/session/{session_id}/pending-prompts")
+@router.get("/session/{session_id}/pending-prompts", responses=errors(404, 503))
 async def pending_prompts(
     session_id: str, settings: SettingsDep, store: StoreDep, client: TemporalDep
 ) -> dict[str, Any]:

@@ -19,6 +19,8 @@ from temporalio.service import RPCError
 from api.agent_tools_guard import MutationDep, SessionDep
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
+from api.input_bounds import StrictJsonRoute
+from api.openapi import errors
 from runtime.agent_tools.contracts import WORKSPACE_PATTERN, ResearchDecided
 from runtime.investigation.research import (
     ResearchAlreadyDecided,
@@ -29,7 +31,7 @@ from runtime.investigation.research import (
 from workflows.turn import TurnWorkflow, turn_workflow_id
 
 log = logging.getLogger(__name__)
-router = APIRouter(prefix="/api/v1/research")
+router = APIRouter(prefix="/api/v1/research", route_class=StrictJsonRoute)
 
 
 class DecisionBody(BaseModel):
@@ -50,7 +52,7 @@ def _not_found(research_id: str) -> ApiError:
     )
 
 
-@router.get("/{research_id}")
+@router.get("/{research_id}", responses=errors(400, 403, 404))
 async def get_research(
     research_id: str,
     _session: SessionDep,
@@ -70,7 +72,7 @@ async def get_research(
         raise _not_found(research_id) from err
 
 
-@router.post("/{research_id}/decision")
+@router.post("/{research_id}/decision", responses=errors(400, 403, 404, 409, 429, 503))
 async def decide(
     research_id: str,
     body: DecisionBody,

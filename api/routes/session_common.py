@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import json
 import re
 import time
 import uuid
@@ -25,7 +24,8 @@ from temporalio.common import TypedSearchAttributes
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.errors import INVALID_JSON, ApiError, temporal_unavailable, worker_unavailable
+from api.errors import INVALID_JSON, ApiError, rpc_error, temporal_unavailable, worker_unavailable
+from api.input_bounds import strict_json_loads
 from runtime.policy.approval import AVAILABLE_MODES
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
@@ -86,12 +86,13 @@ def workspace_mismatch(bound: str, requested: str) -> ApiError:
 
 
 async def read_body(request: Request) -> dict[str, Any]:
-    """The JSON object body; `{}` when empty; 400 for malformed JSON or a non-object."""
+    """The JSON object body; `{}` when empty; 400 for malformed or non-strict JSON
+    (`api.input_bounds`) or a non-object."""
     raw = await request.body()
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
+        body = strict_json_loads(raw)
     except ValueError as err:
         raise ApiError(400, INVALID_JSON) from err
     if not isinstance(body, dict):
@@ -294,12 +295,10 @@ async def _rpc_failure(err: RPCError, store: Store | None, session_id: str) -> A
 
     NOT_FOUND: the workflow is gone (closed by a DELETE whose registry write never
     happened, or terminated by an operator): the session is closed, as the registry now
-    says too; `/load` revives it. Anything else: Temporal is not answering.
+    says too; `/load` revives it. Anything else: as every route maps it (api.errors).
     """
     if err.status == RPCStatusCode.NOT_FOUND:
         if store is not None:
             await asyncio.to_thread(registry.close_session, store, session_id)
         return session_not_found(session_id)
-    if err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
-        return worker_unavailable()
-    return temporal_unavailable()
+    return rpc_error(err)

@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from api.deps import JournalDep, StoreDep
 from api.errors import ApiError
+from api.openapi import EventStream, errors
 from api.routes.session_common import session_not_found
 from api.sse import (
     SUBSCRIBER_LIMIT_RETRY_AFTER,
@@ -36,7 +37,28 @@ router = APIRouter()
 INVALID_MAX_QUEUED = {"error": "`maxQueued` must be in [16, 2048]", "code": "invalid_max_queued"}
 
 
-@router.get("/session/{session_id}/events", response_model=None)
+@router.get(
+    "/session/{session_id}/events",
+    response_model=None,
+    response_class=EventStream,
+    responses=errors(400, 404, 429),
+    openapi_extra={
+        "parameters": [
+            {
+                "name": "maxQueued",
+                "in": "query",
+                "schema": {"type": "integer", "minimum": 16, "maximum": 2048, "default": 256},
+                "description": "Live frames queued for this subscriber before eviction.",
+            },
+            {
+                "name": "Last-Event-ID",
+                "in": "header",
+                "schema": {"type": "string", "pattern": "^[0-9]+$"},
+                "description": "Replay the journal after this id (`0`: from the start).",
+            },
+        ]
+    },
+)
 async def session_events(
     session_id: str, request: Request, store: StoreDep, journal: JournalDep
 ) -> Response:

@@ -16,6 +16,15 @@ from temporalio.service import RPCError
 
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
+from api.input_bounds import MAX_DISPLAY_NAME_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS
+from api.openapi import errors, json_body
+from api.routes.session_bodies import (
+    ApprovalModeBody,
+    CreateSessionBody,
+    MetadataBody,
+    ModelBody,
+    RestoreBody,
+)
 from api.routes.session_common import (
     client_id_of,
     context_state,
@@ -50,7 +59,11 @@ router = APIRouter()
 # -- sessions ------------------------------------------------------------------------------
 
 
-@router.post("/session")
+@router.post(
+    "/session",
+    responses=errors(400, 503),
+    openapi_extra=json_body(CreateSessionBody, required=False),
+)
 async def create_session(
     request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
 ) -> dict[str, Any]:
@@ -58,7 +71,7 @@ async def create_session(
     cwd = body.get("cwd")
     bound = settings.workspace_cwd
     if cwd is not None:
-        if not isinstance(cwd, str) or not cwd or not cwd.startswith("/"):
+        if not isinstance(cwd, str) or not cwd.startswith("/") or len(cwd) > MAX_PATH_CHARS:
             raise ApiError(400, {"error": "`cwd` must be an absolute path", "code": "invalid_cwd"})
         requested = cwd.rstrip("/") or "/"
         if requested != bound:
@@ -104,7 +117,7 @@ async def create_session(
     return response
 
 
-@router.get("/workspace/{workspace_id:path}/sessions")
+@router.get("/workspace/{workspace_id:path}/sessions", responses=errors(503))
 async def list_sessions(workspace_id: str, store: StoreDep, client: TemporalDep) -> dict[str, Any]:
     workspace = "/" + workspace_id.strip("/") if workspace_id.strip("/") else "/"
     records = await asyncio.to_thread(registry.list_live, store, workspace)
@@ -129,7 +142,7 @@ async def list_sessions(workspace_id: str, store: StoreDep, client: TemporalDep)
     return {"sessions": sessions}
 
 
-@router.delete("/session/{session_id}", status_code=204)
+@router.delete("/session/{session_id}", status_code=204, responses=errors(400, 404, 503))
 async def delete_session(
     session_id: str, request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
 ) -> Response:
@@ -150,7 +163,11 @@ async def delete_session(
     return Response(status_code=204)
 
 
-@router.patch("/session/{session_id}/metadata")
+@router.patch(
+    "/session/{session_id}/metadata",
+    responses=errors(400, 404),
+    openapi_extra=json_body(MetadataBody, required=False),
+)
 async def patch_metadata(
     session_id: str,
     request: Request,
@@ -163,11 +180,12 @@ async def patch_metadata(
     if "displayName" not in body:
         return {"sessionId": session_id, "displayName": record.display_name}
     name = body["displayName"]
-    if not isinstance(name, str):
+    if not isinstance(name, str) or len(name) > MAX_DISPLAY_NAME_CHARS:
         raise ApiError(
             400,
             {
-                "error": "`displayName` must be a string",
+                "error": "`displayName` must be a string of at most "
+                f"{MAX_DISPLAY_NAME_CHARS} characters",
                 "code": "invalid_metadata",
                 "field": "displayName",
             },
@@ -187,7 +205,7 @@ async def patch_metadata(
     return {"sessionId": session_id, "displayName": name}
 
 
-@router.post("/session/{session_id}/heartbeat")
+@router.post("/session/{session_id}/heartbeat", responses=errors(400, 404))
 async def heartbeat(session_id: str, request: Request, store: StoreDep) -> dict[str, Any]:
     client_id = client_id_of(request)
     await live_session(store, session_id)
@@ -206,16 +224,25 @@ async def heartbeat(session_id: str, request: Request, store: StoreDep) -> dict[
     return {"sessionId": session_id, "clientId": client_id, "lastSeenAt": now}
 
 
-@router.post("/session/{session_id}/model")
+@router.post(
+    "/session/{session_id}/model",
+    responses=errors(400, 404, 409, 503),
+    openapi_extra=json_body(ModelBody),
+)
 async def set_model(
     session_id: str, request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
 ) -> dict[str, Any]:
     body = await read_body(request)
     await live_session(store, session_id)
     model_id = body.get("modelId")
-    if not isinstance(model_id, str) or not model_id:
+    if not isinstance(model_id, str) or not 0 < len(model_id) <= MAX_ID_CHARS:
         raise ApiError(
-            400, {"error": "`modelId` must be a non-empty string", "code": "invalid_model_id"}
+            400,
+            {
+                "error": f"`modelId` must be a non-empty string of at most {MAX_ID_CHARS} "
+                "characters",
+                "code": "invalid_model_id",
+            },
         )
     result: ModelSwitchResult = await update_session(
         client,
@@ -238,7 +265,10 @@ async def set_model(
 
 
 @router.post(
-    "/session/{session_id}/approval-mode", dependencies=[Depends(require_configured_token)]
+    "/session/{session_id}/approval-mode",
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401, 404, 409, 503),
+    openapi_extra=json_body(ApprovalModeBody),
 )
 async def set_approval_mode(
     session_id: str,
@@ -270,7 +300,7 @@ async def set_approval_mode(
     return {"sessionId": session_id, "mode": mode}
 
 
-@router.get("/session/{session_id}/context")
+@router.get("/session/{session_id}/context", responses=errors(404, 503))
 async def context(
     session_id: str, store: StoreDep, client: TemporalDep, settings: SettingsDep
 ) -> dict[str, Any]:
@@ -283,6 +313,11 @@ async def context(
         "state": context_state(settings, status),
     }
 
+
+RESTORE_DOC: dict[str, Any] = {
+    "responses": errors(400, 404, 409, 503),
+    "openapi_extra": json_body(RestoreBody, required=False),
+}
 
 # In-process restores in flight: same action coalesces, the other one gets 409.
 _RESTORES: dict[str, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
@@ -298,6 +333,8 @@ async def _restore(
 ) -> dict[str, Any]:
     body = await read_body(request)
     cwd = body.get("cwd")
+    if isinstance(cwd, str) and len(cwd) > MAX_PATH_CHARS:
+        raise ApiError(400, {"error": "`cwd` must be an absolute path", "code": "invalid_cwd"})
     if isinstance(cwd, str) and cwd.rstrip("/") != settings.workspace_cwd:
         raise workspace_mismatch(settings.workspace_cwd, cwd)
     in_flight = _RESTORES.get(session_id)
@@ -352,7 +389,7 @@ async def _restore(
         _RESTORES.pop(session_id, None)
 
 
-@router.post("/session/{session_id}/load")
+@router.post("/session/{session_id}/load", **RESTORE_DOC)
 async def load_session(
     session_id: str,
     request: Request,
@@ -365,7 +402,7 @@ async def load_session(
     return await _restore("load", session_id, request, settings, store, client)
 
 
-@router.post("/session/{session_id}/resume")
+@router.post("/session/{session_id}/resume", **RESTORE_DOC)
 async def resume_session(
     session_id: str,
     request: Request,

@@ -7,6 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+# The longest prompt deadline (`deadlineMs`, `--prompt-deadline-ms`): 2^31-1 ms, about
+# 24.8 days, the longest delay JavaScript's setTimeout honours (the reference daemon's bound).
+MAX_DEADLINE_MS = 2**31 - 1
+
 StopReason = Literal["end_turn", "cancelled", "max_tokens", "error", "length", "refusal"]
 
 
