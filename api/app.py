@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from fastapi import FastAPI
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from api.agent_tools_guard import MUTATIONS_PER_MINUTE
 from api.errors import install_error_handlers
@@ -38,7 +39,7 @@ from api.security import (
     SameOriginStrip,
 )
 from api.security.hosts import loopback_hosts
-from api.temporal import TemporalConnector
+from api.temporal import TemporalConnector, rpc_error_handler
 from api.tracing import RequestSpans
 from runtime import __version__
 from runtime.settings import BODY_LIMIT_BYTES, Settings
@@ -96,6 +97,7 @@ def create_app(
     app.state.agent_tools_limiter = RateLimiter({"mutation": MUTATIONS_PER_MINUTE})
 
     install_error_handlers(app)
+    app.add_exception_handler(RPCError, rpc_error_handler)
     app.include_router(health.router)
     app.include_router(capabilities.router)
     app.include_router(daemon_status.router)

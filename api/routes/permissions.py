@@ -22,6 +22,7 @@ from api.routes.session_common import (
     read_body,
     session_handle,
 )
+from api.temporal import is_unavailable
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     VoteRequest,
@@ -90,6 +91,8 @@ async def _vote(
             await _already_resolved(request, store, session_id, request_id, vote)
         raise error from err
     except RPCError as err:
+        if is_unavailable(err):
+            raise  # Temporal is down: a 503, not a verdict on the request
         raise ApiError(404, not_found) from err
     return {}
 

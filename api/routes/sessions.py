@@ -6,7 +6,6 @@ router → SessionWorkflow (settings, close) or the store (the registry).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
 from typing import Any
@@ -15,7 +14,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
+from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
 from api.routes.session_common import (
     WAIT_FOR_WORKER,
@@ -33,6 +32,7 @@ from api.routes.session_common import (
     workspace_mismatch,
 )
 from api.security import require_configured_token
+from api.temporal import is_unavailable
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     CloseRequest,
@@ -55,7 +55,7 @@ router = APIRouter()
 
 @router.post("/session")
 async def create_session(
-    request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
+    request: Request, settings: SettingsDep, store: StoreDep, connector: ConnectorDep
 ) -> dict[str, Any]:
     body = await read_body(request)
     cwd = body.get("cwd")
@@ -84,8 +84,9 @@ async def create_session(
         raise limit_reached(err) from err
     if not attached:
         try:
-            await start_session(client, settings, record)
-        except (RPCError, RuntimeError) as err:
+            # Attaching to a live session is a store operation: only a new one needs Temporal.
+            await start_session(await connector.get(), settings, record)
+        except (ApiError, RPCError, RuntimeError) as err:
             # No workflow, no session: free the slot rather than leave a husk behind.
             await asyncio.to_thread(registry.close_session, store, record.session_id)
             raise ApiError(
@@ -108,17 +109,29 @@ async def create_session(
 
 
 @router.get("/workspace/{workspace_id:path}/sessions")
-async def list_sessions(workspace_id: str, store: StoreDep, client: TemporalDep) -> dict[str, Any]:
+async def list_sessions(
+    workspace_id: str, store: StoreDep, connector: ConnectorDep
+) -> dict[str, Any]:
     workspace = "/" + workspace_id.strip("/") if workspace_id.strip("/") else "/"
     records = await asyncio.to_thread(registry.list_live, store, workspace)
+    # A store read: with Temporal down, the list is still there (no active prompt known).
+    client: Client | None
+    try:
+        client = await connector.get()
+    except ApiError:
+        client = None
     sessions = []
     for record in records:
         count = await asyncio.to_thread(registry.client_count, store, record.session_id)
-        try:
-            status = await asyncio.wait_for(session_status(client, record.session_id), 5)
-            active = status.active_prompt is not None
-        except (ApiError, RPCError, TimeoutError):
-            active = False
+        active = False
+        if client is not None:
+            try:
+                status = await asyncio.wait_for(session_status(client, record.session_id), 5)
+                active = status.active_prompt is not None
+            except (ApiError, RPCError, TimeoutError) as err:
+                if is_unavailable(err):
+                    connector.mark_down()
+                    client = None  # no point asking about the others
         entry: dict[str, Any] = {
             "sessionId": record.session_id,
             "workspaceCwd": record.workspace_cwd,
@@ -138,13 +151,16 @@ async def delete_session(
 ) -> Response:
     await live_session(store, session_id)
     closed_by = client_id_of(request)
-    with contextlib.suppress(RPCError):
+    try:
         await asyncio.wait_for(
             session_handle(client, session_id).execute_update(
                 SessionWorkflow.close, CloseRequest(closed_by=closed_by)
             ),
             WAIT_FOR_WORKER,
         )
+    except RPCError as err:
+        if is_unavailable(err):
+            raise  # Temporal is down: a 503, and the session stays as it is
     await asyncio.to_thread(registry.close_session, store, session_id)
     return Response(status_code=204)
 
