@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -53,18 +54,39 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     setup_tracing("agentrt-worker")
     store = Store(settings.resolved_database_url)
     await asyncio.to_thread(ensure_migrated, store.engine)
-    client = await temporal.connect(
-        settings.effective_temporal_address, settings.temporal_namespace, timeout=60
-    )
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    worker = build_worker(client, settings, store)
-    log.info("worker polling %s on %s", settings.task_queue, settings.effective_temporal_address)
     try:
+        client = await _connect_until_stopped(settings, stop)
+        if client is None:
+            return
+        worker = build_worker(client, settings, store)
+        log.info(
+            "worker polling %s on %s", settings.task_queue, settings.effective_temporal_address
+        )
+        # Once connected, a Temporal outage does not end the worker: the SDK retries
+        # its polls (UNAVAILABLE) until the server is back, then carries on.
         async with worker:
             await stop.wait()
             log.info("worker stopping")
     finally:
         store.dispose()
+
+
+async def _connect_until_stopped(settings: Settings, stop: asyncio.Event) -> Client | None:
+    """Connect to Temporal, waiting as long as it takes (it may be restarting); None if
+    `stop` was set first."""
+    address = settings.effective_temporal_address
+    warned = False
+    while not stop.is_set():
+        try:
+            return await temporal.connect(address, settings.temporal_namespace, timeout=5)
+        except RuntimeError as err:
+            if not warned:
+                warned = True
+                log.warning("Temporal is not reachable at %s (%s); waiting for it", address, err)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1)
+    return None

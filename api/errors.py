@@ -96,9 +96,15 @@ async def _api_error(_request: Request, exc: Exception) -> Response:
     return json_error(exc.status, exc.body, exc.headers)
 
 
-async def _rpc_error(_request: Request, exc: Exception) -> Response:
+async def _rpc_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RPCError | RPCTimeoutOrCancelledError)
     error = rpc_error(exc)
+    if isinstance(exc, RPCError) and exc.status == RPCStatusCode.UNAVAILABLE:
+        # Until Temporal answers its health check again, routes get a fast 503
+        # instead of each waiting out the client's own retries (api.temporal).
+        connector = getattr(request.app.state, "temporal", None)
+        if connector is not None:
+            connector.mark_down()
     if error.status >= 500 and error.status != 503:
         log.error("Temporal RPC error %s", exc.__class__.__name__, exc_info=exc)
     return json_error(error.status, error.body, error.headers)

@@ -10,31 +10,67 @@ from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
-from api.errors import ApiError
+from api.errors import ApiError, temporal_unavailable
 from runtime import temporal
 
 # A worker long-polls for up to ~70 s; a poller seen more recently than this is live.
 POLLER_LIVE_WINDOW = timedelta(seconds=90)
 
+# How long the health probe of a Temporal server last seen down may take.
+PROBE_TIMEOUT = timedelta(seconds=2)
+
+
+def is_unavailable(err: BaseException) -> bool:
+    """True for an RPC that failed because Temporal is not there (down, restarting)."""
+    return isinstance(err, RPCError) and err.status == RPCStatusCode.UNAVAILABLE
+
+
+def _unreachable(address: str) -> ApiError:
+    return temporal_unavailable(f"Temporal is not reachable at {address}")
+
 
 class TemporalConnector:
-    """Connects on first use and remembers the client; a 503 while Temporal is down."""
+    """Connects on first use and remembers the client; a 503 while Temporal is down.
+
+    The client reconnects by itself once Temporal is back (a restart of the embedded
+    server, say). Until then each RPC would retry for about ten seconds before it
+    fails, so once one failed with UNAVAILABLE (`mark_down`), `get` first asks the
+    server's health endpoint, which answers at once: a fast 503
+    `temporal_unavailable` while it is down, the client again as soon as it is up.
+    """
 
     def __init__(self, address: str, namespace: str, client: Client | None = None) -> None:
         self.address = address
         self.namespace = namespace
         self._client = client
         self._lock = asyncio.Lock()
+        self._down = False
 
     @property
     def connected(self) -> bool:
         return self._client is not None
 
+    def mark_down(self) -> None:
+        """An RPC found Temporal unreachable: probe it before handing out the client."""
+        self._down = True
+
     async def get(self, timeout: float = 5.0) -> Client:
-        if self._client is not None:
-            return self._client
+        client = self._client
+        if client is None:
+            client = await self._connect(timeout)
+        if self._down:
+            try:
+                serving = await client.service_client.check_health(timeout=PROBE_TIMEOUT)
+            except (RPCError, RuntimeError, TimeoutError) as err:
+                raise _unreachable(self.address) from err
+            if not serving:
+                raise _unreachable(self.address)
+            self._down = False
+        return client
+
+    async def _connect(self, timeout: float) -> Client:
         async with self._lock:
             if self._client is None:
                 try:
@@ -42,14 +78,7 @@ class TemporalConnector:
                         temporal.connect(self.address, self.namespace), timeout
                     )
                 except (RuntimeError, TimeoutError) as err:
-                    raise ApiError(
-                        503,
-                        {
-                            "error": f"Temporal is not reachable at {self.address}",
-                            "code": "temporal_unavailable",
-                        },
-                        {"Retry-After": "5"},
-                    ) from err
+                    raise _unreachable(self.address) from err
             return self._client
 
 

@@ -18,12 +18,15 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import ValidationError
 
 from runtime.settings import Settings, StartupRefusal, check_startup
+
+if TYPE_CHECKING:
+    from runtime.temporal import DevServer
 
 log = logging.getLogger("agentrt")
 
@@ -178,12 +181,13 @@ def run_worker_command(settings: Settings) -> int:
 
 
 def run_dev_server(settings: Settings) -> int:
-    from runtime.temporal import DevServer
+    from runtime.temporal import DevServer, temporal_child_env
 
     server = DevServer(settings)
     settings.resolved_data_dir.mkdir(parents=True, exist_ok=True)
     command = server.command()
-    os.execv(command[0], command)  # the dev server handles its own signals
+    # The dev server handles its own signals.
+    os.execve(command[0], command, temporal_child_env())
 
 
 def run_migrate(settings: Settings) -> int:
@@ -219,22 +223,65 @@ def run_load_investigation(settings: Settings, path: Path, workspace_id: str) ->
 # -- up: the supervisor ------------------------------------------------------------------
 
 
+class Backoff:
+    """The pause before restarting a child that died.
+
+    It doubles with each death that follows a short run, from `first` up to `cap`,
+    and starts again from `first` once a run lasted `stable` seconds: a crash now
+    and then costs `first`, a child that cannot start is retried every `cap`.
+    """
+
+    def __init__(self, first: float = 0.5, cap: float = 30.0, stable: float = 60.0) -> None:
+        self.first = first
+        self.cap = cap
+        self.stable = stable
+        self.failures = 0
+
+    def delay(self, ran_for: float) -> float:
+        """The pause before the next start, given how long the run that ended lasted."""
+        if ran_for >= self.stable:
+            self.failures = 0
+        pause = min(self.cap, self.first * 2.0 ** min(self.failures, 32))
+        self.failures += 1
+        return pause
+
+
 class Supervisor:
     """Starts Temporal (unless one is reachable), the worker and the API; stops them all.
 
-    A child that dies on its own is restarted (with a pause), so a crash of the
-    worker or the API costs a few seconds, never state: all of it is in Temporal
-    and the store.
+    A child that dies on its own is restarted, so a crash of any of them costs a few
+    seconds, never state: all of it is in Temporal and the store.
+    - The worker and the API are restarted at once; five exits within a minute stop
+      everything (they cannot run with this configuration).
+    - The embedded Temporal server is restarted on the same ports with the same
+      database file, after a `Backoff` pause so that one that cannot start does not
+      spin. It is never given up on: while it is down the API keeps answering what
+      the store can answer (and 503 `temporal_unavailable` for the rest), and the
+      worker's polls retry until it is back; neither needs a restart.
+    While a child runs, its pid is in `<data-dir>/<name>.pid` (temporal, worker, api).
     """
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.stopping = False
         self.children: dict[str, subprocess.Popen[bytes]] = {}
-        self.dev_server: Any = None
+        self.dev_server: DevServer | None = None
+        self.temporal_backoff = Backoff()
+        self.temporal_started = 0.0
+        self.temporal_restart_at: float | None = None
 
     def _signal(self, signum: int, _frame: Any) -> None:
         self.stopping = True
+
+    def pid_file(self, name: str) -> Path:
+        return self.settings.resolved_data_dir / f"{name}.pid"
+
+    def start_dev_server(self) -> None:
+        assert self.dev_server is not None
+        self.dev_server.start()
+        self.temporal_started = time.monotonic()
+        assert self.dev_server.process is not None
+        self.pid_file("temporal").write_text(f"{self.dev_server.process.pid}\n")
 
     async def start_temporal(self) -> str:
         from runtime.temporal import DevServer, connect, ensure_search_attributes, reachable
@@ -250,7 +297,7 @@ class Supervisor:
                 )
             self.dev_server = DevServer(settings)
             for attempt in range(1, 4):
-                self.dev_server.start()
+                self.start_dev_server()
                 try:
                     await self.dev_server.wait_ready()
                     break
@@ -265,13 +312,36 @@ class Supervisor:
             log.info("registered search attributes %s", ", ".join(added))
         return address
 
+    def watch_temporal(self) -> None:
+        """Restart the embedded Temporal server once it died and its pause is over."""
+        server = self.dev_server
+        if server is None or server.process is None:
+            return
+        now = time.monotonic()
+        if self.temporal_restart_at is None:
+            if server.process.poll() is None:
+                return
+            pause = self.temporal_backoff.delay(now - self.temporal_started)
+            self.temporal_restart_at = now + pause
+            self.pid_file("temporal").unlink(missing_ok=True)
+            log.error(
+                "the Temporal dev server exited with %s; restarting it in %.1f s (see %s)",
+                server.process.returncode,
+                pause,
+                self.settings.resolved_data_dir / "temporal.log",
+            )
+        elif now >= self.temporal_restart_at:
+            self.temporal_restart_at = None
+            self.start_dev_server()
+            log.warning("restarted the Temporal dev server on %s", server.address)
+
     def spawn_child(self, name: str, env: dict[str, str]) -> None:
         from runtime.temporal import spawn
 
         log_file = self.settings.resolved_data_dir / f"{name}.log"
-        self.children[name] = spawn(
-            [sys.executable, "-m", "runtime.cli", name], env=env, log_file=log_file
-        )
+        child = spawn([sys.executable, "-m", "runtime.cli", name], env=env, log_file=log_file)
+        self.children[name] = child
+        self.pid_file(name).write_text(f"{child.pid}\n")
 
     def wait_api_ready(self, timeout: float = 60.0) -> bool:
         url = f"http://127.0.0.1:{self.settings.port}/health"
@@ -335,6 +405,9 @@ class Supervisor:
             restarts: dict[str, list[float]] = {"worker": [], "api": []}
             while not self.stopping:
                 time.sleep(0.2)
+                if self.stopping:
+                    break
+                self.watch_temporal()
                 for name, child in list(self.children.items()):
                     if child.poll() is None or self.stopping:
                         continue
@@ -345,9 +418,6 @@ class Supervisor:
                     log.warning("%s exited with %s; restarting", name, child.returncode)
                     restarts[name] = [*recent, time.monotonic()]
                     self.spawn_child(name, env)
-                if self.dev_server is not None and self.dev_server.process.poll() is not None:
-                    log.error("the Temporal dev server exited; stopping")
-                    return 1
             return 0
         finally:
             # The API first (no new work), then the worker, then Temporal.
@@ -355,8 +425,10 @@ class Supervisor:
                 running = self.children.get(name)
                 if running is not None:
                     stop_process(running)
+                self.pid_file(name).unlink(missing_ok=True)
             if self.dev_server is not None:
                 self.dev_server.stop()
+                self.pid_file("temporal").unlink(missing_ok=True)
             sys.stdout.write("agentrt stopped\n")
 
 

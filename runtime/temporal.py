@@ -11,6 +11,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from temporalio.api.enums.v1 import IndexedValueType
@@ -156,8 +157,23 @@ def stop_process(process: subprocess.Popen[bytes], timeout: float = 15.0) -> int
     return process.returncode
 
 
+def temporal_child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of the embedded Temporal server: ours, minus OpenTelemetry's.
+
+    `OTEL_*` variables configure agentrt's own tracing (`runtime.telemetry`). The
+    Temporal server reads them too and refuses to start on values it does not
+    support (`OTEL_TRACES_EXPORTER=console`), so they are kept away from it.
+    """
+    source = os.environ if environ is None else environ
+    return {key: value for key, value in source.items() if not key.upper().startswith("OTEL_")}
+
+
 class DevServer:
-    """The embedded `temporal server start-dev`, state in `<data-dir>/temporal.db`."""
+    """The embedded `temporal server start-dev`, state in `<data-dir>/temporal.db`.
+
+    `start` may be called again after the process died: the same ports, the same
+    database file, so the restarted server has every workflow the first one had.
+    """
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -208,7 +224,9 @@ class DevServer:
     def start(self) -> None:
         data_dir = self.settings.resolved_data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
-        self.process = spawn(self.command(), log_file=data_dir / "temporal.log")
+        self.process = spawn(
+            self.command(), env=temporal_child_env(), log_file=data_dir / "temporal.log"
+        )
 
     async def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout

@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
-from tests.conftest import ApiFactory
+from tests.conftest import ApiFactory, free_port
 from tests.session_helpers import Daemon, write_prompt
 from worker import build_worker
 
@@ -796,5 +796,115 @@ async def test_no_session_without_temporal(daemon: DaemonFactory) -> None:
     assert response.status_code == 503
     assert response.headers["retry-after"] == "5"
     assert response.json()["code"] == "temporal_unavailable"
+    # No husk left behind; and listing is a store read, answered while Temporal is down.
     ws = str(d.workspace).replace("/", "%2F")
-    assert (await d.client.get(f"/workspace/{ws}/sessions")).status_code == 503
+    listed = await d.client.get(f"/workspace/{ws}/sessions")
+    assert listed.status_code == 200, listed.text
+    assert listed.json() == {"sessions": []}
+
+
+class _CuttableProxy:
+    """A TCP relay to Temporal that can be cut (every connection dropped, the port
+    closed) and mended on the same port: a Temporal outage as the API's client sees it."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.rsplit(":", 1)
+        self.target = (host, int(port))
+        self.port = free_port()
+        self.server: asyncio.Server | None = None
+        self.links: set[asyncio.StreamWriter] = set()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    async def mend(self) -> None:
+        self.server = await asyncio.start_server(self._link, "127.0.0.1", self.port)
+
+    async def cut(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        for writer in list(self.links):
+            writer.transport.abort()
+        self.links.clear()
+        self.server = None
+
+    async def _link(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.transport.abort()
+            return
+        self.links |= {writer, up_writer}
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            except (OSError, ConnectionError):
+                pass
+            finally:
+                sink.transport.abort()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+
+async def test_temporal_outage_answers_503_and_changes_nothing(
+    daemon: DaemonFactory, dev_env: WorkflowEnvironment
+) -> None:
+    """While Temporal is unreachable, whatever needs it is 503 temporal_unavailable (never a
+    404 for a vote, never a half-done DELETE), store reads still answer, and the same client
+    works again once Temporal is back."""
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.service import RetryConfig
+
+    from api.temporal import TemporalConnector
+
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    prompt_id, request = await _permission(d, sid, "outage.txt")
+    rid = request["data"]["requestId"]
+    vote = {"outcome": {"outcome": "selected", "optionId": "cancel"}}
+    proxy = _CuttableProxy(dev_env.client.service_client.config.target_host)
+    await proxy.mend()
+    # The SDK retries an RPC for ~10 s before it gives up with UNAVAILABLE; less here.
+    client = await Client.connect(
+        proxy.address,
+        data_converter=pydantic_data_converter,
+        retry_config=RetryConfig(max_elapsed_time_millis=1000),
+    )
+    app = d.client.app  # type: ignore[attr-defined]
+    try:
+        await proxy.cut()
+        for method, path, body in [
+            ("POST", f"/permission/{rid}", vote),
+            ("POST", f"/session/{sid}/permission/{rid}", vote),
+            ("DELETE", f"/session/{sid}", None),
+            ("POST", f"/session/{sid}/prompt", {"prompt": [{"type": "text", "text": "hi"}]}),
+        ]:
+            # A fresh connector each time: the RPC itself meets the outage, not the probe.
+            app.state.temporal = TemporalConnector(proxy.address, "default", client)
+            response = await d.client.request(method, path, json=body)
+            assert response.status_code == 503, (path, response.text)
+            assert response.json()["code"] == "temporal_unavailable", path
+            assert response.headers["retry-after"] == "5"
+            # Marked down: the next one is refused by the health probe.
+            again = await d.client.request(method, path, json=body)
+            assert again.status_code == 503, (path, again.text)
+        # Store reads, and attaching to the live session, do not need Temporal.
+        assert (await d.create())["sessionId"] == sid
+        ws = str(d.workspace).replace("/", "%2F")
+        listed = (await d.client.get(f"/workspace/{ws}/sessions")).json()
+        assert [s["sessionId"] for s in listed["sessions"]] == [sid]
+        assert (await d.client.get("/health")).json() == {"status": "ok"}
+
+        await proxy.mend()
+        ok = await d.client.post(f"/session/{sid}/permission/{rid}", json=vote)
+        assert ok.status_code == 200, ok.text
+        await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+        assert not (d.workspace / "outage.txt").exists()
+    finally:
+        if proxy.server is not None:
+            await proxy.cut()

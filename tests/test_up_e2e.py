@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -182,3 +183,126 @@ def test_up_stops_on_ctrl_c(tmp_path: Path, signum: int) -> None:
         up.process.send_signal(signum)
         assert up.process.wait(60) == 0
     assert _port_closed(int(up.api_url.rsplit(":", 1)[1]))
+
+
+class HealthWatch:
+    """Asks /health every 0.2 s in a thread; remembers every answer (or failure)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.answers: list[int | str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.answers.append(httpx.get(f"{self.url}/health", timeout=5).status_code)
+            except httpx.HTTPError as err:
+                self.answers.append(repr(err))
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> HealthWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def _pid(data_dir: Path, name: str) -> int:
+    return int((data_dir / f"{name}.pid").read_text())
+
+
+def _prompt(url: str, session_id: str, text: str, **headers: str) -> httpx.Response:
+    return httpx.post(
+        f"{url}/session/{session_id}/prompt",
+        json={"prompt": [{"type": "text", "text": text}]},
+        headers=headers,
+        timeout=60,
+    )
+
+
+def test_up_survives_a_temporal_crash(tmp_path: Path) -> None:
+    """kill -9 of the embedded Temporal server: the supervisor restarts it on its state,
+    the API answers throughout (503 temporal_unavailable for what needs Temporal), and the
+    worker and the API carry on with the new server without being restarted."""
+    data = tmp_path / ".data"
+    with agentrt_up(tmp_path) as up:
+        _wait_http(f"{up.api_url}/health")
+        _wait_worker_live(up.api_url)
+        # Before the crash: a session that has run a prompt, and a workflow no worker runs.
+        session = httpx.post(f"{up.api_url}/session", json={}, timeout=30).json()
+        session_id = session["sessionId"]
+        first = _prompt(up.api_url, session_id, "before the crash", Prefer="wait")
+        assert first.json() == {"stopReason": "end_turn"}, first.text
+        probe_id = f"probe-{uuid.uuid4()}"
+
+        async def start_probe() -> None:
+            client = await connect(up.frontend)
+            await client.start_workflow("ProbeWorkflow", id=probe_id, task_queue="probe")
+
+        asyncio.run(start_probe())
+        temporal_pid, worker_pid, api_pid = (_pid(data, n) for n in ("temporal", "worker", "api"))
+
+        with HealthWatch(up.api_url) as health:
+            # Hold the supervisor so the outage lasts while the API is asked about it.
+            up.process.send_signal(signal.SIGSTOP)
+            try:
+                os.kill(temporal_pid, signal.SIGKILL)
+                refused = _prompt(up.api_url, session_id, "during the outage")
+                assert refused.status_code == 503, refused.text
+                assert refused.json()["code"] == "temporal_unavailable"
+                assert refused.headers["Retry-After"].isdigit()
+                # Store reads keep working.
+                listed = httpx.get(
+                    f"{up.api_url}/workspace{tmp_path.resolve()}/sessions", timeout=30
+                )
+                assert listed.status_code == 200, listed.text
+                assert [s["sessionId"] for s in listed.json()["sessions"]] == [session_id]
+                status = httpx.get(f"{up.api_url}/daemon/status", timeout=30).json()
+                assert status["temporal"]["reachable"] is False
+            finally:
+                up.process.send_signal(signal.SIGCONT)
+
+            # The supervisor restarts Temporal; the same session serves a prompt again.
+            deadline = time.monotonic() + 90
+            answer = _prompt(up.api_url, session_id, "after the crash", Prefer="wait")
+            while answer.status_code == 503 and time.monotonic() < deadline:
+                time.sleep(0.5)
+                answer = _prompt(up.api_url, session_id, "after the crash", Prefer="wait")
+            assert answer.json() == {"stopReason": "end_turn"}, answer.text
+            # A new workflow starts too.
+            thread = httpx.post(
+                f"{up.api_url}/session", json={"sessionScope": "thread"}, timeout=30
+            )
+            assert thread.status_code == 200, thread.text
+            second = _prompt(up.api_url, thread.json()["sessionId"], "new", Prefer="wait")
+            assert second.json() == {"stopReason": "end_turn"}, second.text
+        assert health.answers and set(health.answers) == {200}, health.answers
+
+        assert up.process.poll() is None
+        assert _pid(data, "temporal") != temporal_pid
+        # Neither the worker nor the API needed a restart.
+        assert (_pid(data, "worker"), _pid(data, "api")) == (worker_pid, api_pid)
+
+        async def describe() -> WorkflowExecutionStatus | None:
+            client = await connect(up.frontend, timeout=30)
+            return (await client.get_workflow_handle(probe_id).describe()).status
+
+        assert asyncio.run(describe()) == WorkflowExecutionStatus.RUNNING
+        output = _stop(up)
+    assert "restarted the Temporal dev server" in output
+    assert not (data / "temporal.pid").exists()
+
+
+def test_up_with_console_tracing(tmp_path: Path) -> None:
+    """OTEL_* configure agentrt's tracing; the embedded Temporal server never sees them
+    (it refuses OTEL_TRACES_EXPORTER=console)."""
+    with agentrt_up(tmp_path, {"OTEL_TRACES_EXPORTER": "console"}) as up:
+        _wait_http(f"{up.api_url}/health")
+        status = _wait_worker_live(up.api_url)
+        assert status["status"] == "ok", status["issues"]
+        assert up.process.poll() is None
+        _stop(up)

@@ -23,7 +23,7 @@ from api.deps import ConnectorDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.openapi import errors, query
 from api.security.ratelimit import RateLimiter
-from api.temporal import count_workflows, describe_pollers
+from api.temporal import count_workflows, describe_pollers, is_unavailable
 from runtime import __version__
 from runtime.sessions.registry import count_live
 from runtime.settings import BODY_LIMIT_BYTES
@@ -86,6 +86,8 @@ async def daemon_status(
             "AND ExecutionStatus = 'Running'",
         )
     except (ApiError, RPCError) as err:
+        if is_unavailable(err):
+            connector.mark_down()
         issues.append(_issue("temporal_unreachable", "error", f"Temporal: {err}"))
     if temporal_section["reachable"] and not temporal_section["workerPolling"]:
         issues.append(

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from api.deps import ConnectorDep, StoreDep
+from api.deps import ConnectorDep, SettingsDep, StoreDep
 from api.openapi import errors, query
 from api.temporal import count_workflows
 from runtime.sessions.registry import count_live
@@ -24,16 +24,22 @@ _DEEP_VALUES = {"", "1", "true"}
         "deep", {"type": "string", "enum": ["", "1", "true"]}, "Add live counters."
     ),
 )
-async def health(request: Request, connector: ConnectorDep, store: StoreDep) -> dict[str, Any]:
+async def health(
+    request: Request, connector: ConnectorDep, store: StoreDep, settings: SettingsDep
+) -> dict[str, Any]:
     deep = request.query_params.get("deep")
     if deep is None or deep.lower() not in _DEEP_VALUES:
         return {"status": "ok"}
     client = await connector.get()
     sessions = await asyncio.to_thread(count_live, store)
-    # A session waiting on a permission says so in its search attributes.
-    pending = await count_workflows(
-        client,
+    # A session waiting on a permission says so in its search attributes; this daemon's
+    # sessions carry its workspace as tenant (others may share the Temporal namespace).
+    query = (
         "AgentrtKind = 'session' AND AgentrtStatus = 'awaiting_permission' "
-        "AND ExecutionStatus = 'Running'",
+        "AND ExecutionStatus = 'Running'"
     )
+    workspace = settings.workspace_cwd
+    if "'" not in workspace and "\\" not in workspace:
+        query += f" AND AgentrtTenant = '{workspace}'"
+    pending = await count_workflows(client, query)
     return {"status": "ok", "sessions": sessions, "pendingPermissions": pending}

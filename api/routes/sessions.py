@@ -14,8 +14,8 @@ from fastapi import APIRouter, Depends, Request, Response
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
-from api.errors import ApiError
+from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep
+from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import MAX_DISPLAY_NAME_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS
 from api.openapi import errors, json_body
 from api.routes.session_bodies import (
@@ -39,6 +39,7 @@ from api.routes.session_common import (
     workspace_mismatch,
 )
 from api.security import require_configured_token
+from api.temporal import is_unavailable
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     CloseRequest,
@@ -65,7 +66,7 @@ router = APIRouter()
     openapi_extra=json_body(CreateSessionBody, required=False),
 )
 async def create_session(
-    request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
+    request: Request, settings: SettingsDep, store: StoreDep, connector: ConnectorDep
 ) -> dict[str, Any]:
     body = await read_body(request)
     cwd = body.get("cwd")
@@ -94,17 +95,13 @@ async def create_session(
         raise limit_reached(err) from err
     if not attached:
         try:
-            await start_session(client, settings, record)
-        except (RPCError, RuntimeError) as err:
+            # Attaching to a live session is a store operation: only a new one needs Temporal.
+            await start_session(await connector.get(), settings, record)
+        except (ApiError, RPCError, RuntimeError) as err:
             # No workflow, no session: free the slot rather than leave a husk behind.
             await asyncio.to_thread(registry.close_session, store, record.session_id)
-            raise ApiError(
-                503,
-                {
-                    "error": "Temporal is not reachable; the session was not created",
-                    "code": "temporal_unavailable",
-                },
-                {"Retry-After": "5"},
+            raise temporal_unavailable(
+                "Temporal is not reachable; the session was not created"
             ) from err
     await register_client(store, record.session_id, client_id)
     response: dict[str, Any] = {
@@ -118,17 +115,30 @@ async def create_session(
 
 
 @router.get("/workspace/{workspace_id:path}/sessions", responses=errors(503))
-async def list_sessions(workspace_id: str, store: StoreDep, client: TemporalDep) -> dict[str, Any]:
+async def list_sessions(
+    workspace_id: str, store: StoreDep, connector: ConnectorDep
+) -> dict[str, Any]:
     workspace = "/" + workspace_id.strip("/") if workspace_id.strip("/") else "/"
     records = await asyncio.to_thread(registry.list_live, store, workspace)
+    # A store read: with Temporal down, the list is still there (no active prompt known).
+    client: Client | None
+    try:
+        client = await connector.get()
+    except ApiError:
+        client = None
     sessions = []
     for record in records:
         count = await asyncio.to_thread(registry.client_count, store, record.session_id)
-        try:
-            status = await asyncio.wait_for(session_status(client, record.session_id), 5)
-            active = status.active_prompt is not None
-        except (ApiError, RPCError, TimeoutError):
-            active = False
+        active = False
+        if client is not None:
+            try:
+                status = await asyncio.wait_for(session_status(client, record.session_id), 5)
+                active = status.active_prompt is not None
+            except (ApiError, RPCError, TimeoutError) as err:
+                down = isinstance(err, ApiError) and err.body.get("code") == "temporal_unavailable"
+                if down or is_unavailable(err):
+                    connector.mark_down()
+                    client = None  # no point asking about the others
         entry: dict[str, Any] = {
             "sessionId": record.session_id,
             "workspaceCwd": record.workspace_cwd,
