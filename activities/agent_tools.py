@@ -10,19 +10,18 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.llm import ChatMessage, ModelError, ModelProvider, ToolCall, ToolSpec
+from activities.llm import ChatMessage, ModelError, ModelProvider, ToolSpec
 from runtime.agent_tools.calls import execute_call
 from runtime.agent_tools.contracts import (
     CallSummary,
     CallToolInput,
     ModelStepInput,
     ModelStepResult,
-    ModelToolCall,
 )
 from runtime.agent_tools.models import AgentTurn
 from runtime.investigation.catalog import TOOL_DESCRIPTORS
 from runtime.store import EventJournal, Store
-from runtime.store.journal import NewEvent
+from runtime.store.journal_contracts import NewEvent
 from runtime.telemetry import tracer
 
 SYSTEM_PROMPT = (
@@ -76,7 +75,7 @@ class AgentToolsActivities:
             await asyncio.to_thread(
                 self.journal.append_many,
                 request.transcript_stream,
-                [NewEvent("message", message.model_dump(mode="json"))],
+                [NewEvent(type="message", data=message.model_dump(mode="json"))],
                 dedupe_key=f"{request.call.idempotency_key}/message",
             )
         state = (
@@ -112,7 +111,7 @@ class AgentToolsActivities:
             ]
             await self.journal.aappend_many(
                 request.transcript_stream,
-                [NewEvent("message", m.model_dump(mode="json")) for m in seed],
+                [NewEvent(type="message", data=m.model_dump(mode="json")) for m in seed],
                 dedupe_key=f"{request.transcript_stream}/seed",
             )
             entries = (await self.journal.aread(request.transcript_stream, 0, 10_000)).entries
@@ -128,7 +127,11 @@ class AgentToolsActivities:
         answer = ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
         await self.journal.aappend_many(
             request.transcript_stream,
-            [NewEvent("message", {**answer.model_dump(mode="json"), "step": request.step})],
+            [
+                NewEvent(
+                    type="message", data={**answer.model_dump(mode="json"), "step": request.step}
+                )
+            ],
             dedupe_key=f"{request.transcript_stream}/step-{request.step}",
         )
         return _step_result(answer, reply.served_model)
@@ -152,13 +155,9 @@ def _message(data: dict[str, Any]) -> dict[str, Any]:
 def _step_result(message: ChatMessage, served_model: str) -> ModelStepResult:
     return ModelStepResult(
         content=message.content[:4000],
-        tool_calls=[_tool_call(c) for c in message.tool_calls],
+        tool_calls=list(message.tool_calls),
         served_model=served_model,
     )
-
-
-def _tool_call(call: ToolCall) -> ModelToolCall:
-    return ModelToolCall(id=call.id, name=call.name, arguments=call.arguments)
 
 
 def _tool_message(status: str, outcome: dict[str, Any]) -> str:

@@ -6,9 +6,8 @@ import asyncio
 
 from temporalio import activity
 
-from runtime.contracts import AppendEventsInput, AppendEventsResult
 from runtime.store import EventJournal
-from runtime.store.journal import NewEvent
+from runtime.store.journal_contracts import AppendEventsInput, AppendEventsResult
 
 
 class JournalActivities:
@@ -18,11 +17,10 @@ class JournalActivities:
     @activity.defn(name="journal.append_events")
     async def append_events(self, request: AppendEventsInput) -> AppendEventsResult:
         """Append a batch; idempotent across retries when the workflow gives a dedupe key."""
-        events = [NewEvent(e.type, e.data, e.originator) for e in request.events]
         entries = await asyncio.to_thread(
             self.journal.append_many,
             request.stream,
-            events,
+            request.events,
             retention=request.retention,
             dedupe_key=request.dedupe_key,
         )

@@ -16,10 +16,9 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvider, ToolCall
+from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvider
 from activities.tool_effects import run_once
 from activities.workspace_tools import (
-    ToolInvocation,
     ToolResult,
     WorkspaceTools,
     describe_call,
@@ -31,7 +30,6 @@ from runtime.policy.approval import TOOL_KINDS, is_mutating
 from runtime.sessions.contracts import (
     ModelStepInput,
     ModelStepResult,
-    ModelToolCall,
     OpenPromptInput,
     StopReason,
     ToolPreview,
@@ -42,7 +40,7 @@ from runtime.sessions.prompts import load_prompt
 from runtime.sessions.streams import session_event, session_stream
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
-from runtime.store.journal import NewEvent
+from runtime.store.journal_contracts import NewEvent
 from runtime.store.operations import OperationLedger
 
 SYSTEM_PROMPT = (
@@ -89,7 +87,12 @@ class SessionActivities:
         user = ChatMessage(role="user", content=text)
         await self._append(
             transcript_stream(request.session_id),
-            [NewEvent("message", {**user.model_dump(mode="json"), "promptId": request.prompt_id})],
+            [
+                NewEvent(
+                    type="message",
+                    data={**user.model_dump(mode="json"), "promptId": request.prompt_id},
+                )
+            ],
             f"{key}/user",
             None,
         )
@@ -153,13 +156,15 @@ class SessionActivities:
             "step": request.step,
             "finish": reply.finish_reason,
         }
-        await self._append(transcript, [NewEvent("message", record)], f"{key}/answer", None)
+        await self._append(
+            transcript, [NewEvent(type="message", data=record)], f"{key}/answer", None
+        )
         return _result(answer, reply.finish_reason)
 
     @activity.defn(name="session.preview_tool")
     async def preview_tool(self, request: ToolStepInput) -> ToolPreview:
         """Describe the call (diff preview for edits) and announce it as a pending tool_call."""
-        invocation = _invocation(request)
+        invocation = request.call
         tool_call = await asyncio.to_thread(describe_call, Path(request.workspace_cwd), invocation)
         update = {**tool_call, "sessionUpdate": "tool_call"}
         event = session_event(
@@ -196,7 +201,7 @@ class SessionActivities:
                 non_retryable=True,
             )
         else:
-            result = await self._tools(request).run(_invocation(request))
+            result = await self._tools(request).run(request.call)
         return await self._report(request, result)
 
     @activity.defn(name="session.run_effect")
@@ -210,7 +215,7 @@ class SessionActivities:
             run_once(
                 self._tools(request),
                 self.ledger,
-                _invocation(request),
+                request.call,
                 op_id=request.op_id,
                 expected_hash=request.expected_hash,
             )
@@ -254,7 +259,8 @@ class SessionActivities:
             transcript_stream(request.session_id),
             [
                 NewEvent(
-                    "message", {**answer.model_dump(mode="json"), "promptId": request.prompt_id}
+                    type="message",
+                    data={**answer.model_dump(mode="json"), "promptId": request.prompt_id},
                 )
             ],
             f"{key}/answer",
@@ -270,16 +276,11 @@ class SessionActivities:
         )
 
 
-def _invocation(request: ToolStepInput) -> ToolInvocation:
-    return ToolInvocation(
-        tool_name=request.call.name,
-        arguments=request.call.arguments,
-        tool_call_id=request.call.id,
-    )
-
 
 def _message(message: ChatMessage, request: ModelStepInput) -> NewEvent:
-    return NewEvent("message", {**message.model_dump(mode="json"), "promptId": request.prompt_id})
+    return NewEvent(
+        type="message", data={**message.model_dump(mode="json"), "promptId": request.prompt_id}
+    )
 
 
 def _chat(data: dict[str, Any]) -> dict[str, Any]:
@@ -289,10 +290,6 @@ def _chat(data: dict[str, Any]) -> dict[str, Any]:
 def _result(message: ChatMessage, finish: str) -> ModelStepResult:
     return ModelStepResult(
         content=message.content[:4000],
-        tool_calls=[_tool_call(c) for c in message.tool_calls],
+        tool_calls=list(message.tool_calls),
         stop_reason=_STOP.get(finish, "end_turn"),
     )
-
-
-def _tool_call(call: ToolCall) -> ModelToolCall:
-    return ModelToolCall(id=call.id, name=call.name, arguments=call.arguments)

@@ -23,11 +23,11 @@ from pathlib import Path
 from activities.workspace_tools import (
     FILE_TOOLS,
     ToolError,
-    ToolInvocation,
     ToolResult,
     WorkspaceTools,
     failed_result,
 )
+from runtime.llm.contracts import ToolCall
 from runtime.store.operations import Operation, OperationLedger
 from runtime.workspace.files import HashMismatch, atomic_write, content_hash, file_hash, path_lock
 
@@ -37,7 +37,7 @@ OUTCOME_UNKNOWN = "outcome_unknown"
 async def run_once(
     tools: WorkspaceTools,
     ledger: OperationLedger,
-    invocation: ToolInvocation,
+    invocation: ToolCall,
     *,
     op_id: str,
     expected_hash: str | None,
@@ -46,7 +46,7 @@ async def run_once(
     record = await asyncio.to_thread(ledger.get, op_id)
     if record is not None and record.state == "done" and record.result is not None:
         return ToolResult.model_validate(record.result)
-    if invocation.tool_name in FILE_TOOLS:
+    if invocation.name in FILE_TOOLS:
         return await asyncio.to_thread(
             _file_once, tools, ledger, invocation, op_id, expected_hash, record
         )
@@ -55,7 +55,7 @@ async def run_once(
         unknown = _outcome_unknown(invocation)
         await asyncio.to_thread(ledger.finish, op_id, unknown.model_dump(mode="json"))
         return unknown
-    await asyncio.to_thread(ledger.begin, op_id, invocation.tool_name)
+    await asyncio.to_thread(ledger.begin, op_id, invocation.name)
     result = await tools.run(invocation)
     await asyncio.to_thread(ledger.finish, op_id, result.model_dump(mode="json"))
     return result
@@ -64,7 +64,7 @@ async def run_once(
 def _file_once(
     tools: WorkspaceTools,
     ledger: OperationLedger,
-    invocation: ToolInvocation,
+    invocation: ToolCall,
     op_id: str,
     expected_hash: str | None,
     record: Operation | None,
@@ -87,7 +87,7 @@ def _file_once(
         if expected_hash is not None and current != expected_hash:
             return _conflict(root, path, expected_hash, current)
         try:
-            change = tools.plan_change(root, invocation.tool_name, invocation.arguments)
+            change = tools.plan_change(root, invocation.name, invocation.arguments)
         except ToolError as err:
             return failed_result(str(err))
         except ValueError as err:
@@ -97,7 +97,7 @@ def _file_once(
         if record is None:
             ledger.begin(
                 op_id,
-                invocation.tool_name,
+                invocation.name,
                 pre_hash=change.pre_hash,
                 post_hash=content_hash(new),
                 result=result,
@@ -124,7 +124,7 @@ def _conflict(root: Path, path: Path, expected: str, found: str) -> ToolResult:
     )
 
 
-def _outcome_unknown(invocation: ToolInvocation) -> ToolResult:
+def _outcome_unknown(invocation: ToolCall) -> ToolResult:
     command = invocation.arguments.get("command")
     message = (
         f"{OUTCOME_UNKNOWN}: the worker running this command stopped before it reported, "

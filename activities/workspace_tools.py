@@ -64,6 +64,7 @@ from activities import workspace_search
 from activities.heartbeat import heartbeating
 from activities.llm import ToolSpec
 from activities.workspace_search import MAX_GREP_MATCHES
+from runtime.llm.contracts import ToolCall
 from runtime.policy.approval import tool_kind
 from runtime.telemetry import tracer
 from runtime.workspace.files import ABSENT, atomic_write, content_hash, file_hash
@@ -81,14 +82,6 @@ ToolStatus = Literal["completed", "failed"]
 
 # The tools whose effect is a file write (exactly once, compare-and-swap on the content).
 FILE_TOOLS: Final = frozenset({"write_file", "edit"})
-
-
-class ToolInvocation(BaseModel):
-    """One tool call the model asked for (`arguments` is the ACP `rawInput`)."""
-
-    tool_name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    tool_call_id: str
 
 
 class ToolResult(BaseModel):
@@ -111,7 +104,7 @@ class FileChange(BaseModel):
 
 
 class RunToolInput(BaseModel):
-    invocation: ToolInvocation
+    invocation: ToolCall
     session_id: str | None = None
     # The session's directory: the bound workspace or a directory inside it (None: the
     # bound workspace). Tools are confined to it.
@@ -267,14 +260,14 @@ def _integer(description: str, *, minimum: int) -> dict[str, Any]:
 # ACP shapes
 
 
-def describe_call(workspace: Path, invocation: ToolInvocation) -> dict[str, Any]:
+def describe_call(workspace: Path, invocation: ToolCall) -> dict[str, Any]:
     """The ACP `tool_call` of an invocation, status `pending` (reads the file for a diff).
 
     Never touches a path outside the workspace: such a call gets no locations and no
     diff preview (running it fails).
     """
     root = _real_root(workspace)
-    name = invocation.tool_name
+    name = invocation.name
     args = invocation.arguments
     locations: list[dict[str, Any]] = []
     content: list[dict[str, Any]] = []
@@ -290,7 +283,7 @@ def describe_call(workspace: Path, invocation: ToolInvocation) -> dict[str, Any]
         if name in ("write_file", "edit"):
             content = _preview_diff(root, target, name, args)
     return {
-        "toolCallId": invocation.tool_call_id,
+        "toolCallId": invocation.id,
         "title": _title(root, name, args),
         "kind": tool_kind(name),
         "status": "pending",
@@ -301,17 +294,17 @@ def describe_call(workspace: Path, invocation: ToolInvocation) -> dict[str, Any]
     }
 
 
-def target_hash(workspace: Path, invocation: ToolInvocation) -> str | None:
+def target_hash(workspace: Path, invocation: ToolCall) -> str | None:
     """The content hash of the file a `write_file` / `edit` targets, as it is now.
 
     Captured when the call is proposed, so that the write applies to exactly the
     content the user saw in the preview (compare-and-swap); None for other tools
     and for paths that cannot be resolved inside the workspace (running them fails).
     """
-    if invocation.tool_name not in FILE_TOOLS:
+    if invocation.name not in FILE_TOOLS:
         return None
     root = _real_root(workspace)
-    raw = _path_argument(invocation.tool_name, invocation.arguments)
+    raw = _path_argument(invocation.name, invocation.arguments)
     if root is None or raw is None:
         return None
     try:
@@ -320,13 +313,13 @@ def target_hash(workspace: Path, invocation: ToolInvocation) -> str | None:
         return None
 
 
-def describe_result(invocation: ToolInvocation, result: ToolResult) -> dict[str, Any]:
+def describe_result(invocation: ToolCall, result: ToolResult) -> dict[str, Any]:
     """The ACP `tool_call_update` that closes a call (status completed or failed)."""
     update: dict[str, Any] = {
-        "toolCallId": invocation.tool_call_id,
+        "toolCallId": invocation.id,
         "status": result.status,
         "content": result.content,
-        "_meta": {"toolName": invocation.tool_name},
+        "_meta": {"toolName": invocation.name},
     }
     if result.locations:
         update["locations"] = result.locations
@@ -634,10 +627,10 @@ class WorkspaceTools:
                 search_timeout=self.search_timeout,
                 max_output_bytes=self.max_output_bytes,
             )
-        with tracer.start_as_current_span(f"tool {request.invocation.tool_name}"):
+        with tracer.start_as_current_span(f"tool {request.invocation.name}"):
             return await heartbeating(tools.run(request.invocation))
 
-    async def run(self, invocation: ToolInvocation) -> ToolResult:
+    async def run(self, invocation: ToolCall) -> ToolResult:
         """Run a tool call; every failure is a `failed` result, never an exception."""
         root = _real_root(self.workspace)
         if root is None:
@@ -657,12 +650,12 @@ class WorkspaceTools:
         }
         args = invocation.arguments
         try:
-            child = children.get(invocation.tool_name)
+            child = children.get(invocation.name)
             if child is not None:
                 return await child(root, args)
-            handler = handlers.get(invocation.tool_name)
+            handler = handlers.get(invocation.name)
             if handler is None:
-                return failed_result(f'Tool "{invocation.tool_name}" not found.')
+                return failed_result(f'Tool "{invocation.name}" not found.')
             return await asyncio.to_thread(handler, root, args)
         except ToolError as err:
             return failed_result(str(err))
@@ -818,7 +811,7 @@ class WorkspaceTools:
         """The workspace's real path (None when it does not exist)."""
         return _real_root(self.workspace)
 
-    def target(self, root: Path, invocation: ToolInvocation) -> Path:
+    def target(self, root: Path, invocation: ToolCall) -> Path:
         """The file a `write_file` / `edit` call writes, resolved inside the workspace."""
         return _resolve(root, _required_str(invocation.arguments, "file_path"))
 

@@ -64,7 +64,7 @@ from bench.substrate import (
 from bench.substrate_workflows import EmptyWorkflow, Ping
 from runtime.sessions.streams import session_event, session_stream
 from runtime.store import EventJournal
-from runtime.store.journal import NewEvent
+from runtime.store.journal_contracts import NewEvent
 from runtime.temporal import ensure_search_attributes, temporal_cli_path
 
 DEFAULT_RUNS = 50

@@ -10,9 +10,8 @@ import threading
 from temporalio.testing import ActivityEnvironment
 
 from activities.journal import JournalActivities
-from runtime.contracts import AppendEventsInput, JournalEventIn
 from runtime.store import EventJournal, Store
-from runtime.store.journal import NewEvent
+from runtime.store.journal_contracts import AppendEventsInput, NewEvent
 
 
 def test_seq_starts_at_one_per_stream(store: Store) -> None:
@@ -43,7 +42,7 @@ def test_entries_keep_type_data_originator_and_timestamp(store: Store) -> None:
 def test_batch_gets_contiguous_seqs(store: Store) -> None:
     journal = EventJournal(store)
     journal.append("s", "first")
-    entries = journal.append_many("s", [NewEvent("a"), NewEvent("b"), NewEvent("c")])
+    entries = journal.append_many("s", [NewEvent(type="a"), NewEvent(type="b"), NewEvent(type="c")])
     assert [e.seq for e in entries] == [2, 3, 4]
 
 
@@ -98,12 +97,12 @@ def test_retention_prunes_oldest_and_reports_earliest(store: Store) -> None:
 
 def test_dedupe_key_makes_a_retried_batch_idempotent(store: Store) -> None:
     journal = EventJournal(store)
-    batch = [NewEvent("a"), NewEvent("b")]
+    batch = [NewEvent(type="a"), NewEvent(type="b")]
     first = journal.append_many("d", batch, dedupe_key="turn-1/step-1")
     again = journal.append_many("d", batch, dedupe_key="turn-1/step-1")
     assert [e.seq for e in first] == [1, 2]
     assert again == first
-    assert journal.append_many("d", [NewEvent("c")], dedupe_key="turn-1/step-2")[0].seq == 3
+    assert journal.append_many("d", [NewEvent(type="c")], dedupe_key="turn-1/step-2")[0].seq == 3
     assert journal.bounds("d") == (1, 3)
 
 
@@ -145,7 +144,7 @@ async def test_append_events_activity_is_idempotent(store: Store) -> None:
     activities = JournalActivities(journal)
     request = AppendEventsInput(
         stream="turn/ws/1",
-        events=[JournalEventIn(type="agent.turn.started", data={"turn_id": "1"})],
+        events=[NewEvent(type="agent.turn.started", data={"turn_id": "1"})],
         retention=128,
         dedupe_key="turn/ws/1#1",
     )

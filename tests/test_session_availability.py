@@ -13,9 +13,9 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from api.routes import session_common
-from runtime.contracts import JournalEventIn, dedupe_key
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
+from runtime.store.journal_contracts import NewEvent, dedupe_key
 from tests.conftest import ApiFactory
 from tests.session_helpers import Daemon, write_prompt
 from worker import build_worker
@@ -191,8 +191,8 @@ async def test_a_multi_megabyte_prompt_runs_and_later_prompts_are_whole(setup: S
 
 def test_events_at_the_same_position_with_other_content_get_other_keys() -> None:
     """A failed workflow task's journaled events must not swallow the next task's."""
-    a = JournalEventIn(type="session_update", data={"data": {"text": "a"}})
-    b = JournalEventIn(type="session_update", data={"data": {"text": "b"}})
+    a = NewEvent(type="session_update", data={"data": {"text": "a"}})
+    b = NewEvent(type="session_update", data={"data": {"text": "b"}})
     key_a = dedupe_key("run", 3, [a])
     assert key_a != dedupe_key("run", 3, [b])
     assert key_a == dedupe_key("run", 3, [a.model_copy()])

@@ -13,8 +13,8 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     from activities.journal import JournalActivities
-    from runtime.contracts import AppendEventsInput, AppendEventsResult, JournalEventIn
     from runtime.store import EventJournal, Store, upgrade_to_head
+    from runtime.store.journal_contracts import AppendEventsInput, AppendEventsResult, NewEvent
 
 
 class WaitThenJournalInput(BaseModel):
@@ -31,7 +31,7 @@ class WaitThenJournal:
         await workflow.sleep(request.wait)
         append = AppendEventsInput(
             stream=request.stream,
-            events=[JournalEventIn(type="woke", data={"at": workflow.now().isoformat()})],
+            events=[NewEvent(type="woke", data={"at": workflow.now().isoformat()})],
             dedupe_key=f"{workflow.info().workflow_id}/woke",
         )
         return await workflow.execute_local_activity_method(

@@ -12,14 +12,15 @@ from typing import Any
 import pytest
 
 from activities.tool_effects import OUTCOME_UNKNOWN, run_once
-from activities.workspace_tools import ToolInvocation, WorkspaceTools, target_hash
+from activities.workspace_tools import WorkspaceTools, target_hash
+from runtime.llm.contracts import ToolCall
 from runtime.store import Store
 from runtime.store.operations import OperationLedger
 from runtime.workspace.files import ABSENT, HashMismatch, atomic_write, content_hash
 
 
-def _call(tool: str, args: dict[str, Any]) -> ToolInvocation:
-    return ToolInvocation(tool_name=tool, arguments=args, tool_call_id="call_1")
+def _call(tool: str, args: dict[str, Any]) -> ToolCall:
+    return ToolCall(name=tool, arguments=args, id="call_1")
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-def _edit(ws: Path) -> ToolInvocation:
+def _edit(ws: Path) -> ToolCall:
     return _call("edit", {"file_path": str(ws / "f"), "old_string": "MARK", "new_string": "MARK+"})
 
 

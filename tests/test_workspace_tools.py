@@ -17,7 +17,6 @@ from activities.workspace_tools import (
     MAX_OUTPUT_BYTES,
     SEARCH_SCRIPT,
     RunToolInput,
-    ToolInvocation,
     ToolResult,
     WorkspaceTools,
     describe_call,
@@ -25,6 +24,7 @@ from activities.workspace_tools import (
     rejected_result,
     tool_specs,
 )
+from runtime.llm.contracts import ToolCall
 
 Args = dict[str, Any]
 
@@ -51,8 +51,8 @@ def outside(ws: Path) -> Path:
     return ws.parent / "outside"
 
 
-def call(tool: str, args: Args, call_id: str = "call_1") -> ToolInvocation:
-    return ToolInvocation(tool_name=tool, arguments=args, tool_call_id=call_id)
+def call(tool: str, args: Args, call_id: str = "call_1") -> ToolCall:
+    return ToolCall(name=tool, arguments=args, id=call_id)
 
 
 async def run(ws: Path, tool: str, args: Args, *, shell: bool = False, **kw: Any) -> ToolResult:

@@ -24,7 +24,7 @@ from workflows.search_attributes import KIND, STATUS, TENANT
 with workflow.unsafe.imports_passed_through():
     from activities.journal import JournalActivities
     from activities.session import SessionActivities
-    from runtime.contracts import AppendEventsInput, JournalEventIn, dedupe_key
+    from runtime.llm.contracts import ToolCall
     from runtime.policy.approval import is_mutating, needs_permission
     from runtime.policy.permissions import (
         PartialVote,
@@ -40,7 +40,6 @@ with workflow.unsafe.imports_passed_through():
         ModelStepInput,
         ModelStepResult,
         ModelSwitchResult,
-        ModelToolCall,
         OpenPromptInput,
         PermissionView,
         PromptItem,
@@ -59,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
         WorkerBound,
     )
     from runtime.sessions.streams import session_stream
+    from runtime.store.journal_contracts import AppendEventsInput, NewEvent, dedupe_key
 
 
 APPROVAL_MODES = ("plan", "default", "auto-edit", "auto", "yolo")
@@ -463,7 +463,7 @@ class SessionWorkflow:
             raise _Cancelled()
         return task.result()
 
-    async def _tool(self, item: PromptItem, call: ModelToolCall, run_id: str, step: int) -> None:
+    async def _tool(self, item: PromptItem, call: ToolCall, run_id: str, step: int) -> None:
         assert self._input is not None
         step_input = ToolStepInput(
             session_id=self._input.session_id,
@@ -526,9 +526,7 @@ class SessionWorkflow:
             )
         )
 
-    async def _ask(
-        self, item: PromptItem, call: ModelToolCall, preview: ToolPreview
-    ) -> dict[str, Any]:
+    async def _ask(self, item: PromptItem, call: ToolCall, preview: ToolPreview) -> dict[str, Any]:
         """Raise a permission request and wait for its answer, a cancel, or the timer."""
         assert self._input is not None
         request_id = str(workflow.uuid4())
@@ -634,7 +632,7 @@ class SessionWorkflow:
         body: dict[str, Any] = {"data": data}
         if prompt_id is not None:
             body["promptId"] = prompt_id
-        event = JournalEventIn(type=event_type, data=body, originator=originator)
+        event = NewEvent(type=event_type, data=body, originator=originator)
         await workflow.execute_local_activity_method(
             JournalActivities.append_events,
             AppendEventsInput(

@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
     )
     from runtime.agent_tools.events import event_data, events_stream, transcript_stream
-    from runtime.contracts import AppendEventsInput, JournalEventIn, dedupe_key
+    from runtime.store.journal_contracts import AppendEventsInput, NewEvent, dedupe_key
     from workflows.deterministic_agent import PLAN, next_step, summarize
 
 
@@ -341,7 +341,7 @@ class TurnWorkflow:
         assert self._input is not None
         self._events += 1
         batch = [
-            JournalEventIn(
+            NewEvent(
                 type=event_type,
                 data=event_data(self._input.turn_id, payload, call_id=call_id, refs=refs),
             )

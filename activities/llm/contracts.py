@@ -1,56 +1,18 @@
 """The model provider interface: messages in, one reply out (DESIGN.md "Models").
 
-Every type here is a pydantic model so that requests and replies can cross
-Temporal as activity inputs and results (pydantic data converter).
+The payload types live in `runtime.llm.contracts` (workflows and both runtimes use
+them too); they are re-exported here for the providers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
-from pydantic import BaseModel, Field
+from runtime.llm.contracts import ChatMessage, ModelReply, ToolCall, ToolSpec, Usage
 
 DeltaCallback = Callable[[str], Awaitable[None]]
 """Called with each piece of reply text as it is produced (streaming)."""
-
-
-class ToolCall(BaseModel):
-    """A call the model asks for; `name` is always the tool's own id (dots included)."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-class ChatMessage(BaseModel):
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str = ""
-    # Assistant messages: the calls the model asked for in that turn.
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    # Tool messages: which call this is the result of.
-    tool_call_id: str | None = None
-
-
-class ToolSpec(BaseModel):
-    name: str
-    description: str
-    parameters: dict[str, Any]  # JSON schema of the arguments object
-
-
-class Usage(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-class ModelReply(BaseModel):
-    content: str
-    tool_calls: list[ToolCall]
-    finish_reason: str  # "stop" | "tool_calls" | "length" | ... as the provider reported it
-    # Recorded apart because endpoints serve aliases (gpt-4o → gpt-4o-2024-08-06).
-    requested_model: str
-    served_model: str
-    usage: Usage
 
 
 class ModelError(Exception):
@@ -92,3 +54,15 @@ class ModelProvider(Protocol):
             ModelError: when the provider fails or returns an unusable reply.
         """
         ...
+
+
+__all__ = [
+    "ChatMessage",
+    "DeltaCallback",
+    "ModelError",
+    "ModelProvider",
+    "ModelReply",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+]

@@ -50,7 +50,7 @@ from runtime.investigation.catalog import catalog
 from runtime.investigation.research import research_state
 from runtime.settings import Settings
 from runtime.store import Store
-from runtime.store.journal import NewEvent
+from runtime.store.journal_contracts import NewEvent
 from workflows.turn import TurnWorkflow, turn_search_attributes, turn_workflow_id
 
 router = APIRouter(prefix="/api/v1/agent-tools", route_class=StrictJsonRoute)
@@ -397,15 +397,18 @@ async def call_tool(
             events_stream(settings.instance, workspace),
             [
                 NewEvent(
-                    "agent.tool.requested", event_data(call.turn_id, data, call_id=record.call_id)
+                    type="agent.tool.requested",
+                    data=event_data(call.turn_id, data, call_id=record.call_id),
                 ),
                 NewEvent(
-                    "agent.tool.started",
-                    event_data(call.turn_id, {"tool_id": record.tool_id}, call_id=record.call_id),
+                    type="agent.tool.started",
+                    data=event_data(
+                        call.turn_id, {"tool_id": record.tool_id}, call_id=record.call_id
+                    ),
                 ),
                 NewEvent(
-                    "agent.tool.completed",
-                    event_data(
+                    type="agent.tool.completed",
+                    data=event_data(
                         call.turn_id,
                         {
                             "tool_id": record.tool_id,

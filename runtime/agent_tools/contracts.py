@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from runtime.investigation.tools import ObjectRef, ToolStatus
+from runtime.llm.contracts import ToolCall
 
 # A workspace id on the wire (query parameter or body field).
 WORKSPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -118,14 +119,8 @@ class ModelStepInput(BaseModel):
 
 class ModelStepResult(BaseModel):
     content: str = ""
-    tool_calls: list[ModelToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
     served_model: str = ""
-
-
-class ModelToolCall(BaseModel):
-    id: str
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
 
 
 ModelStepResult.model_rebuild()

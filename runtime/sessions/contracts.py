@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from runtime.llm.contracts import ToolCall
+
 # The longest prompt deadline (`deadlineMs`, `--prompt-deadline-ms`): 2^31-1 ms, about
 # 24.8 days, the longest delay JavaScript's setTimeout honours (the reference daemon's bound).
 MAX_DEADLINE_MS = 2**31 - 1
@@ -145,15 +147,9 @@ class ModelStepInput(BaseModel):
     retention: int = 8000
 
 
-class ModelToolCall(BaseModel):
-    id: str
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-
 class ModelStepResult(BaseModel):
     content: str = ""
-    tool_calls: list[ModelToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
     stop_reason: StopReason = "end_turn"
 
 
@@ -163,7 +159,7 @@ class ToolStepInput(BaseModel):
     workspace_cwd: str
     run_id: str
     step: int = 0
-    call: ModelToolCall
+    call: ToolCall
     shell_enabled: bool = False
     retention: int = 8000
     # "run": execute and report; "refuse": report as failed without running.

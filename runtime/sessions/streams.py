@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.store.journal import JournalEntry, NewEvent
+from runtime.store.journal import JournalEntry
+from runtime.store.journal_contracts import NewEvent
 
 
 def session_stream(session_id: str) -> str:

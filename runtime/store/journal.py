@@ -17,13 +17,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, text, update
 
 from runtime.store.engine import Store
+from runtime.store.journal_contracts import NewEvent
 from runtime.store.models import JournalEvent, JournalStream
 from runtime.timestamps import aware_utc
 
@@ -37,15 +38,6 @@ _ALLOCATE = text(
     "ON CONFLICT (stream) DO UPDATE SET last_seq = journal_stream.last_seq + :n "
     "RETURNING last_seq, earliest_seq"
 )
-
-
-@dataclass(frozen=True)
-class NewEvent:
-    """An event to append; the journal gives it its seq and timestamp."""
-
-    type: str
-    data: Mapping[str, Any] = field(default_factory=dict)
-    originator: str | None = None
 
 
 @dataclass(frozen=True)

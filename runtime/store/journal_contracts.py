@@ -1,4 +1,8 @@
-"""Pydantic contracts for payloads that cross Temporal (one typed input/output per call)."""
+"""The journal's contracts: a new event, and the append activity's input and output.
+
+`NewEvent` is the one type of an event to append, whoever appends it: the API
+directly (`EventJournal.append_many`), or a workflow through the append activity.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 
-class JournalEventIn(BaseModel):
+class NewEvent(BaseModel):
+    """An event to append; the journal gives it its seq and timestamp."""
+
     type: str
     data: dict[str, Any] = Field(default_factory=dict)
     originator: str | None = None
@@ -23,7 +29,7 @@ class AppendEventsInput(BaseModel):
     """
 
     stream: str
-    events: list[JournalEventIn]
+    events: list[NewEvent]
     retention: int | None = None
     dedupe_key: str | None = None
 
@@ -33,7 +39,7 @@ class AppendEventsResult(BaseModel):
     last_seq: int
 
 
-def dedupe_key(scope: str, position: int, events: list[JournalEventIn]) -> str:
+def dedupe_key(scope: str, position: int, events: list[NewEvent]) -> str:
     """A workflow's key for its `position`-th append: the position AND the content.
 
     A replay of the same workflow task re-emits the same events at the same position:

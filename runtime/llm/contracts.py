@@ -1,0 +1,51 @@
+"""The payloads of a model call (DESIGN.md "Models"): messages in, one reply out.
+
+One model per concept: `ToolCall` is the tool call a model asked for, everywhere —
+in replies, in the transcript, in workflow inputs (session and agent-tools steps)
+and in the tools that run it. Every type is a pydantic model, so requests and
+replies cross Temporal as activity inputs and results (pydantic data converter).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class ToolCall(BaseModel):
+    """A call the model asks for; `name` is always the tool's own id (dots included)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChatMessage(BaseModel):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    # Assistant messages: the calls the model asked for in that turn.
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    # Tool messages: which call this is the result of.
+    tool_call_id: str | None = None
+
+
+class ToolSpec(BaseModel):
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments object
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class ModelReply(BaseModel):
+    content: str
+    tool_calls: list[ToolCall]
+    finish_reason: str  # "stop" | "tool_calls" | "length" | ... as the provider reported it
+    # Recorded apart because endpoints serve aliases (gpt-4o → gpt-4o-2024-08-06).
+    requested_model: str
+    served_model: str
+    usage: Usage
