@@ -37,21 +37,18 @@ from runtime.sessions.contracts import (
     ToolStepResult,
 )
 from runtime.sessions.prompts import load_prompt
-from runtime.sessions.streams import session_event, session_stream
+from runtime.sessions.streams import session_event
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.journal_contracts import NewEvent
 from runtime.store.operations import OperationLedger
+from runtime.streams import session_stream, session_transcript_stream
 
 SYSTEM_PROMPT = (
     "You are a coding agent working in the user's workspace. Use the tools to read and "
     "change files; mutating tools may need the user's permission."
 )
 _STOP: dict[str, StopReason] = {"length": "max_tokens", "content_filter": "refusal"}
-
-
-def transcript_stream(session_id: str) -> str:
-    return f"session-transcript/{session_id}"
 
 
 class SessionActivities:
@@ -86,7 +83,7 @@ class SessionActivities:
         key = f"{request.run_id}/{request.prompt_id}"
         user = ChatMessage(role="user", content=text)
         await self._append(
-            transcript_stream(request.session_id),
+            session_transcript_stream(request.session_id),
             [
                 NewEvent(
                     type="message",
@@ -110,7 +107,7 @@ class SessionActivities:
     @activity.defn(name="session.model_step")
     async def model_step(self, request: ModelStepInput) -> ModelStepResult:
         """Ask the model for the next step of a prompt; stream its text as session updates."""
-        transcript = transcript_stream(request.session_id)
+        transcript = session_transcript_stream(request.session_id)
         stream = session_stream(request.session_id)
         key = f"{request.run_id}/{request.prompt_id}/s{request.step}"
         entries = (await self.journal.aread(transcript, 0, 100_000)).entries
@@ -256,7 +253,7 @@ class SessionActivities:
             content=json.dumps({"status": status, "output": text[:16_000]}),
         )
         await self._append(
-            transcript_stream(request.session_id),
+            session_transcript_stream(request.session_id),
             [
                 NewEvent(
                     type="message",
@@ -274,7 +271,6 @@ class SessionActivities:
         await asyncio.to_thread(
             self.journal.append_many, stream, events, retention=retention, dedupe_key=dedupe_key
         )
-
 
 
 def _message(message: ChatMessage, request: ModelStepInput) -> NewEvent:

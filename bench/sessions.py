@@ -62,9 +62,10 @@ from bench.substrate import (
     start_dev_server,
 )
 from bench.substrate_workflows import EmptyWorkflow, Ping
-from runtime.sessions.streams import session_event, session_stream
+from runtime.sessions.streams import session_event
 from runtime.store import EventJournal
 from runtime.store.journal_contracts import NewEvent
+from runtime.streams import session_stream
 from runtime.temporal import ensure_search_attributes, temporal_cli_path
 
 DEFAULT_RUNS = 50

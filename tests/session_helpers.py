@@ -10,8 +10,9 @@ from typing import Any
 
 import httpx
 
-from runtime.sessions.streams import envelope, session_stream
+from runtime.sessions.streams import envelope
 from runtime.store import EventJournal
+from runtime.streams import session_stream
 
 
 @dataclass

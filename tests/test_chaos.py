@@ -23,8 +23,9 @@ from typing import Any
 
 import httpx
 
-from runtime.sessions.streams import envelope, session_stream
+from runtime.sessions.streams import envelope
 from runtime.store import EventJournal, Store
+from runtime.streams import session_stream
 from tests.agent_tools_helpers import DEMO_PROMPT
 from tests.test_up_e2e import _wait_http, agentrt_up
 

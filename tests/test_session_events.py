@@ -25,9 +25,10 @@ from fastapi import FastAPI
 from api.app import create_app
 from api.sse import SseConfig, subscriber_registry
 from runtime.sessions.registry import close_session, create_or_attach
-from runtime.sessions.streams import session_event, session_stream
+from runtime.sessions.streams import session_event
 from runtime.settings import Settings
 from runtime.store import EventJournal, JournalPage, Store
+from runtime.streams import session_stream
 from tests.conftest import free_port
 
 SSE_HEADERS = {"Accept": "text/event-stream"}

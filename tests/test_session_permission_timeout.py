@@ -16,9 +16,10 @@ from temporalio.testing import WorkflowEnvironment
 from activities.llm import ScriptedModel
 from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
-from runtime.sessions.streams import envelope, session_stream
+from runtime.sessions.streams import envelope
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
+from runtime.streams import session_stream
 from tests.session_helpers import write_prompt
 from worker import build_worker
 from workflows.session import SessionWorkflow, session_workflow_id

@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.journal import JournalActivities
     from activities.session import SessionActivities
     from runtime.llm.contracts import ToolCall
-    from runtime.policy.approval import is_mutating, needs_permission
+    from runtime.policy.approval import APPROVAL_MODES, is_mutating, needs_permission
     from runtime.policy.permissions import (
         PartialVote,
         PendingPermission,
@@ -57,11 +57,11 @@ with workflow.unsafe.imports_passed_through():
         VoteResult,
         WorkerBound,
     )
-    from runtime.sessions.streams import session_stream
-    from runtime.store.journal_contracts import AppendEventsInput, NewEvent, dedupe_key
+    from runtime.sessions.streams import session_event
+    from runtime.store.journal_contracts import AppendEventsInput, dedupe_key
+    from runtime.streams import session_stream
 
 
-APPROVAL_MODES = ("plan", "default", "auto-edit", "auto", "yolo")
 _LOCAL = timedelta(minutes=2)
 _RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=100))
 # Side effects are idempotent (the operation ledger), so they may retry until they land.
@@ -629,10 +629,7 @@ class SessionWorkflow:
     ) -> None:
         assert self._input is not None
         self._events += 1
-        body: dict[str, Any] = {"data": data}
-        if prompt_id is not None:
-            body["promptId"] = prompt_id
-        event = NewEvent(type=event_type, data=body, originator=originator)
+        event = session_event(event_type, data, prompt_id=prompt_id, originator=originator)
         await workflow.execute_local_activity_method(
             JournalActivities.append_events,
             AppendEventsInput(

@@ -34,8 +34,10 @@ with workflow.unsafe.imports_passed_through():
         TurnState,
         TurnStatus,
     )
-    from runtime.agent_tools.events import event_data, events_stream, transcript_stream
+    from runtime.agent_tools.events import event_data
+    from runtime.investigation.research import decision_route
     from runtime.store.journal_contracts import AppendEventsInput, NewEvent, dedupe_key
+    from runtime.streams import agent_tools_events_stream, turn_transcript_stream
     from workflows.deterministic_agent import PLAN, next_step, summarize
 
 
@@ -147,7 +149,7 @@ class TurnWorkflow:
                 return
 
     async def _run_model_agent(self, request: TurnInput) -> None:
-        stream = transcript_stream(request.instance, request.workspace, request.turn_id)
+        stream = turn_transcript_stream(request.instance, request.workspace, request.turn_id)
         for step in range(request.max_steps):
             decision = await workflow.execute_activity_method(
                 AgentToolsActivities.model_step,
@@ -198,7 +200,7 @@ class TurnWorkflow:
             "agent.authorization.required",
             {
                 "research_id": research,
-                "decision_route": f"/api/v1/research/{research}/decision",
+                "decision_route": decision_route(research),
                 "resume_route": "/api/v1/agent-tools/turns/"
                 f"{self._input.turn_id if self._input else ''}/resume",
             },
@@ -350,7 +352,7 @@ class TurnWorkflow:
         await workflow.execute_local_activity_method(
             JournalActivities.append_events,
             AppendEventsInput(
-                stream=events_stream(self._input.instance, self._input.workspace),
+                stream=agent_tools_events_stream(self._input.instance, self._input.workspace),
                 events=batch,
                 retention=self._input.event_retention,
                 dedupe_key=dedupe_key(workflow.info().workflow_id, self._events, batch),

@@ -26,7 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from api.agent_tools_guard import MutationDep, SessionDep
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
-from api.errors import ApiError, temporal_unavailable, worker_unavailable
+from api.errors import ApiError, rpc_error, temporal_unavailable, worker_unavailable
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from api.openapi import errors
 from runtime.agent_tools.calls import (
@@ -43,7 +43,7 @@ from runtime.agent_tools.contracts import (
     TurnResult,
     TurnState,
 )
-from runtime.agent_tools.events import event_body, event_data, events_stream
+from runtime.agent_tools.events import event_body, event_data
 from runtime.agent_tools.models import AgentTurn
 from runtime.agent_tools.sessions import COOKIE_NAME, SESSION_TTL, open_session
 from runtime.investigation.catalog import catalog
@@ -51,6 +51,7 @@ from runtime.investigation.research import research_state
 from runtime.settings import Settings
 from runtime.store import Store
 from runtime.store.journal_contracts import NewEvent
+from runtime.streams import agent_tools_events_stream
 from workflows.turn import TurnWorkflow, turn_search_attributes, turn_workflow_id
 
 router = APIRouter(prefix="/api/v1/agent-tools", route_class=StrictJsonRoute)
@@ -181,7 +182,7 @@ async def create_turn(
             },
         )
     _, last_seq = await asyncio.to_thread(
-        journal.bounds, events_stream(settings.instance, workspace)
+        journal.bounds, agent_tools_events_stream(settings.instance, workspace)
     )
     request = TurnInput(
         instance=settings.instance,
@@ -263,9 +264,7 @@ async def _query_state(handle: WorkflowHandle[Any, Any], turn_id: str) -> TurnSt
                     "turn_id": turn_id,
                 },
             ) from err
-        if err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
-            raise worker_unavailable() from err
-        raise temporal_unavailable() from err
+        raise rpc_error(err) from err
 
 
 @router.post("/turns/{turn_id}/resume", responses=errors(400, 403, 404, 409, 429, 503))
@@ -394,7 +393,7 @@ async def call_tool(
         refs = [ref.model_dump() for ref in record.outcome.object_refs[:20]]
         data = {"tool_id": record.tool_id, "input": call.input, "source": "client"}
         await journal.aappend_many(
-            events_stream(settings.instance, workspace),
+            agent_tools_events_stream(settings.instance, workspace),
             [
                 NewEvent(
                     type="agent.tool.requested",
@@ -460,7 +459,7 @@ async def get_events(
 ) -> dict[str, Any]:
     """Events after `cursor`, oldest first; `wait` long-polls up to that many seconds."""
     ws = workspace or settings.agent_tools_workspace
-    stream = events_stream(settings.instance, ws)
+    stream = agent_tools_events_stream(settings.instance, ws)
     if wait:
         page = await journal.wait(stream, cursor, wait, limit=limit)
     else:

@@ -27,9 +27,10 @@ from runtime.sessions import registry
 from runtime.sessions.contracts import (
     VoteRequest,
 )
-from runtime.sessions.streams import session_event, session_stream
+from runtime.sessions.streams import session_event
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
+from runtime.streams import session_stream
 from workflows.session import (
     SessionWorkflow,
 )

@@ -37,8 +37,8 @@ from runtime.sessions.contracts import (
     PromptItem,
     SubmitPrompt,
 )
-from runtime.sessions.streams import session_stream
 from runtime.store import EventJournal
+from runtime.streams import session_stream
 from workflows.session import (
     SessionWorkflow,
 )

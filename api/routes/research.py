@@ -23,6 +23,8 @@ from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from runtime.agent_tools.contracts import WORKSPACE_PATTERN, ResearchDecided
 from runtime.investigation.research import (
+    DECISION_ROUTE_TEMPLATE,
+    RESEARCH_ROUTES_PREFIX,
     ResearchAlreadyDecided,
     ResearchNotFound,
     decide_research,
@@ -31,7 +33,7 @@ from runtime.investigation.research import (
 from workflows.turn import TurnWorkflow, turn_workflow_id
 
 log = logging.getLogger(__name__)
-router = APIRouter(prefix="/api/v1/research", route_class=StrictJsonRoute)
+router = APIRouter(prefix=RESEARCH_ROUTES_PREFIX, route_class=StrictJsonRoute)
 
 
 class DecisionBody(BaseModel):
@@ -72,7 +74,10 @@ async def get_research(
         raise _not_found(research_id) from err
 
 
-@router.post("/{research_id}/decision", responses=errors(400, 403, 404, 409, 429, 503))
+@router.post(
+    DECISION_ROUTE_TEMPLATE.removeprefix(RESEARCH_ROUTES_PREFIX),
+    responses=errors(400, 403, 404, 409, 429, 503),
+)
 async def decide(
     research_id: str,
     body: DecisionBody,

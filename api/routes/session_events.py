@@ -30,7 +30,7 @@ from api.sse import (
 )
 from runtime.policy.backpressure import parse_max_queued
 from runtime.sessions.registry import get_live_session
-from runtime.sessions.streams import session_stream
+from runtime.streams import session_stream
 
 router = APIRouter()
 

@@ -40,6 +40,7 @@ from api.routes.session_common import (
 )
 from api.security import require_configured_token
 from api.temporal import is_unavailable
+from runtime.policy.approval import APPROVAL_MODES
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     CloseRequest,
@@ -47,11 +48,11 @@ from runtime.sessions.contracts import (
     SetModelRequest,
     SetModeRequest,
 )
-from runtime.sessions.streams import session_event, session_stream
+from runtime.sessions.streams import session_event
 from runtime.settings import Settings
 from runtime.store import Store
+from runtime.streams import session_stream
 from workflows.session import (
-    APPROVAL_MODES,
     SessionWorkflow,
 )
 

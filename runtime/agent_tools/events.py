@@ -11,14 +11,6 @@ from runtime.timestamps import iso_ms
 PAYLOAD_LIMIT = 4096
 
 
-def events_stream(instance: str, workspace: str) -> str:
-    return f"agent-tools/{instance}/{workspace}"
-
-
-def transcript_stream(instance: str, workspace: str, turn_id: str) -> str:
-    return f"agent-transcript/{instance}/{workspace}/{turn_id}"
-
-
 def bounded(payload: dict[str, Any], limit: int = PAYLOAD_LIMIT) -> dict[str, Any]:
     """The payload itself when small; otherwise a truncated JSON preview, flagged."""
     encoded = json.dumps(payload, separators=(",", ":"), default=str)

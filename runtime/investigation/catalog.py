@@ -23,11 +23,10 @@ from runtime.investigation.models import (
     ProvenanceLink,
     Research,
 )
-from runtime.investigation.research import RESEARCH_STATES
+from runtime.investigation.research import DECISION_ROUTE_TEMPLATE, RESEARCH_STATES
 
 CAPABILITY_VERSION = "agent-tools/v1"
 TOOL_VERSION = "1.0.0"
-DECISION_ROUTE_TEMPLATE = "/api/v1/research/{research_id}/decision"
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 Requirement = Literal["data", "nodes", "evidence", "provenance", "jobs", "research"]

@@ -76,9 +76,15 @@ class ResearchAlreadyDecided(InvalidResearchTransition):
         )
 
 
+# The human decision route of a research (the research flow's, not the gateway's): the
+# one spelling of it, for the router, the catalog, tool results and turn events.
+RESEARCH_ROUTES_PREFIX = "/api/v1/research"
+DECISION_ROUTE_TEMPLATE = RESEARCH_ROUTES_PREFIX + "/{research_id}/decision"
+
+
 def decision_route(research_id: str) -> str:
-    """The human decision route of a research (the research flow's, not the gateway's)."""
-    return f"/api/v1/research/{research_id}/decision"
+    """The human decision route of this research."""
+    return DECISION_ROUTE_TEMPLATE.format(research_id=research_id)
 
 
 def _now() -> datetime:

@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from runtime.sessions.models import DaemonSession, SessionClient, SingleSessionSlot
 from runtime.store import Store
+from runtime.streams import session_stream
 from runtime.timestamps import aware_utc, iso_ms
 
 Scope = Literal["single", "thread"]
@@ -243,7 +244,7 @@ def find_permission_outcome(
     query = (
         select(events.c.data)
         .where(
-            events.c.stream == f"session/{session_id}",
+            events.c.stream == session_stream(session_id),
             events.c.type == "permission_resolved",
             events.c.data["data"]["requestId"].as_string() == request_id,
         )

@@ -14,10 +14,6 @@ from runtime.store.journal import JournalEntry
 from runtime.store.journal_contracts import NewEvent
 
 
-def session_stream(session_id: str) -> str:
-    return f"session/{session_id}"
-
-
 def session_event(
     type: str,
     data: dict[str, Any],

@@ -1,0 +1,27 @@
+"""The names of the journal's streams, in one place (every layer builds them from here).
+
+| stream | what it holds |
+|---|---|
+| `session/<session_id>` | a daemon session's events (SSE `/session/:id/events`) |
+| `session-transcript/<session_id>` | the session's conversation with its model |
+| `agent-tools/<instance>/<workspace>` | agent-tools events (`GET /api/v1/agent-tools/events`) |
+| `agent-transcript/<instance>/<workspace>/<turn_id>` | an agent-tools model turn's conversation |
+"""
+
+from __future__ import annotations
+
+
+def session_stream(session_id: str) -> str:
+    return f"session/{session_id}"
+
+
+def session_transcript_stream(session_id: str) -> str:
+    return f"session-transcript/{session_id}"
+
+
+def agent_tools_events_stream(instance: str, workspace: str) -> str:
+    return f"agent-tools/{instance}/{workspace}"
+
+
+def turn_transcript_stream(instance: str, workspace: str, turn_id: str) -> str:
+    return f"agent-transcript/{instance}/{workspace}/{turn_id}"
