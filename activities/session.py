@@ -17,12 +17,12 @@ from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvider
-from activities.tool_effects import run_once
-from activities.workspace_tools import (
+from activities.workspace import (
     ToolResult,
     WorkspaceTools,
     describe_call,
     failed_result,
+    run_once,
     target_hash,
     tool_specs,
 )

@@ -20,13 +20,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from activities.workspace_tools import (
-    FILE_TOOLS,
-    ToolError,
-    ToolResult,
-    WorkspaceTools,
-    failed_result,
-)
+from activities.workspace.results import FILE_TOOLS, ToolError, ToolResult, failed_result
+from activities.workspace.tools import WorkspaceTools
 from runtime.llm.contracts import ToolCall
 from runtime.store.operations import Operation, OperationLedger
 from runtime.workspace.files import HashMismatch, atomic_write, content_hash, file_hash, path_lock

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from activities.tool_effects import OUTCOME_UNKNOWN, run_once
-from activities.workspace_tools import WorkspaceTools, target_hash
+from activities.workspace import OUTCOME_UNKNOWN, WorkspaceTools, run_once, target_hash
 from runtime.llm.contracts import ToolCall
 from runtime.store import Store
 from runtime.store.operations import OperationLedger

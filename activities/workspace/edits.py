@@ -1,0 +1,64 @@
+"""The text of a file to edit, and what an `edit` makes of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from activities.workspace.arguments import optional_bool, required_str
+from activities.workspace.paths import relative
+from activities.workspace.results import ToolError
+
+MAX_FILE_BYTES: Final = 8 * 1024 * 1024  # read_file / edit refuse larger files
+
+
+def read_existing(root: Path, path: Path) -> str | None:
+    """The text of an existing file (None when absent); refuses directories and huge files."""
+    data = read_existing_bytes(root, path)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def read_existing_bytes(root: Path, path: Path) -> bytes | None:
+    if not path.exists():
+        return None
+    if path.is_dir():
+        raise ToolError(f"Path is a directory: {relative(root, path)}")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ToolError(f"File is too large ({size} bytes): {relative(root, path)}")
+    return path.read_bytes()
+
+
+def edited(root: Path, path: Path, old_text: str | None, args: dict[str, Any]) -> tuple[str, int]:
+    """The file's content after an `edit`, and the number of replacements."""
+    old_string = required_str(args, "old_string", allow_empty=True)
+    new_string = required_str(args, "new_string", allow_empty=True)
+    replace_all = optional_bool(args, "replace_all")
+    shown = relative(root, path)
+    if old_text is None:
+        if old_string == "":
+            return new_string, 1
+        raise ToolError(f"File not found: {shown}")
+    if old_string == "":
+        raise ToolError(f"old_string is empty but {shown} already exists.")
+    if old_string == new_string:
+        raise ToolError("old_string and new_string are identical: no change to apply.")
+    count = old_text.count(old_string)
+    if count == 0:
+        raise ToolError(f"old_string was not found in {shown}.")
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string matches {count} times in {shown}: add context to make it unique, "
+            "or set replace_all."
+        )
+    replaced = count if replace_all else 1
+    size = len(old_text) + replaced * (len(new_string) - len(old_string))
+    if size > MAX_FILE_BYTES:
+        # Refused before building it: replace_all of a short string in a large file can ask
+        # for gigabytes, copied with the GIL held.
+        raise ToolError(
+            f"The edit would make {shown} too large ({size} characters, over {MAX_FILE_BYTES})."
+        )
+    if replace_all:
+        return old_text.replace(old_string, new_string), count
+    return old_text.replace(old_string, new_string, 1), 1

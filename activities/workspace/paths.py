@@ -1,0 +1,41 @@
+"""Path fencing: every path is resolved (`..`, symlinks) and must stay in the workspace."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from activities.workspace.results import ToolError
+
+
+def real_root(workspace: Path) -> Path | None:
+    real = Path(os.path.realpath(workspace))
+    return real if real.is_dir() else None
+
+
+def resolve(root: Path, raw: str) -> Path:
+    """The real path `raw` names, which must be `root` or inside it (`root` is real)."""
+    if not raw or "\x00" in raw:
+        raise ToolError("Invalid path.")
+    candidate = Path(raw)
+    if not candidate.is_absolute():
+        candidate = root / candidate
+    real = Path(os.path.realpath(candidate))
+    if real != root and root not in real.parents:
+        raise ToolError(f"Path is outside the workspace: {raw}")
+    return real
+
+
+def relative(root: Path, path: Path) -> str:
+    return "." if path == root else path.relative_to(root).as_posix()
+
+
+def display(root: Path | None, raw: str) -> str:
+    """A path as titles show it: relative to the workspace when inside, else as given."""
+    if root is None:
+        return raw
+    try:
+        resolved = resolve(root, raw)
+    except (ToolError, ValueError, OSError):
+        return raw
+    return relative(root, resolved)

@@ -1,0 +1,403 @@
+"""`WorkspaceTools`: the tools themselves (read, list, search, write, edit, shell)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Final
+
+from activities.workspace import search_child as workspace_search
+from activities.workspace.arguments import optional_int, optional_str, required_str
+from activities.workspace.edits import MAX_FILE_BYTES, edited, read_existing_bytes
+from activities.workspace.paths import real_root, relative, resolve
+from activities.workspace.results import (
+    MAX_OUTPUT_BYTES,
+    FileChange,
+    ToolError,
+    ToolResult,
+    bound,
+    diff_item,
+    failed_result,
+    text_item,
+)
+from activities.workspace.search_child import MAX_GREP_MATCHES
+from runtime.llm.contracts import ToolCall
+from runtime.telemetry import tracer
+from runtime.workspace.files import ABSENT, atomic_write, content_hash
+
+DEFAULT_READ_LINES: Final = 2000
+
+
+MAX_LIST_ENTRIES: Final = 1000
+
+
+SHELL_TIMEOUT_SECONDS: Final = 120.0
+
+
+SEARCH_TIMEOUT_SECONDS: Final = 30.0  # one whole glob or grep_search call
+
+
+SEARCH_SCRIPT: Final = Path(workspace_search.__file__)
+
+
+class WorkspaceTools:
+    def __init__(
+        self,
+        workspace: Path,
+        shell_enabled: bool = False,
+        *,
+        shell_timeout: float = SHELL_TIMEOUT_SECONDS,
+        search_timeout: float = SEARCH_TIMEOUT_SECONDS,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
+    ) -> None:
+        self.workspace = Path(workspace)
+        self.shell_enabled = shell_enabled
+        self.shell_timeout = shell_timeout
+        self.search_timeout = search_timeout
+        self.max_output_bytes = max_output_bytes
+
+    async def run(self, invocation: ToolCall) -> ToolResult:
+        """Run a tool call; every failure is a `failed` result, never an exception."""
+        with tracer.start_as_current_span(f"tool {invocation.name}"):
+            return await self._run(invocation)
+
+    async def _run(self, invocation: ToolCall) -> ToolResult:
+        root = real_root(self.workspace)
+        if root is None:
+            return failed_result("The workspace does not exist.")
+        # File tools do bounded, linear I/O on a thread; the search tools and the shell run
+        # in child processes killed at their time bound (CPU-bound work holds the GIL).
+        handlers: dict[str, Callable[[Path, dict[str, Any]], ToolResult]] = {
+            "read_file": self._read_file,
+            "list_directory": self._list_directory,
+            "write_file": self._write_file,
+            "edit": self._edit,
+        }
+        children: dict[str, Callable[[Path, dict[str, Any]], Awaitable[ToolResult]]] = {
+            "glob": self._glob,
+            "grep_search": self._grep_search,
+            "run_shell_command": self._shell,
+        }
+        args = invocation.arguments
+        try:
+            child = children.get(invocation.name)
+            if child is not None:
+                return await child(root, args)
+            handler = handlers.get(invocation.name)
+            if handler is None:
+                return failed_result(f'Tool "{invocation.name}" not found.')
+            return await asyncio.to_thread(handler, root, args)
+        except ToolError as err:
+            return failed_result(str(err))
+        except ValueError as err:
+            return failed_result(f"Invalid arguments: {err}")
+        except OSError as err:
+            return failed_result(f"{type(err).__name__}: {err.strerror or err}")
+
+    # -- read ---------------------------------------------------------------
+
+    def _read_file(self, root: Path, args: dict[str, Any]) -> ToolResult:
+        raw = required_str(args, "absolute_path", "file_path", "path")
+        offset = optional_int(args, "offset", minimum=0) or 0
+        limit = optional_int(args, "limit", minimum=1)
+        path = resolve(root, raw)
+        shown = relative(root, path)
+        if not path.exists():
+            raise ToolError(f"File not found: {shown}")
+        if path.is_dir():
+            raise ToolError(f"Path is a directory: {shown}")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ToolError(f"File is too large ({size} bytes): {shown}")
+        data = path.read_bytes()
+        if b"\x00" in data[:8192]:
+            raise ToolError(f"Cannot read binary file: {shown}")
+        lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+        end = min(len(lines), offset + (limit or DEFAULT_READ_LINES))
+        body = "".join(lines[offset:end])
+        if offset > 0 or end < len(lines):
+            first = offset + 1 if end > offset else offset
+            body = f"Showing lines {first}-{end} of {len(lines)} total lines.\n---\n" + body
+        text = self._bound(body)
+        return ToolResult(
+            status="completed",
+            output_text=text,
+            content=[text_item(text)],
+            locations=[{"path": str(path)}],
+        )
+
+    def _list_directory(self, root: Path, args: dict[str, Any]) -> ToolResult:
+        raw = optional_str(args, "path") or "."
+        path = resolve(root, raw)
+        shown = relative(root, path)
+        if not path.exists():
+            raise ToolError(f"Directory not found: {shown}")
+        if not path.is_dir():
+            raise ToolError(f"Path is not a directory: {shown}")
+        entries = sorted(path.iterdir(), key=lambda p: (not p.is_dir(), p.name))
+        lines = [f"[DIR] {p.name}" if p.is_dir() else p.name for p in entries[:MAX_LIST_ENTRIES]]
+        if len(entries) > MAX_LIST_ENTRIES:
+            lines.append(f"... ({len(entries) - MAX_LIST_ENTRIES} more entries)")
+        text = (
+            f"Directory listing for {path}:\n" + "\n".join(lines)
+            if lines
+            else f"Directory {path} is empty."
+        )
+        text = self._bound(text)
+        return ToolResult(
+            status="completed",
+            output_text=text,
+            content=[text_item(text)],
+            locations=[{"path": str(path)}],
+        )
+
+    async def _glob(self, root: Path, args: dict[str, Any]) -> ToolResult:
+        pattern = required_str(args, "pattern")
+        if Path(pattern).is_absolute():
+            raise ToolError("pattern must be relative to path.")
+        base = resolve(root, optional_str(args, "path") or ".")
+        if not base.is_dir():
+            raise ToolError(f"Directory not found: {relative(root, base)}")
+        answer = await self._search(
+            "glob",
+            {"op": "glob", "root": str(root), "base": str(base), "pattern": pattern},
+            hint="the pattern may match too many paths (nested **)",
+        )
+        found = [str(p) for p in answer["paths"]]
+        if not found:
+            text = f'No files found matching pattern "{pattern}" within {base}.'
+        else:
+            text = (
+                f'Found {len(found)} file(s) matching "{pattern}" within {base}'
+                + (" (first results only)" if answer["more"] else "")
+                + ":\n"
+                + "\n".join(found)
+            )
+        text = self._bound(text)
+        return ToolResult(status="completed", output_text=text, content=[text_item(text)])
+
+    async def _grep_search(self, root: Path, args: dict[str, Any]) -> ToolResult:
+        pattern = required_str(args, "pattern")
+        include = optional_str(args, "include")
+        base = resolve(root, optional_str(args, "path") or ".")
+        shown = relative(root, base)
+        if not base.exists():
+            raise ToolError(f"Path not found: {shown}")
+        answer = await self._search(
+            "grep_search",
+            {
+                "op": "grep",
+                "root": str(root),
+                "base": str(base),
+                "pattern": pattern,
+                "include": include,
+            },
+            hint="the pattern may backtrack catastrophically",
+        )
+        matches: dict[str, list[str]] = answer["matches"]
+        count: int = answer["count"]
+        where = f'in path "{shown}"' + (f' (filter: "{include}")' if include else "")
+        if not matches:
+            text = f'No matches found for pattern "{pattern}" {where}.'
+        else:
+            blocks = [f"File: {rel}\n" + "\n".join(lines) for rel, lines in matches.items()]
+            text = (
+                f'Found {count} match(es) for pattern "{pattern}" {where}'
+                + (" (first matches only)" if count >= MAX_GREP_MATCHES else "")
+                + ":\n---\n"
+                + "\n---\n".join(blocks)
+                + "\n---"
+            )
+        text = self._bound(text)
+        return ToolResult(status="completed", output_text=text, content=[text_item(text)])
+
+    async def _search(self, tool: str, request: dict[str, Any], *, hint: str) -> dict[str, Any]:
+        """Run a search in a child process (`activities.workspace.search_child`), killed at the
+        call's time bound, so no pattern can hold the worker's interpreter or outlive it."""
+        answer = await run_search(request, self.search_timeout)
+        if answer is None:
+            raise ToolError(
+                f"{tool} timed out after {self.search_timeout:g} s and was stopped: {hint}; "
+                "narrow the search with path or include, or simplify the pattern."
+            )
+        error = answer.get("error")
+        if isinstance(error, str):
+            raise ToolError(error)
+        return answer
+
+    # -- edit ---------------------------------------------------------------
+
+    def _write_file(self, root: Path, args: dict[str, Any]) -> ToolResult:
+        return self._apply(self.plan_change(root, "write_file", args))
+
+    def _edit(self, root: Path, args: dict[str, Any]) -> ToolResult:
+        return self._apply(self.plan_change(root, "edit", args))
+
+    def _apply(self, change: FileChange) -> ToolResult:
+        atomic_write(change.path, change.new.encode("utf-8"), expected=change.pre_hash)
+        return change.result
+
+    def root(self) -> Path | None:
+        """The workspace's real path (None when it does not exist)."""
+        return real_root(self.workspace)
+
+    def target(self, root: Path, invocation: ToolCall) -> Path:
+        """The file a `write_file` / `edit` call writes, resolved inside the workspace."""
+        return resolve(root, required_str(invocation.arguments, "file_path"))
+
+    def plan_change(self, root: Path, tool_name: str, args: dict[str, Any]) -> FileChange:
+        """What `write_file` or `edit` would write, from the file as it is now (no write)."""
+        path = resolve(root, required_str(args, "file_path"))
+        raw = read_existing_bytes(root, path)
+        old = None if raw is None else raw.decode("utf-8", errors="replace")
+        if tool_name == "write_file":
+            new = required_str(args, "content", allow_empty=True)
+            text = (
+                f"Successfully created and wrote to new file: {path}."
+                if old is None
+                else f"Successfully overwrote file: {path}."
+            )
+        else:
+            new, replaced = edited(root, path, old, args)
+            text = (
+                f"Created new file: {path}."
+                if old is None
+                else f"Successfully modified file: {path} ({replaced} replacement(s))."
+            )
+        result = ToolResult(
+            status="completed",
+            output_text=self._bound(text),
+            content=[diff_item(path, old or "", new)],
+            locations=[{"path": str(path)}],
+        )
+        pre_hash = ABSENT if raw is None else content_hash(raw)
+        return FileChange(path=path, pre_hash=pre_hash, new=new, result=result)
+
+    # -- execute ------------------------------------------------------------
+
+    async def _shell(self, root: Path, args: dict[str, Any]) -> ToolResult:
+        if not self.shell_enabled:
+            raise ToolError("run_shell_command is disabled on this daemon.")
+        command = required_str(args, "command")
+        if not command.strip():
+            raise ToolError("Invalid arguments: command is required.")
+        process = await asyncio.create_subprocess_shell(
+            command,
+            cwd=root,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=_shell_env(root),
+            start_new_session=True,
+        )
+        kept = bytearray()
+        total = 0
+
+        async def drain() -> None:
+            nonlocal total
+            assert process.stdout is not None
+            while chunk := await process.stdout.read(65536):
+                total += len(chunk)
+                room = self.max_output_bytes - len(kept)
+                if room > 0:
+                    kept.extend(chunk[:room])
+
+        timed_out = False
+        try:
+            await asyncio.wait_for(asyncio.gather(drain(), process.wait()), self.shell_timeout)
+        except TimeoutError:
+            timed_out = True
+        finally:
+            # The whole group: a timed-out command, a cancelled activity, and whatever
+            # the command left running in the background.
+            _kill_group(process.pid)
+            if process.returncode is None:
+                await process.wait()
+        output = kept.decode("utf-8", errors="replace")
+        if total > len(kept):
+            output += f"\n[... output truncated: {total} bytes]"
+        code = process.returncode
+        lines = [
+            f"Command: {command}",
+            "Directory: (root)",
+            f"Output: {output.rstrip() or '(empty)'}",
+        ]
+        if timed_out:
+            message = f"Command timed out after {self.shell_timeout:g}s and was killed."
+            text = self._bound("\n".join([*lines, f"Error: {message}"]))
+            return ToolResult(
+                status="failed", output_text=text, content=[text_item(text)], error=message
+            )
+        if code is not None and code < 0:
+            lines.append(f"Signal: {-code}")
+        lines.append(f"Exit Code: {code}")
+        text = self._bound("\n".join(lines))
+        return ToolResult(status="completed", output_text=text, content=[text_item(text)])
+
+    def _bound(self, text: str) -> str:
+        return bound(text, self.max_output_bytes)
+
+
+def _shell_env(cwd: Path) -> dict[str, str]:
+    """A minimal environment: the worker's secrets (API keys, tokens) stay out."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", str(cwd)),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "PWD": str(cwd),
+    }
+    if "TMPDIR" in os.environ:
+        env["TMPDIR"] = os.environ["TMPDIR"]
+    return env
+
+
+async def run_search(request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """The answer of `activities.workspace.search_child` to `request`, or None when it ran past
+    `timeout` seconds (it is killed then, and when the caller is cancelled)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-I",  # no PYTHON* variables, user site or script directory: the stdlib only
+        str(SEARCH_SCRIPT),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+        start_new_session=True,
+    )
+    payload = json.dumps({**request, "timeout": timeout}).encode()
+    try:
+        out, err = await asyncio.wait_for(process.communicate(payload), timeout)
+    except TimeoutError:
+        return None
+    finally:
+        _kill_group(process.pid)
+        if process.returncode is None:
+            await process.wait()
+    if process.returncode != 0:
+        if process.returncode == -signal.SIGXCPU:
+            return None  # its own CPU bound stopped it
+        lines = err.decode("utf-8", errors="replace").strip().splitlines()
+        raise ToolError(
+            f"The search failed (exit code {process.returncode})"
+            + (f": {lines[-1]}" if lines else ".")
+        )
+    try:
+        answer = json.loads(out)
+    except ValueError as error:
+        raise ToolError(f"The search failed: unreadable answer ({error}).") from error
+    if not isinstance(answer, dict):
+        raise ToolError("The search failed: unreadable answer.")
+    return answer
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
