@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from fastapi import FastAPI
 from temporalio.client import Client
 
-from api.agent_tools_guard import MUTATIONS_PER_MINUTE
 from api.errors import LastResort, install_error_handlers
 from api.openapi import install_openapi
 from api.routes import (
@@ -38,6 +37,7 @@ from api.security import (
     RateLimiter,
     SameOriginStrip,
 )
+from api.security.browser import MUTATIONS_PER_MINUTE
 from api.security.hosts import loopback_hosts
 from api.temporal import TemporalConnector
 from api.tracing import RequestSpans

@@ -24,11 +24,12 @@ from temporalio.common import TypedSearchAttributes
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.agent_tools_guard import MutationDep, SessionDep
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, rpc_error, temporal_unavailable, worker_unavailable
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from api.openapi import errors
+from api.security.browser import BrowserDep, BrowserMutationDep
+from runtime.agent_tools.browser import BROWSER_SESSION_TTL, COOKIE_NAME, open_browser_session
 from runtime.agent_tools.calls import (
     IdempotencyConflict,
     execute_call,
@@ -45,7 +46,6 @@ from runtime.agent_tools.contracts import (
 )
 from runtime.agent_tools.events import event_body, event_data
 from runtime.agent_tools.models import AgentTurn
-from runtime.agent_tools.sessions import COOKIE_NAME, SESSION_TTL, open_session
 from runtime.investigation.catalog import catalog
 from runtime.investigation.research import research_state
 from runtime.settings import Settings
@@ -90,17 +90,18 @@ def _load_turn(store: Store, instance: str, workspace: str, turn_id: str) -> Age
         return row
 
 
-# -- session and catalog -------------------------------------------------------------------
+# -- browser session and catalog -------------------------------------------------------------------
 
 
 @router.get("/session")
-async def session(request: Request, response: Response, store: StoreDep) -> dict[str, str]:
-    """Open (or re-open) the browser's local session; the CSRF token goes to the page."""
-    browser = await asyncio.to_thread(open_session, store, request.cookies.get(COOKIE_NAME))
+async def open_browser(request: Request, response: Response, store: StoreDep) -> dict[str, str]:
+    """Open (or re-open) the browser's local session (a cookie: not a daemon session);
+    the CSRF token goes to the page."""
+    browser = await asyncio.to_thread(open_browser_session, store, request.cookies.get(COOKIE_NAME))
     response.set_cookie(
         COOKIE_NAME,
         browser.cookie,
-        max_age=int(SESSION_TTL.total_seconds()),
+        max_age=int(BROWSER_SESSION_TTL.total_seconds()),
         httponly=True,
         samesite="strict",
         path="/api/v1",
@@ -110,7 +111,7 @@ async def session(request: Request, response: Response, store: StoreDep) -> dict
 
 @router.get("/catalog", responses=errors(400, 403))
 async def get_catalog(
-    _session: SessionDep, settings: SettingsDep, store: StoreDep, workspace: WorkspaceQuery = None
+    _browser: BrowserDep, settings: SettingsDep, store: StoreDep, workspace: WorkspaceQuery = None
 ) -> dict[str, Any]:
     ws = workspace or settings.agent_tools_workspace
 
@@ -137,7 +138,7 @@ async def get_catalog(
 )
 async def create_turn(
     body: TurnCreate,
-    _session: MutationDep,
+    _browser: BrowserMutationDep,
     settings: SettingsDep,
     store: StoreDep,
     journal: JournalDep,
@@ -235,7 +236,7 @@ async def _turn_handle(
 @router.get("/turns/{turn_id}", responses=errors(400, 403, 404, 503))
 async def get_turn(
     turn_id: str,
-    _session: SessionDep,
+    _browser: BrowserDep,
     settings: SettingsDep,
     store: StoreDep,
     client: TemporalDep,
@@ -270,7 +271,7 @@ async def _query_state(handle: WorkflowHandle[Any, Any], turn_id: str) -> TurnSt
 @router.post("/turns/{turn_id}/resume", responses=errors(400, 403, 404, 409, 429, 503))
 async def resume_turn(
     turn_id: str,
-    _session: MutationDep,
+    _browser: BrowserMutationDep,
     settings: SettingsDep,
     store: StoreDep,
     client: TemporalDep,
@@ -361,7 +362,7 @@ async def resume_turn(
 @router.post("/calls", responses=errors(400, 403, 404, 409, 429))
 async def call_tool(
     body: CallBody,
-    _session: MutationDep,
+    _browser: BrowserMutationDep,
     settings: SettingsDep,
     store: StoreDep,
     journal: JournalDep,
@@ -428,7 +429,7 @@ async def call_tool(
 @router.get("/results/{result_id}", responses=errors(400, 403, 404))
 async def get_result_route(
     result_id: str,
-    _session: SessionDep,
+    _browser: BrowserDep,
     settings: SettingsDep,
     store: StoreDep,
     workspace: WorkspaceQuery = None,
@@ -449,7 +450,7 @@ async def get_result_route(
 
 @router.get("/events", responses=errors(400, 403))
 async def get_events(
-    _session: SessionDep,
+    _browser: BrowserDep,
     settings: SettingsDep,
     journal: JournalDep,
     cursor: Annotated[int, Query(ge=0, le=MAX_SEQUENCE)] = 0,

@@ -16,11 +16,11 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 from temporalio.service import RPCError
 
-from api.agent_tools_guard import MutationDep, SessionDep
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
+from api.security.browser import BrowserDep, BrowserMutationDep
 from runtime.agent_tools.contracts import WORKSPACE_PATTERN, ResearchDecided
 from runtime.investigation.research import (
     DECISION_ROUTE_TEMPLATE,
@@ -57,7 +57,7 @@ def _not_found(research_id: str) -> ApiError:
 @router.get("/{research_id}", responses=errors(400, 403, 404))
 async def get_research(
     research_id: str,
-    _session: SessionDep,
+    _browser: BrowserDep,
     settings: SettingsDep,
     store: StoreDep,
     workspace: Annotated[str | None, Query(pattern=WORKSPACE_PATTERN)] = None,
@@ -81,7 +81,7 @@ async def get_research(
 async def decide(
     research_id: str,
     body: DecisionBody,
-    _session: MutationDep,
+    _browser: BrowserMutationDep,
     settings: SettingsDep,
     store: StoreDep,
     client: TemporalDep,

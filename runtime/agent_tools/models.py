@@ -47,7 +47,7 @@ class AgentTurn(SQLModel, table=True):
     created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
 
 
-class AgentToolsSession(SQLModel, table=True):
+class AgentToolsBrowserSession(SQLModel, table=True):
     """A browser's local session: the cookie's hash and its CSRF token."""
 
     __tablename__ = "agent_tools_session"

@@ -1,4 +1,5 @@
-"""Local browser sessions of the agent-tools surface: an HttpOnly cookie plus a CSRF token.
+"""Browser sessions of the agent-tools page: an HttpOnly cookie plus a CSRF token (not to
+be confused with daemon sessions, `runtime/sessions/`).
 
 Only a hash of the cookie is stored, so a leaked database does not leak live
 sessions; sessions live in the store and survive an API restart.
@@ -12,12 +13,12 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from runtime.agent_tools.models import AgentToolsSession
+from runtime.agent_tools.models import AgentToolsBrowserSession
 from runtime.store import Store
 from runtime.timestamps import aware_utc
 
 COOKIE_NAME = "agentrt_session"
-SESSION_TTL = timedelta(hours=12)
+BROWSER_SESSION_TTL = timedelta(hours=12)
 
 
 @dataclass(frozen=True)
@@ -31,19 +32,19 @@ def _hash(cookie: str) -> str:
     return hashlib.sha256(cookie.encode()).hexdigest()
 
 
-def open_session(store: Store, cookie: str | None) -> BrowserSession:
+def open_browser_session(store: Store, cookie: str | None) -> BrowserSession:
     """The caller's live session, or a new one."""
     if cookie:
-        existing = find_session(store, cookie)
+        existing = find_browser_session(store, cookie)
         if existing is not None:
             return existing
     cookie = secrets.token_urlsafe(32)
     now = datetime.now(UTC)
-    row = AgentToolsSession(
+    row = AgentToolsBrowserSession(
         session_hash=_hash(cookie),
         csrf_token=secrets.token_urlsafe(32),
         created_at=now,
-        expires_at=now + SESSION_TTL,
+        expires_at=now + BROWSER_SESSION_TTL,
     )
     with store.session() as session:
         session.add(row)
@@ -51,9 +52,9 @@ def open_session(store: Store, cookie: str | None) -> BrowserSession:
     return BrowserSession(cookie=cookie, csrf_token=row.csrf_token, expires_at=row.expires_at)
 
 
-def find_session(store: Store, cookie: str) -> BrowserSession | None:
+def find_browser_session(store: Store, cookie: str) -> BrowserSession | None:
     with store.session() as session:
-        row = session.get(AgentToolsSession, _hash(cookie))
+        row = session.get(AgentToolsBrowserSession, _hash(cookie))
     if row is None or aware_utc(row.expires_at) <= datetime.now(UTC):
         return None
     return BrowserSession(cookie=cookie, csrf_token=row.csrf_token, expires_at=row.expires_at)

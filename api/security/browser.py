@@ -1,5 +1,10 @@
-"""The agent-tools surface's own checks (spec: Host exact, local session; mutations:
-Origin, CSRF and the rate guard), on top of the global security chain."""
+"""The agent-tools page's browser checks, the last link of the security chain for the
+agent-tools surface (spec: Host exact, a local browser session; mutations: Origin, CSRF
+and the rate guard).
+
+A *browser session* is the agent-tools page's cookie (runtime/agent_tools/browser.py),
+not a daemon session (`/session/...`, spec 002): the two never share a name in code.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +16,14 @@ from fastapi import Depends, Request
 
 from api.errors import ApiError
 from api.security.ratelimit import RateLimiter
-from runtime.agent_tools.sessions import COOKIE_NAME, BrowserSession, csrf_matches, find_session
+from runtime.agent_tools.browser import (
+    COOKIE_NAME,
+    BrowserSession,
+    csrf_matches,
+    find_browser_session,
+)
 
-# Mutations per minute and session: generous for a person, a wall for a runaway script.
+# Mutations per minute and browser session: generous for a person, a wall for a runaway script.
 MUTATIONS_PER_MINUTE = 60
 
 
@@ -21,18 +31,20 @@ def _forbidden(code: str, message: str) -> ApiError:
     return ApiError(403, {"error": message, "code": code})
 
 
-async def local_session(request: Request) -> BrowserSession:
+async def browser_session(request: Request) -> BrowserSession:
     """Every agent-tools route needs the local session cookie."""
     cookie = request.cookies.get(COOKIE_NAME)
-    session = (
-        await asyncio.to_thread(find_session, request.app.state.store, cookie) if cookie else None
+    browser = (
+        await asyncio.to_thread(find_browser_session, request.app.state.store, cookie)
+        if cookie
+        else None
     )
-    if session is None:
+    if browser is None:
         raise _forbidden(
             "session_required",
             "A local session is required: GET /api/v1/agent-tools/session first",
         )
-    return session
+    return browser
 
 
 def _own_origins(request: Request) -> set[str]:
@@ -41,7 +53,7 @@ def _own_origins(request: Request) -> set[str]:
 
 
 async def mutation_guard(
-    request: Request, session: Annotated[BrowserSession, Depends(local_session)]
+    request: Request, browser: Annotated[BrowserSession, Depends(browser_session)]
 ) -> BrowserSession:
     """Mutations also need our own Origin, the session's CSRF token and the rate guard."""
     # The same-origin strip removed a loopback Origin naming us; it kept the value.
@@ -50,10 +62,10 @@ async def mutation_guard(
         raise _forbidden("origin_required", "Mutations must carry the Origin header")
     if origin.lower() not in _own_origins(request):
         raise _forbidden("origin_mismatch", "Origin does not match this server's origin")
-    if not csrf_matches(session, request.headers.get("x-csrf-token")):
+    if not csrf_matches(browser, request.headers.get("x-csrf-token")):
         raise _forbidden("csrf_invalid", "Missing or invalid X-CSRF-Token header")
     limiter: RateLimiter = request.app.state.agent_tools_limiter
-    wait = limiter.check(session.cookie[:16], "mutation")
+    wait = limiter.check(browser.cookie[:16], "mutation")
     if wait:
         raise ApiError(
             429,
@@ -66,8 +78,8 @@ async def mutation_guard(
             },
             {"Retry-After": str(math.ceil(wait))},
         )
-    return session
+    return browser
 
 
-SessionDep = Annotated[BrowserSession, Depends(local_session)]
-MutationDep = Annotated[BrowserSession, Depends(mutation_guard)]
+BrowserDep = Annotated[BrowserSession, Depends(browser_session)]
+BrowserMutationDep = Annotated[BrowserSession, Depends(mutation_guard)]
