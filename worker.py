@@ -26,6 +26,13 @@ from workflows import WORKFLOWS
 log = logging.getLogger("agentrt.worker")
 
 
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The worker's sandbox, also used to replay recorded histories (tests/test_replay.py)."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_all_modules()
+    )
+
+
 def build_worker(
     client: Client, settings: Settings, store: Store, provider: ModelProvider | None = None
 ) -> Worker:
@@ -42,9 +49,7 @@ def build_worker(
         # by all sandboxes instead of re-imported per workflow run: ~12 MB less at 100
         # sessions and a cheaper first task per session. The sandbox's checks on
         # non-deterministic calls still apply.
-        workflow_runner=SandboxedWorkflowRunner(
-            restrictions=SandboxRestrictions.default.with_passthrough_all_modules()
-        ),
+        workflow_runner=workflow_runner(),
         identity=f"agentrt-worker-{os.getpid()}@{socket.gethostname()}",
     )
 

@@ -1,0 +1,131 @@
+"""Record the histories that `tests/test_replay.py` replays: a few representative runs.
+
+    .venv/bin/python -m tests.histories.record
+
+Re-record only when a change to workflow code is *meant* to break replay of running
+workflows (and then version it with `workflow.patched` instead, when running workflows
+must keep going). Each run goes through the real API and worker, in process, on a
+throwaway Temporal dev server; the histories are written next to this file as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from api.app import create_app
+from runtime.investigation.demo import ensure_demo
+from runtime.settings import Settings
+from runtime.store import EventJournal, Store, upgrade_to_head
+from runtime.temporal import ensure_search_attributes, temporal_cli_path
+from tests.agent_tools_helpers import DEMO_PROMPT, Browser
+from tests.session_helpers import Daemon, write_prompt
+from worker import build_worker
+from workflows.session import session_workflow_id
+from workflows.turn import turn_workflow_id
+
+HERE = Path(__file__).parent
+
+
+async def _session_run(daemon: Daemon) -> str:
+    """Prompts through the FIFO: a write behind a permission (approved), a queued prompt,
+    an edit refused, a model switch, then the session closed."""
+    sid = (await daemon.create())["sessionId"]
+    first = (await daemon.prompt(sid, write_prompt(daemon.workspace, "a.txt"))).json()
+    second = (await daemon.prompt(sid, "queued behind the first")).json()
+    events = await daemon.wait_for(sid, "permission_request", prompt_id=first["promptId"])
+    rid = [e for e in events if e["type"] == "permission_request"][-1]["data"]["requestId"]
+    vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+    assert (await daemon.client.post(f"/permission/{rid}", json=vote)).status_code == 200
+    await daemon.wait_for(sid, "turn_complete", prompt_id=second["promptId"])
+    args = {"file_path": str(daemon.workspace / "a.txt"), "old_string": "hi", "new_string": "ho"}
+    third = (await daemon.prompt(sid, f"/call edit {json.dumps(args)}")).json()
+    events = await daemon.wait_for(sid, "permission_request", prompt_id=third["promptId"])
+    rid = [e for e in events if e["type"] == "permission_request"][-1]["data"]["requestId"]
+    cancel = {"outcome": {"outcome": "cancelled"}}
+    assert (await daemon.client.post(f"/permission/{rid}", json=cancel)).status_code == 200
+    await daemon.wait_for(sid, "turn_complete", prompt_id=third["promptId"])
+    switched = await daemon.client.post(f"/session/{sid}/model", json={"modelId": "scripted"})
+    assert switched.status_code == 200, switched.text
+    assert (await daemon.client.delete(f"/session/{sid}")).status_code == 204
+    return session_workflow_id(sid)
+
+
+async def _turn_run(browser: Browser, instance: str) -> str:
+    """A deterministic turn: to its authorization, approved, resumed, completed."""
+    turn = await browser.start_turn(DEMO_PROMPT)
+    events = await browser.wait_for_event(turn["turn_id"], "agent.authorization.required")
+    required = [e for e in events if e["type"] == "agent.authorization.required"]
+    research_id = required[-1]["payload"]["research_id"]
+    assert (await browser.decide(research_id, "approve")).status_code == 200
+    resumed = await browser.resume(turn["turn_id"])
+    assert resumed.status_code in (200, 409), resumed.text
+    await browser.wait_for_event(turn["turn_id"], "agent.turn.completed")
+    return turn_workflow_id(instance, "demo", turn["turn_id"])
+
+
+async def _finished(client: Client, workflow_id: str) -> None:
+    deadline = time.monotonic() + 60
+    handle = client.get_workflow_handle(workflow_id)
+    while time.monotonic() < deadline:
+        description = await handle.describe()
+        if description.close_time is not None:
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{workflow_id} did not finish")
+
+
+async def record() -> None:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_cli_path()),
+        data_converter=pydantic_data_converter,
+        ui=False,
+        dev_server_log_level="error",
+    )
+    await ensure_search_attributes(env.client)
+    async with env:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            workspace = root / "ws"
+            workspace.mkdir()
+            settings = Settings(
+                workspace=workspace, data_dir=root / ".data", port=4170, task_queue="record"
+            )
+            store = Store(settings.resolved_database_url)
+            upgrade_to_head(store.engine)
+            with store.session() as db:
+                ensure_demo(db, "demo")
+            app = create_app(settings, temporal_client=env.client)
+            async with (
+                build_worker(env.client, settings, store),
+                app.router.lifespan_context(app),
+                httpx.AsyncClient(
+                    transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:4170"
+                ) as http,
+            ):
+                daemon = Daemon(http, workspace.resolve(), EventJournal(store))
+                runs: dict[str, str] = {
+                    "session": await _session_run(daemon),
+                    "turn": await _turn_run(await Browser(http).open(), settings.instance),
+                }
+                for name, workflow_id in runs.items():
+                    await _finished(env.client, workflow_id)
+                    history = await env.client.get_workflow_handle(workflow_id).fetch_history()
+                    document: dict[str, Any] = json.loads(history.to_json())
+                    path = HERE / f"{name}.json"
+                    path.write_text(json.dumps({"workflowId": workflow_id, **document}) + "\n")
+                    print(f"{path.name}: {len(document['events'])} events of {workflow_id}")
+            store.dispose()
+
+
+if __name__ == "__main__":
+    asyncio.run(record())

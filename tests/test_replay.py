@@ -1,0 +1,38 @@
+"""Replay recorded histories with today's workflow code (Temporal's `Replayer`).
+
+A change that breaks the determinism of workflows already running in production fails
+here, before it reaches users: a running session or turn would otherwise be stuck on a
+non-determinism error after the upgrade. The histories are recorded by
+`python -m tests.histories.record`; see its docstring for when to re-record.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from worker import workflow_runner
+from workflows import WORKFLOWS
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_recorded_history_replays(path: Path) -> None:
+    document = json.loads(path.read_text())
+    history = WorkflowHistory.from_json(document.pop("workflowId"), document)
+    replayer = Replayer(
+        workflows=WORKFLOWS,
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
+    await replayer.replay_workflow(history)
+
+
+def test_there_are_histories_to_replay() -> None:
+    assert {p.stem for p in HISTORIES} >= {"session", "turn"}
