@@ -13,7 +13,6 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
-from api.input_bounds import MAX_ID_CHARS
 from api.openapi import errors, json_body
 from api.routes.session_bodies import VoteBody
 from api.routes.session_common import (
@@ -23,6 +22,7 @@ from api.routes.session_common import (
     read_body,
     update_session,
 )
+from api.routes.session_models import VoteRecorded
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     VoteRequest,
@@ -45,34 +45,11 @@ VOTE_DOC: dict[str, Any] = {
 # -- permissions -----------------------------------------------------------------------------
 
 
-def _vote_request(
-    body: dict[str, Any], request_id: str, request: Request, voters: int
-) -> VoteRequest:
-    outcome = body.get("outcome")
-    bad = ApiError(
-        400,
-        {
-            "error": '`outcome` must be `{ outcome: "cancelled" }` or '
-            '`{ outcome: "selected", optionId: string }`'
-        },
-    )
-    if not isinstance(outcome, dict):
-        raise bad
-    kind = outcome.get("outcome")
-    if kind == "cancelled":
-        option = None
-    elif (
-        kind == "selected"
-        and isinstance(outcome.get("optionId"), str)
-        and len(outcome["optionId"]) <= MAX_ID_CHARS
-    ):
-        option = outcome["optionId"]
-    else:
-        raise bad
+def _vote_request(body: VoteBody, request_id: str, request: Request, voters: int) -> VoteRequest:
     return VoteRequest(
         request_id=request_id,
-        outcome=kind,
-        option_id=option,
+        outcome=body.outcome.outcome,
+        option_id=body.option_id,
         client_id=client_id_of(request),
         is_local=is_local(request),
         eligible_voters=voters,
@@ -87,10 +64,10 @@ async def _vote(
     session_id: str,
     request_id: str,
     not_found: dict[str, Any],
-) -> dict[str, Any]:
-    body = await read_body(request)
+) -> VoteRecorded:
+    raw = await read_body(request)
     voters = await asyncio.to_thread(registry.client_count, store, session_id)
-    vote = _vote_request(body, request_id, request, voters)
+    vote = _vote_request(VoteBody.parse(raw), request_id, request, voters)
     try:
         # Accepted is enough: the vote is in history and will be applied.
         await update_session(
@@ -110,7 +87,7 @@ async def _vote(
         if error.status == 404:
             await _already_resolved(request, store, session_id, request_id, vote)
         raise error from cause
-    return {}
+    return VoteRecorded()
 
 
 async def _already_resolved(
@@ -195,7 +172,7 @@ def _vote_error(
 @router.post("/permission/{request_id}", **VOTE_DOC)
 async def vote_permission(
     request_id: str, request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
-) -> dict[str, Any]:
+) -> VoteRecorded:
     not_found = {"error": "No pending permission request", "requestId": request_id}
     session_id = await asyncio.to_thread(registry.find_permission_session, store, request_id)
     if (
@@ -215,7 +192,7 @@ async def vote_session_permission(
     settings: SettingsDep,
     store: StoreDep,
     client: TemporalDep,
-) -> dict[str, Any]:
+) -> VoteRecorded:
     await live_session(store, session_id)
     not_found = {
         "error": "No pending permission request for session",

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import time
 import uuid
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
@@ -30,9 +29,9 @@ from api.routes.session_common import (
     update_result,
     update_session,
 )
+from api.routes.session_models import PendingPrompt, PendingPrompts, PromptAccepted, PromptEnded
 from runtime.sessions import prompts as prompt_store
 from runtime.sessions.contracts import (
-    MAX_DEADLINE_MS,
     CancelRequest,
     PromptItem,
     SubmitPrompt,
@@ -45,31 +44,18 @@ from workflows.session import (
 
 router = APIRouter()
 
-PROMPT_REQUIRED = "`prompt` is required and must be a non-empty array of content blocks"
-
-
 # -- prompts -------------------------------------------------------------------------------
-
-
-def _prompt_text(prompt: list[dict[str, Any]]) -> str:
-    parts: list[str] = []
-    for block in prompt:
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
-            parts.append(block["text"])
-        elif isinstance(block.get("resource"), dict) and isinstance(
-            block["resource"].get("text"), str
-        ):
-            parts.append(block["resource"]["text"])
-    return "\n".join(parts)
 
 
 @router.post(
     "/session/{session_id}/prompt",
     status_code=202,
+    response_model=None,
     responses={
+        202: {"model": PromptAccepted, "description": "Queued: follow it on the event stream."},
         200: {
+            "model": PromptEnded,
             "description": "With `Prefer: wait`: the prompt's end (`{stopReason}`).",
-            "content": {"application/json": {"schema": {"type": "object"}}},
         },
         **errors(400, 404, 409, 503),
     },
@@ -83,30 +69,11 @@ async def prompt(
     journal: JournalDep,
     client: TemporalDep,
 ) -> Response:
-    body = await read_body(request)
-    blocks = body.get("prompt")
-    if not isinstance(blocks, list) or not blocks:
-        raise ApiError(400, {"error": PROMPT_REQUIRED})
-    if not all(isinstance(block, dict) for block in blocks):
-        raise ApiError(400, {"error": "each `prompt` element must be an object (content block)"})
-    deadline = body.get("deadlineMs")
-    if deadline is not None and (
-        not isinstance(deadline, int)
-        or isinstance(deadline, bool)
-        or not 0 < deadline <= MAX_DEADLINE_MS
-    ):
-        raise ApiError(
-            400,
-            {
-                "error": "`deadlineMs` must be a positive integer (milliseconds) "
-                f"no greater than {MAX_DEADLINE_MS}",
-                "code": "invalid_deadline_ms",
-                "max": MAX_DEADLINE_MS,
-            },
-        )
+    body = PromptBody.parse(await read_body(request))
+    deadline = body.deadlineMs
     if settings.prompt_deadline_ms is not None:
         deadline = min(deadline or settings.prompt_deadline_ms, settings.prompt_deadline_ms)
-    text = _prompt_text(blocks)
+    text = body.text()
     size = len(text.encode("utf-8"))
     if size > settings.max_prompt_bytes:
         raise ApiError(
@@ -168,12 +135,12 @@ async def prompt(
             raise session_not_found(session_id) from err
         raise
     if "wait" not in request.headers.get("prefer", "").lower():
-        return JSONResponse(
-            {"promptId": item.prompt_id, "lastEventId": last_event_id, "eventEpoch": session_id},
-            status_code=202,
+        accepted_body = PromptAccepted(
+            promptId=item.prompt_id, lastEventId=last_event_id, eventEpoch=session_id
         )
+        return JSONResponse(accepted_body.model_dump(), status_code=202)
     stop = await _wait_for_turn(request, journal, client, session_id, item.prompt_id, last_event_id)
-    return JSONResponse({"stopReason": stop})
+    return JSONResponse(PromptEnded(stopReason=stop).model_dump())
 
 
 async def _wait_for_turn(
@@ -223,13 +190,13 @@ async def cancel(
 @router.get("/session/{session_id}/pending-prompts", responses=errors(404, 503))
 async def pending_prompts(
     session_id: str, settings: SettingsDep, store: StoreDep, client: TemporalDep
-) -> dict[str, Any]:
+) -> PendingPrompts:
     await live_session(store, session_id)
     status = await session_status(client, session_id, store, settings.worker_wait_ms / 1000)
     items = ([status.active_prompt] if status.active_prompt else []) + status.queued
-    return {
-        "pendingPrompts": [
-            {"promptId": p.prompt_id, "text": p.text, "queuedAt": p.queued_at_ms, "state": p.state}
+    return PendingPrompts(
+        pendingPrompts=[
+            PendingPrompt(promptId=p.prompt_id, text=p.text, queuedAt=p.queued_at_ms, state=p.state)
             for p in items
         ]
-    }
+    )

@@ -26,6 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import INVALID_JSON, ApiError, rpc_error, temporal_unavailable, worker_unavailable
 from api.input_bounds import strict_json_loads
+from api.routes.session_models import ContextState, ModelOption, ModelsState, ModeOption, ModesState
 from runtime.policy.approval import AVAILABLE_MODES
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
@@ -180,20 +181,20 @@ async def register_client(store: Store, session_id: str, client_id: str) -> None
     )
 
 
-def context_state(settings: Settings, status: SessionStatus | None) -> dict[str, Any]:
+def context_state(settings: Settings, status: SessionStatus | None) -> ContextState:
     current_model = status.model_id if status else "scripted"
     models = [current_model] if settings.model_provider == "openai" else ["scripted"]
-    return {
-        "models": {
-            "currentModelId": current_model,
-            "availableModels": [{"modelId": m, "name": m, "description": None} for m in models],
-        },
-        "modes": {
-            "currentModeId": status.approval_mode if status else "default",
-            "availableModes": list(AVAILABLE_MODES),
-        },
-        "configOptions": [],
-    }
+    return ContextState(
+        models=ModelsState(
+            currentModelId=current_model,
+            availableModels=[ModelOption(modelId=m, name=m, description=None) for m in models],
+        ),
+        modes=ModesState(
+            currentModeId=status.approval_mode if status else "default",
+            availableModes=[ModeOption.model_validate(mode) for mode in AVAILABLE_MODES],
+        ),
+        configOptions=[],
+    )
 
 
 async def update_session(

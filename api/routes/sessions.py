@@ -16,7 +16,6 @@ from temporalio.service import RPCError
 
 from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, temporal_unavailable
-from api.input_bounds import MAX_DISPLAY_NAME_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS
 from api.openapi import errors, json_body
 from api.routes.session_bodies import (
     ApprovalModeBody,
@@ -38,9 +37,19 @@ from api.routes.session_common import (
     update_session,
     workspace_mismatch,
 )
+from api.routes.session_models import (
+    ApprovalModeSet,
+    Heartbeat,
+    ModelSwitched,
+    SessionContext,
+    SessionCreated,
+    SessionList,
+    SessionMetadata,
+    SessionRestored,
+    SessionSummary,
+)
 from api.security import require_configured_token
 from api.temporal import is_unavailable
-from runtime.policy.approval import APPROVAL_MODES
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     CloseRequest,
@@ -68,25 +77,10 @@ router = APIRouter()
 )
 async def create_session(
     request: Request, settings: SettingsDep, store: StoreDep, connector: ConnectorDep
-) -> dict[str, Any]:
-    body = await read_body(request)
-    cwd = body.get("cwd")
+) -> SessionCreated:
     bound = settings.workspace_cwd
-    if cwd is not None:
-        if not isinstance(cwd, str) or not cwd.startswith("/") or len(cwd) > MAX_PATH_CHARS:
-            raise ApiError(400, {"error": "`cwd` must be an absolute path", "code": "invalid_cwd"})
-        requested = cwd.rstrip("/") or "/"
-        if requested != bound:
-            raise workspace_mismatch(bound, requested)
-    scope = body.get("sessionScope", "single")
-    if scope not in ("single", "thread"):
-        raise ApiError(
-            400,
-            {
-                "error": '`sessionScope` must be "single" or "thread" when provided',
-                "code": "invalid_session_scope",
-            },
-        )
+    body = CreateSessionBody.parse(await read_body(request), context={"workspace": bound})
+    scope = body.sessionScope
     client_id = client_id_of(request) or f"client_{uuid.uuid4()}"
     try:
         record, attached = await asyncio.to_thread(
@@ -105,20 +99,21 @@ async def create_session(
                 "Temporal is not reachable; the session was not created"
             ) from err
     await register_client(store, record.session_id, client_id)
-    response: dict[str, Any] = {
-        "sessionId": record.session_id,
-        "workspaceCwd": record.workspace_cwd,
-        "attached": attached,
-        "clientId": client_id,
-        "createdAt": record.created_at_iso,
-    }
-    return response
+    return SessionCreated(
+        sessionId=record.session_id,
+        workspaceCwd=record.workspace_cwd,
+        attached=attached,
+        clientId=client_id,
+        createdAt=record.created_at_iso,
+    )
 
 
-@router.get("/workspace/{workspace_id:path}/sessions", responses=errors(503))
-async def list_sessions(
-    workspace_id: str, store: StoreDep, connector: ConnectorDep
-) -> dict[str, Any]:
+@router.get(
+    "/workspace/{workspace_id:path}/sessions",
+    responses=errors(503),
+    response_model_exclude_none=True,
+)
+async def list_sessions(workspace_id: str, store: StoreDep, connector: ConnectorDep) -> SessionList:
     workspace = "/" + workspace_id.strip("/") if workspace_id.strip("/") else "/"
     records = await asyncio.to_thread(registry.list_live, store, workspace)
     # A store read: with Temporal down, the list is still there (no active prompt known).
@@ -140,17 +135,17 @@ async def list_sessions(
                 if down or is_unavailable(err):
                     connector.mark_down()
                     client = None  # no point asking about the others
-        entry: dict[str, Any] = {
-            "sessionId": record.session_id,
-            "workspaceCwd": record.workspace_cwd,
-            "createdAt": record.created_at_iso,
-            "clientCount": count,
-            "hasActivePrompt": active,
-        }
-        if record.display_name is not None:
-            entry["displayName"] = record.display_name
-        sessions.append(entry)
-    return {"sessions": sessions}
+        sessions.append(
+            SessionSummary(
+                sessionId=record.session_id,
+                workspaceCwd=record.workspace_cwd,
+                createdAt=record.created_at_iso,
+                clientCount=count,
+                hasActivePrompt=active,
+                displayName=record.display_name,
+            )
+        )
+    return SessionList(sessions=sessions)
 
 
 @router.delete("/session/{session_id}", status_code=204, responses=errors(400, 404, 503))
@@ -185,22 +180,13 @@ async def patch_metadata(
     store: StoreDep,
     journal: JournalDep,
     settings: SettingsDep,
-) -> dict[str, Any]:
-    body = await read_body(request)
+) -> SessionMetadata:
+    raw = await read_body(request)
     record = await live_session(store, session_id)
-    if "displayName" not in body:
-        return {"sessionId": session_id, "displayName": record.display_name}
-    name = body["displayName"]
-    if not isinstance(name, str) or len(name) > MAX_DISPLAY_NAME_CHARS:
-        raise ApiError(
-            400,
-            {
-                "error": "`displayName` must be a string of at most "
-                f"{MAX_DISPLAY_NAME_CHARS} characters",
-                "code": "invalid_metadata",
-                "field": "displayName",
-            },
-        )
+    body = MetadataBody.parse(raw)
+    name = body.displayName
+    if name is None:  # omitted: read the name back
+        return SessionMetadata(sessionId=session_id, displayName=record.display_name)
     await asyncio.to_thread(registry.rename_session, store, session_id, name)
     await journal.aappend_many(
         session_stream(session_id),
@@ -213,16 +199,20 @@ async def patch_metadata(
         ],
         retention=settings.event_ring_size,
     )
-    return {"sessionId": session_id, "displayName": name}
+    return SessionMetadata(sessionId=session_id, displayName=name)
 
 
-@router.post("/session/{session_id}/heartbeat", responses=errors(400, 404))
-async def heartbeat(session_id: str, request: Request, store: StoreDep) -> dict[str, Any]:
+@router.post(
+    "/session/{session_id}/heartbeat",
+    responses=errors(400, 404),
+    response_model_exclude_none=True,
+)
+async def heartbeat(session_id: str, request: Request, store: StoreDep) -> Heartbeat:
     client_id = client_id_of(request)
     await live_session(store, session_id)
     now = int(time.time() * 1000)
     if client_id is None:
-        return {"sessionId": session_id, "lastSeenAt": now}
+        return Heartbeat(sessionId=session_id, lastSeenAt=now)
     known = await asyncio.to_thread(registry.heartbeat_client, store, session_id, client_id, now)
     if not known:
         raise ApiError(
@@ -232,7 +222,7 @@ async def heartbeat(session_id: str, request: Request, store: StoreDep) -> dict[
                 "code": "invalid_client_id",
             },
         )
-    return {"sessionId": session_id, "clientId": client_id, "lastSeenAt": now}
+    return Heartbeat(sessionId=session_id, clientId=client_id, lastSeenAt=now)
 
 
 @router.post(
@@ -242,19 +232,10 @@ async def heartbeat(session_id: str, request: Request, store: StoreDep) -> dict[
 )
 async def set_model(
     session_id: str, request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
-) -> dict[str, Any]:
-    body = await read_body(request)
+) -> ModelSwitched:
+    raw = await read_body(request)
     await live_session(store, session_id)
-    model_id = body.get("modelId")
-    if not isinstance(model_id, str) or not 0 < len(model_id) <= MAX_ID_CHARS:
-        raise ApiError(
-            400,
-            {
-                "error": f"`modelId` must be a non-empty string of at most {MAX_ID_CHARS} "
-                "characters",
-                "code": "invalid_model_id",
-            },
-        )
+    model_id = ModelBody.parse(raw).modelId
     result: ModelSwitchResult = await update_session(
         client,
         settings,
@@ -272,7 +253,7 @@ async def set_model(
                 "modelId": model_id,
             },
         )
-    return {"modelId": model_id}
+    return ModelSwitched(modelId=model_id)
 
 
 @router.post(
@@ -287,19 +268,10 @@ async def set_approval_mode(
     store: StoreDep,
     client: TemporalDep,
     settings: SettingsDep,
-) -> dict[str, Any]:
-    body = await read_body(request)
+) -> ApprovalModeSet:
+    raw = await read_body(request)
     await live_session(store, session_id)
-    mode = body.get("mode")
-    if mode not in APPROVAL_MODES:
-        raise ApiError(
-            400,
-            {
-                "error": "`mode` is required and must be one of the allowed values",
-                "code": "invalid_approval_mode",
-                "allowed": list(APPROVAL_MODES),
-            },
-        )
+    mode = ApprovalModeBody.parse(raw).mode
     await update_session(
         client,
         settings,
@@ -308,21 +280,21 @@ async def set_approval_mode(
         SessionWorkflow.set_approval_mode,
         SetModeRequest(mode=mode, originator=client_id_of(request)),
     )
-    return {"sessionId": session_id, "mode": mode}
+    return ApprovalModeSet(sessionId=session_id, mode=mode)
 
 
 @router.get("/session/{session_id}/context", responses=errors(404, 503))
 async def context(
     session_id: str, store: StoreDep, client: TemporalDep, settings: SettingsDep
-) -> dict[str, Any]:
+) -> SessionContext:
     record = await live_session(store, session_id)
     status = await session_status(client, session_id, store, settings.worker_wait_ms / 1000)
-    return {
-        "v": 1,
-        "sessionId": session_id,
-        "workspaceCwd": record.workspace_cwd,
-        "state": context_state(settings, status),
-    }
+    return SessionContext(
+        v=1,
+        sessionId=session_id,
+        workspaceCwd=record.workspace_cwd,
+        state=context_state(settings, status),
+    )
 
 
 RESTORE_DOC: dict[str, Any] = {
@@ -331,7 +303,7 @@ RESTORE_DOC: dict[str, Any] = {
 }
 
 # In-process restores in flight: same action coalesces, the other one gets 409.
-_RESTORES: dict[str, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
+_RESTORES: dict[str, tuple[str, asyncio.Future[SessionRestored]]] = {}
 
 
 async def _restore(
@@ -341,12 +313,9 @@ async def _restore(
     settings: Settings,
     store: Store,
     client: Client,
-) -> dict[str, Any]:
-    body = await read_body(request)
-    cwd = body.get("cwd")
-    if isinstance(cwd, str) and len(cwd) > MAX_PATH_CHARS:
-        raise ApiError(400, {"error": "`cwd` must be an absolute path", "code": "invalid_cwd"})
-    if isinstance(cwd, str) and cwd.rstrip("/") != settings.workspace_cwd:
+) -> SessionRestored:
+    cwd = RestoreBody.parse(await read_body(request)).cwd
+    if cwd is not None and cwd.rstrip("/") != settings.workspace_cwd:
         raise workspace_mismatch(settings.workspace_cwd, cwd)
     in_flight = _RESTORES.get(session_id)
     if in_flight is not None:
@@ -364,8 +333,9 @@ async def _restore(
                 },
                 {"Retry-After": "5"},
             )
-        return {**(await asyncio.shield(future)), "attached": True}
-    mine: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        restored = await asyncio.shield(future)
+        return restored.model_copy(update={"attached": True})
+    mine: asyncio.Future[SessionRestored] = asyncio.get_running_loop().create_future()
     _RESTORES[session_id] = (action, mine)
     try:
         try:
@@ -382,13 +352,13 @@ async def _restore(
         client_id = client_id_of(request) or f"client_{uuid.uuid4()}"
         await register_client(store, session_id, client_id)
         status = await session_status(client, session_id, store, settings.worker_wait_ms / 1000)
-        result = {
-            "sessionId": session_id,
-            "workspaceCwd": record.workspace_cwd,
-            "attached": attached,
-            "clientId": client_id,
-            "state": context_state(settings, status),
-        }
+        result = SessionRestored(
+            sessionId=session_id,
+            workspaceCwd=record.workspace_cwd,
+            attached=attached,
+            clientId=client_id,
+            state=context_state(settings, status),
+        )
         mine.set_result(result)
         return result
     except BaseException as err:
@@ -407,7 +377,7 @@ async def load_session(
     settings: SettingsDep,
     store: StoreDep,
     client: TemporalDep,
-) -> dict[str, Any]:
+) -> SessionRestored:
     """Restore a persisted session; its history is in the journal (replay with
     `Last-Event-ID: 0`)."""
     return await _restore("load", session_id, request, settings, store, client)
@@ -420,5 +390,5 @@ async def resume_session(
     settings: SettingsDep,
     store: StoreDep,
     client: TemporalDep,
-) -> dict[str, Any]:
+) -> SessionRestored:
     return await _restore("resume", session_id, request, settings, store, client)
