@@ -28,6 +28,15 @@ from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, rpc_error, temporal_unavailable, worker_unavailable
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from api.openapi import errors
+from api.routes.agent_tools_models import (
+    BrowserSession,
+    CallResult,
+    Catalog,
+    EventsPage,
+    ToolResult,
+    TurnCreated,
+    TurnResuming,
+)
 from api.security.browser import BrowserDep, BrowserMutationDep
 from runtime.agent_tools.browser import BROWSER_SESSION_TTL, COOKIE_NAME, open_browser_session
 from runtime.agent_tools.calls import (
@@ -94,7 +103,7 @@ def _load_turn(store: Store, instance: str, workspace: str, turn_id: str) -> Age
 
 
 @router.get("/session")
-async def open_browser(request: Request, response: Response, store: StoreDep) -> dict[str, str]:
+async def open_browser(request: Request, response: Response, store: StoreDep) -> BrowserSession:
     """Open (or re-open) the browser's local session (a cookie: not a daemon session);
     the CSRF token goes to the page."""
     browser = await asyncio.to_thread(open_browser_session, store, request.cookies.get(COOKIE_NAME))
@@ -106,20 +115,20 @@ async def open_browser(request: Request, response: Response, store: StoreDep) ->
         samesite="strict",
         path="/api/v1",
     )
-    return {"csrfToken": browser.csrf_token}
+    return BrowserSession(csrfToken=browser.csrf_token)
 
 
-@router.get("/catalog", responses=errors(400, 403))
+@router.get("/catalog", responses=errors(400, 403), response_model_exclude_unset=True)
 async def get_catalog(
     _browser: BrowserDep, settings: SettingsDep, store: StoreDep, workspace: WorkspaceQuery = None
-) -> dict[str, Any]:
+) -> Catalog:
     ws = workspace or settings.agent_tools_workspace
 
     def read() -> list[dict[str, Any]]:
         with store.session() as db:
             return catalog(db, ws)
 
-    return {"workspace": ws, "tools": await asyncio.to_thread(read)}
+    return Catalog.model_validate({"workspace": ws, "tools": await asyncio.to_thread(read)})
 
 
 # -- turns ---------------------------------------------------------------------------------
@@ -130,8 +139,8 @@ async def get_catalog(
     status_code=202,
     responses={
         200: {
+            "model": TurnCreated,
             "description": "The same turn again (same id, prompt and agent): idempotent.",
-            "content": {"application/json": {"schema": {"type": "object"}}},
         },
         **errors(400, 403, 409, 429, 503),
     },
@@ -144,7 +153,7 @@ async def create_turn(
     journal: JournalDep,
     client: TemporalDep,
     response: Response,
-) -> dict[str, Any]:
+) -> TurnCreated:
     workspace = body.workspace or settings.agent_tools_workspace
     turn_id = body.turn_id or str(uuid.uuid4())
     workflow_id = turn_workflow_id(settings.instance, workspace, turn_id)
@@ -214,14 +223,14 @@ async def create_turn(
         raise temporal_unavailable(
             f'Temporal did not start turn "{turn_id}"; POST it again with the same turn_id'
         ) from err
-    return {
-        "turn_id": turn_id,
-        "workspace": workspace,
-        "agent": body.agent,
-        "workflow_id": workflow_id,
-        "status": "running",
-        "events_cursor": last_seq if existing is None else 0,
-    }
+    return TurnCreated(
+        turn_id=turn_id,
+        workspace=workspace,
+        agent=body.agent,
+        workflow_id=workflow_id,
+        status="running",
+        events_cursor=last_seq if existing is None else 0,
+    )
 
 
 async def _turn_handle(
@@ -241,11 +250,10 @@ async def get_turn(
     store: StoreDep,
     client: TemporalDep,
     workspace: WorkspaceQuery = None,
-) -> dict[str, Any]:
+) -> TurnState:
     ws = workspace or settings.agent_tools_workspace
     _row, handle = await _turn_handle(client, settings, store, ws, turn_id)
-    state = await _query_state(handle, turn_id)
-    return state.model_dump()
+    return await _query_state(handle, turn_id)
 
 
 async def _query_state(handle: WorkflowHandle[Any, Any], turn_id: str) -> TurnState:
@@ -276,7 +284,7 @@ async def resume_turn(
     store: StoreDep,
     client: TemporalDep,
     body: ResumeBody | None = None,
-) -> dict[str, Any]:
+) -> TurnResult | TurnResuming:
     workspace = (body.workspace if body else None) or settings.agent_tools_workspace
     _row, handle = await _turn_handle(client, settings, store, workspace, turn_id)
     state = await _query_state(handle, turn_id)
@@ -340,7 +348,7 @@ async def resume_turn(
     except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
         # Sent: a resume is idempotent (a turn resumes once), and Temporal delivers it
         # when a worker takes the turn; GET /turns/:id shows when it has.
-        return {"turn_id": turn_id, "status": "resuming", "research_id": research_id}
+        return TurnResuming(turn_id=turn_id, status="resuming", research_id=research_id)
     if not isinstance(result, TurnResult):
         result = TurnResult.model_validate(result)
     if result.status == "awaiting_authorization":
@@ -353,7 +361,7 @@ async def resume_turn(
                 "research_id": research_id,
             },
         )
-    return result.model_dump()
+    return result
 
 
 # -- calls, results, events ----------------------------------------------------------------
@@ -366,7 +374,7 @@ async def call_tool(
     settings: SettingsDep,
     store: StoreDep,
     journal: JournalDep,
-) -> dict[str, Any]:
+) -> CallResult:
     workspace = body.workspace or settings.agent_tools_workspace
     turn = await asyncio.to_thread(_load_turn, store, settings.instance, workspace, body.turn_id)
     if turn is None:
@@ -423,7 +431,7 @@ async def call_tool(
             ],
             retention=settings.agent_tools_max_events,
         )
-    return {**result_body(record), "replayed": record.replayed}
+    return CallResult.model_validate({**result_body(record), "replayed": record.replayed})
 
 
 @router.get("/results/{result_id}", responses=errors(400, 403, 404))
@@ -433,7 +441,7 @@ async def get_result_route(
     settings: SettingsDep,
     store: StoreDep,
     workspace: WorkspaceQuery = None,
-) -> dict[str, Any]:
+) -> ToolResult:
     ws = workspace or settings.agent_tools_workspace
     record = await asyncio.to_thread(get_result, store, settings.instance, ws, result_id)
     if record is None:
@@ -445,7 +453,7 @@ async def get_result_route(
                 "result_id": result_id,
             },
         )
-    return result_body(record)
+    return ToolResult.model_validate(result_body(record))
 
 
 @router.get("/events", responses=errors(400, 403))
@@ -457,7 +465,7 @@ async def get_events(
     wait: Annotated[float, Query(ge=0, le=25)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 128,
     workspace: WorkspaceQuery = None,
-) -> dict[str, Any]:
+) -> EventsPage:
     """Events after `cursor`, oldest first; `wait` long-polls up to that many seconds."""
     ws = workspace or settings.agent_tools_workspace
     stream = agent_tools_events_stream(settings.instance, ws)
@@ -466,11 +474,13 @@ async def get_events(
     else:
         page = await journal.aread(stream, cursor, limit)
     events = [event_body(entry) for entry in page.entries]
-    return {
-        "workspace": ws,
-        "events": events,
-        "cursor": events[-1]["sequence"] if events else max(cursor, 0),
-        "earliest_sequence": page.earliest_seq,
-        "last_sequence": page.last_seq,
-        "cursor_expired": page.cursor_expired(cursor),
-    }
+    return EventsPage.model_validate(
+        {
+            "workspace": ws,
+            "events": events,
+            "cursor": events[-1]["sequence"] if events else max(cursor, 0),
+            "earliest_sequence": page.earliest_seq,
+            "last_sequence": page.last_seq,
+            "cursor_expired": page.cursor_expired(cursor),
+        }
+    )

@@ -20,6 +20,7 @@ from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
+from api.routes.agent_tools_models import ResearchPublic
 from api.security.browser import BrowserDep, BrowserMutationDep
 from runtime.agent_tools.contracts import WORKSPACE_PATTERN, ResearchDecided
 from runtime.investigation.research import (
@@ -61,7 +62,7 @@ async def get_research(
     settings: SettingsDep,
     store: StoreDep,
     workspace: Annotated[str | None, Query(pattern=WORKSPACE_PATTERN)] = None,
-) -> dict[str, Any]:
+) -> ResearchPublic:
     ws = workspace or settings.agent_tools_workspace
 
     def read() -> dict[str, Any]:
@@ -69,7 +70,7 @@ async def get_research(
             return research_state(db, ws, research_id)
 
     try:
-        return await asyncio.to_thread(read)
+        return ResearchPublic.model_validate(await asyncio.to_thread(read))
     except ResearchNotFound as err:
         raise _not_found(research_id) from err
 
@@ -85,7 +86,7 @@ async def decide(
     settings: SettingsDep,
     store: StoreDep,
     client: TemporalDep,
-) -> dict[str, Any]:
+) -> ResearchPublic:
     ws = body.workspace or settings.agent_tools_workspace
 
     def write() -> dict[str, Any]:
@@ -114,4 +115,4 @@ async def decide(
             )
         except RPCError as err:  # the turn may be gone; the decision stands regardless
             log.info("turn %s not signalled: %s", turn_id, err)
-    return state
+    return ResearchPublic.model_validate(state)
