@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from api.capabilities import advertised_features
 from api.deps import SettingsDep
+from api.routes.daemon_models import Capabilities
 from runtime import __version__
 from runtime.policy.permissions import POLICIES
 
@@ -15,8 +14,8 @@ router = APIRouter()
 
 
 @router.get("/capabilities")
-async def capabilities(settings: SettingsDep) -> dict[str, Any]:
-    return {
+async def capabilities(settings: SettingsDep) -> Capabilities:
+    body = {
         "v": 1,
         "protocolVersions": {"current": "v1", "supported": ["v1"]},
         "agentrtVersion": __version__,
@@ -34,3 +33,4 @@ async def capabilities(settings: SettingsDep) -> dict[str, Any]:
             "permissionResponseTimeoutMs": settings.permission_response_timeout_ms,
         },
     }
+    return Capabilities.model_validate(body)

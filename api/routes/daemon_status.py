@@ -22,6 +22,7 @@ from api.capabilities import advertised_features
 from api.deps import ConnectorDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.openapi import errors, query
+from api.routes.daemon_models import DaemonStatus
 from api.security.ratelimit import RateLimiter
 from api.temporal import count_workflows, describe_pollers, is_unavailable
 from runtime import __version__
@@ -51,10 +52,11 @@ def _issue(code: str, severity: str, message: str) -> dict[str, str]:
     openapi_extra=query(
         "detail", {"type": "string", "enum": ["summary", "full"]}, "How much to report."
     ),
+    response_model_exclude_unset=True,
 )
 async def daemon_status(
     request: Request, settings: SettingsDep, store: StoreDep, connector: ConnectorDep
-) -> dict[str, Any]:
+) -> DaemonStatus:
     detail = request.query_params.get("detail", "summary")
     if detail not in ("summary", "full"):
         raise ApiError(
@@ -165,4 +167,4 @@ async def daemon_status(
     if detail == "full":
         body["daemon"]["startedAt"] = iso_ms(state.started_at)
         body["capabilities"] = {"features": advertised_features(settings)}
-    return body
+    return DaemonStatus.model_validate(body)

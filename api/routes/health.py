@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from fastapi import APIRouter, Request
 
 from api.deps import ConnectorDep, SettingsDep, StoreDep
 from api.openapi import errors, query
+from api.routes.daemon_models import Health
 from api.temporal import count_workflows
 from runtime.sessions.registry import count_live
 
@@ -23,13 +23,14 @@ _DEEP_VALUES = {"", "1", "true"}
     openapi_extra=query(
         "deep", {"type": "string", "enum": ["", "1", "true"]}, "Add live counters."
     ),
+    response_model_exclude_none=True,
 )
 async def health(
     request: Request, connector: ConnectorDep, store: StoreDep, settings: SettingsDep
-) -> dict[str, Any]:
+) -> Health:
     deep = request.query_params.get("deep")
     if deep is None or deep.lower() not in _DEEP_VALUES:
-        return {"status": "ok"}
+        return Health(status="ok")
     client = await connector.get()
     sessions = await asyncio.to_thread(count_live, store)
     # A session waiting on a permission says so in its search attributes; this daemon's
@@ -42,4 +43,4 @@ async def health(
     if "'" not in workspace and "\\" not in workspace:
         query += f" AND AgentrtTenant = '{workspace}'"
     pending = await count_workflows(client, query)
-    return {"status": "ok", "sessions": sessions, "pendingPermissions": pending}
+    return Health(status="ok", sessions=sessions, pendingPermissions=pending)
