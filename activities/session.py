@@ -84,12 +84,7 @@ class SessionActivities:
         user = ChatMessage(role="user", content=text)
         await self._append(
             session_transcript_stream(request.session_id),
-            [
-                NewEvent(
-                    type="message",
-                    data={**user.model_dump(mode="json"), "promptId": request.prompt_id},
-                )
-            ],
+            [_message(user, request.prompt_id)],
             f"{key}/user",
             None,
         )
@@ -149,7 +144,7 @@ class SessionActivities:
             ) from err
         answer = ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
         record = {
-            **_message(answer, request).data,
+            **_message(answer, request.prompt_id).data,
             "step": request.step,
             "finish": reply.finish_reason,
         }
@@ -254,12 +249,7 @@ class SessionActivities:
         )
         await self._append(
             session_transcript_stream(request.session_id),
-            [
-                NewEvent(
-                    type="message",
-                    data={**answer.model_dump(mode="json"), "promptId": request.prompt_id},
-                )
-            ],
+            [_message(answer, request.prompt_id)],
             f"{key}/answer",
             None,
         )
@@ -273,10 +263,9 @@ class SessionActivities:
         )
 
 
-def _message(message: ChatMessage, request: ModelStepInput) -> NewEvent:
-    return NewEvent(
-        type="message", data={**message.model_dump(mode="json"), "promptId": request.prompt_id}
-    )
+def _message(message: ChatMessage, prompt_id: str) -> NewEvent:
+    """A message of the session's transcript, tagged with its prompt."""
+    return NewEvent(type="message", data={**message.model_dump(mode="json"), "promptId": prompt_id})
 
 
 def _chat(data: dict[str, Any]) -> dict[str, Any]:
