@@ -1,5 +1,6 @@
 """Keep /openapi.json true: the error responses each route can send, and the JSON bodies
-that routes parse by hand (`read_body`), declared with the helpers below.
+that routes validate themselves (`read_body`, then the model's `parse`), declared with
+the helpers below.
 
 Routes declare what they themselves answer (`responses=errors(400, 404, 503)`); the
 statuses of the security chain (api/security: 401, 403, 413, 429) and the last-resort
@@ -74,7 +75,8 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def json_body(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:
-    """`openapi_extra=` for a route that parses its JSON body itself (`read_body`)."""
+    """`openapi_extra=` for a route that validates its JSON body itself (`read_body` and
+    `model.parse`, api/routes/session_bodies.py)."""
     schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
     for name, definition in schema.pop("$defs", {}).items():
         SCHEMAS.setdefault(name, definition)

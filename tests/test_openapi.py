@@ -38,8 +38,8 @@ def _is_typed(schema: dict[str, Any], document: dict[str, Any]) -> bool:
     if "$ref" in schema:
         name = schema["$ref"].rsplit("/", 1)[-1]
         return name in document["components"]["schemas"]
-    if "anyOf" in schema or "oneOf" in schema:
-        members = schema.get("anyOf") or schema.get("oneOf")
+    members: list[dict[str, Any]] = schema.get("anyOf") or schema.get("oneOf") or []
+    if members:
         return all(_is_typed(member, document) for member in members)
     if schema.get("type") == "array":
         return _is_typed(schema.get("items", {}), document)

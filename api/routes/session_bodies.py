@@ -221,21 +221,21 @@ class PromptBody(_Body):
         )
 
 
-class Cancelled(_Body):
+class VoteCancelled(_Body):
     outcome: Literal["cancelled"]
 
 
-class Selected(_Body):
+class VoteSelected(_Body):
     outcome: Literal["selected"]
     optionId: str = Field(max_length=MAX_ID_CHARS)
 
 
 class VoteBody(_Body):
-    outcome: Annotated[Cancelled | Selected, Field(discriminator="outcome")]
+    outcome: Annotated[VoteCancelled | VoteSelected, Field(discriminator="outcome")]
 
     @property
     def option_id(self) -> str | None:
-        return self.outcome.optionId if isinstance(self.outcome, Selected) else None
+        return self.outcome.optionId if isinstance(self.outcome, VoteSelected) else None
 
     @classmethod
     def refusal(cls, error: ErrorDetails) -> ApiError:
