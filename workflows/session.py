@@ -11,7 +11,6 @@ keys, so a crash of the worker mid-prompt neither loses nor repeats one.
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -25,8 +24,15 @@ with workflow.unsafe.imports_passed_through():
     from activities.journal import JournalActivities
     from activities.session import SessionActivities
     from runtime.contracts import AppendEventsInput, JournalEventIn, dedupe_key
-    from runtime.policy.approval import is_mutating, needs_permission
+    from runtime.failures import UPDATE_EXPIRED
+    from runtime.policy.approval import (
+        InvalidApprovalMode,
+        is_approval_mode,
+        is_mutating,
+        needs_permission,
+    )
     from runtime.policy.permissions import (
+        NotPending,
         PartialVote,
         PendingPermission,
         Resolved,
@@ -58,10 +64,10 @@ with workflow.unsafe.imports_passed_through():
         VoteResult,
         WorkerBound,
     )
+    from runtime.sessions.errors import PromptQueueFull, SessionNotFound
     from runtime.sessions.streams import session_stream
 
 
-APPROVAL_MODES = ("plan", "default", "auto-edit", "auto", "yolo")
 _LOCAL = timedelta(minutes=2)
 _RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=100))
 # Side effects are idempotent (the operation ledger), so they may retry until they land.
@@ -158,7 +164,7 @@ class SessionWorkflow:
         if position >= self._input.max_pending_prompts:
             # Validators of updates delivered together all see the queue before any of
             # their handlers ran: the handler has the last word.
-            raise ApplicationError("prompt_queue_full", type="prompt_queue_full")
+            raise self._queue_full().application_error()
         # Queued before the first await, so the next handler counts it.
         self._queue.append(item)
         if position:
@@ -181,9 +187,16 @@ class SessionWorkflow:
         assert self._input is not None
         _check_bound(request)
         if self._closing is not None:
-            raise ValueError("session_closed")
+            # Closing is closed: the prompt is answered as for any closed session.
+            raise SessionNotFound(session_id=self._input.session_id).application_error()
         if len(self._queue) + (1 if self._active else 0) >= self._input.max_pending_prompts:
-            raise ValueError("prompt_queue_full")
+            raise self._queue_full().application_error()
+
+    def _queue_full(self) -> PromptQueueFull:
+        assert self._input is not None
+        return PromptQueueFull(
+            session_id=self._input.session_id, limit=self._input.max_pending_prompts
+        )
 
     @workflow.signal
     def cancel(self, request: CancelRequest) -> None:
@@ -205,15 +218,13 @@ class SessionWorkflow:
         pending.state = _with_voters(pending.state, request)
         result = mediate(pending.state, _vote(request))
         if isinstance(result, Resolved):
-            await self._resolve(
-                pending, _outcome(result.outcome, result.option_id), originator=result.by_client_id
-            )
+            await self._resolve(pending, result.acp_outcome(), originator=result.by_client_id)
             return VoteResult(kind="resolved")
         assert isinstance(result, PartialVote)
         pending.state = result.updated
         await self._emit(
             "permission_partial_vote",
-            result.event.data if result.event else {"requestId": request.request_id},
+            result.event.data,
             prompt_id=pending.state.prompt_id,
             originator=request.client_id,
         )
@@ -224,11 +235,10 @@ class SessionWorkflow:
         _check_bound(request)
         pending = self._pending.get(request.request_id)
         if pending is None or pending.outcome is not None:
-            raise ValueError(json.dumps({"code": "not_found"}))
+            raise NotPending(request_id=request.request_id).application_error()
         result = mediate(_with_voters(pending.state, request), _vote(request))
-        kind = type(result).__name__
-        if kind not in ("Resolved", "PartialVote"):
-            raise ValueError(json.dumps({"code": kind, **_fields(result)}))
+        if not isinstance(result, Resolved | PartialVote):
+            raise result.application_error()
 
     # -- settings ------------------------------------------------------------------------
 
@@ -246,8 +256,8 @@ class SessionWorkflow:
     @set_approval_mode.validator
     def _validate_mode(self, request: SetModeRequest) -> None:
         _check_bound(request)
-        if request.mode not in APPROVAL_MODES:
-            raise ValueError("invalid_approval_mode")
+        if not is_approval_mode(request.mode):
+            raise InvalidApprovalMode().application_error()
 
     @workflow.update
     async def set_model(self, request: SetModelRequest) -> ModelSwitchResult:
@@ -655,7 +665,7 @@ def _check_bound(request: WorkerBound) -> None:
     if now_ms > request.accept_before_ms:
         raise ApplicationError(
             "The caller stopped waiting for this update before a worker took it",
-            type="update_expired",
+            type=UPDATE_EXPIRED,
             non_retryable=True,
         )
 
@@ -671,16 +681,3 @@ def _vote(request: VoteRequest) -> Vote:
         outcome=request.outcome,
         option_id=request.option_id,
     )
-
-
-def _outcome(outcome: str, option_id: str | None) -> dict[str, Any]:
-    if outcome == "selected":
-        return {"outcome": "selected", "optionId": option_id}
-    return {"outcome": "cancelled"}
-
-
-def _fields(result: Any) -> dict[str, Any]:
-    if hasattr(result, "model_dump"):
-        dumped: dict[str, Any] = result.model_dump()
-        return dumped
-    return {k: v for k, v in vars(result).items() if not k.startswith("_")}

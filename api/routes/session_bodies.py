@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from api.input_bounds import MAX_DISPLAY_NAME_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS
+from runtime.policy.approval import APPROVAL_MODES
 from runtime.sessions.contracts import MAX_DEADLINE_MS
-from workflows.session import APPROVAL_MODES
 
 
 class _Body(BaseModel):

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal, TypeGuard, get_args
+
+from runtime.failures import WireError
 
 ApprovalMode = Literal["plan", "default", "auto-edit", "auto", "yolo"]
 APPROVAL_MODES: Final[tuple[ApprovalMode, ...]] = get_args(ApprovalMode)
@@ -78,8 +80,25 @@ AVAILABLE_MODES: Final[tuple[dict[str, str], ...]] = (
 )
 
 
-def is_approval_mode(value: object) -> bool:
+def is_approval_mode(value: object) -> TypeGuard[ApprovalMode]:
     return isinstance(value, str) and value in APPROVAL_MODES
+
+
+class InvalidApprovalMode(WireError):
+    """`POST /session/:id/approval-mode` with a mode outside `APPROVAL_MODES`: 400."""
+
+    kind: Literal["invalid_approval_mode"] = "invalid_approval_mode"
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": "`mode` is required and must be one of the allowed values",
+            "code": "invalid_approval_mode",
+            "allowed": list(APPROVAL_MODES),
+        }
 
 
 def tool_kind(tool_name: str) -> ToolKind:
