@@ -1,4 +1,4 @@
-"""The session agent's tools, confined to the bound workspace (a Temporal activity).
+"""The session agent's tools, confined to the bound workspace (run by `activities.session`).
 
 Tools (argument names follow the reference's `rawInput`):
 
@@ -58,14 +58,11 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
-from temporalio import activity
 
 from activities import workspace_search
-from activities.heartbeat import heartbeating
 from activities.llm import ToolSpec
 from activities.workspace_search import MAX_GREP_MATCHES
 from runtime.policy.approval import tool_kind
-from runtime.telemetry import tracer
 from runtime.workspace.files import ABSENT, atomic_write, content_hash, file_hash
 
 MAX_OUTPUT_BYTES: Final = 16 * 1024
@@ -108,16 +105,6 @@ class FileChange(BaseModel):
     pre_hash: str
     new: str
     result: ToolResult
-
-
-class RunToolInput(BaseModel):
-    invocation: ToolInvocation
-    session_id: str | None = None
-    # The session's directory: the bound workspace or a directory inside it (None: the
-    # bound workspace). Tools are confined to it.
-    workspace_cwd: str | None = None
-    # Narrows the worker's flag (False refuses the shell even on a shell-enabled worker).
-    shell_enabled: bool = True
 
 
 class ToolError(Exception):
@@ -612,30 +599,6 @@ class WorkspaceTools:
         self.shell_timeout = shell_timeout
         self.search_timeout = search_timeout
         self.max_output_bytes = max_output_bytes
-
-    @activity.defn(name="workspace.run_tool")
-    async def run_tool(self, request: RunToolInput) -> ToolResult:
-        """Run one tool call for a session; heartbeats while it runs."""
-        tools = self
-        if request.workspace_cwd is not None or not request.shell_enabled:
-            root = _real_root(self.workspace)
-            if root is None:
-                return failed_result("The workspace does not exist.")
-            cwd = root
-            if request.workspace_cwd is not None:
-                try:
-                    cwd = _resolve(root, request.workspace_cwd)
-                except (ToolError, ValueError) as err:
-                    return failed_result(str(err) or "Invalid session directory.")
-            tools = WorkspaceTools(
-                cwd,
-                self.shell_enabled and request.shell_enabled,
-                shell_timeout=self.shell_timeout,
-                search_timeout=self.search_timeout,
-                max_output_bytes=self.max_output_bytes,
-            )
-        with tracer.start_as_current_span(f"tool {request.invocation.tool_name}"):
-            return await heartbeating(tools.run(request.invocation))
 
     async def run(self, invocation: ToolInvocation) -> ToolResult:
         """Run a tool call; every failure is a `failed` result, never an exception."""

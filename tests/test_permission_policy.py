@@ -132,7 +132,6 @@ def test_modes_advertised_are_the_four_of_the_spec() -> None:
 def test_first_responder_first_valid_vote_resolves_with_the_recorded_frame() -> None:
     result = mediate(pending(), select("proceed_once"))  # 061_perm_vote_ok
     assert isinstance(result, Resolved)
-    assert (result.http_status, result.response_body()) == (200, {})
     assert result.acp_outcome() == {"outcome": "selected", "optionId": "proceed_once"}
     assert result.by_client_id is None
 
@@ -221,7 +220,6 @@ def test_consensus_resolves_when_quorum_agrees(m: int, quorum: int) -> None:
         result = mediate(state, select("proceed_once", client=f"c{i}"))
         if i + 1 < quorum:
             assert isinstance(result, PartialVote)
-            assert (result.http_status, result.response_body()) == (200, {})
             assert (result.votes, result.quorum, result.votes_needed) == (
                 i + 1,
                 quorum,
@@ -348,7 +346,6 @@ def test_cancel_resolves_under_every_policy(policy: str, voter: str | None, loca
     assert isinstance(result, Resolved)
     assert (result.outcome, result.option_id) == ("cancelled", None)
     assert result.acp_outcome() == {"outcome": "cancelled"}
-    assert (result.http_status, result.response_body()) == (200, {})
     assert result.by_client_id == voter
 
 
@@ -441,13 +438,10 @@ def test_policy_table(
 ) -> None:
     result = mediate(pending(policy, designated=designated, m=m), select(client=voter, local=local))
     assert result.kind == expected
-    status = {
-        "resolved": 200,
-        "partial_vote": 200,
-        "forbidden": 403,
-        "policy_not_implemented": 501,
-    }[expected]
-    assert result.http_status == status
+    status = {"forbidden": 403, "policy_not_implemented": 501}.get(expected)
+    if status is not None:  # a refusal: the status the vote route answers
+        assert isinstance(result, Forbidden | PolicyNotImplemented)
+        assert result.http_status == status
 
 
 def test_mediation_crosses_temporal_as_json() -> None:
@@ -551,8 +545,6 @@ def test_well_formed_bodies(body: Any, outcome: str, option_id: str | None) -> N
     result = validate_outcome_body(body, max_option_id_chars=MAX_ID_CHARS)
     assert isinstance(result, VoteOutcome)
     assert (result.outcome, result.option_id) == (outcome, option_id)
-    vote = result.to_vote("alice", is_local=False)
-    assert vote == Vote(client_id="alice", is_local=False, outcome=outcome, option_id=option_id)
 
 
 def test_a_validated_body_then_mediated_matches_the_recordings() -> None:
@@ -561,13 +553,17 @@ def test_a_validated_body_then_mediated_matches_the_recordings() -> None:
         max_option_id_chars=MAX_ID_CHARS,
     )
     assert isinstance(ok, VoteOutcome)
-    assert mediate(pending(), ok.to_vote(None, True)).kind == "resolved"
+    assert mediate(pending(), _as_vote(ok)).kind == "resolved"
     bad = validate_outcome_body(
         {"outcome": {"outcome": "selected", "optionId": "definitely_not_an_option"}},
         max_option_id_chars=MAX_ID_CHARS,
     )
     assert isinstance(bad, VoteOutcome)  # well-formed: the option check is mediate's (057)
-    assert mediate(pending(), bad.to_vote(None, True)).kind == "invalid_option"
+    assert mediate(pending(), _as_vote(bad)).kind == "invalid_option"
+
+
+def _as_vote(body: VoteOutcome) -> Vote:
+    return Vote(client_id=None, is_local=True, outcome=body.outcome, option_id=body.option_id)
 
 
 def test_not_found_bodies_match_the_recordings() -> None:
@@ -637,8 +633,6 @@ def test_other_tools_options() -> None:
         ("proceed_once", "Allow"),
         ("cancel", "Reject"),
     ]
-    hidden = dump(default_options("edit", "write_file", "x", hide_always_allow=True))
-    assert hidden == EDIT_OPTIONS[1:]
 
 
 # --------------------------------------------------------------------------- purity

@@ -9,14 +9,12 @@ from typing import Any
 
 import jsonschema
 import pytest
-from temporalio.testing import ActivityEnvironment
 
 from activities.workspace_search import MAX_INCLUDE_PATTERNS, expand_braces
 from activities.workspace_tools import (
     MAX_FILE_BYTES,
     MAX_OUTPUT_BYTES,
     SEARCH_SCRIPT,
-    RunToolInput,
     ToolInvocation,
     ToolResult,
     WorkspaceTools,
@@ -662,48 +660,3 @@ def test_tool_specs() -> None:
         jsonschema.validate(sample, specs[name].parameters)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"file_path": "/w/a"}, specs["write_file"].parameters)
-
-
-async def test_run_tool_activity(ws: Path) -> None:
-    env = ActivityEnvironment()
-    tools = WorkspaceTools(ws, shell_enabled=True)
-    ok = await env.run(
-        tools.run_tool,
-        RunToolInput(invocation=call("read_file", {"absolute_path": "README.md"}), session_id="s"),
-    )
-    assert ok.status == "completed" and "hello world" in ok.output_text
-    scoped = await env.run(
-        tools.run_tool,
-        RunToolInput(
-            invocation=call("read_file", {"absolute_path": "main.py"}),
-            workspace_cwd=str(ws / "src"),
-        ),
-    )
-    assert scoped.status == "completed" and "def main" in scoped.output_text
-    confined = await env.run(
-        tools.run_tool,
-        RunToolInput(
-            invocation=call("read_file", {"absolute_path": "../README.md"}),
-            workspace_cwd=str(ws / "src"),
-        ),
-    )
-    assert confined.status == "failed"
-    escaped = await env.run(
-        tools.run_tool,
-        RunToolInput(
-            invocation=call("list_directory", {"path": "."}),
-            workspace_cwd=str(outside(ws)),
-        ),
-    )
-    assert escaped.status == "failed" and "outside the workspace" in (escaped.error or "")
-    narrowed = await env.run(
-        tools.run_tool,
-        RunToolInput(invocation=call("run_shell_command", {"command": "ls"}), shell_enabled=False),
-    )
-    assert narrowed.status == "failed"
-    shell = await env.run(
-        tools.run_tool, RunToolInput(invocation=call("run_shell_command", {"command": "echo hi"}))
-    )
-    assert shell.status == "completed" and "Output: hi" in shell.output_text
-    roundtrip = ToolResult.model_validate_json(shell.model_dump_json())
-    assert roundtrip == shell

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         InvalidApprovalMode,
         is_approval_mode,
         is_mutating,
+        is_rejection,
         needs_permission,
     )
     from runtime.sessions.contracts import (
@@ -469,7 +470,7 @@ class SessionWorkflow:
                 announce_cancel=self._announce_cancel,
             )
             option = outcome.get("optionId")
-            if outcome.get("outcome") != "selected" or option in (None, "cancel"):
+            if outcome.get("outcome") != "selected" or is_rejection(option):
                 step_input.action = "refuse"
                 step_input.refusal = "The user rejected this tool call."
                 if outcome.get("outcome") == "cancelled" and self._cancel_active:

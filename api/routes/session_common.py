@@ -33,7 +33,7 @@ from api.errors import (
     workflow_error,
 )
 from api.input_bounds import strict_json_loads
-from runtime.policy.approval import AVAILABLE_MODES
+from runtime.policy.approval import DEFAULT_APPROVAL_MODE, modes_state
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     SessionInput,
@@ -189,10 +189,7 @@ def context_state(settings: Settings, status: SessionStatus | None) -> dict[str,
             "currentModelId": current_model,
             "availableModels": [{"modelId": m, "name": m, "description": None} for m in models],
         },
-        "modes": {
-            "currentModeId": status.approval_mode if status else "default",
-            "availableModes": list(AVAILABLE_MODES),
-        },
+        "modes": modes_state(status.approval_mode if status else DEFAULT_APPROVAL_MODE),
         "configOptions": [],
     }
 

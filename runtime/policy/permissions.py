@@ -53,7 +53,6 @@ POLICIES: tuple[str, ...] = ("first-responder", "designated", "consensus", "loca
 """The modes this build implements: `/capabilities` `permission_mediation.modes`."""
 
 RESERVED_POLICIES: tuple[str, ...] = ("unanimous",)
-DEFAULT_POLICY: Policy = "first-responder"
 
 CANCEL_SENTINEL = "__cancelled__"
 """The optionId a `{"outcome":"cancelled"}` vote stands for; an agent may not offer it."""
@@ -131,13 +130,6 @@ class Resolved(_Result):
     option_id: str | None
     by_client_id: str | None
 
-    @property
-    def http_status(self) -> int:
-        return 200
-
-    def response_body(self) -> dict[str, Any]:
-        return {}
-
     def acp_outcome(self) -> dict[str, str]:
         """The ACP `RequestPermissionOutcome` to hand back to the agent."""
         if self.outcome == "selected" and self.option_id is not None:
@@ -160,13 +152,6 @@ class PartialVote(_Result):
     by_client_id: str
     option_tallies: dict[str, int]
     updated: PendingPermission
-
-    @property
-    def http_status(self) -> int:
-        return 200
-
-    def response_body(self) -> dict[str, Any]:
-        return {}
 
 
 class Forbidden(_Result, WireError):
@@ -427,14 +412,6 @@ class VoteOutcome(BaseModel):
     outcome: Literal["selected", "cancelled"]
     option_id: str | None = None
 
-    def to_vote(self, client_id: str | None, is_local: bool) -> Vote:
-        return Vote(
-            client_id=client_id,
-            is_local=is_local,
-            outcome=self.outcome,
-            option_id=self.option_id,
-        )
-
 
 class OutcomeError(WireError):
     """A malformed vote body. The wire answer is the reference's 400, which carries
@@ -552,15 +529,12 @@ def shell_scope_label(command: str) -> str:
     return ", ".join(rules) if rules else command.strip()
 
 
-def default_options(
-    tool_kind: str, tool_name: str, subject: str, *, hide_always_allow: bool = False
-) -> list[PermissionOption]:
+def default_options(tool_kind: str, tool_name: str, subject: str) -> list[PermissionOption]:
     """The options the reference agent offers for a tool call needing approval.
 
     `tool_kind` is the ACP tool kind (`edit`, `execute`, ...), `tool_name` the
     tool's name (`write_file`, `run_shell_command`, `mcp__server__tool`), and
     `subject` what the call acts on (the shell command for `execute`).
-    `hide_always_allow` drops the `allow_always` options.
     """
     always: list[PermissionOption]
     if tool_kind == "edit":
@@ -586,6 +560,4 @@ def default_options(
                 kind="allow_always",
             ),
         ]
-    if hide_always_allow:
-        always = []
     return [*always, _PROCEED_ONCE.model_copy(), _REJECT.model_copy()]
