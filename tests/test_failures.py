@@ -9,6 +9,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 
 from api.errors import ApiError
+from runtime.agent_tools.errors import AuthorizationPending, ResearchDenied, TurnNotWaiting
 from runtime.failures import WireError, decode_failure, wire_error_kinds
 from runtime.policy.approval import InvalidApprovalMode
 from runtime.policy.permissions import (
@@ -29,6 +30,9 @@ REFUSALS: list[WireError] = [
     PromptQueueFull(session_id="s", limit=5),
     SessionNotFound(session_id="s"),
     InvalidApprovalMode(),
+    TurnNotWaiting(turn_id="t", status="completed"),
+    AuthorizationPending(turn_id="t", research_id="r"),
+    ResearchDenied(turn_id="t", research_id="r"),
 ]
 
 
