@@ -40,7 +40,8 @@ from runtime.investigation.research import (
 from workflows.turn import TurnWorkflow, turn_workflow_id
 
 log = logging.getLogger(__name__)
-SIGNAL_WAIT = 10.0
+# Temporal takes a signal in milliseconds; past this it is away: 503, nothing written.
+SIGNAL_WAIT = 5.0
 router = APIRouter(prefix="/api/v1/research", route_class=StrictJsonRoute)
 
 
