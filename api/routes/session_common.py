@@ -21,18 +21,26 @@ from temporalio.client import (
     WorkflowUpdateStage,
 )
 from temporalio.common import TypedSearchAttributes
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.errors import INVALID_JSON, ApiError, rpc_error, temporal_unavailable, worker_unavailable
+from api.errors import (
+    INVALID_JSON,
+    ApiError,
+    rpc_error,
+    temporal_unavailable,
+    worker_unavailable,
+    workflow_error,
+)
 from api.input_bounds import strict_json_loads
-from runtime.policy.approval import AVAILABLE_MODES
+from runtime.policy.approval import DEFAULT_APPROVAL_MODE, modes_state
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     SessionInput,
     SessionStatus,
     WorkerBound,
 )
+from runtime.sessions.errors import SessionNotFound
 from runtime.settings import Settings
 from runtime.store import Store
 from workflows.session import (
@@ -54,14 +62,7 @@ ACCEPT_GRACE = WORKFLOW_TASK_TIMEOUT + 2.0
 
 
 def session_not_found(session_id: str) -> ApiError:
-    return ApiError(
-        404,
-        {
-            "error": f'No session with id "{session_id}"',
-            "code": "session_not_found",
-            "sessionId": session_id,
-        },
-    )
+    return ApiError.of(SessionNotFound(session_id=session_id))
 
 
 def limit_reached(err: registry.SessionLimitReached) -> ApiError:
@@ -188,10 +189,7 @@ def context_state(settings: Settings, status: SessionStatus | None) -> dict[str,
             "currentModelId": current_model,
             "availableModels": [{"modelId": m, "name": m, "description": None} for m in models],
         },
-        "modes": {
-            "currentModeId": status.approval_mode if status else "default",
-            "availableModes": list(AVAILABLE_MODES),
-        },
+        "modes": modes_state(status.approval_mode if status else DEFAULT_APPROVAL_MODE),
         "configOptions": [],
     }
 
@@ -214,7 +212,9 @@ async def update_session(
     no worker took it by then it answers 503 `worker_unavailable`, knowing that the
     update will never be applied later (a stalled worker waking up refuses it). Once
     accepted, the update is in history and runs to its end whatever happens next.
-    Validator refusals become 409 `{"error": <reason>}` (callers map known reasons).
+    A refusal by the validator (or a failure of the handler) answers as
+    `api.errors.workflow_error` maps it: a typed refusal with its own status and body
+    (`ApiError.failure` says which), `update_expired` as 503 `worker_unavailable`.
     """
     wait = settings.worker_wait_ms / 1000
     request.accept_before_ms = int(time.time() * 1000) + settings.worker_wait_ms
@@ -230,11 +230,7 @@ async def update_session(
             wait + ACCEPT_GRACE,
         )
     except WorkflowUpdateFailedError as err:
-        cause = err.cause
-        if isinstance(cause, ApplicationError) and cause.type == "update_expired":
-            raise worker_unavailable() from err
-        message = str(getattr(cause, "message", "") or err)
-        raise ApiError(409, {"error": message}) from err
+        raise workflow_error(err) from err
     except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
         raise worker_unavailable() from err
     except RPCError as err:
@@ -245,11 +241,7 @@ async def update_session(
         try:
             result = await accepted.result()
         except WorkflowUpdateFailedError as err:
-            cause = err.cause
-            if isinstance(cause, ApplicationError) and cause.type == "update_expired":
-                raise worker_unavailable() from err
-            message = str(getattr(cause, "message", "") or err)
-            raise ApiError(409, {"error": message}) from err
+            raise workflow_error(err) from err
         if not wait_for_result:
             return accepted
         return result
@@ -264,15 +256,19 @@ def _outcome_known(accepted: WorkflowUpdateHandle[Any]) -> bool:
     return getattr(accepted, "_known_outcome", None) is not None
 
 
-async def update_result(accepted: WorkflowUpdateHandle[Any]) -> Any:
-    """The result of an accepted update; a handler's failure is a 409 like a refusal."""
+async def update_result(accepted: WorkflowUpdateHandle[Any], *, late_ok: bool = False) -> Any:
+    """The result of an accepted update; a handler's failure answers like a refusal.
+
+    Accepted means it will be applied: when only its answer is late, `late_ok` callers
+    get None (the update is as good as done for them), the others 503.
+    """
     try:
         return await asyncio.wait_for(accepted.result(), WAIT_FOR_WORKER)
     except WorkflowUpdateFailedError as err:
-        message = str(getattr(err.cause, "message", "") or err)
-        raise ApiError(409, {"error": message}) from err
+        raise workflow_error(err) from err
     except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
-        # Accepted, so it will be applied; only its answer is late.
+        if late_ok:
+            return None
         raise worker_unavailable() from err
 
 

@@ -40,7 +40,7 @@ from api.routes.session_common import (
 )
 from api.security import require_configured_token
 from api.temporal import is_unavailable
-from runtime.policy.approval import APPROVAL_MODES
+from runtime.policy.approval import InvalidApprovalMode, is_approval_mode
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     CloseRequest,
@@ -291,15 +291,8 @@ async def set_approval_mode(
     body = await read_body(request)
     await live_session(store, session_id)
     mode = body.get("mode")
-    if mode not in APPROVAL_MODES:
-        raise ApiError(
-            400,
-            {
-                "error": "`mode` is required and must be one of the allowed values",
-                "code": "invalid_approval_mode",
-                "allowed": list(APPROVAL_MODES),
-            },
-        )
+    if not is_approval_mode(mode):
+        raise ApiError.of(InvalidApprovalMode())
     await update_session(
         client,
         settings,
