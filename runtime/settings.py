@@ -1,7 +1,7 @@
 """All of agentrt's settings, in one pydantic-settings class.
 
 Every daemon flag of spec 002 (`--hostname`, `--port`, `--token`, ...) has a field
-here, read from the environment as `AGENTRT_<FLAG>`; the CLI (`runtime.cli`)
+here, read from the environment as `AGENTRT_<FLAG>`; the CLI (`cli.py`)
 overrides the environment with the flags it was given. A few variables keep
 their conventional names: `QWEN_SERVER_TOKEN` (drop-in compatibility with the
 spec's daemon clients), `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `DATABASE_URL`.

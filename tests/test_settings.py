@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.cli import build_parser, main, settings_from_args, settings_to_env
+from cli import build_parser, main, settings_from_args, settings_to_env
 from runtime.settings import Settings, canonical_origin
 
 
@@ -136,7 +136,7 @@ def test_refusal_lifted_by_a_token(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_refusal_exit_code_of_the_console_command(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "runtime.cli", "api", "--require-auth"],
+        [sys.executable, "-m", "cli", "api", "--require-auth"],
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -68,7 +68,7 @@ def agentrt_up(workdir: Path, env_extra: dict[str, str] | None = None) -> Iterat
     }
     env.pop("TEMPORAL_ADDRESS", None) if "TEMPORAL_ADDRESS" not in (env_extra or {}) else None
     process = subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "up"],
+        [sys.executable, "-m", "cli", "up"],
         cwd=workdir,
         env=env,
         stdout=subprocess.PIPE,

@@ -339,7 +339,9 @@ class Supervisor:
         from runtime.temporal import spawn
 
         log_file = self.settings.resolved_data_dir / f"{name}.log"
-        child = spawn([sys.executable, "-m", "runtime.cli", name], env=env, log_file=log_file)
+        # -P: the current directory (the user's, maybe with a cli.py of its own) is not
+        # put on sys.path; this module is found where it is installed.
+        child = spawn([sys.executable, "-P", "-m", "cli", name], env=env, log_file=log_file)
         self.children[name] = child
         self.pid_file(name).write_text(f"{child.pid}\n")
 
