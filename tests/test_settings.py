@@ -162,3 +162,12 @@ def test_refusal_exit_code_of_the_console_command(tmp_path: Path) -> None:
 )
 def test_canonical_origin(pattern: str, canonical: str | None) -> None:
     assert canonical_origin(pattern) == canonical
+
+
+def test_the_default_workspace_is_in_the_data_dir(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "d")
+    assert settings.workspace is None
+    assert settings.workspace_cwd == str((tmp_path / "d" / "workspace").resolve())
+    assert Settings(data_dir=tmp_path / "d", workspace=tmp_path).workspace_cwd == str(tmp_path)
+    # A child given the settings' environment computes the same default.
+    assert "AGENTRT_WORKSPACE" not in settings_to_env(settings)
