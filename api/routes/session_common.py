@@ -26,6 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import INVALID_JSON, ApiError, rpc_error, temporal_unavailable, worker_unavailable
 from api.input_bounds import strict_json_loads
+from runtime.llm import active_model, served_model_id
 from runtime.policy.approval import AVAILABLE_MODES
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
@@ -151,7 +152,7 @@ def session_input(settings: Settings, record: registry.SessionRecord) -> Session
         max_pending_prompts=settings.max_pending_prompts_per_session,
         event_retention=settings.event_ring_size,
         shell_enabled=settings.session_shell,
-        model_id=settings.openai_model if settings.model_provider == "openai" else "scripted",
+        model_id=active_model(settings).model_id,
         model_provider=settings.model_provider,
     )
 
@@ -181,8 +182,11 @@ async def register_client(store: Store, session_id: str, client_id: str) -> None
 
 
 def context_state(settings: Settings, status: SessionStatus | None) -> dict[str, Any]:
-    current_model = status.model_id if status else "scripted"
-    models = [current_model] if settings.model_provider == "openai" else ["scripted"]
+    active = active_model(settings)
+    current_model = served_model_id(
+        active.provider, active.model_id, status.model_id if status else None
+    )
+    models = [current_model]
     return {
         "models": {
             "currentModelId": current_model,
