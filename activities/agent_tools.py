@@ -19,6 +19,7 @@ from runtime.agent_tools.contracts import (
     ModelStepResult,
     ModelToolCall,
 )
+from runtime.agent_tools.findings import findings_of
 from runtime.agent_tools.models import AgentTurn
 from runtime.investigation.catalog import TOOL_DESCRIPTORS
 from runtime.store import EventJournal, Store
@@ -91,6 +92,7 @@ class AgentToolsActivities:
             diagnostic=outcome.diagnostic,
             replayed=record.replayed,
             research_state=state if isinstance(state, str) else None,
+            findings=findings_of(record.tool_id, outcome),
         )
 
     @activity.defn(name="agent_tools.model_step")

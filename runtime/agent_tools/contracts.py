@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from runtime.agent_tools.findings import Finding
 from runtime.investigation.tools import ObjectRef, ToolStatus
 
 # A workspace id on the wire (query parameter or body field).
@@ -61,6 +62,9 @@ class CallSummary(BaseModel):
     replayed: bool = False
     # Filled for research.get_state: the workflow decides on it without the full result.
     research_state: str | None = None
+    # What the result says, in a few bounded statements (runtime.agent_tools.findings),
+    # so the turn's summary can quote it without reading the store.
+    findings: list[Finding] = Field(default_factory=list)
 
 
 class TurnInput(BaseModel):
