@@ -47,3 +47,5 @@ def test_pyproject_asks_for_skip_reasons() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert 'addopts = "-rs"' in pyproject
     assert "export AGENTRT_CI=1" in (ROOT / ".ci" / "run").read_text()
+    # The script at least parses (bash -n reads it without running anything).
+    subprocess.run(["bash", "-n", str(ROOT / ".ci" / "run")], check=True, timeout=30)
