@@ -499,6 +499,9 @@ async def test_a_turn_recorded_without_its_workflow_says_so_and_can_be_retried(
     from runtime.agent_tools.models import AgentTurn
     from workflows.turn import turn_workflow_id
 
+    # One turn id per run: the Temporal server is shared by the store backends'
+    # parametrizations, and the sqlite run leaves its own turn/local/demo/<id> behind.
+    orphan = f"orphan-{uuid.uuid4().hex[:8]}"
     b = await gateway()
     store: Store = b.client.app.state.store  # type: ignore[attr-defined]
     settings: Settings = b.client.app.state.settings  # type: ignore[attr-defined]
@@ -507,23 +510,21 @@ async def test_a_turn_recorded_without_its_workflow_says_so_and_can_be_retried(
             AgentTurn(
                 instance=settings.instance,
                 workspace="demo",
-                turn_id="orphan",
+                turn_id=orphan,
                 agent="deterministic",
                 prompt=DEMO_PROMPT,
-                workflow_id=turn_workflow_id(settings.instance, "demo", "orphan"),
+                workflow_id=turn_workflow_id(settings.instance, "demo", orphan),
                 created_at=datetime.now(UTC),
             )
         )
         db.commit()
-    response = await b.get("/api/v1/agent-tools/turns/orphan")
+    response = await b.get(f"/api/v1/agent-tools/turns/{orphan}")
     assert response.status_code == 409, response.text
     assert response.json()["code"] == "turn_not_started"
-    retried = await b.post(
-        "/api/v1/agent-tools/turns", {"prompt": DEMO_PROMPT, "turn_id": "orphan"}
-    )
+    retried = await b.post("/api/v1/agent-tools/turns", {"prompt": DEMO_PROMPT, "turn_id": orphan})
     assert retried.status_code == 202, retried.text
-    await b.wait_for_event("orphan", "agent.authorization.required")
-    state = await b.get("/api/v1/agent-tools/turns/orphan")
+    await b.wait_for_event(orphan, "agent.authorization.required")
+    state = await b.get(f"/api/v1/agent-tools/turns/{orphan}")
     assert state.status_code == 200
 
 
