@@ -21,6 +21,7 @@ from runtime.agent_tools.contracts import (
     ResearchRead,
     ResearchStateInput,
 )
+from runtime.agent_tools.findings import findings_of
 from runtime.agent_tools.models import AgentTurn
 from runtime.investigation.catalog import TOOL_DESCRIPTORS
 from runtime.investigation.research import ResearchNotFound
@@ -95,6 +96,7 @@ class AgentToolsActivities:
             object_refs=outcome.object_refs[:50],
             diagnostic=outcome.diagnostic,
             replayed=record.replayed,
+            findings=findings_of(record.tool_id, outcome),
         )
 
     @activity.defn(name="agent_tools.read_research")

@@ -531,6 +531,9 @@ async def test_a_turn_recorded_without_its_workflow_says_so_and_can_be_retried(
     from runtime.agent_tools.models import AgentTurn
     from workflows.turn import turn_workflow_id
 
+    # One turn id per run: the Temporal server is shared by the store backends'
+    # parametrizations, and the sqlite run leaves its own turn/local/demo/<id> behind.
+    orphan = f"orphan-{uuid.uuid4().hex[:8]}"
     b = await gateway()
     orphan = f"orphan-{uuid.uuid4()}"  # the dev server is shared by the store variants
     store: Store = b.client.app.state.store  # type: ignore[attr-defined]

@@ -99,6 +99,9 @@ class SessionWorkflow:
         self._permissions = SessionPermissions(self._emit, self._set_status)
         self._approval_mode = request.approval_mode
         self._model_id = request.model_id
+        # The deployment's provider as last reported by the API (SubmitPrompt,
+        # SetModelRequest): a session outlives a switch of AGENTRT_MODEL_PROVIDER.
+        self._provider = request.model_provider
         self._always: set[str] = set(request.always_allowed)
         self._events = request.event_counter
         self._last_turn: dict[str, Any] | None = None
@@ -142,6 +145,8 @@ class SessionWorkflow:
             # Validators of updates delivered together all see the queue before any of
             # their handlers ran: the handler has the last word.
             raise self._queue_full().application_error()
+        if request.model_provider is not None:
+            self._provider = request.model_provider
         # Queued before the first await, so the next handler counts it.
         self._queue.append(item)
         if position:
@@ -222,7 +227,9 @@ class SessionWorkflow:
     @workflow.update
     async def set_model(self, request: SetModelRequest) -> ModelSwitchResult:
         assert self._input is not None
-        allowed = self._input.model_provider != "scripted" or request.model_id == "scripted"
+        if request.model_provider is not None:
+            self._provider = request.model_provider
+        allowed = self._provider != "scripted" or request.model_id == "scripted"
         data = {"sessionId": self._input.session_id, "modelId": request.model_id}
         if not allowed:
             error = (
@@ -278,6 +285,7 @@ class SessionWorkflow:
             update={
                 "approval_mode": self._approval_mode,
                 "model_id": self._model_id,
+                "model_provider": self._provider,
                 "always_allowed": sorted(self._always),
                 "event_counter": self._events,
                 "queue": list(self._queue),
@@ -402,7 +410,7 @@ class SessionWorkflow:
             shell_enabled=self._input.shell_enabled,
             retention=self._input.event_retention,
         )
-        if self._input.model_provider == "scripted":
+        if self._provider == "scripted":
             # Built in and instant: a local activity keeps a prompt to few workflow tasks.
             return await workflow.execute_local_activity_method(
                 SessionActivities.model_step,

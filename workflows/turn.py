@@ -44,7 +44,8 @@ with workflow.unsafe.imports_passed_through():
     from runtime.investigation.research import decision_route
     from runtime.store.journal_contracts import AppendEventsInput, NewEvent, dedupe_key
     from runtime.streams import agent_tools_events_stream, turn_transcript_stream
-    from workflows.deterministic_agent import PLAN, next_step, summarize
+    from workflows.deterministic_agent import PLAN, next_step, summarize, summary_refs
+    from workflows.turn_outcome import model_turn_outcome
 
 
 # Tool calls are short store reads; a worker lost mid-call is retried after this.
@@ -201,7 +202,10 @@ class TurnWorkflow:
             if not decision.tool_calls:
                 self._summary = decision.content[:2000]
                 if self._research_id is None:
-                    await self._finish("completed", "COMPLETED", self._summary)
+                    # A tool that failed and was never retried successfully: the model's
+                    # answer cannot be trusted to say so, the turn does.
+                    status, result, closing = model_turn_outcome(self._history, self._summary)
+                    await self._finish(status, result, closing)
                 return
             await self._emit(
                 "agent.plan.updated",
@@ -435,7 +439,8 @@ class TurnWorkflow:
                 "summary": summary,
                 "research_id": self._research_id,
             },
-            refs=[{"kind": "research", "id": self._research_id}] if self._research_id else [],
+            refs=([{"kind": "research", "id": self._research_id}] if self._research_id else [])
+            + summary_refs(self._history),
         )
         self._status = status
         await self._set_status(status)

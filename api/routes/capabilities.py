@@ -9,9 +9,22 @@ from fastapi import APIRouter
 from api.capabilities import advertised_features
 from api.deps import SettingsDep
 from runtime import __version__
+from runtime.llm import active_model
 from runtime.policy.permissions import POLICIES
+from runtime.settings import Settings
 
 router = APIRouter()
+
+
+def model_service(settings: Settings) -> dict[str, Any]:
+    """The one model service agents use: the configured provider and its default model."""
+    active = active_model(settings)
+    return {
+        "id": active.provider,
+        "provider": active.provider,
+        "current": True,
+        "modelId": active.model_id,
+    }
 
 
 @router.get("/capabilities")
@@ -22,7 +35,9 @@ async def capabilities(settings: SettingsDep) -> dict[str, Any]:
         "agentrtVersion": __version__,
         "mode": "http-bridge",
         "features": advertised_features(settings),
-        "modelServices": [],
+        # Spec 002 leaves modelServices empty at its stage 1 and says clients must not
+        # rely on it being filled; agentrt names its one active service here.
+        "modelServices": [model_service(settings)],
         "workspaceCwd": settings.workspace_cwd,
         "transports": ["rest"],
         "policy": {"permission": settings.permission_policy},

@@ -138,7 +138,7 @@ async def prompt(
             store,
             session_id,
             SessionWorkflow.submit_prompt,
-            SubmitPrompt(item=item),
+            SubmitPrompt(item=item, model_provider=settings.model_provider),
             update_id=item.prompt_id,
             wait_for_result=False,
         )

@@ -38,7 +38,10 @@ def _no_default(schema: dict[str, Any]) -> None:
     schema.pop("default", None)
 
 
-class MetadataBody(_Body):
+class MetadataBody(BaseModel):
+    # Unknown fields are a 400 naming the allowed ones (api/routes/sessions.METADATA_FIELDS).
+    model_config = ConfigDict(extra="forbid")
+
     # Optional but never null (null is a 400): omit it to read the name back.
     displayName: str | SkipJsonSchema[None] = Field(
         default=None,

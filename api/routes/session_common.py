@@ -33,6 +33,7 @@ from api.errors import (
     workflow_error,
 )
 from api.input_bounds import strict_json_loads
+from runtime.llm import active_model, served_model_id
 from runtime.policy.approval import DEFAULT_APPROVAL_MODE, modes_state
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
@@ -152,7 +153,7 @@ def session_input(settings: Settings, record: registry.SessionRecord) -> Session
         max_pending_prompts=settings.max_pending_prompts_per_session,
         event_retention=settings.event_ring_size,
         shell_enabled=settings.session_shell,
-        model_id=settings.openai_model if settings.model_provider == "openai" else "scripted",
+        model_id=active_model(settings).model_id,
         model_provider=settings.model_provider,
     )
 
@@ -182,8 +183,11 @@ async def register_client(store: Store, session_id: str, client_id: str) -> None
 
 
 def context_state(settings: Settings, status: SessionStatus | None) -> dict[str, Any]:
-    current_model = status.model_id if status else "scripted"
-    models = [current_model] if settings.model_provider == "openai" else ["scripted"]
+    active = active_model(settings)
+    current_model = served_model_id(
+        active.provider, active.model_id, status.model_id if status else None
+    )
+    models = [current_model]
     return {
         "models": {
             "currentModelId": current_model,

@@ -58,6 +58,9 @@ from workflows.session import (
 
 router = APIRouter()
 
+# The fields PATCH /session/:id/metadata edits (spec 002: only displayName for now).
+METADATA_FIELDS = frozenset({"displayName"})
+
 # -- sessions ------------------------------------------------------------------------------
 
 
@@ -188,6 +191,20 @@ async def patch_metadata(
 ) -> dict[str, Any]:
     body = await read_body(request)
     record = await live_session(store, session_id)
+    unknown = sorted(set(body) - METADATA_FIELDS)
+    if unknown:
+        # Spec 002: displayName is the only editable field; anything else (`title`) would
+        # otherwise be accepted and silently do nothing.
+        raise ApiError(
+            400,
+            {
+                "error": f"unknown metadata field(s) {', '.join(unknown)}; the only editable "
+                f"field is {', '.join(sorted(METADATA_FIELDS))}",
+                "code": "invalid_metadata",
+                "field": unknown[0],
+                "allowedFields": sorted(METADATA_FIELDS),
+            },
+        )
     if "displayName" not in body:
         return {"sessionId": session_id, "displayName": record.display_name}
     name = body["displayName"]
@@ -261,7 +278,11 @@ async def set_model(
         store,
         session_id,
         SessionWorkflow.set_model,
-        SetModelRequest(model_id=model_id, originator=client_id_of(request)),
+        SetModelRequest(
+            model_id=model_id,
+            originator=client_id_of(request),
+            model_provider=settings.model_provider,
+        ),
     )
     if not result.ok:
         raise ApiError(

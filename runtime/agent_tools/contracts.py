@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from runtime.agent_tools.findings import Finding
 from runtime.investigation.tools import ObjectRef, ToolStatus
 from runtime.llm.contracts import ToolCall
 
@@ -64,6 +65,9 @@ class CallSummary(BaseModel):
     # Histories recorded before `agent_tools.read_research` carry the research's state
     # here (the gateway call filled it); TurnWorkflow still reads it when replaying them.
     research_state: str | None = None
+    # What the result says, in a few bounded statements (runtime.agent_tools.findings),
+    # so the turn's summary can quote it without reading the store.
+    findings: list[Finding] = Field(default_factory=list)
 
 
 class TurnInput(BaseModel):
