@@ -431,7 +431,7 @@ class Supervisor:
 
     def banner(self, address: str) -> str:
         """What `agentrt up` prints once the API answers: where everything is."""
-        from runtime.llm import active_model
+        from runtime.llm.active import active_model
 
         settings = self.settings
         host = settings.hostname if ":" not in settings.hostname else f"[{settings.hostname}]"

@@ -26,7 +26,7 @@ from activities.workspace import (
     target_hash,
     tool_specs,
 )
-from runtime.llm import served_model_id
+from runtime.llm.active import served_model_id
 from runtime.policy.approval import TOOL_KINDS, is_mutating
 from runtime.sessions.contracts import (
     ModelStepInput,

@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from api.capabilities import advertised_features
 from api.deps import SettingsDep
 from runtime import __version__
-from runtime.llm import active_model
+from runtime.llm.active import active_model
 from runtime.policy.permissions import POLICIES
 from runtime.settings import Settings
 

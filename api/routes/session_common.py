@@ -33,7 +33,7 @@ from api.errors import (
     workflow_error,
 )
 from api.input_bounds import strict_json_loads
-from runtime.llm import active_model, served_model_id
+from runtime.llm.active import active_model, served_model_id
 from runtime.policy.approval import DEFAULT_APPROVAL_MODE, modes_state
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
