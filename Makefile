@@ -8,10 +8,20 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck bench clean
 
+# A plain editable install (PEP 660): mypy and the tests resolve the project's packages
+# from the source tree, so setuptools' deprecated `editable_mode=compat` is not needed.
+# pip stays quiet (its build chatter is noise), and so does setuptools' informational note
+# on editable installs; the lines before it say what it installs.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+	names = [d.split('>')[0].split('<')[0].split('[')[0] for d in p['dependencies'] + p['optional-dependencies']['dev']]; \
+	print('installing agentrt (editable) and its dependencies into $(VENV); the first time takes a minute or two:'); \
+	print('  ' + ', '.join(names))"
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]' --config-settings editable_mode=compat
+	PYTHONWARNINGS=ignore::UserWarning:setuptools.command.editable_wheel \
+	  $(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "$(VENV) is ready"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -30,6 +30,7 @@ def build_activities(
         session.run_effect,
         agent_tools.call_tool,
         agent_tools.model_step,
+        agent_tools.read_research,
     ]
 
 

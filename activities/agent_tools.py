@@ -1,4 +1,5 @@
-"""Agent-tools activities: run a tool through the gateway, ask the model for the next step."""
+"""Agent-tools activities: run a tool through the gateway, ask the model for the next step,
+read the state of the turn's research after a human decision."""
 
 from __future__ import annotations
 
@@ -17,9 +18,14 @@ from runtime.agent_tools.contracts import (
     CallToolInput,
     ModelStepInput,
     ModelStepResult,
+    ResearchRead,
+    ResearchStateInput,
 )
+from runtime.agent_tools.findings import findings_of
 from runtime.agent_tools.models import AgentTurn
 from runtime.investigation.catalog import TOOL_DESCRIPTORS
+from runtime.investigation.research import ResearchNotFound
+from runtime.investigation.tools import research_get_state
 from runtime.store import EventJournal, Store
 from runtime.store.journal_contracts import NewEvent
 from runtime.telemetry import tracer
@@ -30,6 +36,10 @@ SYSTEM_PROMPT = (
     "warranted call research.prepare: a human decides whether it runs. You cannot "
     "authorize anything yourself."
 )
+# How many times `read_research` reads again a store that does not show the decision the
+# turn was signalled yet (about 10 s with the workflow's retry policy), before it
+# answers what the store says: the route that signalled failed before it wrote.
+DECISION_READS = 8
 
 
 def tool_specs() -> list[ToolSpec]:
@@ -78,9 +88,6 @@ class AgentToolsActivities:
                 [NewEvent(type="message", data=message.model_dump(mode="json"))],
                 dedupe_key=f"{request.call.idempotency_key}/message",
             )
-        state = (
-            outcome.output.get("state") if request.call.tool_id == "research.get_state" else None
-        )
         return CallSummary(
             call_id=record.call_id,
             result_id=record.result_id,
@@ -89,8 +96,40 @@ class AgentToolsActivities:
             object_refs=outcome.object_refs[:50],
             diagnostic=outcome.diagnostic,
             replayed=record.replayed,
-            research_state=state if isinstance(state, str) else None,
+            findings=findings_of(record.tool_id, outcome),
         )
+
+    @activity.defn(name="agent_tools.read_research")
+    async def read_research(self, request: ResearchStateInput) -> ResearchRead:
+        """The state of the turn's research, read from the store (the source of truth).
+
+        A read, not a gateway call: no call row, no result. The research route signals
+        the turn before it writes the decision (so a decision cannot be lost between the
+        two), so a store that still shows `prepared` while the turn was told of a
+        decision is read again (a retryable failure) up to `DECISION_READS` times.
+        """
+
+        def read() -> ResearchRead:
+            with self.store.session() as db:
+                outcome = research_get_state(db, request.workspace, request.research_id)
+            state = outcome.output.get("state")
+            return ResearchRead(
+                state=str(state),
+                object_refs=outcome.object_refs[:50],
+                diagnostic=outcome.diagnostic,
+            )
+
+        try:
+            research = await asyncio.to_thread(read)
+        except ResearchNotFound as err:
+            raise ApplicationError(str(err), type="research_not_found", non_retryable=True) from err
+        waiting = request.expected is not None and research.state == "prepared"
+        if waiting and activity.info().attempt < DECISION_READS:
+            raise ApplicationError(
+                "The decision the turn was told of is not in the store yet",
+                type="decision_not_recorded",
+            )
+        return research
 
     @activity.defn(name="agent_tools.model_step")
     async def model_step(self, request: ModelStepInput) -> ModelStepResult:

@@ -26,6 +26,7 @@ from activities.workspace import (
     target_hash,
     tool_specs,
 )
+from runtime.llm.active import served_model_id
 from runtime.policy.approval import TOOL_KINDS, is_mutating
 from runtime.sessions.contracts import (
     ModelStepInput,
@@ -61,7 +62,12 @@ class SessionActivities:
         self.settings = settings
         self.ledger = OperationLedger(store)
 
-    def _provider_for(self, model_id: str) -> ModelProvider:
+    def _provider_for(self, session_model_id: str) -> ModelProvider:
+        # The session may predate a switch of provider: resolve its model id against
+        # the provider this worker runs (a `scripted` left over means the default model).
+        model_id = served_model_id(
+            self.settings.model_provider, self.settings.openai_model, session_model_id
+        )
         if isinstance(self.provider, OpenAIProvider) and model_id != self.provider.model:
             return OpenAIProvider(
                 base_url=self.settings.openai_base_url,

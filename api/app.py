@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from fastapi import FastAPI
 from temporalio.client import Client
 
+from api.access_log import AccessLog
 from api.errors import LastResort, install_error_handlers
 from api.openapi import install_openapi
 from api.routes import (
@@ -21,6 +22,7 @@ from api.routes import (
     capabilities,
     daemon_status,
     health,
+    index,
     permissions,
     prompts,
     research,
@@ -98,6 +100,7 @@ def create_app(
 
     install_error_handlers(app)
     install_openapi(app)
+    app.include_router(index.router)
     app.include_router(health.router)
     app.include_router(capabilities.router)
     app.include_router(daemon_status.router)
@@ -127,6 +130,8 @@ def create_app(
     app.add_middleware(CorsPolicy, allow_origin=settings.allow_origin)
     app.add_middleware(SameOriginStrip, port=settings.port)
     app.add_middleware(RequestSpans)
+    # Outermost: requests the security chain refuses are logged too.
+    app.add_middleware(AccessLog)
     return app
 
 

@@ -1,8 +1,9 @@
 """Error responses in the spec's shapes (`{"error": ..., "code": ...}`), not FastAPI's `detail`.
 
-Three layers, innermost first: `ApiError` raised by routes; Temporal's RPC errors,
-mapped here once for every route (Temporal or the worker not answering is a 503 with
-`Retry-After`, never a 500); and `LastResort`, which answers anything else with the
+Three layers, innermost first: `ApiError` raised by routes; Temporal's errors, mapped
+here once for every route — RPC errors by `rpc_error` (Temporal or the worker not
+answering is a 503 with `Retry-After`, never a 500), a workflow's or validator's typed
+refusal by `workflow_error`; and `LastResort`, which answers anything else with the
 spec's 5xx shape as an ordinary response, so the kept-alive connection stays open.
 """
 
@@ -18,8 +19,15 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from temporalio.client import RPCTimeoutOrCancelledError
+from temporalio.client import (
+    RPCTimeoutOrCancelledError,
+    WorkflowFailureError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
+
+from runtime.failures import UPDATE_EXPIRED, WireError, decode_failure
 
 log = logging.getLogger(__name__)
 
@@ -29,15 +37,35 @@ INTERNAL_ERROR_CODE = -32000
 
 
 class ApiError(Exception):
-    """Raise from a route to answer `status` with exactly `body` (and `headers`)."""
+    """Raise from a route to answer `status` with exactly `body` (and `headers`).
+
+    `failure` is the typed refusal it answers, when a workflow sent one: a route that
+    must do more for one kind (a late vote is announced) tests its type, not the text.
+    """
 
     def __init__(
-        self, status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+        self,
+        status: int,
+        body: Mapping[str, Any],
+        headers: Mapping[str, str] | None = None,
+        *,
+        failure: WireError | None = None,
     ) -> None:
         super().__init__(body.get("error", status))
         self.status = status
         self.body = dict(body)
         self.headers = dict(headers or {})
+        self.failure = failure
+
+    @classmethod
+    def of(cls, failure: WireError) -> ApiError:
+        """The HTTP answer a typed refusal defines for itself."""
+        return cls(
+            failure.http_status,
+            failure.response_body(),
+            failure.response_headers(),
+            failure=failure,
+        )
 
 
 def worker_unavailable() -> ApiError:
@@ -83,6 +111,23 @@ def rpc_error(err: RPCError | RPCTimeoutOrCancelledError) -> ApiError:
             {"error": "Temporal refused the operation in its current state", "code": "conflict"},
         )
     return ApiError(500, internal_error(f"temporal_{status.name.lower()}"))
+
+
+def workflow_error(err: WorkflowUpdateFailedError | WorkflowFailureError) -> ApiError:
+    """A failed update (refused by its validator, or failed in its handler) or workflow,
+    as HTTP: the one place where a failure from across Temporal becomes an answer.
+
+    A typed failure (`runtime.failures`) answers its own status, body and headers.
+    `update_expired` (the update's validator saw that its sender stopped waiting) is a
+    worker that did not answer in time. Anything untyped is a 409 with its message.
+    """
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == UPDATE_EXPIRED:
+        return worker_unavailable()
+    failure = decode_failure(cause)
+    if failure is not None:
+        return ApiError.of(failure)
+    return ApiError(409, {"error": str(getattr(cause, "message", "") or err)})
 
 
 def json_error(

@@ -104,6 +104,44 @@ def subscriber_registry(app: FastAPI) -> SubscriberRegistry:
     return registry
 
 
+class StreamShutdown:
+    """Ends this process's open streams when the server is asked to stop.
+
+    An SSE stream never ends on its own, so uvicorn's graceful shutdown would wait its
+    whole timeout for them. `close_all` (called from the server's signal handler) wakes
+    every stream, which then returns; clients reconnect to the next process with
+    `Last-Event-ID` and lose nothing (the journal holds the events).
+    """
+
+    def __init__(self) -> None:
+        self.closing = False
+        self._streams: dict[asyncio.Event, asyncio.AbstractEventLoop] = {}
+
+    def register(self, wake: asyncio.Event) -> None:
+        self._streams[wake] = asyncio.get_running_loop()
+
+    def unregister(self, wake: asyncio.Event) -> None:
+        self._streams.pop(wake, None)
+
+    def close_all(self) -> None:
+        """Safe from a signal handler or another thread."""
+        self.closing = True
+        for wake, loop in list(self._streams.items()):
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(wake.set)
+
+    def count(self) -> int:
+        return len(self._streams)
+
+
+def stream_shutdown(app: FastAPI) -> StreamShutdown:
+    shutdown = getattr(app.state, "sse_shutdown", None)
+    if not isinstance(shutdown, StreamShutdown):
+        shutdown = StreamShutdown()
+        app.state.sse_shutdown = shutdown
+    return shutdown
+
+
 def parse_last_event_id(raw: str | None) -> int | None:
     """`Last-Event-ID` as the reference parses it: decimal digits only, else ignored."""
     if raw is None or not (raw.isascii() and raw.isdigit()):
@@ -165,6 +203,7 @@ async def event_stream(
     config: SseConfig,
     session_live: Callable[[], Awaitable[bool]],
     detach: Callable[[], None] = lambda: None,
+    shutdown: StreamShutdown | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """The response body: retry line, replay, `replay_complete`, then live frames.
 
@@ -175,6 +214,8 @@ async def event_stream(
     backlog: Backlog[bytes] = Backlog(start.max_queued)
     wake = asyncio.Event()
     producer: asyncio.Task[None] | None = None
+    shutdown = shutdown or StreamShutdown()
+    shutdown.register(wake)
     try:
         yield RETRY_FRAME
         cursor = start.last
@@ -199,7 +240,7 @@ async def event_stream(
             wake.set()
 
         producer.add_done_callback(producer_done)
-        while True:
+        while not shutdown.closing:
             now = loop.time()
             if now >= next_beat:
                 next_beat = now + config.heartbeat_interval
@@ -226,6 +267,7 @@ async def event_stream(
         log.exception("SSE stream of session %s failed", start.session_id)
         yield synthetic_frame("stream_error", {"error": str(err) or type(err).__name__})
     finally:
+        shutdown.unregister(wake)
         if producer is not None:
             producer.cancel()
 

@@ -31,7 +31,7 @@ from temporalio.client import Client
 
 from api.app import create_app
 from bench.client import wait_worker_polling
-from runtime.cli import settings_to_env
+from cli import settings_to_env
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
 
@@ -137,7 +137,7 @@ async def live_daemon(client: Client, root: Path) -> AsyncIterator[LiveDaemon]:
     )
     worker = await asyncio.to_thread(
         spawn,
-        [sys.executable, "-m", "runtime.cli", "worker"],
+        [sys.executable, "-m", "cli", "worker"],
         child_env(settings_to_env(settings)),
         settings.resolved_data_dir / "worker.log",
         root,

@@ -114,7 +114,7 @@ def cmdline(pid: int) -> list[str]:
 
 def role(argv: list[str]) -> str | None:
     """Which part of `agentrt up` a child is, from its command line."""
-    if "runtime.cli" in argv and argv[-1] in ("api", "worker"):
+    if "cli" in argv and argv[-1] in ("api", "worker"):
         return argv[-1]
     if argv and Path(argv[0]).name.startswith("temporal") and "start-dev" in argv:
         return "temporal"

@@ -95,7 +95,7 @@ def _spawn_up(root: Path) -> Up:
         }
     )
     log = root / "up.log"
-    args = [sys.executable, "-m", "runtime.cli", "up", "--max-sessions", str(MAX_SESSIONS)]
+    args = [sys.executable, "-m", "cli", "up", "--max-sessions", str(MAX_SESSIONS)]
     process = spawn([*args, "--workspace", str(root)], env, log, root)
     return Up(process, f"http://127.0.0.1:{api}", log)
 

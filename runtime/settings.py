@@ -1,7 +1,7 @@
 """All of agentrt's settings, in one pydantic-settings class.
 
 Every daemon flag of spec 002 (`--hostname`, `--port`, `--token`, ...) has a field
-here, read from the environment as `AGENTRT_<FLAG>`; the CLI (`runtime.cli`)
+here, read from the environment as `AGENTRT_<FLAG>`; the CLI (`cli.py`)
 overrides the environment with the flags it was given. A few variables keep
 their conventional names: `QWEN_SERVER_TOKEN` (drop-in compatibility with the
 spec's daemon clients), `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `DATABASE_URL`.
@@ -39,7 +39,9 @@ class Settings(BaseSettings):
     )
     require_auth: bool = False
     allow_origin: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    workspace: Path = Field(default_factory=Path.cwd)
+    # The session agents' workspace. None: `<data-dir>/workspace`, created at start-up, so
+    # that agents never write into whatever directory the daemon was started from.
+    workspace: Path | None = None
     max_sessions: int = Field(default=20, ge=1)
     max_pending_prompts_per_session: int = Field(default=5, ge=1)
     event_ring_size: int = Field(default=8000, ge=1)
@@ -116,8 +118,14 @@ class Settings(BaseSettings):
         return is_loopback_host(self.hostname)
 
     @property
+    def resolved_workspace(self) -> Path:
+        if self.workspace is None:
+            return self.resolved_data_dir / "workspace"
+        return self.workspace.expanduser().resolve()
+
+    @property
     def workspace_cwd(self) -> str:
-        return str(self.workspace.expanduser().resolve())
+        return str(self.resolved_workspace)
 
     @property
     def resolved_data_dir(self) -> Path:

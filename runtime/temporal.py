@@ -157,6 +157,20 @@ def stop_process(process: subprocess.Popen[bytes], timeout: float = 15.0) -> int
     return process.returncode
 
 
+def stop_processes(processes: list[subprocess.Popen[bytes]], timeout: float = 15.0) -> None:
+    """SIGTERM them all at once, wait for each (together at most `timeout`), SIGKILL the rest."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for process in processes:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def temporal_child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of the embedded Temporal server: ours, minus OpenTelemetry's.
 

@@ -21,6 +21,8 @@ from runtime.store import Store, upgrade_to_head
 from runtime.temporal import ensure_search_attributes, temporal_cli_path, test_server_path
 
 POSTGRES_URL = os.environ.get("AGENTRT_TEST_POSTGRES_URL")
+# Read once at import: `_clean_environment` removes AGENTRT_* from each test's environment.
+IN_CI = bool(os.environ.get("AGENTRT_CI"))
 
 
 @pytest.hookimpl(hookwrapper=True, trylast=True)
@@ -35,6 +37,22 @@ def pytest_cmdline_main(config: pytest.Config) -> Iterator[None]:
     result = outcome.get_result()  # type: ignore[attr-defined]
     if result == 0:
         os._exit(0)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """In CI (`.ci/run` sets AGENTRT_CI=1) a skip is a failure.
+
+    CI installs everything the suite needs (PostgreSQL, Chromium, Node.js), so a test
+    that skips there hides a broken set-up. Elsewhere skips stay skips, and `-rs`
+    (pyproject's addopts) prints each one's reason.
+    """
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI (AGENTRT_CI is set), which is a failure: {reason}"
 
 
 @pytest.fixture(autouse=True)

@@ -11,12 +11,15 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from activities import agent_tools as agent_tools_activities
+from runtime.agent_tools.contracts import ResearchDecided
 from runtime.investigation.demo import ensure_demo
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.conftest import ApiFactory
 from worker import build_worker
+from workflows.turn import TurnWorkflow, turn_workflow_id
 
 EVENT_ORDER_UNTIL_AUTH = [
     "agent.turn.started",
@@ -135,6 +138,35 @@ async def test_resume_before_the_decision_is_409_and_silent(gateway: GatewayFact
     assert response.json()["code"] == "authorization_pending"
     assert response.json()["research_id"] == research_id
     assert len(await browser.events()) == count
+
+
+async def test_a_decision_signalled_but_never_written_leaves_the_turn_waiting(
+    gateway: GatewayFactory, dev_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The research route signals the turn, then writes; when the write never happens
+    (the API died in between), the turn reads the store, finds no decision, and waits
+    for one again: the resume is refused, and a real decision later completes it."""
+    monkeypatch.setattr(agent_tools_activities, "DECISION_READS", 2)
+    browser = await gateway()
+    turn_id, research_id = await _to_authorization(browser)
+    handle = dev_env.client.get_workflow_handle(turn_workflow_id("local", "demo", turn_id))
+    await handle.signal(
+        TurnWorkflow.research_decided,
+        ResearchDecided(research_id=research_id, decision="approve"),
+    )
+    refused = await browser.resume(turn_id)
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["code"] == "authorization_pending"
+    state = (await browser.get(f"/api/v1/agent-tools/turns/{turn_id}")).json()
+    assert state["status"] == "awaiting_authorization"
+
+    assert (await browser.decide(research_id, "approve")).status_code == 200
+    done = await browser.resume(turn_id)
+    assert done.status_code == 200, done.text
+    assert done.json()["result"] == "COMPLETED"
+    events = [e for e in await browser.events() if e["turn_id"] == turn_id]
+    _assert_contiguous(events)
+    assert [e["type"] for e in events].count("agent.turn.completed") == 1
 
 
 async def test_denial_ends_the_turn_denied(gateway: GatewayFactory) -> None:
@@ -499,6 +531,9 @@ async def test_a_turn_recorded_without_its_workflow_says_so_and_can_be_retried(
     from runtime.agent_tools.models import AgentTurn
     from workflows.turn import turn_workflow_id
 
+    # One turn id per run: the Temporal server is shared by the store backends'
+    # parametrizations, and the sqlite run leaves its own turn/local/demo/<id> behind.
+    orphan = f"orphan-{uuid.uuid4().hex[:8]}"
     b = await gateway()
     orphan = f"orphan-{uuid.uuid4()}"  # the dev server is shared by the store variants
     store: Store = b.client.app.state.store  # type: ignore[attr-defined]

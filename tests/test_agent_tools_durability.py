@@ -38,7 +38,7 @@ async def durable(
 
     def start_worker(**env: str) -> subprocess.Popen[bytes]:
         process = subprocess.Popen(
-            [sys.executable, "-m", "runtime.cli", "worker"],
+            [sys.executable, "-m", "cli", "worker"],
             env={
                 **os.environ,
                 "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,

@@ -125,3 +125,45 @@ async def test_a_failing_model_ends_the_turn_with_agent_error(
     assert "sk-test" not in error["payload"]["message"]
     state = (await browser.get(f"/api/v1/agent-tools/turns/{turn['turn_id']}")).json()
     assert state["status"] == "failed"
+
+
+async def test_a_model_turn_whose_tool_failed_does_not_claim_success(
+    gateway: GatewayFactory,  # noqa: F811
+) -> None:
+    """The README's old example: `graph.get_node {"id": "n1"}` fails (the argument is
+    `node_id`), and the scripted model still says "Found it."."""
+    browser = await gateway(ScriptedModel())
+    prompt = "\n".join(
+        [
+            "Find the disk node.",
+            '/call investigation.search {"query": "disk full"}',
+            '/call graph.get_node {"id": "n1"}',
+            "/say Found it.",
+        ]
+    )
+    turn = await browser.start_turn(prompt, agent="model")
+    events = await browser.wait_for_event(turn["turn_id"], "agent.turn.completed")
+    done = events[-1]["payload"]
+    assert done["status"] == "failed" and done["result"] == "FAILED"
+    assert "graph.get_node FAILED" in done["summary"]
+    assert done["summary"].endswith("The model's answer: Found it.")
+    state = (await browser.get(f"/api/v1/agent-tools/turns/{turn['turn_id']}")).json()
+    assert state["status"] == "failed"
+
+
+async def test_a_model_turn_that_recovers_from_a_failed_tool_completes(
+    gateway: GatewayFactory,  # noqa: F811
+) -> None:
+    browser = await gateway(ScriptedModel())
+    prompt = "\n".join(
+        [
+            '/call graph.get_node {"id": "o-kestrel"}',
+            '/call graph.get_node {"node_id": "o-kestrel"}',
+            "/say Kestrel Holdings Ltd, Cyprus.",
+        ]
+    )
+    turn = await browser.start_turn(prompt, agent="model")
+    events = await browser.wait_for_event(turn["turn_id"], "agent.turn.completed")
+    done = events[-1]["payload"]
+    assert (done["status"], done["result"]) == ("completed", "COMPLETED")
+    assert done["summary"] == "Kestrel Holdings Ltd, Cyprus."

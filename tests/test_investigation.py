@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from sqlmodel import select
 
-from runtime.cli import main as cli_main
+from cli import main as cli_main
 from runtime.investigation import (
     TOOL_IDS,
     InvalidResearchTransition,

@@ -1,7 +1,8 @@
 """Permission-vote mediation policy (pure): every policy, the body validator, the options.
 
-Expected wire texts are copied from the reference recordings of qwen serve 0.24.4
-(A_tokenless 053-069 and the SSE capture 085).
+The refusals' bodies are what the vote routes send (the routes answer with
+`response_body()`); the 400 and 404 texts are the reference recordings' of qwen serve
+0.24.4 (A_tokenless 053-069), the options the SSE capture 085's.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from api.input_bounds import MAX_ID_CHARS
+from runtime import failures
 from runtime.policy import permissions
 from runtime.policy.permissions import (
     CANCEL_SENTINEL,
@@ -22,6 +25,7 @@ from runtime.policy.permissions import (
     Forbidden,
     InvalidOption,
     Mediation,
+    NotPending,
     OutcomeError,
     PartialVote,
     PendingPermission,
@@ -128,17 +132,8 @@ def test_modes_advertised_are_the_four_of_the_spec() -> None:
 def test_first_responder_first_valid_vote_resolves_with_the_recorded_frame() -> None:
     result = mediate(pending(), select("proceed_once"))  # 061_perm_vote_ok
     assert isinstance(result, Resolved)
-    assert (result.http_status, result.response_body()) == (200, {})
     assert result.acp_outcome() == {"outcome": "selected", "optionId": "proceed_once"}
-    assert result.event is not None
-    # 085: permission_resolved of an anonymous voter.
-    assert result.event.type == "permission_resolved"
-    assert result.event.data == {
-        "requestId": REQUEST_ID,
-        "outcome": {"outcome": "selected", "optionId": "proceed_once"},
-    }
-    assert result.event.prompt_id == PROMPT_ID
-    assert result.event.originator_client_id is None
+    assert result.by_client_id is None
 
 
 def test_selecting_the_reject_option_is_a_selection_not_a_cancel() -> None:
@@ -146,17 +141,13 @@ def test_selecting_the_reject_option_is_a_selection_not_a_cancel() -> None:
     result = mediate(pending(options=SHELL_OPTIONS), select("cancel"))
     assert isinstance(result, Resolved)
     assert (result.outcome, result.option_id) == ("selected", "cancel")
-    assert result.event is not None
-    assert result.event.data["outcome"] == {"outcome": "selected", "optionId": "cancel"}
+    assert result.acp_outcome() == {"outcome": "selected", "optionId": "cancel"}
 
 
 def test_a_named_voter_is_stamped_on_the_resolved_frame() -> None:
     result = mediate(pending(), select("proceed_always", client="alice", local=False))
     assert isinstance(result, Resolved)
     assert result.by_client_id == "alice"
-    assert result.event is not None
-    assert result.event.data["voterClientId"] == "alice"
-    assert result.event.originator_client_id == "alice"
 
 
 # --------------------------------------------------------------------------- designated
@@ -182,23 +173,13 @@ def test_designated(designated: str | None, voter: str | None, local: bool, expe
         assert result.reason == "designated_mismatch"
         assert result.http_status == 403
         assert result.response_body() == {
-            "error": (
-                f"Permission {REQUEST_ID} on session {SESSION_ID}: "
-                "vote rejected by policy (designated_mismatch)."
-            ),
+            "error": "The permission policy rejected this vote",
             "code": "permission_forbidden",
+            "reason": "designated_mismatch",
             "requestId": REQUEST_ID,
             "sessionId": SESSION_ID,
-            "reason": "designated_mismatch",
         }
-        assert result.event is not None
-        assert result.event.type == "permission_forbidden"
-        expected_data: dict[str, Any] = {"requestId": REQUEST_ID, "sessionId": SESSION_ID}
-        if voter is not None:
-            expected_data["clientId"] = voter
-        expected_data["reason"] = "designated_mismatch"
-        assert result.event.data == expected_data
-        assert result.event.originator_client_id == designated
+        assert result.client_id == voter
     else:
         assert isinstance(result, Resolved)
         assert result.by_client_id == voter
@@ -222,7 +203,6 @@ def test_local_only(local: bool, voter: str | None, expected: str) -> None:
         assert result.reason == "remote_not_allowed"
         assert result.response_body()["code"] == "permission_forbidden"
         assert result.response_body()["reason"] == "remote_not_allowed"
-        assert "vote rejected by policy (remote_not_allowed)." in result.response_body()["error"]
 
 
 # --------------------------------------------------------------------------- consensus
@@ -240,7 +220,6 @@ def test_consensus_resolves_when_quorum_agrees(m: int, quorum: int) -> None:
         result = mediate(state, select("proceed_once", client=f"c{i}"))
         if i + 1 < quorum:
             assert isinstance(result, PartialVote)
-            assert (result.http_status, result.response_body()) == (200, {})
             assert (result.votes, result.quorum, result.votes_needed) == (
                 i + 1,
                 quorum,
@@ -319,8 +298,7 @@ def test_consensus_needs_an_identified_voter() -> None:
     result = mediate(pending("consensus", m=1), select(client=None))
     assert isinstance(result, Forbidden)
     assert result.reason == "designated_mismatch"
-    assert result.event is not None
-    assert "clientId" not in result.event.data
+    assert result.client_id is None
 
 
 def test_consensus_snapshot_decides_eligibility_and_m() -> None:
@@ -368,12 +346,7 @@ def test_cancel_resolves_under_every_policy(policy: str, voter: str | None, loca
     assert isinstance(result, Resolved)
     assert (result.outcome, result.option_id) == ("cancelled", None)
     assert result.acp_outcome() == {"outcome": "cancelled"}
-    assert (result.http_status, result.response_body()) == (200, {})
-    assert result.event is not None
-    expected: dict[str, Any] = {"requestId": REQUEST_ID, "outcome": {"outcome": "cancelled"}}
-    if voter is not None:
-        expected["voterClientId"] = voter
-    assert result.event.data == expected
+    assert result.by_client_id == voter
 
 
 # --------------------------------------------------------------------------- invalid options
@@ -385,7 +358,6 @@ def test_unknown_option_is_400_before_any_policy_check(policy: str) -> None:
     state = pending(policy, designated="owner")
     result = mediate(state, select("definitely_not_an_option", client="stranger", local=False))
     assert isinstance(result, InvalidOption)
-    assert result.event is None
     assert result.http_status == 400
     assert result.response_body() == {
         "error": (
@@ -419,17 +391,11 @@ def test_sentinel_in_the_agent_options_is_a_500(vote: Vote) -> None:
     options = [*EDIT_OPTIONS, {"optionId": CANCEL_SENTINEL, "name": "x", "kind": "reject_once"}]
     result = mediate(pending(options=options), vote)
     assert isinstance(result, SentinelCollision)
-    assert result.event is None
     assert result.http_status == 500
     assert result.response_body() == {
-        "error": (
-            f"Permission {REQUEST_ID}: agent-declared optionId set contains the "
-            f'cancel-vote sentinel "{CANCEL_SENTINEL}", which would prevent the daemon '
-            "from disambiguating cancel intent from a real vote."
-        ),
+        "error": "The agent offered the reserved cancel sentinel",
         "code": "cancel_sentinel_collision",
         "requestId": REQUEST_ID,
-        "sentinel": CANCEL_SENTINEL,
     }
     assert permissions.has_sentinel_collision([PermissionOption(**o) for o in options])
     assert not permissions.has_sentinel_collision([PermissionOption(**o) for o in EDIT_OPTIONS])
@@ -439,13 +405,9 @@ def test_sentinel_in_the_agent_options_is_a_500(vote: Vote) -> None:
 def test_policy_without_a_branch_is_a_501(policy: str) -> None:
     result = mediate(pending(policy), select("proceed_once", client="a"))
     assert isinstance(result, PolicyNotImplemented)
-    assert result.event is None
     assert result.http_status == 501
     assert result.response_body() == {
-        "error": (
-            f'Permission policy "{policy}" is declared in the contract but '
-            "not yet implemented in this daemon build."
-        ),
+        "error": "Permission policy not implemented",
         "code": "permission_policy_not_implemented",
         "policy": policy,
     }
@@ -476,13 +438,10 @@ def test_policy_table(
 ) -> None:
     result = mediate(pending(policy, designated=designated, m=m), select(client=voter, local=local))
     assert result.kind == expected
-    status = {
-        "resolved": 200,
-        "partial_vote": 200,
-        "forbidden": 403,
-        "policy_not_implemented": 501,
-    }[expected]
-    assert result.http_status == status
+    status = {"forbidden": 403, "policy_not_implemented": 501}.get(expected)
+    if status is not None:  # a refusal: the status the vote route answers
+        assert isinstance(result, Forbidden | PolicyNotImplemented)
+        assert result.http_status == status
 
 
 def test_mediation_crosses_temporal_as_json() -> None:
@@ -529,14 +488,16 @@ BODY_ERRORS = [
         {"outcome": {"outcome": "selected", "optionId": 5}}, "option_id_not_string", id="int"
     ),
     pytest.param(
-        {"outcome": {"outcome": "selected", "optionId": ""}}, "option_id_empty", id="empty"
+        {"outcome": {"outcome": "selected", "optionId": "x" * (MAX_ID_CHARS + 1)}},
+        "option_id_too_long",
+        id="too-long",
     ),
 ]
 
 
 @pytest.mark.parametrize(("body", "problem"), BODY_ERRORS)
 def test_body_errors_answer_the_reference_400(body: Any, problem: str) -> None:
-    result = validate_outcome_body(body)
+    result = validate_outcome_body(body, max_option_id_chars=MAX_ID_CHARS)
     assert isinstance(result, OutcomeError)
     assert (result.code, result.problem) == ("invalid_outcome", problem)
     assert result.detail
@@ -562,6 +523,8 @@ BODY_OK = [
         {"outcome": {"outcome": "selected", "optionId": "cancel"}}, "selected", "cancel", id="066"
     ),
     pytest.param({"outcome": {"outcome": "cancelled"}}, "cancelled", None, id="cancelled"),
+    # Well-formed: an empty optionId is one the agent did not offer (mediate's 400).
+    pytest.param({"outcome": {"outcome": "selected", "optionId": ""}}, "selected", "", id="empty"),
     pytest.param(
         {"outcome": {"outcome": "cancelled", "optionId": "proceed_once"}},
         "cancelled",
@@ -579,22 +542,28 @@ BODY_OK = [
 
 @pytest.mark.parametrize(("body", "outcome", "option_id"), BODY_OK)
 def test_well_formed_bodies(body: Any, outcome: str, option_id: str | None) -> None:
-    result = validate_outcome_body(body)
+    result = validate_outcome_body(body, max_option_id_chars=MAX_ID_CHARS)
     assert isinstance(result, VoteOutcome)
     assert (result.outcome, result.option_id) == (outcome, option_id)
-    vote = result.to_vote("alice", is_local=False)
-    assert vote == Vote(client_id="alice", is_local=False, outcome=outcome, option_id=option_id)
 
 
 def test_a_validated_body_then_mediated_matches_the_recordings() -> None:
-    ok = validate_outcome_body({"outcome": {"outcome": "selected", "optionId": "proceed_once"}})
+    ok = validate_outcome_body(
+        {"outcome": {"outcome": "selected", "optionId": "proceed_once"}},
+        max_option_id_chars=MAX_ID_CHARS,
+    )
     assert isinstance(ok, VoteOutcome)
-    assert mediate(pending(), ok.to_vote(None, True)).kind == "resolved"
+    assert mediate(pending(), _as_vote(ok)).kind == "resolved"
     bad = validate_outcome_body(
-        {"outcome": {"outcome": "selected", "optionId": "definitely_not_an_option"}}
+        {"outcome": {"outcome": "selected", "optionId": "definitely_not_an_option"}},
+        max_option_id_chars=MAX_ID_CHARS,
     )
     assert isinstance(bad, VoteOutcome)  # well-formed: the option check is mediate's (057)
-    assert mediate(pending(), bad.to_vote(None, True)).kind == "invalid_option"
+    assert mediate(pending(), _as_vote(bad)).kind == "invalid_option"
+
+
+def _as_vote(body: VoteOutcome) -> Vote:
+    return Vote(client_id=None, is_local=True, outcome=body.outcome, option_id=body.option_id)
 
 
 def test_not_found_bodies_match_the_recordings() -> None:
@@ -610,7 +579,9 @@ def test_not_found_bodies_match_the_recordings() -> None:
         "sessionId": "b0cbc699-3263-474c-8598-f304fda634cf",
         "requestId": "8b29cc2a-aac4-4252-b67d-72b901dd10f2",
     }
-    assert permissions.INVALID_JSON_ERROR == "Invalid JSON in request body"  # 060
+    assert NotPending(request_id="r").response_body() == not_found_body("r")
+    assert NotPending(request_id="r", scoped_to="s").response_body() == not_found_body("r", "s")
+    assert NotPending(request_id="r").http_status == 404
 
 
 # --------------------------------------------------------------------------- default options
@@ -662,19 +633,35 @@ def test_other_tools_options() -> None:
         ("proceed_once", "Allow"),
         ("cancel", "Reject"),
     ]
-    hidden = dump(default_options("edit", "write_file", "x", hide_always_allow=True))
-    assert hidden == EDIT_OPTIONS[1:]
 
 
 # --------------------------------------------------------------------------- purity
 
 
-def test_module_imports_nothing_that_does_io() -> None:
-    source = Path(permissions.__file__).read_text(encoding="utf-8")
+def _imports(path: str) -> set[str]:
     imported: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
+            imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
-    assert imported <= {"__future__", "re", "shlex", "typing", "pydantic"}
+            imported.add(node.module)
+    return imported
+
+
+def test_module_imports_nothing_that_does_io() -> None:
+    assert _imports(permissions.__file__) <= {
+        "__future__",
+        "re",
+        "shlex",
+        "typing",
+        "pydantic",
+        "runtime.failures",  # the refusal base: pure too
+    }
+    assert _imports(failures.__file__) <= {
+        "__future__",
+        "collections.abc",
+        "typing",
+        "pydantic",
+        "temporalio.contrib.pydantic",
+        "temporalio.exceptions",
+    }

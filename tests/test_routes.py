@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -39,7 +41,10 @@ async def test_capabilities_shape(api: ApiFactory, tmp_path: Path) -> None:
     assert body["v"] == 1
     assert body["protocolVersions"] == {"current": "v1", "supported": ["v1"]}
     assert body["mode"] == "http-bridge"
-    assert body["modelServices"] == []
+    # Spec 002 leaves it empty at its stage 1; agentrt names its one active service.
+    assert body["modelServices"] == [
+        {"id": "scripted", "provider": "scripted", "current": True, "modelId": "scripted"}
+    ]
     assert body["workspaceCwd"] == str(tmp_path.resolve())
     assert {"health", "capabilities", "daemon_status"} <= set(body["features"])
     for conditional in ("require_auth", "allow_origin", "rate_limit"):
@@ -125,3 +130,45 @@ async def test_daemon_status_reports_temporal_down(api: ApiFactory) -> None:
     deep = await client.get("/health?deep=1")
     assert deep.status_code == 503
     assert deep.json()["code"] == "temporal_unavailable"
+
+
+async def test_index_links_the_pages_docs_and_temporal_ui(api: ApiFactory) -> None:
+    client = await api(temporal_ui_port=8999)
+    client.app.state.temporal_embedded = True  # type: ignore[attr-defined]
+    response = await client.get("/")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    page = response.text
+    for link in ('href="/ui/agent-tools"', 'href="/docs"', 'href="http://127.0.0.1:8999"'):
+        assert link in page
+    assert "<script" not in page
+    assert (await client.get("/docs")).status_code == 200
+
+
+async def test_index_without_an_embedded_temporal(api: ApiFactory) -> None:
+    client = await api()
+    page = (await client.get("/")).text
+    assert "Temporal Web UI" in page and "127.0.0.1:8233" not in page
+
+
+async def test_index_is_behind_the_security_chain(api: ApiFactory) -> None:
+    client = await api(require_auth=True, token="t0k")
+    assert (await client.get("/")).status_code == 401
+    assert (await client.get("/", headers={"Host": "evil.example"})).status_code in (400, 403)
+
+
+async def test_one_access_line_per_request_without_query_values(
+    api: ApiFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = await api(token="s3cret-token")
+    caplog.set_level(logging.INFO, logger="agentrt.access")
+    await client.get("/health")
+    await client.get("/capabilities?token=leaked-value&x=1")
+    await client.get("/capabilities", headers={"Authorization": "Bearer s3cret-token"})
+    lines = [r.getMessage() for r in caplog.records if r.name == "agentrt.access"]
+    assert len(lines) == 3, lines
+    assert re.fullmatch(r"GET /health 200 \d+\.\d ms", lines[0]), lines[0]
+    assert re.fullmatch(r"GET /capabilities\?token&x 401 \d+\.\d ms", lines[1]), lines[1]
+    assert lines[2].startswith("GET /capabilities 200 ")
+    assert not any("leaked-value" in line or "s3cret" in line for line in lines)

@@ -194,6 +194,21 @@ async def test_metadata(daemon: DaemonFactory) -> None:
     assert updated[-1]["data"]["displayName"] == "Ma session"
 
 
+async def test_metadata_refuses_unknown_fields(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    for body in ({"title": "x"}, {"displayName": "y", "title": "x"}):
+        response = await d.client.patch(f"/session/{sid}/metadata", json=body)
+        assert response.status_code == 400, response.text
+        error = response.json()
+        assert error["code"] == "invalid_metadata"
+        assert error["field"] == "title"
+        assert error["allowedFields"] == ["displayName"]
+        assert "title" in error["error"] and "displayName" in error["error"]
+    # Nothing was renamed.
+    assert (await d.client.patch(f"/session/{sid}/metadata", json={})).json()["displayName"] != "y"
+
+
 async def test_heartbeat(daemon: DaemonFactory) -> None:
     d = await daemon()
     created = await d.client.post("/session", json={}, headers={"X-Qwen-Client-Id": "tui-1"})
@@ -731,6 +746,63 @@ async def test_openai_compatible_model_streams_and_calls_tools(daemon: DaemonFac
     # The model got the tool's result back under its call id.
     assert second["messages"][-1]["role"] == "tool"
     assert second["messages"][-1]["tool_call_id"] == "call_w1"
+
+
+async def test_a_session_follows_a_switch_of_model_provider(
+    api: ApiFactory, dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+) -> None:
+    """Created under `scripted`, prompted after the daemon restarted with `openai`: the
+    session asks OpenAI for the configured model (not for `scripted`), and may switch."""
+    from tests.fakes.openai_server import FakeOpenAI
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    base: dict[str, Any] = {
+        "data_dir": tmp_path / ".data",
+        "task_queue": task_queue,
+        "workspace": workspace,
+    }
+    store = Store(Settings(**base).resolved_database_url)
+    upgrade_to_head(store.engine)
+    try:
+        async with build_worker(dev_env.client, Settings(**base), store):
+            d = Daemon(client=await api(**base), workspace=workspace, journal=EventJournal(store))
+            sid = (await d.create())["sessionId"]
+            first = await d.prompt(sid, "hello", Prefer="wait")
+            assert first.json() == {"stopReason": "end_turn"}
+            context = (await d.client.get(f"/session/{sid}/context")).json()
+            assert context["state"]["models"]["currentModelId"] == "scripted"
+
+        with FakeOpenAI() as fake:
+            switched = {
+                **base,
+                "model_provider": "openai",
+                "openai_model": "qwen-test",
+                "openai_base_url": fake.base_url,
+            }
+            async with build_worker(dev_env.client, Settings(**switched), store):
+                d = Daemon(
+                    client=await api(**switched), workspace=workspace, journal=EventJournal(store)
+                )
+                caps = (await d.client.get("/capabilities")).json()
+                assert caps["modelServices"] == [
+                    {"id": "openai", "provider": "openai", "current": True, "modelId": "qwen-test"}
+                ]
+                context = (await d.client.get(f"/session/{sid}/context")).json()
+                assert context["state"]["models"]["currentModelId"] == "qwen-test"
+                fake.queue_text("Hello from the new provider.")
+                answer = await d.prompt(sid, "hello again", Prefer="wait")
+                assert answer.json() == {"stopReason": "end_turn"}, answer.text
+                assert fake.requests[-1].body["model"] == "qwen-test"
+
+                moved = await d.client.post(f"/session/{sid}/model", json={"modelId": "qwen-big"})
+                assert moved.status_code == 200, moved.text
+                fake.queue_text("Bigger.")
+                answer = await d.prompt(sid, "and once more", Prefer="wait")
+                assert answer.json() == {"stopReason": "end_turn"}, answer.text
+                assert fake.requests[-1].body["model"] == "qwen-big"
+    finally:
+        store.dispose()
 
 
 async def test_a_long_session_continues_as_new_and_keeps_its_state(

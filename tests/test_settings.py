@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.cli import build_parser, main, settings_from_args, settings_to_env
+from cli import build_parser, main, settings_from_args, settings_to_env
 from runtime.settings import Settings, canonical_origin
 
 
@@ -136,7 +136,7 @@ def test_refusal_lifted_by_a_token(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_refusal_exit_code_of_the_console_command(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "runtime.cli", "api", "--require-auth"],
+        [sys.executable, "-m", "cli", "api", "--require-auth"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -162,3 +162,12 @@ def test_refusal_exit_code_of_the_console_command(tmp_path: Path) -> None:
 )
 def test_canonical_origin(pattern: str, canonical: str | None) -> None:
     assert canonical_origin(pattern) == canonical
+
+
+def test_the_default_workspace_is_in_the_data_dir(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "d")
+    assert settings.workspace is None
+    assert settings.workspace_cwd == str((tmp_path / "d" / "workspace").resolve())
+    assert Settings(data_dir=tmp_path / "d", workspace=tmp_path).workspace_cwd == str(tmp_path)
+    # A child given the settings' environment computes the same default.
+    assert "AGENTRT_WORKSPACE" not in settings_to_env(settings)

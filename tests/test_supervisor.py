@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.cli import Backoff
+from cli import Backoff
 from runtime.temporal import temporal_child_env
 
 

@@ -56,8 +56,12 @@ def _port_closed(port: int) -> bool:
 
 
 @contextmanager
-def agentrt_up(workdir: Path, env_extra: dict[str, str] | None = None) -> Iterator[Up]:
-    api, frontend, ui = free_port(), free_port(), free_port()
+def agentrt_up(
+    workdir: Path,
+    env_extra: dict[str, str] | None = None,
+    ports: tuple[int, int, int] | None = None,
+) -> Iterator[Up]:
+    api, frontend, ui = ports or (free_port(), free_port(), free_port())
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("AGENTRT_")},
         "AGENTRT_PORT": str(api),
@@ -68,7 +72,7 @@ def agentrt_up(workdir: Path, env_extra: dict[str, str] | None = None) -> Iterat
     }
     env.pop("TEMPORAL_ADDRESS", None) if "TEMPORAL_ADDRESS" not in (env_extra or {}) else None
     process = subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "up"],
+        [sys.executable, "-P", "-m", "cli", "up"],
         cwd=workdir,
         env=env,
         stdout=subprocess.PIPE,
@@ -111,7 +115,10 @@ def test_up_serves_everything_and_stops_cleanly(tmp_path: Path) -> None:
     with agentrt_up(tmp_path) as up:
         assert _wait_http(f"{up.api_url}/health").json() == {"status": "ok"}
         caps = httpx.get(f"{up.api_url}/capabilities").json()
-        assert caps["workspaceCwd"] == str(tmp_path.resolve())
+        # Not the directory it was started from: a workspace of its own in the data dir.
+        workspace = tmp_path.resolve() / ".data" / "workspace"
+        assert caps["workspaceCwd"] == str(workspace)
+        assert workspace.is_dir()
         assert "health" in caps["features"]
         status = _wait_worker_live(up.api_url)
         assert status["status"] == "ok", status["issues"]
@@ -129,11 +136,26 @@ def test_up_serves_everything_and_stops_cleanly(tmp_path: Path) -> None:
         asyncio.run(start_probe())
         journal = EventJournal(Store(f"sqlite:///{tmp_path / '.data' / 'agentrt.db'}"))
         journal.append("probe", "left.here", {"n": 1})
+
+        # A second `agentrt up` on the same ports refuses at once, naming the port.
+        api_port, frontend_port, ui_port = (
+            int(url.rsplit(":", 1)[1]) for url in (up.api_url, up.frontend, up.ui_url)
+        )
+        ports = (api_port, frontend_port, ui_port)
+        (tmp_path / "second").mkdir()
+        with agentrt_up(tmp_path / "second", ports=ports) as second:
+            assert second.process.wait(60) == 2
+            refused = second.output().strip().splitlines()
+        assert len(refused) == 1, refused
+        assert f"port {ports[0]} (API) is already in use" in refused[0]
+        assert up.process.poll() is None
         output = _stop(up)
     assert "http://127.0.0.1:" in output and "Web UI" in output
+    assert f"session workspace  {workspace}" in output
+    assert "model              scripted (scripted)" in output
+    assert "api.log" in output and "temporal.log" in output
     assert "agentrt stopped" in output
-    ports = (up.api_url.rsplit(":", 1)[1], up.ui_url.rsplit(":", 1)[1])
-    assert all(_port_closed(int(port)) for port in ports)
+    assert all(_port_closed(int(url.rsplit(":", 1)[1])) for url in (up.api_url, up.ui_url))
     for name in ("temporal.db", "agentrt.db", "api.log", "worker.log"):
         assert (tmp_path / ".data" / name).exists()
 
@@ -176,13 +198,55 @@ def test_up_refuses_bad_configuration(tmp_path: Path) -> None:
     ]
 
 
+class SseReader:
+    """Reads a session's event stream in a thread until the server ends it."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.opened = threading.Event()
+        self.ended = threading.Event()
+        self.received = b""
+        self.error: str | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            with httpx.stream(
+                "GET", self.url, headers={"Last-Event-ID": "0"}, timeout=httpx.Timeout(120)
+            ) as response:
+                for chunk in response.iter_bytes():
+                    self.received += chunk
+                    if b"replay_complete" in self.received:
+                        self.opened.set()
+        except httpx.HTTPError as err:
+            self.error = repr(err)
+        finally:
+            self.ended.set()
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT])
 def test_up_stops_on_ctrl_c(tmp_path: Path, signum: int) -> None:
+    """Ctrl-C with two SSE clients connected: everything stops and both streams end (the
+    API ends them as soon as it is asked to stop, rather than waiting out uvicorn's
+    graceful-shutdown timeout)."""
     with agentrt_up(tmp_path) as up:
         _wait_http(f"{up.api_url}/health")
+        created = httpx.post(f"{up.api_url}/session", json={}, timeout=60)
+        assert created.status_code == 200, created.text
+        events = f"{up.api_url}/session/{created.json()['sessionId']}/events"
+        readers = [SseReader(events), SseReader(events)]
+        for reader in readers:
+            assert reader.opened.wait(60), reader.received
         up.process.send_signal(signum)
         assert up.process.wait(60) == 0
+        output = up.output()
+        for reader in readers:
+            assert reader.ended.wait(60)
+            assert reader.error is None, reader.error
     assert _port_closed(int(up.api_url.rsplit(":", 1)[1]))
+    assert "agentrt stopped" in output
+    assert "graceful shutdown exceeded" not in (tmp_path / ".data" / "api.log").read_text()
 
 
 class HealthWatch:
@@ -257,7 +321,8 @@ def test_up_survives_a_temporal_crash(tmp_path: Path) -> None:
                 assert refused.headers["Retry-After"].isdigit()
                 # Store reads keep working.
                 listed = httpx.get(
-                    f"{up.api_url}/workspace{tmp_path.resolve()}/sessions", timeout=30
+                    f"{up.api_url}/workspace{tmp_path.resolve()}/.data/workspace/sessions",
+                    timeout=30,
                 )
                 assert listed.status_code == 200, listed.text
                 assert [s["sessionId"] for s in listed.json()["sessions"]] == [session_id]

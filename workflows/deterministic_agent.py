@@ -13,6 +13,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from runtime.agent_tools.contracts import CallSummary
+from runtime.agent_tools.findings import Finding
+from runtime.investigation.tools import ObjectRef
 
 PLAN = [
     "investigation.search",
@@ -113,11 +115,92 @@ def next_step(prompt: str, turn_id: str, history: list[CallSummary]) -> Step | N
     return None
 
 
+MAX_SUMMARY_CHARS = 2500
+_UNSUCCESSFUL = ("FAILED", "UNAVAILABLE", "DENIED")
+
+
+def _ref_text(ref: ObjectRef) -> str:
+    return f"{ref.kind}:{ref.id}"
+
+
+def _merge(history: list[CallSummary], kind: str) -> dict[str, Finding]:
+    """The findings of one kind by object, later reads completing earlier ones."""
+    merged: dict[str, Finding] = {}
+    for call in history:
+        for finding in call.findings:
+            if finding.kind != kind:
+                continue
+            known = merged.get(finding.ref.id)
+            if known is None:
+                merged[finding.ref.id] = finding.model_copy(deep=True)
+                continue
+            known.text = known.text or finding.text
+            known.sources += [s for s in finding.sources if s not in known.sources]
+            known.source_note = known.source_note or finding.source_note
+    return merged
+
+
 def summarize(history: list[CallSummary], research_state: str | None) -> str:
-    """The turn's closing summary, from references only."""
+    """The turn's closing summary: what the evidence read says, with its references.
+
+    Built from the findings each call carried back (claims, evidence and its sources,
+    graph links, jobs), never from the store: the workflow does no I/O. Each statement
+    names the objects it rests on as `kind:id`, the refs of the agent-tools spec.
+    """
     reads = [c for c in history if c.tool_id != "research.prepare"]
     refs = sorted({f"{r.kind}:{r.id}" for c in history for r in c.object_refs})
-    text = f"Read {len(reads)} tool results covering {len(refs)} objects."
+    subject = next(
+        (r for c in history if c.tool_id == "graph.get_node" for r in c.object_refs), None
+    )
+    about = f" about {_ref_text(subject)}" if subject else ""
+    lines = [f"Read {len(reads)} tool results covering {len(refs)} objects{about}."]
+    claims = _merge(history, "claim")
+    evidence = _merge(history, "evidence")
+    if claims:
+        lines.append("What the evidence says:")
+        for claim in claims.values():
+            backing = ", ".join(_ref_text(s) for s in claim.sources)
+            where = f"backed by {backing}" if backing else "found by search; provenance not traced"
+            lines.append(f"- {claim.text} [{_ref_text(claim.ref)}; {where}]")
+    if evidence:
+        lines.append("Evidence read:")
+        for item in evidence.values():
+            origin = ", ".join(_ref_text(s) for s in item.sources) or "no recorded source"
+            note = f" {item.source_note}" if item.source_note else ""
+            text = f" {item.text}" if item.text else ""
+            lines.append(f"- {_ref_text(item.ref)}{text} [from {origin}{note}]")
+    links = [f.text for c in history for f in c.findings if f.kind == "link"]
+    if links:
+        lines.append("Links: " + "; ".join(dict.fromkeys(links)) + ".")
+    jobs = _merge(history, "job")
+    if jobs:
+        lines.append(
+            "Jobs: " + "; ".join(f"{j.text} [{_ref_text(j.ref)}]" for j in jobs.values()) + "."
+        )
+    failed = [c for c in reads if c.status in _UNSUCCESSFUL]
+    if failed:
+        lines.append(
+            "Not read: "
+            + "; ".join(f"{c.tool_id} {c.status} ({c.diagnostic or 'no detail'})" for c in failed)
+            + "."
+        )
+    research = next(
+        (r for c in history if c.tool_id == "research.prepare" for r in c.object_refs), None
+    )
     if research_state is not None:
-        text += f" Research is {research_state}."
-    return text
+        name = f"Research {_ref_text(research)}" if research else "Research"
+        lines.append(f"{name} is {research_state}.")
+    text = "\n".join(lines)
+    return text if len(text) <= MAX_SUMMARY_CHARS else text[: MAX_SUMMARY_CHARS - 1] + "…"
+
+
+def summary_refs(history: list[CallSummary], limit: int = 20) -> list[dict[str, str]]:
+    """The objects the summary rests on (claims, evidence, sources), for the event's refs."""
+    seen: dict[tuple[str, str], None] = {}
+    for call in history:
+        for finding in call.findings:
+            if finding.kind in ("claim", "evidence"):
+                seen.setdefault((finding.ref.kind, finding.ref.id))
+                for source in finding.sources:
+                    seen.setdefault((source.kind, source.id))
+    return [{"kind": kind, "id": object_id} for kind, object_id in list(seen)[:limit]]

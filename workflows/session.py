@@ -11,7 +11,6 @@ keys, so a crash of the worker mid-prompt neither loses nor repeats one.
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -20,19 +19,19 @@ from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 from workflows.search_attributes import KIND, STATUS, TENANT
+from workflows.session_permissions import SessionPermissions
 
 with workflow.unsafe.imports_passed_through():
     from activities.journal import JournalActivities
     from activities.session import SessionActivities
+    from runtime.failures import UPDATE_EXPIRED
     from runtime.llm.contracts import ToolCall
-    from runtime.policy.approval import APPROVAL_MODES, is_mutating, needs_permission
-    from runtime.policy.permissions import (
-        PartialVote,
-        PendingPermission,
-        Resolved,
-        Vote,
-        default_options,
-        mediate,
+    from runtime.policy.approval import (
+        InvalidApprovalMode,
+        is_approval_mode,
+        is_mutating,
+        is_rejection,
+        needs_permission,
     )
     from runtime.sessions.contracts import (
         CancelRequest,
@@ -41,7 +40,6 @@ with workflow.unsafe.imports_passed_through():
         ModelStepResult,
         ModelSwitchResult,
         OpenPromptInput,
-        PermissionView,
         PromptItem,
         PromptView,
         SessionInput,
@@ -57,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
         VoteResult,
         WorkerBound,
     )
+    from runtime.sessions.errors import PromptQueueFull, SessionNotFound
     from runtime.sessions.streams import session_event
     from runtime.store.journal_contracts import AppendEventsInput, dedupe_key
     from runtime.streams import session_stream
@@ -86,14 +85,6 @@ class _Cancelled(Exception):
     """The active prompt was cancelled (POST cancel, a deadline, or the session closing)."""
 
 
-class _Pending:
-    """A permission request waiting for votes, a cancel, or its timer."""
-
-    def __init__(self, state: PendingPermission) -> None:
-        self.state = state
-        self.outcome: dict[str, Any] | None = None
-
-
 @workflow.defn(name="SessionWorkflow")
 class SessionWorkflow:
     # @workflow.init: an update may arrive in the very first activation, before run().
@@ -105,9 +96,12 @@ class SessionWorkflow:
         self._active: PromptItem | None = None
         self._cancel_active = False
         self._closing: CloseRequest | None = None
-        self._pending: dict[str, _Pending] = {}
+        self._permissions = SessionPermissions(self._emit, self._set_status)
         self._approval_mode = request.approval_mode
         self._model_id = request.model_id
+        # The deployment's provider as last reported by the API (SubmitPrompt,
+        # SetModelRequest): a session outlives a switch of AGENTRT_MODEL_PROVIDER.
+        self._provider = request.model_provider
         self._always: set[str] = set(request.always_allowed)
         self._events = request.event_counter
         self._last_turn: dict[str, Any] | None = None
@@ -131,15 +125,7 @@ class SessionWorkflow:
             session_id=self._input.session_id,
             active_prompt=view(self._active, "running") if self._active else None,
             queued=[view(item, "queued") for item in self._queue],
-            pending_permissions=[
-                PermissionView(
-                    request_id=p.state.request_id,
-                    prompt_id=p.state.prompt_id,
-                    options=[o.optionId for o in p.state.options],
-                )
-                for p in self._pending.values()
-                if p.outcome is None
-            ],
+            pending_permissions=self._permissions.views(),
             approval_mode=self._approval_mode,
             model_id=self._model_id,
             closed=self._closing is not None,
@@ -158,7 +144,9 @@ class SessionWorkflow:
         if position >= self._input.max_pending_prompts:
             # Validators of updates delivered together all see the queue before any of
             # their handlers ran: the handler has the last word.
-            raise ApplicationError("prompt_queue_full", type="prompt_queue_full")
+            raise self._queue_full().application_error()
+        if request.model_provider is not None:
+            self._provider = request.model_provider
         # Queued before the first await, so the next handler counts it.
         self._queue.append(item)
         if position:
@@ -181,9 +169,16 @@ class SessionWorkflow:
         assert self._input is not None
         _check_bound(request)
         if self._closing is not None:
-            raise ValueError("session_closed")
+            # Closing is closed: the prompt is answered as for any closed session.
+            raise SessionNotFound(session_id=self._input.session_id).application_error()
         if len(self._queue) + (1 if self._active else 0) >= self._input.max_pending_prompts:
-            raise ValueError("prompt_queue_full")
+            raise self._queue_full().application_error()
+
+    def _queue_full(self) -> PromptQueueFull:
+        assert self._input is not None
+        return PromptQueueFull(
+            session_id=self._input.session_id, limit=self._input.max_pending_prompts
+        )
 
     @workflow.signal
     def cancel(self, request: CancelRequest) -> None:
@@ -199,36 +194,16 @@ class SessionWorkflow:
 
     # -- permissions ---------------------------------------------------------------------
 
+    # The sub-machine is `workflows.session_permissions`; the update stays here, under
+    # its name, since that name is what running sessions and the API know.
     @workflow.update
     async def vote(self, request: VoteRequest) -> VoteResult:
-        pending = self._pending[request.request_id]
-        pending.state = _with_voters(pending.state, request)
-        result = mediate(pending.state, _vote(request))
-        if isinstance(result, Resolved):
-            await self._resolve(
-                pending, _outcome(result.outcome, result.option_id), originator=result.by_client_id
-            )
-            return VoteResult(kind="resolved")
-        assert isinstance(result, PartialVote)
-        pending.state = result.updated
-        await self._emit(
-            "permission_partial_vote",
-            result.event.data if result.event else {"requestId": request.request_id},
-            prompt_id=pending.state.prompt_id,
-            originator=request.client_id,
-        )
-        return VoteResult(kind="partial")
+        return await self._permissions.vote(request)
 
     @vote.validator
     def _validate_vote(self, request: VoteRequest) -> None:
         _check_bound(request)
-        pending = self._pending.get(request.request_id)
-        if pending is None or pending.outcome is not None:
-            raise ValueError(json.dumps({"code": "not_found"}))
-        result = mediate(_with_voters(pending.state, request), _vote(request))
-        kind = type(result).__name__
-        if kind not in ("Resolved", "PartialVote"):
-            raise ValueError(json.dumps({"code": kind, **_fields(result)}))
+        self._permissions.validate_vote(request)
 
     # -- settings ------------------------------------------------------------------------
 
@@ -246,13 +221,15 @@ class SessionWorkflow:
     @set_approval_mode.validator
     def _validate_mode(self, request: SetModeRequest) -> None:
         _check_bound(request)
-        if request.mode not in APPROVAL_MODES:
-            raise ValueError("invalid_approval_mode")
+        if not is_approval_mode(request.mode):
+            raise InvalidApprovalMode().application_error()
 
     @workflow.update
     async def set_model(self, request: SetModelRequest) -> ModelSwitchResult:
         assert self._input is not None
-        allowed = self._input.model_provider != "scripted" or request.model_id == "scripted"
+        if request.model_provider is not None:
+            self._provider = request.model_provider
+        allowed = self._provider != "scripted" or request.model_id == "scripted"
         data = {"sessionId": self._input.session_id, "modelId": request.model_id}
         if not allowed:
             error = (
@@ -308,6 +285,7 @@ class SessionWorkflow:
             update={
                 "approval_mode": self._approval_mode,
                 "model_id": self._model_id,
+                "model_provider": self._provider,
                 "always_allowed": sorted(self._always),
                 "event_counter": self._events,
                 "queue": list(self._queue),
@@ -348,7 +326,7 @@ class SessionWorkflow:
             stop = "error"
         if stop == "cancelled":
             await self._announce_cancel(item)
-            await self._cancel_pending()
+            await self._permissions.cancel_all()
         if stop != "error":
             await self._emit(
                 "turn_complete",
@@ -432,7 +410,7 @@ class SessionWorkflow:
             shell_enabled=self._input.shell_enabled,
             retention=self._input.event_retention,
         )
-        if self._input.model_provider == "scripted":
+        if self._provider == "scripted":
             # Built in and instant: a local activity keeps a prompt to few workflow tasks.
             return await workflow.execute_local_activity_method(
                 SessionActivities.model_step,
@@ -492,9 +470,16 @@ class SessionWorkflow:
             step_input.action = "refuse"
             step_input.refusal = f"{call.name} is not allowed in {self._approval_mode} mode"
         elif verdict == "ask":
-            outcome = await self._ask(item, call, preview)
+            outcome = await self._permissions.ask(
+                self._input,
+                item,
+                call,
+                preview,
+                cancelled=lambda: self._cancel_active,
+                announce_cancel=self._announce_cancel,
+            )
             option = outcome.get("optionId")
-            if outcome.get("outcome") != "selected" or option in (None, "cancel"):
+            if outcome.get("outcome") != "selected" or is_rejection(option):
                 step_input.action = "refuse"
                 step_input.refusal = "The user rejected this tool call."
                 if outcome.get("outcome") == "cancelled" and self._cancel_active:
@@ -526,59 +511,6 @@ class SessionWorkflow:
             )
         )
 
-    async def _ask(self, item: PromptItem, call: ToolCall, preview: ToolPreview) -> dict[str, Any]:
-        """Raise a permission request and wait for its answer, a cancel, or the timer."""
-        assert self._input is not None
-        request_id = str(workflow.uuid4())
-        subject = str(call.arguments.get("command") or call.arguments.get("file_path") or "")
-        state = PendingPermission(
-            request_id=request_id,
-            session_id=self._input.session_id,
-            prompt_id=item.prompt_id,
-            options=default_options(preview.kind, call.name, subject),
-            policy=self._input.policy,
-            designated_client_id=item.originator,
-        )
-        pending = _Pending(state)
-        self._pending[request_id] = pending
-        await self._set_status("awaiting_permission")
-        await self._emit(
-            "permission_request",
-            {
-                "requestId": request_id,
-                "sessionId": self._input.session_id,
-                "toolCall": preview.tool_call,
-                "options": [o.model_dump() for o in state.options],
-            },
-            prompt_id=item.prompt_id,
-        )
-        timeout_ms = self._input.permission_timeout_ms
-        try:
-            await workflow.wait_condition(
-                lambda: pending.outcome is not None or self._cancel_active,
-                timeout=timedelta(milliseconds=timeout_ms) if timeout_ms else None,
-            )
-        except TimeoutError:
-            # The durable timer fired: resolve as cancelled, audit it, tell everyone.
-            await self._emit(
-                "permission_audit",
-                {
-                    "requestId": request_id,
-                    "sessionId": self._input.session_id,
-                    "event": "permission.timeout",
-                    "timeoutMs": timeout_ms,
-                },
-                prompt_id=item.prompt_id,
-            )
-            await self._resolve(pending, {"outcome": "cancelled"}, originator=None)
-        if pending.outcome is None:  # the prompt was cancelled while waiting
-            await self._announce_cancel(item)
-            await self._resolve(pending, {"outcome": "cancelled"}, originator=None)
-        self._pending.pop(request_id, None)
-        await self._set_status("running")
-        assert pending.outcome is not None
-        return pending.outcome
-
     async def _announce_cancel(self, item: PromptItem) -> None:
         """`prompt_cancelled`, once per prompt, before what the cancel resolves."""
         assert self._input is not None
@@ -589,26 +521,9 @@ class SessionWorkflow:
             "prompt_cancelled", {"sessionId": self._input.session_id}, prompt_id=item.prompt_id
         )
 
-    async def _resolve(
-        self, pending: _Pending, outcome: dict[str, Any], *, originator: str | None
-    ) -> None:
-        if pending.outcome is not None:
-            return
-        pending.outcome = outcome
-        await self._emit(
-            "permission_resolved",
-            {"requestId": pending.state.request_id, "outcome": outcome},
-            prompt_id=pending.state.prompt_id,
-            originator=originator,
-        )
-
-    async def _cancel_pending(self) -> None:
-        for pending in list(self._pending.values()):
-            await self._resolve(pending, {"outcome": "cancelled"}, originator=None)
-
     async def _close(self) -> None:
         assert self._input is not None and self._closing is not None
-        await self._cancel_pending()
+        await self._permissions.cancel_all()
         data: dict[str, Any] = {"sessionId": self._input.session_id, "reason": "client_close"}
         if self._closing.closed_by:
             data["closedBy"] = self._closing.closed_by
@@ -650,32 +565,6 @@ def _check_bound(request: WorkerBound) -> None:
     if now_ms > request.accept_before_ms:
         raise ApplicationError(
             "The caller stopped waiting for this update before a worker took it",
-            type="update_expired",
+            type=UPDATE_EXPIRED,
             non_retryable=True,
         )
-
-
-def _with_voters(state: PendingPermission, request: VoteRequest) -> PendingPermission:
-    return state.model_copy(update={"eligible_voters": max(1, request.eligible_voters)})
-
-
-def _vote(request: VoteRequest) -> Vote:
-    return Vote(
-        client_id=request.client_id,
-        is_local=request.is_local,
-        outcome=request.outcome,
-        option_id=request.option_id,
-    )
-
-
-def _outcome(outcome: str, option_id: str | None) -> dict[str, Any]:
-    if outcome == "selected":
-        return {"outcome": "selected", "optionId": option_id}
-    return {"outcome": "cancelled"}
-
-
-def _fields(result: Any) -> dict[str, Any]:
-    if hasattr(result, "model_dump"):
-        dumped: dict[str, Any] = result.model_dump()
-        return dumped
-    return {k: v for k, v in vars(result).items() if not k.startswith("_")}

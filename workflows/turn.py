@@ -4,14 +4,17 @@ USER → AGENT → PLAN → TOOL_REQUEST → TOOL_RESULT → AUTHORIZATION_REQUI
 Every tool call is an activity; every event goes to the journal through a local
 activity with a dedupe key, so a worker killed mid-turn neither loses nor
 repeats an event. The wait at AUTHORIZATION_REQUIRED is a workflow condition:
-it survives any restart, and only a human decision recorded by the research
-route (checked again by reading the research's state) lets the turn finish.
+it survives any restart, and only a human decision lets the turn finish. The
+research route signals the decision (`research_decided`); the `resume` update's
+validator decides on it whether the turn can resume; the turn then reads the
+research's state from the store (`agent_tools.read_research`, the source of truth)
+and publishes its result.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
@@ -28,23 +31,37 @@ with workflow.unsafe.imports_passed_through():
         CallToolInput,
         ModelStepInput,
         ResearchDecided,
+        ResearchRead,
+        ResearchStateInput,
         ResumeRequest,
         TurnInput,
         TurnResult,
         TurnState,
         TurnStatus,
     )
+    from runtime.agent_tools.errors import AuthorizationPending, ResearchDenied, TurnNotWaiting
     from runtime.agent_tools.events import event_data
     from runtime.investigation.research import decision_route
     from runtime.store.journal_contracts import AppendEventsInput, NewEvent, dedupe_key
     from runtime.streams import agent_tools_events_stream, turn_transcript_stream
-    from workflows.deterministic_agent import PLAN, next_step, summarize
+    from workflows.deterministic_agent import PLAN, next_step, summarize, summary_refs
+    from workflows.turn_outcome import model_turn_outcome
 
 
 # Tool calls are short store reads; a worker lost mid-call is retried after this.
 _TOOL_TIMEOUT = timedelta(seconds=15)
 _TOOL_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
+# The research route signals before it writes: a read that does not show the decision
+# yet is retried (the activity bounds how long) — quickly, a human is waiting.
+_READ_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200),
+    maximum_interval=timedelta(seconds=2),
+    maximum_attempts=12,
+)
 _GRANTED = ("authorized", "admitted", "running", "completed")
+# Turns started before the decision signal carried the decision wait as they did then:
+# any signal wakes them and they read the state through a gateway call.
+_DECISION_SIGNAL = "decision-signal-carries-the-decision"
 
 
 def turn_workflow_id(instance: str, workspace: str, turn_id: str) -> str:
@@ -70,7 +87,9 @@ class TurnWorkflow:
         self._research_id: str | None = None
         self._resume: ResumeRequest | None = None
         self._resumes = 0
-        self._decided: ResearchDecided | None = None
+        self._decided: ResearchDecided | None = None  # wakes a turn of the old protocol
+        # research id -> the decision signalled
+        self._decisions: dict[str, Literal["approve", "deny"]] = {}
         self._summary = ""
         self._result: TurnResult | None = None
 
@@ -96,17 +115,33 @@ class TurnWorkflow:
         self._resume = request
         self._status = "resuming"
         await workflow.wait_condition(lambda: self._status != "resuming")
+        if self._result is None:
+            # Waiting again: the store did not confirm the decision signalled.
+            assert self._input is not None and self._research_id is not None
+            raise AuthorizationPending(
+                turn_id=self._input.turn_id, research_id=self._research_id
+            ).application_error()
         return self._current_result()
 
     @resume.validator
     def _validate_resume(self, request: ResumeRequest) -> None:
-        if self._status != "awaiting_authorization" or self._resume is not None:
-            raise ValueError(f"turn is {self._status}, not awaiting authorization")
+        assert self._input is not None
+        turn_id = self._input.turn_id
+        research = self._research_id
+        if self._status != "awaiting_authorization" or self._resume is not None or not research:
+            raise TurnNotWaiting(turn_id=turn_id, status=self._status).application_error()
+        decision = self._decisions.get(research)
+        if decision is None:
+            raise AuthorizationPending(turn_id=turn_id, research_id=research).application_error()
+        if decision == "deny":
+            raise ResearchDenied(turn_id=turn_id, research_id=research).application_error()
 
-    # A signal from the research flow, never from the agent: it only wakes the turn,
-    # which then reads the research's state itself.
+    # A signal from the research flow, never from the agent. It carries the decision, for
+    # the resume validator; the turn still reads the state from the store before it ends.
+    # Kept for any research id: a decision may come before the turn saw its research.
     @workflow.signal
     def research_decided(self, decided: ResearchDecided) -> None:
+        self._decisions[decided.research_id] = decided.decision
         if decided.research_id == self._research_id:
             self._decided = decided
 
@@ -167,7 +202,10 @@ class TurnWorkflow:
             if not decision.tool_calls:
                 self._summary = decision.content[:2000]
                 if self._research_id is None:
-                    await self._finish("completed", "COMPLETED", self._summary)
+                    # A tool that failed and was never retried successfully: the model's
+                    # answer cannot be trusted to say so, the turn does.
+                    status, result, closing = model_turn_outcome(self._history, self._summary)
+                    await self._finish(status, result, closing)
                 return
             await self._emit(
                 "agent.plan.updated",
@@ -196,6 +234,10 @@ class TurnWorkflow:
         if research is None:
             return False
         self._research_id = research
+        # Waiting from now on (state only, no command): a client reads the event below
+        # as soon as it is journaled, possibly before this workflow task completes; after
+        # a crash of the worker at that moment, its resume must find the turn waiting.
+        self._status = "awaiting_authorization"
         await self._emit(
             "agent.authorization.required",
             {
@@ -210,14 +252,48 @@ class TurnWorkflow:
         return True
 
     async def _await_authorization(self, request: TurnInput) -> None:
+        if not workflow.patched(_DECISION_SIGNAL):
+            await self._await_authorization_v1(request)
+            return
+        assert self._research_id is not None
+        research = self._research_id
         while True:
-            self._status = "awaiting_authorization"
+            if self._resume is None:  # else a resume came first: it is "resuming"
+                self._status = "awaiting_authorization"
+            await self._set_status("awaiting_authorization")
+            # An approval waits for the resume (the spec: the UI asks for it); a denial
+            # ends the turn at once.
+            await workflow.wait_condition(
+                lambda: self._resume is not None or self._decisions.get(research) == "deny"
+            )
+            state = await self._read_research()
+            if state == "denied":
+                await self._finish("denied", "DENIED", summarize(self._history, state))
+                return
+            if state in _GRANTED:
+                if self._resume is not None:
+                    await self._finish("completed", "COMPLETED", summarize(self._history, state))
+                    return
+                # Told "deny", but an approval is what the store holds (two deciders
+                # raced, and the store has the one that was written).
+                self._decisions[research] = "approve"
+            else:
+                # The decision signalled was never written (its route failed after the
+                # signal): the turn waits for a decision again.
+                self._decisions.pop(research, None)
+            self._resume = None
+
+    async def _await_authorization_v1(self, request: TurnInput) -> None:
+        """The wait of turns started before `_DECISION_SIGNAL`, so their histories replay."""
+        while True:
+            if self._resume is None:
+                self._status = "awaiting_authorization"
             await self._set_status("awaiting_authorization")
             await workflow.wait_condition(
                 lambda: self._resume is not None or self._decided is not None
             )
             self._resumes += 1
-            state = await self._research_state(f"r{self._resumes}")
+            state = await self._research_state_v1(f"r{self._resumes}")
             if state == "denied":
                 await self._finish("denied", "DENIED", summarize(self._history, state))
                 return
@@ -279,10 +355,71 @@ class TurnWorkflow:
         )
         return summary
 
-    async def _research_state(self, key: str) -> str | None:
-        assert self._research_id is not None
+    async def _read_research(self) -> str:
+        """Read the research's state from the store, in the spec's public events.
+
+        The events are those of a `research.get_state` tool call (the spec's sequence:
+        the gateway reads the state again, then publishes the result), but the read is
+        the turn's own: no call row, no stored result (`result_id` is null).
+        """
+        assert self._input is not None and self._research_id is not None
+        research = self._research_id
+        call_id = str(workflow.uuid4())
+        tool_id = "research.get_state"
+        await self._emit_many(
+            [
+                ("agent.tool.requested", {"tool_id": tool_id, "input": {"research_id": research}}),
+                ("agent.tool.started", {"tool_id": tool_id}),
+            ],
+            call_id=call_id,
+        )
+        read: ResearchRead = await workflow.execute_activity_method(
+            AgentToolsActivities.read_research,
+            ResearchStateInput(
+                workspace=self._input.workspace,
+                research_id=research,
+                expected=self._decisions.get(research),
+            ),
+            start_to_close_timeout=_TOOL_TIMEOUT,
+            retry_policy=_READ_RETRY,
+        )
+        summary = CallSummary(
+            call_id=call_id,
+            result_id=None,
+            tool_id=tool_id,
+            status="COMPLETED",
+            object_refs=read.object_refs,
+            diagnostic=read.diagnostic,
+        )
+        self._history.append(summary)
+        await self._emit(
+            "agent.tool.completed",
+            {
+                "tool_id": tool_id,
+                "status": summary.status,
+                "result_id": None,
+                "diagnostic": summary.diagnostic,
+            },
+            call_id=call_id,
+            refs=[ref.model_dump() for ref in summary.object_refs[:20]],
+        )
+        return read.state
+
+    async def _research_state_v1(self, key: str) -> str | None:
+        """A gateway call, as turns before `_DECISION_SIGNAL` read the state. Their
+        recorded results carry `research_state`; a call made now does not, and the
+        dedicated read answers instead."""
+        assert self._input is not None and self._research_id is not None
         summary = await self._call("research.get_state", {"research_id": self._research_id}, key)
-        return summary.research_state
+        if summary.research_state is not None:
+            return summary.research_state
+        read: ResearchRead = await workflow.execute_activity_method(
+            AgentToolsActivities.read_research,
+            ResearchStateInput(workspace=self._input.workspace, research_id=self._research_id),
+            start_to_close_timeout=_TOOL_TIMEOUT,
+            retry_policy=_READ_RETRY,
+        )
+        return read.state
 
     async def _finish(self, status: TurnStatus, result: str, summary: str) -> None:
         assert self._input is not None
@@ -302,7 +439,8 @@ class TurnWorkflow:
                 "summary": summary,
                 "research_id": self._research_id,
             },
-            refs=[{"kind": "research", "id": self._research_id}] if self._research_id else [],
+            refs=([{"kind": "research", "id": self._research_id}] if self._research_id else [])
+            + summary_refs(self._history),
         )
         self._status = status
         await self._set_status(status)

@@ -25,7 +25,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
-from api.errors import ApiError, rpc_error, temporal_unavailable, worker_unavailable
+from api.errors import ApiError, rpc_error, temporal_unavailable, worker_unavailable, workflow_error
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from api.openapi import errors
 from api.routes.agent_tools_models import (
@@ -53,10 +53,10 @@ from runtime.agent_tools.contracts import (
     TurnResult,
     TurnState,
 )
+from runtime.agent_tools.errors import TurnNotWaiting
 from runtime.agent_tools.events import event_body, event_data
 from runtime.agent_tools.models import AgentTurn
 from runtime.investigation.catalog import catalog
-from runtime.investigation.research import research_state
 from runtime.settings import Settings
 from runtime.store import Store
 from runtime.store.journal_contracts import NewEvent
@@ -262,18 +262,22 @@ async def _query_state(handle: WorkflowHandle[Any, Any], turn_id: str) -> TurnSt
     except TimeoutError as err:
         raise worker_unavailable() from err
     except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            # The API went away between recording the turn and starting its workflow.
-            raise ApiError(
-                409,
-                {
-                    "error": f'Turn "{turn_id}" was recorded but its workflow never started; '
-                    "POST /turns again with the same turn_id and prompt to start it",
-                    "code": "turn_not_started",
-                    "turn_id": turn_id,
-                },
-            ) from err
-        raise rpc_error(err) from err
+        raise _turn_rpc_error(err, turn_id) from err
+
+
+def _turn_rpc_error(err: RPCError, turn_id: str) -> ApiError:
+    if err.status == RPCStatusCode.NOT_FOUND:
+        # The API went away between recording the turn and starting its workflow.
+        return ApiError(
+            409,
+            {
+                "error": f'Turn "{turn_id}" was recorded but its workflow never started; '
+                "POST /turns again with the same turn_id and prompt to start it",
+                "code": "turn_not_started",
+                "turn_id": turn_id,
+            },
+        )
+    return rpc_error(err)
 
 
 @router.post("/turns/{turn_id}/resume", responses=errors(400, 403, 404, 409, 429, 503))
@@ -285,46 +289,10 @@ async def resume_turn(
     client: TemporalDep,
     body: ResumeBody | None = None,
 ) -> TurnResult | TurnResuming:
+    """router → TurnWorkflow.resume, whose validator decides whether the turn can resume
+    (not waiting, no decision yet, denied: typed refusals, answered by `workflow_error`)."""
     workspace = (body.workspace if body else None) or settings.agent_tools_workspace
     _row, handle = await _turn_handle(client, settings, store, workspace, turn_id)
-    state = await _query_state(handle, turn_id)
-    if state.status != "awaiting_authorization" or state.research_id is None:
-        raise ApiError(
-            409,
-            {
-                "error": f'Turn "{turn_id}" is {state.status}, not awaiting authorization',
-                "code": "turn_not_waiting",
-                "turn_id": turn_id,
-                "status": state.status,
-            },
-        )
-    research_id = state.research_id
-
-    def read_research() -> dict[str, Any]:
-        with store.session() as db:
-            return research_state(db, workspace, research_id)
-
-    research = await asyncio.to_thread(read_research)
-    if research["state"] == "prepared":
-        raise ApiError(
-            409,
-            {
-                "error": f'No human decision is recorded for research "{research_id}"',
-                "code": "authorization_pending",
-                "turn_id": turn_id,
-                "research_id": research_id,
-            },
-        )
-    if research["state"] == "denied":
-        raise ApiError(
-            409,
-            {
-                "error": f'Research "{research_id}" was denied: the turn ends with DENIED',
-                "code": "research_denied",
-                "turn_id": turn_id,
-                "research_id": research_id,
-            },
-        )
     try:
         update = await asyncio.wait_for(
             handle.start_update(
@@ -337,30 +305,19 @@ async def resume_turn(
         )
         result = await asyncio.wait_for(update.result(), UPDATE_WAIT)
     except WorkflowUpdateFailedError as err:
-        raise ApiError(
-            409,
-            {
-                "error": f'Turn "{turn_id}" is not awaiting authorization',
-                "code": "turn_not_waiting",
-                "turn_id": turn_id,
-            },
-        ) from err
+        raise workflow_error(err) from err
     except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
         # Sent: a resume is idempotent (a turn resumes once), and Temporal delivers it
         # when a worker takes the turn; GET /turns/:id shows when it has.
-        return TurnResuming(turn_id=turn_id, status="resuming", research_id=research_id)
+        return TurnResuming(turn_id=turn_id, status="resuming", research_id=None)
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise _turn_rpc_error(err, turn_id) from err
+        # No running workflow: over (its state still answers), or never started.
+        state = await _query_state(handle, turn_id)
+        raise ApiError.of(TurnNotWaiting(turn_id=turn_id, status=state.status)) from err
     if not isinstance(result, TurnResult):
         result = TurnResult.model_validate(result)
-    if result.status == "awaiting_authorization":
-        raise ApiError(
-            409,
-            {
-                "error": f'No human decision is recorded for research "{research_id}"',
-                "code": "authorization_pending",
-                "turn_id": turn_id,
-                "research_id": research_id,
-            },
-        )
     return result
 
 

@@ -67,7 +67,7 @@ class TurnResuming(BaseModel):
 
     turn_id: str
     status: Literal["resuming"]
-    research_id: str
+    research_id: str | None = None
 
 
 class ToolResult(ToolOutcome):

@@ -5,14 +5,14 @@ router → SessionWorkflow's `vote` update, whose validator applies the mediatio
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client
 
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
+from api.input_bounds import MAX_ID_CHARS
 from api.openapi import errors, json_body
 from api.routes.session_bodies import VoteBody
 from api.routes.session_common import (
@@ -23,6 +23,7 @@ from api.routes.session_common import (
     update_session,
 )
 from api.routes.session_models import VoteRecorded
+from runtime.policy.permissions import NotPending, OutcomeError, validate_outcome_body
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     VoteRequest,
@@ -45,11 +46,16 @@ VOTE_DOC: dict[str, Any] = {
 # -- permissions -----------------------------------------------------------------------------
 
 
-def _vote_request(body: VoteBody, request_id: str, request: Request, voters: int) -> VoteRequest:
+def _vote_request(
+    body: dict[str, Any], request_id: str, request: Request, voters: int
+) -> VoteRequest:
+    checked = validate_outcome_body(body, max_option_id_chars=MAX_ID_CHARS)
+    if isinstance(checked, OutcomeError):
+        raise ApiError.of(checked)
     return VoteRequest(
         request_id=request_id,
-        outcome=body.outcome.outcome,
-        option_id=body.option_id,
+        outcome=checked.outcome,
+        option_id=checked.option_id,
         client_id=client_id_of(request),
         is_local=is_local(request),
         eligible_voters=voters,
@@ -63,11 +69,11 @@ async def _vote(
     client: Client,
     session_id: str,
     request_id: str,
-    not_found: dict[str, Any],
+    scoped_to: str | None,
 ) -> VoteRecorded:
-    raw = await read_body(request)
+    body = await read_body(request)
     voters = await asyncio.to_thread(registry.client_count, store, session_id)
-    vote = _vote_request(VoteBody.parse(raw), request_id, request, voters)
+    vote = _vote_request(body, request_id, request, voters)
     try:
         # Accepted is enough: the vote is in history and will be applied.
         await update_session(
@@ -80,13 +86,11 @@ async def _vote(
             wait_for_result=False,
         )
     except ApiError as err:
-        cause = err.__cause__
-        if not isinstance(cause, WorkflowUpdateFailedError) or err.status != 409:
+        if not isinstance(err.failure, NotPending):
             raise
-        error = _vote_error(cause, request_id, session_id, vote, not_found)
-        if error.status == 404:
-            await _already_resolved(request, store, session_id, request_id, vote)
-        raise error from cause
+        await _already_resolved(request, store, session_id, request_id, vote)
+        # The workflow does not know which route asked: the 404 names this route's scope.
+        raise ApiError.of(err.failure.model_copy(update={"scoped_to": scoped_to})) from err
     return VoteRecorded()
 
 
@@ -114,74 +118,18 @@ async def _already_resolved(
     )
 
 
-def _vote_error(
-    err: WorkflowUpdateFailedError,
-    request_id: str,
-    session_id: str,
-    vote: VoteRequest,
-    not_found: dict[str, Any],
-) -> ApiError:
-    try:
-        detail = json.loads(str(err.cause.message if err.cause else "") or "{}")  # type: ignore[attr-defined]
-    except ValueError:
-        detail = {}
-    code = detail.get("code")
-    if code == "Forbidden":
-        return ApiError(
-            403,
-            {
-                "error": "The permission policy rejected this vote",
-                "code": "permission_forbidden",
-                "reason": detail.get("reason"),
-                "requestId": request_id,
-                "sessionId": session_id,
-            },
-        )
-    if code == "InvalidOption":
-        return ApiError(
-            400,
-            {
-                "error": f'Permission {request_id}: optionId "{vote.option_id}" is not in the set '
-                "of options the agent offered.",
-                "code": "invalid_option_id",
-                "requestId": request_id,
-                "optionId": vote.option_id,
-            },
-        )
-    if code == "SentinelCollision":
-        return ApiError(
-            500,
-            {
-                "error": "The agent offered the reserved cancel sentinel",
-                "code": "cancel_sentinel_collision",
-                "requestId": request_id,
-            },
-        )
-    if code == "PolicyNotImplemented":
-        return ApiError(
-            501,
-            {
-                "error": "Permission policy not implemented",
-                "code": "permission_policy_not_implemented",
-                "policy": detail.get("policy"),
-            },
-        )
-    return ApiError(404, not_found)
-
-
 @router.post("/permission/{request_id}", **VOTE_DOC)
 async def vote_permission(
     request_id: str, request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
 ) -> VoteRecorded:
-    not_found = {"error": "No pending permission request", "requestId": request_id}
     session_id = await asyncio.to_thread(registry.find_permission_session, store, request_id)
     if (
         session_id is None
         or await asyncio.to_thread(registry.get_live_session, store, session_id) is None
     ):
         await read_body(request)  # malformed JSON still answers 400 first
-        raise ApiError(404, not_found)
-    return await _vote(request, settings, store, client, session_id, request_id, not_found)
+        raise ApiError.of(NotPending(request_id=request_id))
+    return await _vote(request, settings, store, client, session_id, request_id, None)
 
 
 @router.post("/session/{session_id}/permission/{request_id}", **VOTE_DOC)
@@ -194,13 +142,8 @@ async def vote_session_permission(
     client: TemporalDep,
 ) -> VoteRecorded:
     await live_session(store, session_id)
-    not_found = {
-        "error": "No pending permission request for session",
-        "sessionId": session_id,
-        "requestId": request_id,
-    }
     owner = await asyncio.to_thread(registry.find_permission_session, store, request_id)
     if owner != session_id:
         await read_body(request)
-        raise ApiError(404, not_found)
-    return await _vote(request, settings, store, client, session_id, request_id, not_found)
+        raise ApiError.of(NotPending(request_id=request_id, scoped_to=session_id))
+    return await _vote(request, settings, store, client, session_id, request_id, session_id)

@@ -23,7 +23,6 @@ from api.routes.session_common import (
     live_session,
     read_body,
     session_handle,
-    session_not_found,
     session_status,
     signal_session,
     update_result,
@@ -106,33 +105,16 @@ async def prompt(
             store,
             session_id,
             SessionWorkflow.submit_prompt,
-            SubmitPrompt(item=item),
+            SubmitPrompt(item=item, model_provider=settings.model_provider),
             update_id=item.prompt_id,
             wait_for_result=False,
         )
-        try:
-            await update_result(accepted)
-        except ApiError as err:
-            if err.status != 503:
-                raise
-            # Accepted is queued: only the `pending_prompt_added` event is late.
-    except ApiError as err:
+        # Accepted is queued: when only the `pending_prompt_added` event is late, the
+        # prompt is still taken. A refusal (queue full, session closing) is typed and
+        # answers for itself (`api.errors.workflow_error`).
+        await update_result(accepted, late_ok=True)
+    except ApiError:
         await asyncio.to_thread(prompt_store.forget_prompt, store, item.prompt_id)
-        if err.body.get("error") == "prompt_queue_full":
-            raise ApiError(
-                503,
-                {
-                    "error": f"Prompt queue is full ({settings.max_pending_prompts_per_session} "
-                    "prompts, the active one included)",
-                    "code": "prompt_queue_full",
-                    "limit": settings.max_pending_prompts_per_session,
-                    "pendingCount": settings.max_pending_prompts_per_session,
-                    "sessionId": session_id,
-                },
-                {"Retry-After": "5"},
-            ) from err
-        if err.body.get("error") == "session_closed":
-            raise session_not_found(session_id) from err
         raise
     if "wait" not in request.headers.get("prefer", "").lower():
         accepted_body = PromptAccepted(

@@ -2,22 +2,31 @@
 
 This is the only way a research gets authorized — never through the agent-tools
 gateway. Approving persists the decision (the grant) and admits the campaign;
-denying persists the denial. The turn that proposed it is then woken by a signal
-and reads the research's state itself.
+denying persists the denial. The turn that proposed it is told by a signal that
+carries the decision (its `resume` validator decides on it); the turn still reads
+the research's state from the store before it ends.
+
+The signal goes first, then the write: a decision is never in the store without
+its turn having been told (Temporal down: 503, nothing written, the same POST again
+works). A write that fails after the signal leaves a turn told of a decision the
+store does not hold; the turn reads the store, finds none, and waits again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
-from temporalio.service import RPCError
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from api.deps import SettingsDep, StoreDep, TemporalDep
-from api.errors import ApiError
+from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.routes.agent_tools_models import ResearchPublic
@@ -34,6 +43,8 @@ from runtime.investigation.research import (
 from workflows.turn import TurnWorkflow, turn_workflow_id
 
 log = logging.getLogger(__name__)
+# Temporal takes a signal in milliseconds; past this it is away: 503, nothing written.
+SIGNAL_WAIT = 5.0
 router = APIRouter(prefix=RESEARCH_ROUTES_PREFIX, route_class=StrictJsonRoute)
 
 
@@ -89,13 +100,60 @@ async def decide(
 ) -> ResearchPublic:
     ws = body.workspace or settings.agent_tools_workspace
 
+    def check() -> str | None:
+        """What the write would refuse, refused before the turn hears of it; its turn."""
+        with store.session() as db:
+            research = decide_research(
+                db, ws, research_id, body.decision, body.decided_by, body.note, commit=False
+            )
+            turn_id = research.turn_id
+            db.rollback()
+            return turn_id
+
     def write() -> dict[str, Any]:
         with store.session() as db:
             decide_research(db, ws, research_id, body.decision, body.decided_by, body.note)
             return research_state(db, ws, research_id)
 
+    with _decision_errors(research_id):
+        turn_id = await asyncio.to_thread(check)
+    if turn_id:
+        await _tell_turn(client, settings.instance, ws, turn_id, research_id, body.decision)
+    with _decision_errors(research_id):
+        return ResearchPublic.model_validate(await asyncio.to_thread(write))
+
+
+async def _tell_turn(
+    client: Client,
+    instance: str,
+    workspace: str,
+    turn_id: str,
+    research_id: str,
+    decision: Literal["approve", "deny"],
+) -> None:
+    handle = client.get_workflow_handle(turn_workflow_id(instance, workspace, turn_id))
     try:
-        state = await asyncio.to_thread(write)
+        await asyncio.wait_for(
+            handle.signal(
+                TurnWorkflow.research_decided,
+                ResearchDecided(research_id=research_id, decision=decision),
+            ),
+            SIGNAL_WAIT,
+        )
+    except TimeoutError as err:
+        raise temporal_unavailable() from err
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise  # answered by api.errors (503 while Temporal is away)
+        # The turn is over (or never started): the decision stands regardless.
+        log.info("turn %s not signalled: %s", turn_id, err)
+
+
+@contextlib.contextmanager
+def _decision_errors(research_id: str) -> Iterator[None]:
+    """The research flow's refusals, as HTTP."""
+    try:
+        yield
     except ResearchNotFound as err:
         raise _not_found(research_id) from err
     except ResearchAlreadyDecided as err:
@@ -105,14 +163,3 @@ async def decide(
         ) from err
     except ValueError as err:
         raise ApiError(400, {"error": str(err), "code": "invalid_decision"}) from err
-    turn_id = state.get("turn_id")
-    if turn_id:
-        handle = client.get_workflow_handle(turn_workflow_id(settings.instance, ws, turn_id))
-        try:
-            await handle.signal(
-                TurnWorkflow.research_decided,
-                ResearchDecided(research_id=research_id, decision=body.decision),
-            )
-        except RPCError as err:  # the turn may be gone; the decision stands regardless
-            log.info("turn %s not signalled: %s", turn_id, err)
-    return ResearchPublic.model_validate(state)

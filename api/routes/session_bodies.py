@@ -28,7 +28,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from api.errors import ApiError
 from api.input_bounds import MAX_DISPLAY_NAME_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS
 from api.routes.session_common import workspace_mismatch
-from runtime.policy.approval import APPROVAL_MODES, ApprovalMode
+from runtime.policy.approval import ApprovalMode
 from runtime.sessions.contracts import MAX_DEADLINE_MS
 
 
@@ -115,30 +115,16 @@ def _no_default(schema: dict[str, Any]) -> None:
     schema.pop("default", None)
 
 
-class MetadataBody(_Body):
+class MetadataBody(BaseModel):
+    """The schema of PATCH /session/:id/metadata (the route checks the body itself, to
+    answer the spec's errors). Unknown fields are a 400 naming the allowed ones."""
+
+    model_config = ConfigDict(extra="forbid")
+
     # Optional but never null (null is a 400): omit it to read the name back.
     displayName: Annotated[str, Field(max_length=MAX_DISPLAY_NAME_CHARS)] | SkipJsonSchema[None] = (
         Field(default=None, json_schema_extra=_no_default)
     )
-
-    @field_validator("displayName")
-    @classmethod
-    def _not_null(cls, value: str | None) -> str | None:
-        if value is None:
-            raise ValueError("displayName must not be null")
-        return value
-
-    @classmethod
-    def refusal(cls, error: ErrorDetails) -> ApiError:
-        return ApiError(
-            400,
-            {
-                "error": "`displayName` must be a string of at most "
-                f"{MAX_DISPLAY_NAME_CHARS} characters",
-                "code": "invalid_metadata",
-                "field": "displayName",
-            },
-        )
 
 
 class ModelBody(_Body):
@@ -158,17 +144,6 @@ class ModelBody(_Body):
 
 class ApprovalModeBody(_Body):
     mode: ApprovalMode
-
-    @classmethod
-    def refusal(cls, error: ErrorDetails) -> ApiError:
-        return ApiError(
-            400,
-            {
-                "error": "`mode` is required and must be one of the allowed values",
-                "code": "invalid_approval_mode",
-                "allowed": list(APPROVAL_MODES),
-            },
-        )
 
 
 class ContentBlock(_Body):
@@ -232,17 +207,3 @@ class VoteSelected(_Body):
 
 class VoteBody(_Body):
     outcome: Annotated[VoteCancelled | VoteSelected, Field(discriminator="outcome")]
-
-    @property
-    def option_id(self) -> str | None:
-        return self.outcome.optionId if isinstance(self.outcome, VoteSelected) else None
-
-    @classmethod
-    def refusal(cls, error: ErrorDetails) -> ApiError:
-        return ApiError(
-            400,
-            {
-                "error": '`outcome` must be `{ outcome: "cancelled" }` or '
-                '`{ outcome: "selected", optionId: string }`'
-            },
-        )

@@ -21,19 +21,28 @@ from temporalio.client import (
     WorkflowUpdateStage,
 )
 from temporalio.common import TypedSearchAttributes
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.errors import INVALID_JSON, ApiError, rpc_error, temporal_unavailable, worker_unavailable
+from api.errors import (
+    INVALID_JSON,
+    ApiError,
+    rpc_error,
+    temporal_unavailable,
+    worker_unavailable,
+    workflow_error,
+)
 from api.input_bounds import strict_json_loads
-from api.routes.session_models import ContextState, ModelOption, ModelsState, ModeOption, ModesState
-from runtime.policy.approval import AVAILABLE_MODES
+from api.routes.session_models import ContextState, ModelOption, ModelsState, ModesState
+from runtime.llm.active import active_model, served_model_id
+from runtime.policy.approval import DEFAULT_APPROVAL_MODE, modes_state
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     SessionInput,
     SessionStatus,
     WorkerBound,
 )
+from runtime.sessions.errors import SessionNotFound
 from runtime.settings import Settings
 from runtime.store import Store
 from workflows.session import (
@@ -55,14 +64,7 @@ ACCEPT_GRACE = WORKFLOW_TASK_TIMEOUT + 2.0
 
 
 def session_not_found(session_id: str) -> ApiError:
-    return ApiError(
-        404,
-        {
-            "error": f'No session with id "{session_id}"',
-            "code": "session_not_found",
-            "sessionId": session_id,
-        },
-    )
+    return ApiError.of(SessionNotFound(session_id=session_id))
 
 
 def limit_reached(err: registry.SessionLimitReached) -> ApiError:
@@ -152,7 +154,7 @@ def session_input(settings: Settings, record: registry.SessionRecord) -> Session
         max_pending_prompts=settings.max_pending_prompts_per_session,
         event_retention=settings.event_ring_size,
         shell_enabled=settings.session_shell,
-        model_id=settings.openai_model if settings.model_provider == "openai" else "scripted",
+        model_id=active_model(settings).model_id,
         model_provider=settings.model_provider,
     )
 
@@ -182,16 +184,19 @@ async def register_client(store: Store, session_id: str, client_id: str) -> None
 
 
 def context_state(settings: Settings, status: SessionStatus | None) -> ContextState:
-    current_model = status.model_id if status else "scripted"
-    models = [current_model] if settings.model_provider == "openai" else ["scripted"]
+    active = active_model(settings)
+    current_model = served_model_id(
+        active.provider, active.model_id, status.model_id if status else None
+    )
     return ContextState(
         models=ModelsState(
             currentModelId=current_model,
-            availableModels=[ModelOption(modelId=m, name=m, description=None) for m in models],
+            availableModels=[
+                ModelOption(modelId=current_model, name=current_model, description=None)
+            ],
         ),
-        modes=ModesState(
-            currentModeId=status.approval_mode if status else "default",
-            availableModes=[ModeOption.model_validate(mode) for mode in AVAILABLE_MODES],
+        modes=ModesState.model_validate(
+            modes_state(status.approval_mode if status else DEFAULT_APPROVAL_MODE)
         ),
         configOptions=[],
     )
@@ -215,7 +220,9 @@ async def update_session(
     no worker took it by then it answers 503 `worker_unavailable`, knowing that the
     update will never be applied later (a stalled worker waking up refuses it). Once
     accepted, the update is in history and runs to its end whatever happens next.
-    Validator refusals become 409 `{"error": <reason>}` (callers map known reasons).
+    A refusal by the validator (or a failure of the handler) answers as
+    `api.errors.workflow_error` maps it: a typed refusal with its own status and body
+    (`ApiError.failure` says which), `update_expired` as 503 `worker_unavailable`.
     """
     wait = settings.worker_wait_ms / 1000
     request.accept_before_ms = int(time.time() * 1000) + settings.worker_wait_ms
@@ -231,11 +238,7 @@ async def update_session(
             wait + ACCEPT_GRACE,
         )
     except WorkflowUpdateFailedError as err:
-        cause = err.cause
-        if isinstance(cause, ApplicationError) and cause.type == "update_expired":
-            raise worker_unavailable() from err
-        message = str(getattr(cause, "message", "") or err)
-        raise ApiError(409, {"error": message}) from err
+        raise workflow_error(err) from err
     except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
         raise worker_unavailable() from err
     except RPCError as err:
@@ -246,11 +249,7 @@ async def update_session(
         try:
             result = await accepted.result()
         except WorkflowUpdateFailedError as err:
-            cause = err.cause
-            if isinstance(cause, ApplicationError) and cause.type == "update_expired":
-                raise worker_unavailable() from err
-            message = str(getattr(cause, "message", "") or err)
-            raise ApiError(409, {"error": message}) from err
+            raise workflow_error(err) from err
         if not wait_for_result:
             return accepted
         return result
@@ -265,15 +264,19 @@ def _outcome_known(accepted: WorkflowUpdateHandle[Any]) -> bool:
     return getattr(accepted, "_known_outcome", None) is not None
 
 
-async def update_result(accepted: WorkflowUpdateHandle[Any]) -> Any:
-    """The result of an accepted update; a handler's failure is a 409 like a refusal."""
+async def update_result(accepted: WorkflowUpdateHandle[Any], *, late_ok: bool = False) -> Any:
+    """The result of an accepted update; a handler's failure answers like a refusal.
+
+    Accepted means it will be applied: when only its answer is late, `late_ok` callers
+    get None (the update is as good as done for them), the others 503.
+    """
     try:
         return await asyncio.wait_for(accepted.result(), WAIT_FOR_WORKER)
     except WorkflowUpdateFailedError as err:
-        message = str(getattr(err.cause, "message", "") or err)
-        raise ApiError(409, {"error": message}) from err
+        raise workflow_error(err) from err
     except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
-        # Accepted, so it will be applied; only its answer is late.
+        if late_ok:
+            return None
         raise worker_unavailable() from err
 
 

@@ -26,6 +26,7 @@ from api.sse import (
     event_stream,
     parse_last_event_id,
     sse_config,
+    stream_shutdown,
     subscriber_registry,
 )
 from runtime.policy.backpressure import parse_max_queued
@@ -108,7 +109,7 @@ async def session_events(
         return await asyncio.to_thread(get_live_session, store, session_id) is not None
 
     return EventStreamResponse(
-        event_stream(journal, start, config, session_live, release),
+        event_stream(journal, start, config, session_live, release, stream_shutdown(request.app)),
         headers={
             "Content-Type": "text/event-stream",
             "Cache-Control": "no-cache, no-transform",

@@ -16,6 +16,7 @@ from temporalio.service import RPCError
 
 from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, temporal_unavailable
+from api.input_bounds import MAX_DISPLAY_NAME_CHARS
 from api.openapi import errors, json_body
 from api.routes.session_bodies import (
     ApprovalModeBody,
@@ -50,6 +51,7 @@ from api.routes.session_models import (
 )
 from api.security import require_configured_token
 from api.temporal import is_unavailable
+from runtime.policy.approval import InvalidApprovalMode, is_approval_mode
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     CloseRequest,
@@ -66,6 +68,9 @@ from workflows.session import (
 )
 
 router = APIRouter()
+
+# The fields PATCH /session/:id/metadata edits (spec 002: only displayName for now).
+METADATA_FIELDS = frozenset({"displayName"})
 
 # -- sessions ------------------------------------------------------------------------------
 
@@ -181,12 +186,35 @@ async def patch_metadata(
     journal: JournalDep,
     settings: SettingsDep,
 ) -> SessionMetadata:
-    raw = await read_body(request)
+    body = await read_body(request)
     record = await live_session(store, session_id)
-    body = MetadataBody.parse(raw)
-    name = body.displayName
-    if name is None:  # omitted: read the name back
+    unknown = sorted(set(body) - METADATA_FIELDS)
+    if unknown:
+        # Spec 002: displayName is the only editable field; anything else (`title`) would
+        # otherwise be accepted and silently do nothing.
+        raise ApiError(
+            400,
+            {
+                "error": f"unknown metadata field(s) {', '.join(unknown)}; the only editable "
+                f"field is {', '.join(sorted(METADATA_FIELDS))}",
+                "code": "invalid_metadata",
+                "field": unknown[0],
+                "allowedFields": sorted(METADATA_FIELDS),
+            },
+        )
+    if "displayName" not in body:
         return SessionMetadata(sessionId=session_id, displayName=record.display_name)
+    name = body["displayName"]
+    if not isinstance(name, str) or len(name) > MAX_DISPLAY_NAME_CHARS:
+        raise ApiError(
+            400,
+            {
+                "error": "`displayName` must be a string of at most "
+                f"{MAX_DISPLAY_NAME_CHARS} characters",
+                "code": "invalid_metadata",
+                "field": "displayName",
+            },
+        )
     await asyncio.to_thread(registry.rename_session, store, session_id, name)
     await journal.aappend_many(
         session_stream(session_id),
@@ -242,7 +270,11 @@ async def set_model(
         store,
         session_id,
         SessionWorkflow.set_model,
-        SetModelRequest(model_id=model_id, originator=client_id_of(request)),
+        SetModelRequest(
+            model_id=model_id,
+            originator=client_id_of(request),
+            model_provider=settings.model_provider,
+        ),
     )
     if not result.ok:
         raise ApiError(
@@ -269,9 +301,11 @@ async def set_approval_mode(
     client: TemporalDep,
     settings: SettingsDep,
 ) -> ApprovalModeSet:
-    raw = await read_body(request)
+    body = await read_body(request)
     await live_session(store, session_id)
-    mode = ApprovalModeBody.parse(raw).mode
+    mode = body.get("mode")
+    if not is_approval_mode(mode):
+        raise ApiError.of(InvalidApprovalMode())
     await update_session(
         client,
         settings,

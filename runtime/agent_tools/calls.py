@@ -96,6 +96,14 @@ def _evict(session: Session, instance: str, workspace: str, keep: int) -> None:
     session.execute(delete(_CALLS).where(*scope, calls.id < min(kept)))
 
 
+def _tool_input(call: CallRequest) -> dict[str, Any]:
+    """The tool's input. A research proposed in a turn's call belongs to that turn unless
+    the input names one: the research route tells that turn of the human decision."""
+    if call.tool_id == "research.prepare" and "turn_id" not in call.input:
+        return {**call.input, "turn_id": call.turn_id}
+    return call.input
+
+
 def execute_call(
     store: Store,
     instance: str,
@@ -116,7 +124,7 @@ def execute_call(
             if existing.intent_hash != digest:
                 raise IdempotencyConflict(call.idempotency_key, existing)
             return _record(existing, replayed=True)
-        outcome = run_tool(session, workspace, call.tool_id, call.input)
+        outcome = run_tool(session, workspace, call.tool_id, _tool_input(call))
         row = AgentToolCall(
             instance=instance,
             workspace=workspace,

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from runtime.agent_tools.findings import Finding
 from runtime.investigation.tools import ObjectRef, ToolStatus
 from runtime.llm.contracts import ToolCall
 
@@ -54,14 +55,19 @@ class CallSummary(BaseModel):
     """What a workflow keeps of a call: references, never the result's content."""
 
     call_id: str
-    result_id: str
+    # None for the turn's own read of its research (`ResearchRead`): no stored result.
+    result_id: str | None
     tool_id: str
     status: ToolStatus
     object_refs: list[ObjectRef] = Field(default_factory=list)
     diagnostic: str | None = None
     replayed: bool = False
-    # Filled for research.get_state: the workflow decides on it without the full result.
+    # Histories recorded before `agent_tools.read_research` carry the research's state
+    # here (the gateway call filled it); TurnWorkflow still reads it when replaying them.
     research_state: str | None = None
+    # What the result says, in a few bounded statements (runtime.agent_tools.findings),
+    # so the turn's summary can quote it without reading the store.
+    findings: list[Finding] = Field(default_factory=list)
 
 
 class TurnInput(BaseModel):
@@ -102,11 +108,19 @@ class TurnState(BaseModel):
 
 
 class ResearchStateInput(BaseModel):
-    instance: str
     workspace: str
-    turn_id: str
     research_id: str
-    idempotency_key: str
+    # The decision the turn was signalled: the research route signals before it writes,
+    # so a store still showing `prepared` is read again for a while (see the activity).
+    expected: Literal["approve", "deny"] | None = None
+
+
+class ResearchRead(BaseModel):
+    """The research's state as the turn reads it, with the references it covers."""
+
+    state: str
+    object_refs: list[ObjectRef] = Field(default_factory=list)
+    diagnostic: str | None = None
 
 
 class ModelStepInput(BaseModel):

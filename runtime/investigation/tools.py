@@ -571,7 +571,13 @@ def _jobs_get(session: Session, workspace: str, args: dict[str, Any]) -> ToolOut
 
 
 def _research_get_state(session: Session, workspace: str, args: dict[str, Any]) -> ToolOutcome:
-    state = research_state(session, workspace, args["research_id"])
+    return research_get_state(session, workspace, args["research_id"])
+
+
+def research_get_state(session: Session, workspace: str, research_id: str) -> ToolOutcome:
+    """The research's state with the references it covers: the `research.get_state` tool,
+    and the turn's own read after a decision (`agent_tools.read_research`)."""
+    state = research_state(session, workspace, research_id)
     decision = state["decision"]
     said = f"; {decision['decision']} by {decision['decided_by']}" if decision else ""
     return ToolOutcome(

@@ -1,5 +1,3 @@
-"""Model calls: the payloads every runtime shares."""
-
-from runtime.llm.contracts import ChatMessage, ModelReply, ToolCall, ToolSpec, Usage
-
-__all__ = ["ChatMessage", "ModelReply", "ToolCall", "ToolSpec", "Usage"]
+"""Model calls: the payloads every runtime shares (`contracts`), and which model serves
+(`active`). Import from the submodules: `active` needs the settings, which need the
+session contracts, which need `contracts`."""

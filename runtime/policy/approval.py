@@ -17,16 +17,17 @@ could leave the workspace, touch the network, escalate privileges, destroy data 
 what it runs (command substitution) needs a human; a shell call whose command is not
 given is treated as risky. `yolo` approves everything, unknown tools included.
 
-A tool in `always_allowed` (granted by a `proceed_always*` answer earlier in the
-session, see `always_allow_grant`) is allowed in every mode except `plan`: plan mode
-never modifies files or runs commands, whatever was granted before.
+A tool in `always_allowed` (granted by a `proceed_always` answer earlier in the
+session) is allowed in every mode except `plan`: plan mode never modifies files or
+runs commands, whatever was granted before.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal, TypeGuard, get_args
+
+from runtime.failures import WireError
 
 ApprovalMode = Literal["plan", "default", "auto-edit", "auto", "yolo"]
 APPROVAL_MODES: Final[tuple[ApprovalMode, ...]] = get_args(ApprovalMode)
@@ -78,8 +79,25 @@ AVAILABLE_MODES: Final[tuple[dict[str, str], ...]] = (
 )
 
 
-def is_approval_mode(value: object) -> bool:
+def is_approval_mode(value: object) -> TypeGuard[ApprovalMode]:
     return isinstance(value, str) and value in APPROVAL_MODES
+
+
+class InvalidApprovalMode(WireError):
+    """`POST /session/:id/approval-mode` with a mode outside `APPROVAL_MODES`: 400."""
+
+    kind: Literal["invalid_approval_mode"] = "invalid_approval_mode"
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": "`mode` is required and must be one of the allowed values",
+            "code": "invalid_approval_mode",
+            "allowed": list(APPROVAL_MODES),
+        }
 
 
 def tool_kind(tool_name: str) -> ToolKind:
@@ -100,22 +118,6 @@ def available_modes() -> list[dict[str, str]]:
 def modes_state(current: str) -> dict[str, Any]:
     """`state.modes` of GET /session/:id/context."""
     return {"currentModeId": current, "availableModes": available_modes()}
-
-
-def mode_config_option(current: str) -> dict[str, Any]:
-    """The `mode` entry of `state.configOptions` of GET /session/:id/context."""
-    return {
-        "id": "mode",
-        "name": "Mode",
-        "description": "Session permission mode",
-        "category": "mode",
-        "type": "select",
-        "currentValue": current,
-        "options": [
-            {"value": m["id"], "name": m["name"], "description": m["description"]}
-            for m in AVAILABLE_MODES
-        ],
-    }
 
 
 def needs_permission(
@@ -148,61 +150,9 @@ def needs_permission(
     return "ask"
 
 
-def always_allow_grant(tool_name: str) -> frozenset[str]:
-    """Tool names a `proceed_always*` answer on this tool adds to `always_allowed`.
-
-    For an edit tool the reference offers "Allow All Edits": every edit tool is granted.
-    Other tools grant themselves only.
-    """
-    if tool_kind(tool_name) == "edit":
-        return frozenset(name for name, kind in TOOL_KINDS.items() if kind == "edit")
-    return frozenset({tool_name})
-
-
-def permission_options(tool_name: str, raw_input: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The `options` of a `permission_request`, in the reference's shapes and order."""
-    allow_once = {"kind": "allow_once", "name": "Allow", "optionId": "proceed_once"}
-    reject = {"kind": "reject_once", "name": "Reject", "optionId": "cancel"}
-    kind = tool_kind(tool_name)
-    if kind == "edit":
-        always = {"kind": "allow_always", "name": "Allow All Edits", "optionId": "proceed_always"}
-        return [always, allow_once, reject]
-    if kind == "execute":
-        command = raw_input.get("command")
-        root = command_root(command) if isinstance(command, str) else ""
-        pattern = f"{root} *" if root else "*"
-        return [
-            {
-                "kind": "allow_always",
-                "name": f"Always Allow in project: {pattern}",
-                "optionId": "proceed_always_project",
-            },
-            {
-                "kind": "allow_always",
-                "name": f"Always Allow for user: {pattern}",
-                "optionId": "proceed_always_user",
-            },
-            allow_once,
-            reject,
-        ]
-    always = {"kind": "allow_always", "name": "Always Allow", "optionId": "proceed_always"}
-    return [always, allow_once, reject]
-
-
-def grants_always(option_id: str | None) -> bool:
-    """Whether a selected option is one of the `proceed_always*` answers."""
-    return option_id is not None and option_id.startswith("proceed_always")
-
-
 def is_rejection(option_id: str | None) -> bool:
     """Whether a selected option refuses the call (the reference's `cancel`)."""
     return option_id is None or option_id == "cancel" or option_id.startswith("reject")
-
-
-def command_root(command: str) -> str:
-    """The first word of a shell command (`touch shell_made.txt` → `touch`)."""
-    words = command.strip().split()
-    return words[0] if words else ""
 
 
 # What `auto` will not run without a human: leaving the workspace (absolute paths,

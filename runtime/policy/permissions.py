@@ -11,9 +11,12 @@ reference daemon (qwen serve 0.24.4, recordings 053-069):
 * `validate_outcome_body` checks the HTTP body before anything else
   (400 `{"error": INVALID_OUTCOME_ERROR}` for a malformed `outcome`).
 * `mediate(pending, vote)` applies the active policy to one vote and returns a
-  `Mediation`: what to answer (`http_status`, `response_body()`), what to
-  broadcast (`event`), and for a consensus vote below quorum the new tally
-  (`PartialVote.updated`). It never mutates its arguments.
+  `Mediation`: what to answer (`http_status`, `response_body()`), and for a
+  consensus vote below quorum the new tally (`PartialVote.updated`) and the event
+  to broadcast (`PartialVote.event`). It never mutates its arguments.
+
+The refusals are `WireError`s (`runtime.failures`): SessionWorkflow's vote validator
+raises them across Temporal, and their `response_body()` is what the route sends.
 
 Order of the checks (same as the reference mediator):
 
@@ -40,6 +43,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from runtime.failures import WireError
+
 Policy = Literal["first-responder", "designated", "consensus", "local-only", "unanimous"]
 """Every policy literal the contract knows. `unanimous` is reserved for a future
 policy: it validates, but has no mediation branch yet (501)."""
@@ -48,7 +53,6 @@ POLICIES: tuple[str, ...] = ("first-responder", "designated", "consensus", "loca
 """The modes this build implements: `/capabilities` `permission_mediation.modes`."""
 
 RESERVED_POLICIES: tuple[str, ...] = ("unanimous",)
-DEFAULT_POLICY: Policy = "first-responder"
 
 CANCEL_SENTINEL = "__cancelled__"
 """The optionId a `{"outcome":"cancelled"}` vote stands for; an agent may not offer it."""
@@ -59,7 +63,6 @@ ForbiddenReason = Literal["designated_mismatch", "remote_not_allowed"]
 INVALID_OUTCOME_ERROR = (
     '`outcome` must be `{ outcome: "cancelled" }` or `{ outcome: "selected", optionId: string }`'
 )
-INVALID_JSON_ERROR = "Invalid JSON in request body"
 NO_PENDING_ERROR = "No pending permission request"
 NO_PENDING_FOR_SESSION_ERROR = "No pending permission request for session"
 
@@ -107,7 +110,7 @@ class Vote(BaseModel):
 class PermissionEvent(BaseModel):
     """An event to append to the session's journal (SSE `type` and `data`)."""
 
-    type: Literal["permission_resolved", "permission_partial_vote", "permission_forbidden"]
+    type: Literal["permission_partial_vote"]
     data: dict[str, Any]
     prompt_id: str | None = None
     originator_client_id: str | None = None
@@ -116,23 +119,16 @@ class PermissionEvent(BaseModel):
 class _Result(BaseModel):
     request_id: str
     session_id: str
-    event: PermissionEvent | None = None
 
 
 class Resolved(_Result):
-    """The vote decides the request: 200 {} and `permission_resolved`."""
+    """The vote decides the request: 200 {}; the workflow emits `permission_resolved`
+    with `acp_outcome()`."""
 
     kind: Literal["resolved"] = "resolved"
     outcome: Literal["selected", "cancelled"]
     option_id: str | None
     by_client_id: str | None
-
-    @property
-    def http_status(self) -> int:
-        return 200
-
-    def response_body(self) -> dict[str, Any]:
-        return {}
 
     def acp_outcome(self) -> dict[str, str]:
         """The ACP `RequestPermissionOutcome` to hand back to the agent."""
@@ -148,6 +144,7 @@ class PartialVote(_Result):
     """
 
     kind: Literal["partial_vote"] = "partial_vote"
+    event: PermissionEvent
     votes: int
     quorum: int
     votes_needed: int
@@ -156,16 +153,9 @@ class PartialVote(_Result):
     option_tallies: dict[str, int]
     updated: PendingPermission
 
-    @property
-    def http_status(self) -> int:
-        return 200
 
-    def response_body(self) -> dict[str, Any]:
-        return {}
-
-
-class Forbidden(_Result):
-    """The policy refuses this voter: 403 `permission_forbidden` (and the event)."""
+class Forbidden(_Result, WireError):
+    """The policy refuses this voter: 403 `permission_forbidden`."""
 
     kind: Literal["forbidden"] = "forbidden"
     reason: ForbiddenReason
@@ -177,18 +167,15 @@ class Forbidden(_Result):
 
     def response_body(self) -> dict[str, Any]:
         return {
-            "error": (
-                f"Permission {self.request_id} on session {self.session_id}: "
-                f"vote rejected by policy ({self.reason})."
-            ),
+            "error": "The permission policy rejected this vote",
             "code": "permission_forbidden",
+            "reason": self.reason,
             "requestId": self.request_id,
             "sessionId": self.session_id,
-            "reason": self.reason,
         }
 
 
-class InvalidOption(_Result):
+class InvalidOption(_Result, WireError):
     """A selected vote without an offered optionId: 400 `invalid_option_id`."""
 
     kind: Literal["invalid_option"] = "invalid_option"
@@ -217,7 +204,7 @@ class InvalidOption(_Result):
         }
 
 
-class SentinelCollision(_Result):
+class SentinelCollision(_Result, WireError):
     """The agent offered the reserved cancel sentinel: 500 `cancel_sentinel_collision`."""
 
     kind: Literal["sentinel_collision"] = "sentinel_collision"
@@ -229,18 +216,13 @@ class SentinelCollision(_Result):
 
     def response_body(self) -> dict[str, Any]:
         return {
-            "error": (
-                f"Permission {self.request_id}: agent-declared optionId set contains "
-                f'the cancel-vote sentinel "{self.sentinel}", which would prevent '
-                "the daemon from disambiguating cancel intent from a real vote."
-            ),
+            "error": "The agent offered the reserved cancel sentinel",
             "code": "cancel_sentinel_collision",
             "requestId": self.request_id,
-            "sentinel": self.sentinel,
         }
 
 
-class PolicyNotImplemented(_Result):
+class PolicyNotImplemented(_Result, WireError):
     """A policy literal with no branch in this build: 501."""
 
     kind: Literal["policy_not_implemented"] = "policy_not_implemented"
@@ -252,13 +234,28 @@ class PolicyNotImplemented(_Result):
 
     def response_body(self) -> dict[str, Any]:
         return {
-            "error": (
-                f'Permission policy "{self.policy}" is declared in the contract but '
-                "not yet implemented in this daemon build."
-            ),
+            "error": "Permission policy not implemented",
             "code": "permission_policy_not_implemented",
             "policy": self.policy,
         }
+
+
+class NotPending(WireError):
+    """No pending request with this id (never raised, or already resolved): 404.
+
+    The body names the route's scope: a session-scoped vote route answers with its
+    session (`scoped_to`), which the workflow does not know; the route sets it."""
+
+    kind: Literal["permission_not_pending"] = "permission_not_pending"
+    request_id: str
+    scoped_to: str | None = None
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def response_body(self) -> dict[str, Any]:
+        return not_found_body(self.request_id, self.scoped_to)
 
 
 Mediation = Annotated[
@@ -366,23 +363,9 @@ def _resolve(
     option_id: str | None,
     by_client_id: str | None,
 ) -> Resolved:
-    acp: dict[str, str] = {"outcome": outcome}
-    if outcome == "selected" and option_id is not None:
-        acp["optionId"] = option_id
-    data: dict[str, Any] = {"requestId": pending.request_id, "outcome": acp}
-    if by_client_id is not None:
-        data["voterClientId"] = by_client_id
-    event = PermissionEvent(
-        type="permission_resolved",
-        data=data,
-        prompt_id=pending.prompt_id,
-        # The reference stamps the resolving voter here (not the prompt originator).
-        originator_client_id=by_client_id,
-    )
     return Resolved(
         request_id=pending.request_id,
         session_id=pending.session_id,
-        event=event,
         outcome=outcome,
         option_id=option_id if outcome == "selected" else None,
         by_client_id=by_client_id,
@@ -390,20 +373,9 @@ def _resolve(
 
 
 def _forbid(pending: PendingPermission, vote: Vote, reason: ForbiddenReason) -> Forbidden:
-    data: dict[str, Any] = {"requestId": pending.request_id, "sessionId": pending.session_id}
-    if vote.client_id is not None:
-        data["clientId"] = vote.client_id
-    data["reason"] = reason
-    event = PermissionEvent(
-        type="permission_forbidden",
-        data=data,
-        prompt_id=pending.prompt_id,
-        originator_client_id=pending.designated_client_id,
-    )
     return Forbidden(
         request_id=pending.request_id,
         session_id=pending.session_id,
-        event=event,
         reason=reason,
         client_id=vote.client_id,
     )
@@ -419,7 +391,7 @@ OutcomeProblem = Literal[
     "outcome_unknown",
     "option_id_missing",
     "option_id_not_string",
-    "option_id_empty",
+    "option_id_too_long",
 ]
 
 _PROBLEM_DETAIL: dict[str, str] = {
@@ -429,7 +401,7 @@ _PROBLEM_DETAIL: dict[str, str] = {
     "outcome_unknown": '`outcome.outcome` is neither "selected" nor "cancelled"',
     "option_id_missing": "a selected outcome has no `optionId`",
     "option_id_not_string": "`optionId` is not a string",
-    "option_id_empty": "`optionId` is an empty string",
+    "option_id_too_long": "`optionId` is longer than the daemon accepts for an id",
 }
 
 
@@ -440,16 +412,8 @@ class VoteOutcome(BaseModel):
     outcome: Literal["selected", "cancelled"]
     option_id: str | None = None
 
-    def to_vote(self, client_id: str | None, is_local: bool) -> Vote:
-        return Vote(
-            client_id=client_id,
-            is_local=is_local,
-            outcome=self.outcome,
-            option_id=self.option_id,
-        )
 
-
-class OutcomeError(BaseModel):
+class OutcomeError(WireError):
     """A malformed vote body. The wire answer is the reference's 400, which carries
     no `code`; `code`, `problem` and `detail` say precisely what is wrong, for logs
     and tests."""
@@ -471,11 +435,13 @@ def _body_error(problem: OutcomeProblem) -> OutcomeError:
     return OutcomeError(problem=problem, detail=_PROBLEM_DETAIL[problem])
 
 
-def validate_outcome_body(body: Any) -> VoteOutcome | OutcomeError:
+def validate_outcome_body(body: Any, *, max_option_id_chars: int) -> VoteOutcome | OutcomeError:
     """Check a parsed JSON body `{"outcome": {"outcome": "selected"|"cancelled", ...}}`.
 
     `cancelled` needs nothing else (a stray optionId is ignored); `selected` needs
-    a non-empty string `optionId`. Other top-level keys are ignored.
+    a string `optionId` of at most `max_option_id_chars` (the API's bound on ids).
+    An empty optionId is well-formed: it is not offered, which `mediate` answers
+    (`invalid_option_id`). Other top-level keys are ignored.
     """
     if not isinstance(body, dict):
         return _body_error("body_not_object")
@@ -494,8 +460,8 @@ def validate_outcome_body(body: Any) -> VoteOutcome | OutcomeError:
     option_id = outcome["optionId"]
     if not isinstance(option_id, str):
         return _body_error("option_id_not_string")
-    if option_id == "":
-        return _body_error("option_id_empty")
+    if len(option_id) > max_option_id_chars:
+        return _body_error("option_id_too_long")
     return VoteOutcome(outcome="selected", option_id=option_id)
 
 
@@ -563,15 +529,12 @@ def shell_scope_label(command: str) -> str:
     return ", ".join(rules) if rules else command.strip()
 
 
-def default_options(
-    tool_kind: str, tool_name: str, subject: str, *, hide_always_allow: bool = False
-) -> list[PermissionOption]:
+def default_options(tool_kind: str, tool_name: str, subject: str) -> list[PermissionOption]:
     """The options the reference agent offers for a tool call needing approval.
 
     `tool_kind` is the ACP tool kind (`edit`, `execute`, ...), `tool_name` the
     tool's name (`write_file`, `run_shell_command`, `mcp__server__tool`), and
     `subject` what the call acts on (the shell command for `execute`).
-    `hide_always_allow` drops the `allow_always` options.
     """
     always: list[PermissionOption]
     if tool_kind == "edit":
@@ -597,6 +560,4 @@ def default_options(
                 kind="allow_always",
             ),
         ]
-    if hide_always_allow:
-        always = []
     return [*always, _PROCEED_ONCE.model_copy(), _REJECT.model_copy()]

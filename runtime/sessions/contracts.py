@@ -57,6 +57,9 @@ class WorkerBound(BaseModel):
 
 class SubmitPrompt(WorkerBound):
     item: PromptItem
+    # The provider of the daemon that sent it: the session follows the deployment's
+    # provider (runtime.llm.active); None in updates recorded before this field existed.
+    model_provider: str | None = None
 
 
 class SubmitResult(BaseModel):
@@ -90,6 +93,8 @@ class SetModeRequest(WorkerBound):
 class SetModelRequest(WorkerBound):
     model_id: str
     originator: str | None = None
+    # As SubmitPrompt.model_provider.
+    model_provider: str | None = None
 
 
 class ModelSwitchResult(BaseModel):

@@ -13,17 +13,20 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
 from pydantic import ValidationError
 
 from runtime.settings import Settings, StartupRefusal, check_startup
+from runtime.store.provision import DatabaseUnavailable, ensure_database
 
 if TYPE_CHECKING:
     from runtime.temporal import DevServer
@@ -50,7 +53,11 @@ def _flags(parser: argparse.ArgumentParser) -> None:
         metavar="PATTERN",
         help="admit a browser origin (repeatable; '*' needs a token)",
     )
-    add("--workspace", type=Path, help="the workspace this daemon is bound to (default: cwd)")
+    add(
+        "--workspace",
+        type=Path,
+        help="the directory session agents work in (default: <data-dir>/workspace)",
+    )
     add("--max-sessions", type=int, help="live session cap (default 20)")
     add("--max-pending-prompts-per-session", type=int, help="prompt queue bound (default 5)")
     add("--event-ring-size", type=int, help="events kept per stream for replay (default 8000)")
@@ -151,6 +158,39 @@ def _configure_logging() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+def port_in_use(host: str, port: int) -> bool:
+    """True when something listens on (host, port): a bind like a server's fails."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        # As the servers do: a port left in TIME_WAIT by a stopped run is free.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def check_ports(ports: Sequence[tuple[str, str, int, str]]) -> None:
+    """Refuse to start when one of `(what, host, port, flag)` is taken.
+
+    Raises:
+        StartupRefusal: naming the first port in use and the flag that moves it.
+    """
+    for what, host, port, flag in ports:
+        if port and port_in_use(host, port):
+            raise StartupRefusal(
+                f"port {port} ({what}) is already in use on {host}: is another agentrt "
+                f"running? Stop it, or choose another port with {flag}"
+            )
+
+
+def _prepare_workspace(settings: Settings) -> None:
+    """Create the default workspace under the data dir (a user's own must exist)."""
+    if settings.workspace is None:
+        settings.resolved_workspace.mkdir(parents=True, exist_ok=True)
+
+
 # -- single parts ------------------------------------------------------------------------
 
 
@@ -158,8 +198,19 @@ def run_api(settings: Settings) -> int:
     import uvicorn
 
     from api.app import create_app
+    from api.sse import stream_shutdown
 
     app = create_app(settings, temporal_embedded=settings.temporal_embedded)
+    streams = stream_shutdown(app)
+
+    class ApiServer(uvicorn.Server):
+        """uvicorn that ends SSE streams as soon as it is asked to stop: they never end
+        on their own, and its graceful shutdown would otherwise wait its whole timeout."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            super().handle_exit(sig, frame)
+            streams.close_all()
+
     config = uvicorn.Config(
         app,
         host=settings.hostname.strip("[]"),
@@ -169,7 +220,7 @@ def run_api(settings: Settings) -> int:
         lifespan="on",
         timeout_graceful_shutdown=5,
     )
-    uvicorn.Server(config).run()
+    ApiServer(config).run()
     return 0
 
 
@@ -246,6 +297,13 @@ class Backoff:
         return pause
 
 
+def _embedded_ports(settings: Settings) -> list[tuple[str, str, int, str]]:
+    return [
+        ("Temporal frontend", "127.0.0.1", settings.temporal_port, "--temporal-port"),
+        ("Temporal Web UI", "127.0.0.1", settings.temporal_ui_port, "--temporal-ui-port"),
+    ]
+
+
 class Supervisor:
     """Starts Temporal (unless one is reachable), the worker and the API; stops them all.
 
@@ -295,6 +353,7 @@ class Supervisor:
                 log.warning(
                     "TEMPORAL_ADDRESS %s is not reachable: starting the embedded one", address
                 )
+                check_ports(_embedded_ports(settings))
             self.dev_server = DevServer(settings)
             for attempt in range(1, 4):
                 self.start_dev_server()
@@ -339,7 +398,9 @@ class Supervisor:
         from runtime.temporal import spawn
 
         log_file = self.settings.resolved_data_dir / f"{name}.log"
-        child = spawn([sys.executable, "-m", "runtime.cli", name], env=env, log_file=log_file)
+        # -P: the current directory (the user's, maybe with a cli.py of its own) is not
+        # put on sys.path; this module is found where it is installed.
+        child = spawn([sys.executable, "-P", "-m", "cli", name], env=env, log_file=log_file)
         self.children[name] = child
         self.pid_file(name).write_text(f"{child.pid}\n")
 
@@ -361,12 +422,49 @@ class Supervisor:
             time.sleep(0.1)
         return False
 
+    def ports_to_check(self) -> list[tuple[str, str, int, str]]:
+        settings = self.settings
+        ports = [("API", settings.hostname.strip("[]"), settings.port, "--port")]
+        if not settings.temporal_address:
+            ports += _embedded_ports(settings)
+        return ports
+
+    def banner(self, address: str) -> str:
+        """What `agentrt up` prints once the API answers: where everything is."""
+        from runtime.llm.active import active_model
+
+        settings = self.settings
+        host = settings.hostname if ":" not in settings.hostname else f"[{settings.hostname}]"
+        api = f"http://{host}:{settings.port}"
+        data = settings.resolved_data_dir
+        model = active_model(settings)
+        lines = [
+            "agentrt is up",
+            f"  API                {api}  (index {api}/, OpenAPI docs {api}/docs)",
+            f"  agent-tools page   {api}/ui/agent-tools",
+            f"  Temporal frontend  {address}",
+        ]
+        if self.dev_server is not None:
+            lines.append(f"  Temporal Web UI    {self.dev_server.ui_url}")
+        lines += [
+            f"  model              {model.provider} ({model.model_id})",
+            f"  session workspace  {settings.resolved_workspace}",
+            f"  data               {data}",
+            f"  logs               {data / 'api.log'}, {data / 'worker.log'}"
+            + (f", {data / 'temporal.log'}" if self.dev_server is not None else ""),
+            "Ctrl-C stops everything.",
+        ]
+        return "\n".join(lines) + "\n"
+
     def run(self) -> int:
         from runtime.investigation.demo import ensure_demo
         from runtime.store import Store, upgrade_to_head
-        from runtime.temporal import stop_process
+        from runtime.temporal import stop_processes
 
         settings = self.settings
+        # Before anything else: a second `agentrt up` must not migrate, spawn, say it is
+        # up and then die on an address in use.
+        check_ports(self.ports_to_check())
         signal.signal(signal.SIGINT, self._signal)
         signal.signal(signal.SIGTERM, self._signal)
         settings.resolved_data_dir.mkdir(parents=True, exist_ok=True)
@@ -392,15 +490,7 @@ class Supervisor:
                     return 0
                 log.error("the API did not come up; see %s", settings.resolved_data_dir / "api.log")
                 return 1
-            host = settings.hostname if ":" not in settings.hostname else f"[{settings.hostname}]"
-            sys.stdout.write(
-                f"agentrt is up\n"
-                f"  API                http://{host}:{settings.port}\n"
-                f"  Temporal frontend  {address}\n"
-                + (f"  Temporal Web UI    {self.dev_server.ui_url}\n" if self.dev_server else "")
-                + f"  data               {settings.resolved_data_dir}\n"
-                f"Ctrl-C stops everything.\n"
-            )
+            sys.stdout.write(self.banner(address))
             sys.stdout.flush()
             restarts: dict[str, list[float]] = {"worker": [], "api": []}
             while not self.stopping:
@@ -420,16 +510,25 @@ class Supervisor:
                     self.spawn_child(name, env)
             return 0
         finally:
-            # The API first (no new work), then the worker, then Temporal.
+            # The API and the worker together (the API takes no new work at once; the
+            # worker finishes its in-flight tasks), then Temporal, which they both need.
+            stop_processes([self.children[n] for n in ("api", "worker") if n in self.children])
             for name in ("api", "worker"):
-                running = self.children.get(name)
-                if running is not None:
-                    stop_process(running)
                 self.pid_file(name).unlink(missing_ok=True)
             if self.dev_server is not None:
                 self.dev_server.stop()
                 self.pid_file("temporal").unlink(missing_ok=True)
             sys.stdout.write("agentrt stopped\n")
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Leave as soon as `up` has stopped everything: its children are gone and its output
+    flushed, and the interpreter's teardown of the Temporal SDK's native runtime only adds
+    time (and can crash, sdk-python issue 300). Only for the real command (`argv` None)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -448,15 +547,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         sys.stderr.write(f"agentrt: invalid settings: {problems}\n")
         return EXIT_REFUSED
+    if args.command != "dev-server":
+        try:
+            # A PostgreSQL database that does not exist yet is created (or one line says
+            # what to run) before anything tries to migrate it.
+            if ensure_database(settings.resolved_database_url):
+                sys.stderr.write("agentrt: created the store's database\n")
+        except DatabaseUnavailable as err:
+            sys.stderr.write(f"agentrt: {err}\n")
+            return EXIT_REFUSED
+    if args.command in ("up", "api", "worker"):
+        _prepare_workspace(settings)
     handlers: dict[str, Callable[[Settings], int]] = {
-        "up": lambda s: Supervisor(s).run(),
+        "up": lambda s: _exit_now(Supervisor(s).run()) if argv is None else Supervisor(s).run(),
         "api": run_api,
         "worker": run_worker_command,
         "dev-server": run_dev_server,
         "migrate": run_migrate,
         "load-investigation": lambda s: run_load_investigation(s, args.file, args.workspace_id),
     }
-    return int(handlers[args.command](settings))
+    try:
+        return int(handlers[args.command](settings))
+    except StartupRefusal as refusal:
+        sys.stderr.write(f"agentrt: {refusal}\n")
+        return EXIT_REFUSED
 
 
 if __name__ == "__main__":

@@ -1,0 +1,98 @@
+"""Typed failures across the Temporal boundary (DESIGN.md, "Errors across the Temporal
+boundary").
+
+A workflow, an update validator or an activity that refuses something raises
+`ApplicationError(message, <WireError model>, type=<kind>, non_retryable=True)`
+(`WireError.application_error()` builds it). The model is the error's whole meaning:
+its `kind` names it, its fields carry what the client must be told, and its
+`http_status` / `response_body()` / `response_headers()` are its wire answer. Each
+model is defined next to the policy that refuses (the permission mediator, the
+session's queue, a turn's authorization), so a wire body exists in one place only;
+the API decodes the model (`decode_failure`) and answers with it, in one function
+(`api.errors.workflow_error`).
+
+Pure: no I/O, so workflows import it through `imports_passed_through`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
+
+UPDATE_EXPIRED = "update_expired"
+"""The type of the refusal of an update its sender stopped waiting for: no worker took
+it in time, which the API answers as it answers any worker that did not answer."""
+
+_KINDS: dict[str, type[WireError]] = {}
+
+
+class WireError(BaseModel):
+    """A refusal and its HTTP answer. Subclasses declare `kind: Literal["..."] = "..."`;
+    the kind is the `ApplicationError.type` it travels under."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        field = cls.model_fields.get("kind")
+        kind = field.default if field is not None else None
+        if not isinstance(kind, str):
+            return  # an abstract base (no kind of its own)
+        known = _KINDS.get(kind)
+        if known is not None and known.__qualname__ != cls.__qualname__:
+            raise TypeError(f"two WireError models of kind {kind!r}: {known} and {cls}")
+        _KINDS[kind] = cls
+
+    @property
+    def kind_name(self) -> str:
+        kind = getattr(self, "kind", None)
+        assert isinstance(kind, str), f"{type(self).__name__} declares no kind"
+        return kind
+
+    @property
+    def http_status(self) -> int:
+        raise NotImplementedError
+
+    def response_body(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def response_headers(self) -> Mapping[str, str]:
+        return {}
+
+    def application_error(self, message: str | None = None) -> ApplicationError:
+        """The exception to raise in a workflow, validator or activity."""
+        text = message or str(self.response_body().get("error") or self.kind_name)
+        return ApplicationError(text, self, type=self.kind_name, non_retryable=True)
+
+
+def wire_error_kinds() -> Mapping[str, type[WireError]]:
+    """Every kind a failure may carry, to the model that decodes it."""
+    return dict(_KINDS)
+
+
+def decode_failure(err: BaseException | None) -> WireError | None:
+    """The typed model an `ApplicationError` carries, or None when it carries none.
+
+    The details cross Temporal as JSON payloads of the pydantic converter. The client
+    decodes them without type hints (plain dicts), so they are decoded again here,
+    from the failure's payloads, with the model the error's type names.
+    """
+    if not isinstance(err, ApplicationError) or err.type is None:
+        return None
+    model = _KINDS.get(err.type)
+    if model is None:
+        return None
+    failure = err.failure
+    if failure is not None and failure.application_failure_info.details.payloads:
+        payloads = failure.application_failure_info.details.payloads[:1]
+        (value,) = pydantic_data_converter.payload_converter.from_payloads(payloads, [model])
+        if isinstance(value, model):
+            return value
+    if err.details and isinstance(err.details[0], Mapping):
+        return model.model_validate(err.details[0])
+    if err.details and isinstance(err.details[0], model):
+        return err.details[0]
+    return None

@@ -1,0 +1,83 @@
+"""Typed failures across Temporal: each refusal model survives the trip through the
+project's converter as an `ApplicationError`, and the API answers it with its own body."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.api.failure.v1 import Failure
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
+
+from api.errors import ApiError
+from runtime.agent_tools.errors import AuthorizationPending, ResearchDenied, TurnNotWaiting
+from runtime.failures import WireError, decode_failure, wire_error_kinds
+from runtime.policy.approval import InvalidApprovalMode
+from runtime.policy.permissions import (
+    Forbidden,
+    InvalidOption,
+    NotPending,
+    PolicyNotImplemented,
+    SentinelCollision,
+)
+from runtime.sessions.errors import PromptQueueFull, SessionNotFound
+
+REFUSALS: list[WireError] = [
+    Forbidden(request_id="r", session_id="s", reason="designated_mismatch", client_id="c"),
+    InvalidOption(request_id="r", session_id="s", option_id="nope"),
+    SentinelCollision(request_id="r", session_id="s"),
+    PolicyNotImplemented(request_id="r", session_id="s", policy="unanimous"),
+    NotPending(request_id="r"),
+    PromptQueueFull(session_id="s", limit=5),
+    SessionNotFound(session_id="s"),
+    InvalidApprovalMode(),
+    TurnNotWaiting(turn_id="t", status="completed"),
+    AuthorizationPending(turn_id="t", research_id="r"),
+    ResearchDenied(turn_id="t", research_id="r"),
+]
+
+
+def _across_temporal(err: ApplicationError) -> BaseException:
+    """What a client sees of an error a worker raised: encoded, then decoded."""
+    converter = pydantic_data_converter
+    failure = Failure()
+    converter.failure_converter.to_failure(err, converter.payload_converter, failure)
+    return converter.failure_converter.from_failure(failure, converter.payload_converter)
+
+
+@pytest.mark.parametrize("refusal", REFUSALS, ids=lambda r: r.kind_name)
+def test_a_refusal_crosses_temporal_whole(refusal: WireError) -> None:
+    back = _across_temporal(refusal.application_error())
+    assert isinstance(back, ApplicationError)
+    assert back.type == refusal.kind_name
+    assert back.non_retryable
+    # The client decodes details without type hints: plain JSON, the model's fields.
+    assert back.details[0] == refusal.model_dump(mode="json")
+    decoded = decode_failure(back)
+    assert decoded == refusal
+    assert type(decoded) is type(refusal)
+    answer = ApiError.of(decoded)
+    assert (answer.status, answer.body) == (refusal.http_status, refusal.response_body())
+
+
+def test_untyped_errors_decode_to_nothing() -> None:
+    assert decode_failure(_across_temporal(ApplicationError("boom", type="other"))) is None
+    assert decode_failure(ValueError("prompt_queue_full")) is None
+
+
+def test_every_kind_is_registered_once() -> None:
+    kinds = wire_error_kinds()
+    for refusal in REFUSALS:
+        assert kinds[refusal.kind_name] is type(refusal)
+
+
+def test_queue_full_asks_to_retry() -> None:
+    answer = ApiError.of(PromptQueueFull(session_id="s", limit=5))
+    assert answer.status == 503
+    assert answer.headers == {"Retry-After": "5"}
+    assert answer.body == {
+        "error": "Prompt queue is full (5 prompts, the active one included)",
+        "code": "prompt_queue_full",
+        "limit": 5,
+        "pendingCount": 5,
+        "sessionId": "s",
+    }

@@ -1,0 +1,45 @@
+"""`runtime/` is the shared kernel: it imports nothing above it (DESIGN.md, Layout).
+
+The API, the worker, workflows and activities import runtime; the CLI (`cli.py`)
+imports everything. An import the other way would pull the API or every activity
+into processes that need neither, and make the layers circular.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ABOVE_RUNTIME = ("api", "workflows", "activities", "worker", "cli", "bench", "tests")
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+RUNTIME_FILES = sorted((ROOT / "runtime").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", RUNTIME_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_runtime_imports_nothing_above_it(path: Path) -> None:
+    offending = [
+        f"{path.relative_to(ROOT)}:{line}: imports {module}"
+        for line, module in _imported_modules(path)
+        if module.split(".")[0] in ABOVE_RUNTIME
+    ]
+    assert not offending, "\n".join(offending)
+
+
+def test_the_walk_sees_the_runtime_package() -> None:
+    assert len(RUNTIME_FILES) > 20
+    assert ROOT / "runtime" / "settings.py" in RUNTIME_FILES

@@ -1,0 +1,125 @@
+"""The README as a newcomer reads it: every setting documented, every example working.
+
+The curl recipes of "A first agent-tools turn" and "A first session prompt" run
+against a real `agentrt up`, exactly as printed (only the port differs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cli import build_parser
+from runtime.settings import Settings
+from runtime.store import Store, upgrade_to_head
+from tests.test_up_e2e import _wait_http, _wait_worker_live, agentrt_up
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+RECIPE = re.compile(r"<!-- recipe: ([a-z-]+) -->\n```sh\n(.*?)```", re.DOTALL)
+RECIPES = dict(RECIPE.findall(README))
+README_URL = "http://127.0.0.1:4170"
+
+
+def _section(title: str) -> str:
+    start = README.index(f"\n## {title}")
+    end = README.find("\n## ", start + 1)
+    return README[start : end if end != -1 else None]
+
+
+def _environment_name(name: str) -> str:
+    alias = Settings.model_fields[name].validation_alias
+    choices = getattr(alias, "choices", None)
+    return str(choices[0]) if choices else f"AGENTRT_{name.upper()}"
+
+
+@pytest.mark.parametrize("name", [n for n in Settings.model_fields if n != "temporal_embedded"])
+def test_every_setting_is_in_the_configuration_table(name: str) -> None:
+    table = _section("Configuration")
+    assert f"`{_environment_name(name)}`" in table
+
+
+def test_every_flag_and_the_log_level_are_in_the_configuration_table() -> None:
+    table = _section("Configuration")
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    up = commands.choices["up"]
+    flags = [o for a in up._actions for o in a.option_strings if o not in ("-h", "--help")]
+    assert flags
+    missing = [flag for flag in flags if f"`{flag}`" not in table]
+    assert not missing
+    assert "`AGENTRT_LOG_LEVEL`" in table
+
+
+def test_commands_are_shown_with_the_venv() -> None:
+    """Commands a reader copies name `.venv/bin/...`: the venv is not assumed active."""
+    for block in re.findall(r"```sh\n(.*?)```", README, re.DOTALL):
+        for line in block.splitlines():
+            assert not re.match(r"\s*(agentrt|python|pip|pytest) ", line), line
+    assert "`python -m bench" not in README and "`agentrt load-investigation" not in README
+
+
+def test_the_investigation_example_loads(tmp_path: Path) -> None:
+    from runtime.investigation.loader import load_investigation
+
+    section = _section("Investigation data")
+    example = re.search(r"```json\n(.*?)```", section, re.DOTALL)
+    assert example is not None
+    path = tmp_path / "case.json"
+    path.write_text(example.group(1))
+    store = Store(f"sqlite:///{tmp_path / 'agentrt.db'}")
+    upgrade_to_head(store.engine)
+    try:
+        with store.session() as session:
+            counts = load_investigation(session, "example", json.loads(path.read_text()))
+    finally:
+        store.dispose()
+    assert counts["nodes"] == 2 and counts["edges"] == 1
+
+
+def test_the_recipes_are_all_there() -> None:
+    assert set(RECIPES) == {"agent-tools", "agent-tools-model", "session", "session-tool"}
+    for text in RECIPES.values():
+        assert text.startswith(f"A={README_URL}\n")
+
+
+def test_the_recipes_run_against_agentrt_up(tmp_path: Path) -> None:
+    if shutil.which("curl") is None or shutil.which("jq") is None:
+        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
+    outputs: dict[str, str] = {}
+    with agentrt_up(tmp_path) as up:
+        _wait_http(f"{up.api_url}/health")
+        _wait_worker_live(up.api_url)
+        for name, recipe in RECIPES.items():
+            work = tmp_path / name
+            work.mkdir()
+            done = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", recipe.replace(README_URL, up.api_url)],
+                cwd=work,
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
+            assert done.returncode == 0, f"{name}: {done.stdout}\n{done.stderr}"
+            outputs[name] = done.stdout
+    turn = outputs["agent-tools"]
+    assert '"admitted"' in turn
+    assert "Tomas Reiner is the beneficial owner" in turn
+    assert "[claim:c-beneficial-owner;" in turn and "source:s-audit-memo" in turn
+    assert outputs["agent-tools-model"].splitlines()[-2:] == [
+        "completed",
+        "Kestrel Holdings Ltd is registered in Cyprus.",
+    ]
+    session = outputs["session"]
+    assert '{"stopReason":"end_turn"}' in session
+    assert "`prompt` is required and must be a non-empty array of content blocks" in session
+    assert "event: turn_complete" in session
+    tool = outputs["session-tool"]
+    workspace = tmp_path.resolve() / ".data" / "workspace"
+    assert (workspace / "hello.txt").read_text() == "hi\n"
+    assert f'"workspaceCwd": "{workspace}"' in tool
