@@ -14,6 +14,7 @@ from activities.heartbeat import heartbeating
 from activities.llm import ChatMessage, ModelError, ModelProvider, ToolSpec
 from runtime.agent_tools.calls import execute_call
 from runtime.agent_tools.contracts import (
+    AgentToolsActivity,
     CallSummary,
     CallToolInput,
     ModelStepInput,
@@ -63,7 +64,7 @@ class AgentToolsActivities:
         self.provider = provider
         self.max_results = max_results
 
-    @activity.defn(name="agent_tools.call_tool")
+    @activity.defn(name=AgentToolsActivity.CALL_TOOL)
     async def call_tool(self, request: CallToolInput) -> CallSummary:
         """One idempotent gateway call; the workflow keeps only its references."""
         with tracer.start_as_current_span(f"tool {request.call.tool_id}"):
@@ -99,7 +100,7 @@ class AgentToolsActivities:
             findings=findings_of(record.tool_id, outcome),
         )
 
-    @activity.defn(name="agent_tools.read_research")
+    @activity.defn(name=AgentToolsActivity.READ_RESEARCH)
     async def read_research(self, request: ResearchStateInput) -> ResearchRead:
         """The state of the turn's research, read from the store (the source of truth).
 
@@ -131,7 +132,7 @@ class AgentToolsActivities:
             )
         return research
 
-    @activity.defn(name="agent_tools.model_step")
+    @activity.defn(name=AgentToolsActivity.MODEL_STEP)
     async def model_step(self, request: ModelStepInput) -> ModelStepResult:
         """Ask the model what to do next; the transcript lives in the journal, not in history.
 

@@ -32,6 +32,7 @@ from runtime.sessions.contracts import (
     ModelStepInput,
     ModelStepResult,
     OpenPromptInput,
+    SessionActivity,
     StopReason,
     ToolPreview,
     ToolStepInput,
@@ -76,7 +77,7 @@ class SessionActivities:
             )
         return self.provider
 
-    @activity.defn(name="session.open_prompt")
+    @activity.defn(name=SessionActivity.OPEN_PROMPT)
     async def open_prompt(self, request: OpenPromptInput) -> None:
         """The prompt's text, from the store, to the transcript and the session's stream."""
         text = await asyncio.to_thread(load_prompt, self.store, request.prompt_id)
@@ -105,7 +106,7 @@ class SessionActivities:
             session_stream(request.session_id), [event], f"{key}/user_message", request.retention
         )
 
-    @activity.defn(name="session.model_step")
+    @activity.defn(name=SessionActivity.MODEL_STEP)
     async def model_step(self, request: ModelStepInput) -> ModelStepResult:
         """Ask the model for the next step of a prompt; stream its text as session updates."""
         transcript = session_transcript_stream(request.session_id)
@@ -159,7 +160,7 @@ class SessionActivities:
         )
         return _result(answer, reply.finish_reason)
 
-    @activity.defn(name="session.preview_tool")
+    @activity.defn(name=SessionActivity.PREVIEW_TOOL)
     async def preview_tool(self, request: ToolStepInput) -> ToolPreview:
         """Describe the call (diff preview for edits) and announce it as a pending tool_call."""
         invocation = request.call
@@ -183,7 +184,7 @@ class SessionActivities:
             target_hash=expected,
         )
 
-    @activity.defn(name="session.run_tool")
+    @activity.defn(name=SessionActivity.RUN_TOOL)
     async def run_tool(self, request: ToolStepInput) -> ToolStepResult:
         """Run a read-only call, or refuse any call; report it and answer the model.
 
@@ -202,7 +203,7 @@ class SessionActivities:
             result = await self._tools(request).run(request.call)
         return await self._report(request, result)
 
-    @activity.defn(name="session.run_effect")
+    @activity.defn(name=SessionActivity.RUN_EFFECT)
     async def run_effect(self, request: ToolStepInput) -> ToolStepResult:
         """Run a call with a side effect, exactly once (files) or at most once (commands).
 

@@ -8,6 +8,8 @@ into processes that need neither, and make the layers circular.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,3 +45,29 @@ def test_runtime_imports_nothing_above_it(path: Path) -> None:
 def test_the_walk_sees_the_runtime_package() -> None:
     assert len(RUNTIME_FILES) > 20
     assert ROOT / "runtime" / "settings.py" in RUNTIME_FILES
+
+
+WORKFLOW_FILES = sorted((ROOT / "workflows").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_workflows_import_no_activity(path: Path) -> None:
+    """Workflows call activities by name (runtime contracts): the API imports workflows."""
+    offending = [
+        f"{path.relative_to(ROOT)}:{line}: imports {module}"
+        for line, module in _imported_modules(path)
+        if module.split(".")[0] in ("activities", "api", "worker", "cli")
+    ]
+    assert not offending, "\n".join(offending)
+
+
+def test_the_api_process_loads_no_activity() -> None:
+    """Workflow ids, search attributes and workflow classes are importable by the API
+    without pulling the activities (model clients, tools) into its process."""
+    code = (
+        "import sys, api.app; "
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('activities', 'worker')); "
+        "print(loaded); sys.exit(1 if loaded else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

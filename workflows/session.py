@@ -22,8 +22,6 @@ from workflows.search_attributes import KIND, STATUS, TENANT
 from workflows.session_permissions import SessionPermissions
 
 with workflow.unsafe.imports_passed_through():
-    from activities.journal import JournalActivities
-    from activities.session import SessionActivities
     from runtime.failures import UPDATE_EXPIRED
     from runtime.llm.contracts import ToolCall
     from runtime.policy.approval import (
@@ -42,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         OpenPromptInput,
         PromptItem,
         PromptView,
+        SessionActivity,
         SessionInput,
         SessionStatus,
         SetModelRequest,
@@ -51,13 +50,14 @@ with workflow.unsafe.imports_passed_through():
         SubmitResult,
         ToolPreview,
         ToolStepInput,
+        ToolStepResult,
         VoteRequest,
         VoteResult,
         WorkerBound,
     )
     from runtime.sessions.errors import PromptQueueFull, SessionNotFound
     from runtime.sessions.streams import session_event
-    from runtime.store.journal_contracts import AppendEventsInput, dedupe_key
+    from runtime.store.journal_contracts import APPEND_EVENTS, AppendEventsInput, dedupe_key
     from runtime.streams import session_stream
 
 
@@ -377,8 +377,8 @@ class SessionWorkflow:
         assert self._input is not None
         run_id = workflow.info().run_id
         # The text is in the store, never in history: an activity reads it.
-        await workflow.execute_local_activity_method(
-            SessionActivities.open_prompt,
+        await workflow.execute_local_activity(
+            SessionActivity.OPEN_PROMPT,
             OpenPromptInput(
                 session_id=self._input.session_id,
                 prompt_id=item.prompt_id,
@@ -410,21 +410,26 @@ class SessionWorkflow:
             shell_enabled=self._input.shell_enabled,
             retention=self._input.event_retention,
         )
+        result: ModelStepResult
         if self._provider == "scripted":
             # Built in and instant: a local activity keeps a prompt to few workflow tasks.
-            return await workflow.execute_local_activity_method(
-                SessionActivities.model_step,
+            result = await workflow.execute_local_activity(
+                SessionActivity.MODEL_STEP,
                 request,
+                result_type=ModelStepResult,
                 start_to_close_timeout=_LOCAL,
                 retry_policy=_RETRY,
             )
-        return await workflow.execute_activity_method(
-            SessionActivities.model_step,
+            return result
+        result = await workflow.execute_activity(
+            SessionActivity.MODEL_STEP,
             request,
+            result_type=ModelStepResult,
             start_to_close_timeout=timedelta(minutes=10),
             heartbeat_timeout=timedelta(seconds=10),
             retry_policy=_RETRY,
         )
+        return result
 
     async def _cancellable(self, coroutine: Any) -> Any:
         """Await an activity, cancelling it when the prompt is cancelled."""
@@ -453,9 +458,10 @@ class SessionWorkflow:
             shell_enabled=self._input.shell_enabled,
             retention=self._input.event_retention,
         )
-        preview: ToolPreview = await workflow.execute_local_activity_method(
-            SessionActivities.preview_tool,
+        preview: ToolPreview = await workflow.execute_local_activity(
+            SessionActivity.PREVIEW_TOOL,
             step_input,
+            result_type=ToolPreview,
             start_to_close_timeout=_LOCAL,
             retry_policy=_RETRY,
         )
@@ -492,9 +498,10 @@ class SessionWorkflow:
             # to the content the call was proposed (and maybe approved) on.
             step_input.expected_hash = preview.target_hash
             await self._cancellable(
-                workflow.execute_activity_method(
-                    SessionActivities.run_effect,
+                workflow.execute_activity(
+                    SessionActivity.RUN_EFFECT,
                     step_input,
+                    result_type=ToolStepResult,
                     start_to_close_timeout=timedelta(minutes=10),
                     heartbeat_timeout=timedelta(seconds=10),
                     retry_policy=_EFFECT_RETRY,
@@ -503,9 +510,10 @@ class SessionWorkflow:
             return
         # Reads and refusals: only the journal is written, with dedupe keys.
         await self._cancellable(
-            workflow.execute_local_activity_method(
-                SessionActivities.run_tool,
+            workflow.execute_local_activity(
+                SessionActivity.RUN_TOOL,
                 step_input,
+                result_type=ToolStepResult,
                 start_to_close_timeout=_LOCAL,
                 retry_policy=_RETRY,
             )
@@ -545,8 +553,8 @@ class SessionWorkflow:
         assert self._input is not None
         self._events += 1
         event = session_event(event_type, data, prompt_id=prompt_id, originator=originator)
-        await workflow.execute_local_activity_method(
-            JournalActivities.append_events,
+        await workflow.execute_local_activity(
+            APPEND_EVENTS,
             AppendEventsInput(
                 stream=session_stream(self._input.session_id),
                 events=[event],

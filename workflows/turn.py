@@ -23,13 +23,13 @@ from temporalio.exceptions import ActivityError
 from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 with workflow.unsafe.imports_passed_through():
-    from activities.agent_tools import AgentToolsActivities
-    from activities.journal import JournalActivities
     from runtime.agent_tools.contracts import (
+        AgentToolsActivity,
         CallRequest,
         CallSummary,
         CallToolInput,
         ModelStepInput,
+        ModelStepResult,
         ResearchDecided,
         ResearchRead,
         ResearchStateInput,
@@ -42,7 +42,12 @@ with workflow.unsafe.imports_passed_through():
     from runtime.agent_tools.errors import AuthorizationPending, ResearchDenied, TurnNotWaiting
     from runtime.agent_tools.events import event_data
     from runtime.investigation.research import decision_route
-    from runtime.store.journal_contracts import AppendEventsInput, NewEvent, dedupe_key
+    from runtime.store.journal_contracts import (
+        APPEND_EVENTS,
+        AppendEventsInput,
+        NewEvent,
+        dedupe_key,
+    )
     from runtime.streams import agent_tools_events_stream, turn_transcript_stream
     from workflows.deterministic_agent import PLAN, next_step, summarize, summary_refs
     from workflows.turn_outcome import model_turn_outcome
@@ -186,8 +191,8 @@ class TurnWorkflow:
     async def _run_model_agent(self, request: TurnInput) -> None:
         stream = turn_transcript_stream(request.instance, request.workspace, request.turn_id)
         for step in range(request.max_steps):
-            decision = await workflow.execute_activity_method(
-                AgentToolsActivities.model_step,
+            decision: ModelStepResult = await workflow.execute_activity(
+                AgentToolsActivity.MODEL_STEP,
                 ModelStepInput(
                     instance=request.instance,
                     workspace=request.workspace,
@@ -195,6 +200,7 @@ class TurnWorkflow:
                     transcript_stream=stream,
                     step=step,
                 ),
+                result_type=ModelStepResult,
                 start_to_close_timeout=timedelta(minutes=5),
                 heartbeat_timeout=timedelta(seconds=10),
                 retry_policy=_TOOL_RETRY,
@@ -322,8 +328,8 @@ class TurnWorkflow:
             [("agent.tool.requested", requested), ("agent.tool.started", {"tool_id": tool_id})],
             call_id=call_id,
         )
-        summary = await workflow.execute_activity_method(
-            AgentToolsActivities.call_tool,
+        summary: CallSummary = await workflow.execute_activity(
+            AgentToolsActivity.CALL_TOOL,
             CallToolInput(
                 instance=self._input.instance,
                 workspace=self._input.workspace,
@@ -338,6 +344,7 @@ class TurnWorkflow:
                 transcript_stream=transcript,
                 tool_call_id=tool_call_id,
             ),
+            result_type=CallSummary,
             start_to_close_timeout=_TOOL_TIMEOUT,
             retry_policy=_TOOL_RETRY,
         )
@@ -373,13 +380,14 @@ class TurnWorkflow:
             ],
             call_id=call_id,
         )
-        read: ResearchRead = await workflow.execute_activity_method(
-            AgentToolsActivities.read_research,
+        read: ResearchRead = await workflow.execute_activity(
+            AgentToolsActivity.READ_RESEARCH,
             ResearchStateInput(
                 workspace=self._input.workspace,
                 research_id=research,
                 expected=self._decisions.get(research),
             ),
+            result_type=ResearchRead,
             start_to_close_timeout=_TOOL_TIMEOUT,
             retry_policy=_READ_RETRY,
         )
@@ -413,9 +421,10 @@ class TurnWorkflow:
         summary = await self._call("research.get_state", {"research_id": self._research_id}, key)
         if summary.research_state is not None:
             return summary.research_state
-        read: ResearchRead = await workflow.execute_activity_method(
-            AgentToolsActivities.read_research,
+        read: ResearchRead = await workflow.execute_activity(
+            AgentToolsActivity.READ_RESEARCH,
             ResearchStateInput(workspace=self._input.workspace, research_id=self._research_id),
+            result_type=ResearchRead,
             start_to_close_timeout=_TOOL_TIMEOUT,
             retry_policy=_READ_RETRY,
         )
@@ -487,8 +496,8 @@ class TurnWorkflow:
             )
             for event_type, payload in events
         ]
-        await workflow.execute_local_activity_method(
-            JournalActivities.append_events,
+        await workflow.execute_local_activity(
+            APPEND_EVENTS,
             AppendEventsInput(
                 stream=agent_tools_events_stream(self._input.instance, self._input.workspace),
                 events=batch,

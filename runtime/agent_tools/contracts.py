@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -28,6 +29,15 @@ EVENT_TYPES = (
     "agent.turn.completed",
     "agent.error",
 )
+
+
+class AgentToolsActivity(StrEnum):
+    """The agent-tools activities, by name: activities/agent_tools.py implements them,
+    and TurnWorkflow calls them by these names (the API never imports an activity)."""
+
+    CALL_TOOL = "agent_tools.call_tool"
+    READ_RESEARCH = "agent_tools.read_research"
+    MODEL_STEP = "agent_tools.model_step"
 
 
 class CallRequest(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -12,6 +13,19 @@ from runtime.llm.contracts import ToolCall
 # The longest prompt deadline (`deadlineMs`, `--prompt-deadline-ms`): 2^31-1 ms, about
 # 24.8 days, the longest delay JavaScript's setTimeout honours (the reference daemon's bound).
 MAX_DEADLINE_MS = 2**31 - 1
+
+
+class SessionActivity(StrEnum):
+    """The session activities, by name: activities/session.py implements them, and
+    SessionWorkflow calls them by these names (so the API, which imports the workflow,
+    never imports an activity)."""
+
+    OPEN_PROMPT = "session.open_prompt"
+    MODEL_STEP = "session.model_step"
+    PREVIEW_TOOL = "session.preview_tool"
+    RUN_TOOL = "session.run_tool"
+    RUN_EFFECT = "session.run_effect"
+
 
 StopReason = Literal["end_turn", "cancelled", "max_tokens", "error", "length", "refusal"]
 

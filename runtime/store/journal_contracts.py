@@ -12,6 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+# The journal's append activity, by name (activities/journal.py implements it).
+APPEND_EVENTS = "journal.append_events"
+
 
 class NewEvent(BaseModel):
     """An event to append; the journal gives it its seq and timestamp."""
