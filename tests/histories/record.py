@@ -2,9 +2,9 @@
 
     .venv/bin/python -m tests.histories.record
 
-Re-record only when a change to workflow code is *meant* to break replay of running
-workflows (and then version it with `workflow.patched` instead, when running workflows
-must keep going). Each run goes through the real API and worker, in process, on a
+Keep the histories of earlier code (rename them, e.g. `turn-before-decision-signal.json`)
+when recording new ones: workflows started then may still be running, and their
+histories must keep replaying (`workflow.patched` versions a change that breaks them). Each run goes through the real API and worker, in process, on a
 throwaway Temporal dev server; the histories are written next to this file as JSON.
 """
 
