@@ -4,8 +4,9 @@
 
 Keep the histories of earlier code (rename them, e.g. `turn-before-decision-signal.json`)
 when recording new ones: workflows started then may still be running, and their
-histories must keep replaying (`workflow.patched` versions a change that breaks them). Each run goes through the real API and worker, in process, on a
-throwaway Temporal dev server; the histories are written next to this file as JSON.
+histories must keep replaying (`workflow.patched` versions a change that breaks them).
+Each run goes through the real API and worker, in process, on a throwaway Temporal dev
+server; the histories are written next to this file as JSON.
 """
 
 from __future__ import annotations
