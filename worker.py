@@ -27,7 +27,8 @@ log = logging.getLogger("agentrt.worker")
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The worker's sandbox, also used to replay recorded histories (tests/test_replay.py)."""
+    """The worker's sandbox, also used to replay recorded histories
+    (tests/workflows/test_replay.py)."""
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_all_modules()
     )

@@ -1,7 +1,7 @@
 """The feature tags `/capabilities` advertises: only those whose behaviour exists here.
 
 Each surface that lands adds its tags to FEATURES, with the deployment toggle
-(if any) that turns the behaviour on. `tests/test_capabilities.py` fails when a
+(if any) that turns the behaviour on. `tests/api/test_capabilities.py` fails when a
 tag is advertised without a behaviour test.
 """
 

@@ -1,0 +1,12 @@
+"""agentrt's tests, laid out like the code they test.
+
+| folder | tests |
+|---|---|
+| `tests/api/` | routes, security chain, OpenAPI, SSE (the app in process, real Temporal dev server) |
+| `tests/workflows/` | workflow logic (time-skipping server), replay of recorded histories |
+| `tests/activities/` | workspace tools and effects, model providers |
+| `tests/runtime/` | journal, settings, store, pure policy, layering, investigation data |
+| `tests/e2e/` | the product as users run it: `agentrt up`, crashes, chaos, README recipes, SDKs |
+
+Shared fixtures are in `tests/conftest.py`; helpers in `tests/*_helpers.py` and `tests/fakes/`.
+"""

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run_skipping_test(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess[str]:

@@ -27,7 +27,7 @@ from runtime.sessions.streams import envelope
 from runtime.store import EventJournal, Store
 from runtime.streams import session_stream
 from tests.agent_tools_helpers import DEMO_PROMPT
-from tests.test_up_e2e import _wait_http, agentrt_up
+from tests.e2e.test_up_e2e import _wait_http, agentrt_up
 
 ROUNDS = 6
 DEADLINE = 240.0

@@ -7,8 +7,8 @@ import json
 from activities.llm import ScriptedModel, provider_from_settings
 from runtime.settings import Settings
 from tests.agent_tools_helpers import Browser
+from tests.api.test_agent_tools_api import GatewayFactory, gateway  # noqa: F401
 from tests.fakes.openai_server import FakeOpenAI
-from tests.test_agent_tools_api import GatewayFactory, gateway  # noqa: F401
 
 SCRIPTED_PROMPT = "\n".join(
     [

@@ -53,7 +53,7 @@ CHECKS = [
     response_headers_conformance,
     response_schema_conformance,
 ]
-# An SSE stream never ends on its own; its 4xx are covered by tests/test_session_events.py.
+# An SSE stream never ends on its own; its 4xx are covered by tests/api/test_session_events.py.
 SKIPPED = {("GET", "/session/{session_id}/events")}
 # A long poll waits up to `wait` seconds when nothing happens: keep the run short.
 OVERRIDES: dict[tuple[str, str], dict[str, Any]] = {

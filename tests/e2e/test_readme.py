@@ -18,9 +18,9 @@ import pytest
 from cli import build_parser
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
-from tests.test_up_e2e import _wait_http, _wait_worker_live, agentrt_up
+from tests.e2e.test_up_e2e import _wait_http, _wait_worker_live, agentrt_up
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 RECIPE = re.compile(r"<!-- recipe: ([a-z-]+) -->\n```sh\n(.*?)```", re.DOTALL)
 RECIPES = dict(RECIPE.findall(README))

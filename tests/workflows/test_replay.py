@@ -3,7 +3,7 @@
 A change that breaks the determinism of workflows already running in production fails
 here, before it reaches users: a running session or turn would otherwise be stuck on a
 non-determinism error after the upgrade. The histories are recorded by
-`python -m tests.histories.record`; see its docstring for when to re-record.
+`python -m tests.workflows.histories.record`; see its docstring for when to re-record.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+from tests.e2e.test_session_durability import WorkerFactory, split  # noqa: F401
 from tests.session_helpers import Daemon
-from tests.test_session_durability import WorkerFactory, split  # noqa: F401
 
 VOTE = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
 

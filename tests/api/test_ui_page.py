@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ApiFactory
-from tests.test_up_e2e import _wait_http, _wait_worker_live, agentrt_up
+from tests.e2e.test_up_e2e import _wait_http, _wait_worker_live, agentrt_up
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BROWSER_DIR = ROOT / "tests" / "browser"
 SCRIPT = BROWSER_DIR / "agent_tools_page.mjs"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")

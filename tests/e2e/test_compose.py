@@ -21,7 +21,7 @@ from temporalio.api.enums.v1 import IndexedValueType
 
 from runtime.temporal import SEARCH_ATTRIBUTES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 

@@ -146,7 +146,7 @@ def test_authorization_wait_survives_kill_9_of_everything(tmp_path: Path) -> Non
 
     import httpx
 
-    from tests.test_up_e2e import _wait_http, agentrt_up
+    from tests.e2e.test_up_e2e import _wait_http, agentrt_up
 
     def wait_event(client: httpx.Client, turn_id: str, kind: str) -> dict[str, Any]:
         deadline = time.monotonic() + 90

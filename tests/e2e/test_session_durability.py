@@ -20,9 +20,9 @@ from temporalio.testing import WorkflowEnvironment
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
 from tests.conftest import ApiFactory
+from tests.e2e.test_agent_tools_durability import _wait_children_gone
 from tests.fakes.openai_server import FakeOpenAI
 from tests.session_helpers import Daemon, write_prompt
-from tests.test_agent_tools_durability import _wait_children_gone
 
 WorkerFactory = Callable[..., subprocess.Popen[bytes]]
 
@@ -130,7 +130,7 @@ async def test_prompt_spanning_kill_9_mid_model_call(
 
 
 def test_sessions_survive_a_restart_of_everything(tmp_path: Path) -> None:
-    from tests.test_up_e2e import _wait_http, agentrt_up
+    from tests.e2e.test_up_e2e import _wait_http, agentrt_up
 
     workspace = tmp_path / "ws"
     workspace.mkdir()

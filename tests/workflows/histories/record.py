@@ -1,6 +1,6 @@
-"""Record the histories that `tests/test_replay.py` replays: a few representative runs.
+"""Record the histories that `tests/workflows/test_replay.py` replays: a few representative runs.
 
-    .venv/bin/python -m tests.histories.record
+    .venv/bin/python -m tests.workflows.histories.record
 
 Keep the histories of earlier code (rename them, e.g. `turn-before-decision-signal.json`)
 when recording new ones: workflows started then may still be running, and their

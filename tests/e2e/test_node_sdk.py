@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_up_e2e import _wait_http, _wait_worker_live, agentrt_up
+from tests.e2e.test_up_e2e import _wait_http, _wait_worker_live, agentrt_up
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / "tests" / "node"
 SCRIPT = NODE_DIR / "daemon_client.mjs"
 SDK_DIR = NODE_DIR / "node_modules" / "@qwen-code" / "sdk"

@@ -12,9 +12,9 @@ from temporalio.testing import WorkflowEnvironment
 from api.app import create_app
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
+from tests.api.test_session_events import _Server
 from tests.conftest import free_port
 from tests.session_helpers import Daemon, write_prompt
-from tests.test_session_events import _Server
 from worker import build_worker
 
 

@@ -1,0 +1,98 @@
+"""Every advertised feature tag must have a behaviour test: no tag without a behaviour."""
+
+from __future__ import annotations
+
+import importlib
+
+from api.capabilities import FEATURES, advertised_features
+from runtime.settings import Settings
+
+# tag -> the tests that show its behaviour ("module::function").
+BEHAVIOUR_TESTS: dict[str, list[str]] = {
+    "health": [
+        "tests.api.test_routes::test_health_ok",
+        "tests.api.test_routes::test_health_deep_counters",
+    ],
+    "capabilities": ["tests.api.test_routes::test_capabilities_shape"],
+    "daemon_status": [
+        "tests.api.test_routes::test_daemon_status_full_sees_the_worker",
+        "tests.api.test_routes::test_daemon_status_rejects_unknown_detail",
+    ],
+    "require_auth": ["tests.api.test_security::test_require_auth_removes_the_health_exemption"],
+    "allow_origin": [
+        "tests.api.test_security::test_allowlisted_origin_gets_cors_headers",
+        "tests.api.test_security::test_preflight_of_an_allowlisted_origin_is_204",
+    ],
+    "rate_limit": ["tests.api.test_security::test_read_tier_429_with_retry_after"],
+    "session_create": [
+        "tests.api.test_sessions::test_create_attach_and_thread",
+        "tests.api.test_sessions::test_concurrent_creates_coalesce",
+    ],
+    "session_scope_override": ["tests.api.test_sessions::test_create_attach_and_thread"],
+    "session_list": ["tests.api.test_sessions::test_list_sessions"],
+    "session_prompt": [
+        "tests.api.test_sessions::test_prompt_streams_and_completes",
+        "tests.api.test_sessions::test_prefer_wait_blocks_until_the_end",
+    ],
+    "non_blocking_prompt": ["tests.api.test_sessions::test_prompt_streams_and_completes"],
+    "prompt_absolute_deadline": [
+        "tests.api.test_sessions::test_prompt_deadline_cancels_a_prompt_that_runs_too_long"
+    ],
+    "session_cancel": [
+        "tests.api.test_sessions::test_sixth_prompt_is_refused_and_cancel_only_hits_the_active_one"
+    ],
+    "session_events": [
+        "tests.api.test_session_events::test_live_frames_layout_and_envelope",
+        "tests.api.test_session_events::test_last_event_id_replays_then_replay_complete_then_live",
+    ],
+    "slow_client_warning": [
+        "tests.api.test_session_events::test_slow_client_is_warned_once_then_evicted"
+    ],
+    "session_close": ["tests.api.test_sessions::test_delete_closes_the_session"],
+    "session_metadata": ["tests.api.test_sessions::test_metadata"],
+    "client_identity": ["tests.api.test_sessions::test_permission_request_shape_and_approval"],
+    "client_heartbeat": ["tests.api.test_sessions::test_heartbeat"],
+    "session_set_model": ["tests.api.test_sessions::test_model_switch"],
+    "session_approval_mode_control": ["tests.api.test_sessions::test_approval_mode_and_context"],
+    "session_context": ["tests.api.test_sessions::test_approval_mode_and_context"],
+    "session_load": ["tests.api.test_sessions::test_load_and_resume_bring_a_closed_session_back"],
+    "session_resume": [
+        "tests.api.test_sessions::test_load_and_resume_bring_a_closed_session_back",
+        "tests.api.test_sessions::test_load_and_resume_race",
+    ],
+    "unstable_session_resume": [
+        "tests.api.test_sessions::test_load_and_resume_bring_a_closed_session_back"
+    ],
+    "permission_vote": ["tests.api.test_sessions::test_permission_request_shape_and_approval"],
+    "session_permission_vote": ["tests.api.test_sessions::test_session_scoped_vote_and_rejection"],
+    "permission_mediation": [
+        "tests.api.test_sessions::test_policy_designated",
+        "tests.api.test_sessions::test_policy_consensus",
+        "tests.api.test_sessions::test_policy_local_only",
+        "tests.workflows.test_session_permission_timeout::test_five_minute_timeout_on_the_time_skipping_server",
+    ],
+}
+
+
+def _everything_on() -> Settings:
+    return Settings(
+        token="t", require_auth=True, allow_origin=["https://a.example"], rate_limit=True
+    )
+
+
+def test_every_advertised_tag_has_a_behaviour_test() -> None:
+    advertised = advertised_features(_everything_on())
+    assert advertised == [tag for tag, _ in FEATURES]
+    missing = [tag for tag in advertised if not BEHAVIOUR_TESTS.get(tag)]
+    assert missing == [], f"tags advertised without a behaviour test: {missing}"
+    for tag in advertised:
+        for ref in BEHAVIOUR_TESTS[tag]:
+            module_name, function = ref.split("::")
+            module = importlib.import_module(module_name)
+            assert callable(getattr(module, function, None)), f"{tag}: {ref} does not exist"
+
+
+def test_conditional_tags_follow_their_toggles() -> None:
+    plain = advertised_features(Settings())
+    for conditional in ("require_auth", "allow_origin", "rate_limit"):
+        assert conditional not in plain
