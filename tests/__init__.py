@@ -2,7 +2,7 @@
 
 | folder | tests |
 |---|---|
-| `tests/api/` | routes, security chain, OpenAPI, SSE (the app in process, real Temporal dev server) |
+| `tests/api/` | routes, security chain, OpenAPI, SSE (the app in process, a real dev server) |
 | `tests/workflows/` | workflow logic (time-skipping server), replay of recorded histories |
 | `tests/activities/` | workspace tools and effects, model providers |
 | `tests/runtime/` | journal, settings, store, pure policy, layering, investigation data |
