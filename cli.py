@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
 import logging
 import os
 import signal
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import httpx
 from pydantic import ValidationError
@@ -181,8 +182,34 @@ def check_ports(ports: Sequence[tuple[str, str, int, str]]) -> None:
         if port and port_in_use(host, port):
             raise StartupRefusal(
                 f"port {port} ({what}) is already in use on {host}: is another agentrt "
-                f"running? Stop it, or choose another port with {flag}"
+                f"running? Stop it, or choose another port with {flag} "
+                f"(AGENTRT_{flag.removeprefix('--').replace('-', '_').upper()})"
             )
+
+
+def lock_data_dir(data_dir: Path) -> IO[str]:
+    """Hold `<data-dir>/agentrt.lock` for as long as this process lives (the kernel drops
+    the lock when it dies, `kill -9` included).
+
+    Raises:
+        StartupRefusal: when another `agentrt up` holds it.
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(data_dir / "agentrt.lock", "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "?"
+        handle.close()
+        raise StartupRefusal(
+            f"{data_dir} is in use by another agentrt up (pid {holder}): stop it, or give "
+            "this one its own data dir (AGENTRT_DATA_DIR or --data-dir)"
+        ) from None
+    handle.truncate(0)
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
 
 
 def _prepare_workspace(settings: Settings) -> None:
@@ -323,6 +350,7 @@ class Supervisor:
         self.settings = settings
         self.stopping = False
         self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self._lock: IO[str] | None = None
         self.dev_server: DevServer | None = None
         self.temporal_backoff = Backoff()
         self.temporal_started = 0.0
@@ -462,8 +490,10 @@ class Supervisor:
         from runtime.temporal import stop_processes
 
         settings = self.settings
-        # Before anything else: a second `agentrt up` must not migrate, spawn, say it is
-        # up and then die on an address in use.
+        # Before anything else: a second `agentrt up` on the same data dir would run a
+        # second Temporal server on the same temporal.db and share the store; one on the
+        # same ports would migrate, spawn, say it is up and then die on an address in use.
+        self._lock = lock_data_dir(settings.resolved_data_dir)
         check_ports(self.ports_to_check())
         signal.signal(signal.SIGINT, self._signal)
         signal.signal(signal.SIGTERM, self._signal)

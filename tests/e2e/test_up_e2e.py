@@ -148,6 +148,14 @@ def test_up_serves_everything_and_stops_cleanly(tmp_path: Path) -> None:
             refused = second.output().strip().splitlines()
         assert len(refused) == 1, refused
         assert f"port {ports[0]} (API) is already in use" in refused[0]
+        # Other ports, the same data dir: refused too (one Temporal per temporal.db), and
+        # the running one's pid files stay.
+        with agentrt_up(tmp_path) as third:
+            assert third.process.wait(60) == 2
+            refused = third.output().strip().splitlines()
+        assert len(refused) == 1, refused
+        assert "is in use by another agentrt up" in refused[0]
+        assert (tmp_path / ".data" / "temporal.pid").exists()
         assert up.process.poll() is None
         output = _stop(up)
     assert "http://127.0.0.1:" in output and "Web UI" in output
