@@ -21,6 +21,7 @@ from api.routes import (
     agent_tools,
     capabilities,
     daemon_status,
+    docs,
     health,
     index,
     permissions,
@@ -87,7 +88,7 @@ def create_app(
         title="agentrt",
         version=__version__,
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # served by api/routes/docs.py, without a CDN
         redoc_url=None,
     )
     app.state.settings = settings
@@ -101,6 +102,7 @@ def create_app(
     install_error_handlers(app)
     install_openapi(app)
     app.include_router(index.router)
+    app.include_router(docs.router)
     app.include_router(health.router)
     app.include_router(capabilities.router)
     app.include_router(daemon_status.router)

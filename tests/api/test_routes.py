@@ -172,3 +172,16 @@ async def test_one_access_line_per_request_without_query_values(
     assert re.fullmatch(r"GET /capabilities\?token&x 401 \d+\.\d ms", lines[1]), lines[1]
     assert lines[2].startswith("GET /capabilities 200 ")
     assert not any("leaked-value" in line or "s3cret" in line for line in lines)
+
+
+async def test_docs_load_nothing_from_elsewhere(api: ApiFactory) -> None:
+    """Swagger UI comes from this server: /docs works on a machine without the internet."""
+    client = await api()
+    page = await client.get("/docs")
+    assert page.status_code == 200
+    assert "/docs/assets/swagger-ui-bundle.js" in page.text
+    assert "cdn." not in page.text and "https://" not in page.text
+    script = await client.get("/docs/assets/swagger-ui-bundle.js")
+    assert script.status_code == 200 and "SwaggerUIBundle" in script.text
+    assert (await client.get("/docs/assets/swagger-ui.css")).status_code == 200
+    assert (await client.get("/docs/assets/../../settings.py")).status_code == 404
