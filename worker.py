@@ -15,6 +15,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import build_activities
+from activities.activity_log import ActivityLog
 from activities.llm import ModelProvider, provider_from_settings
 from runtime import temporal
 from runtime.settings import Settings
@@ -51,6 +52,7 @@ def build_worker(
         # sessions and a cheaper first task per session. The sandbox's checks on
         # non-deterministic calls still apply.
         workflow_runner=workflow_runner(),
+        interceptors=[ActivityLog()],
         identity=f"agentrt-worker-{os.getpid()}@{socket.gethostname()}",
     )
 

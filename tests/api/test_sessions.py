@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -980,3 +981,22 @@ async def test_temporal_outage_answers_503_and_changes_nothing(
     finally:
         if proxy.server is not None:
             await proxy.cut()
+
+
+async def test_the_worker_logs_each_activity_attempt(
+    daemon: DaemonFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agentrt.activity")
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    waited = await d.client.post(
+        f"/session/{sid}/prompt",
+        headers={"Prefer": "wait"},
+        json={"prompt": [{"type": "text", "text": "hello"}]},
+    )
+    assert waited.json() == {"stopReason": "end_turn"}
+    lines = [r.getMessage() for r in caplog.records if r.name == "agentrt.activity"]
+    assert any(
+        line.startswith(f"session.model_step (local) for session/{sid} attempt 1: ok in ")
+        for line in lines
+    ), lines
