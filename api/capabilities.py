@@ -43,6 +43,10 @@ FEATURES: list[tuple[str, Callable[[Settings], bool]]] = [
     ("permission_vote", _always),
     ("session_permission_vote", _always),
     ("permission_mediation", _always),
+    # Workspace files (GET /file, /list, /glob, /stat; /file/bytes; POST /file/write, /edit).
+    ("workspace_file_read", _always),
+    ("workspace_file_bytes", _always),
+    ("workspace_file_write", _always),
     # Conditional tags: present only when the operator turned the behaviour on.
     ("require_auth", lambda s: s.require_auth),
     ("allow_origin", lambda s: bool(s.allow_origin)),

@@ -51,7 +51,10 @@ DESCRIPTIONS: dict[int, str] = {
     403: "Refused by the Host allowlist or the CORS policy, or by the route's own guard.",
     404: "No such resource (or no route matches the decoded path).",
     409: "The resource is not in a state that allows this.",
-    413: "The request body is larger than the daemon's limit (`payload_too_large`).",
+    413: "The request body is larger than the daemon's limit (`payload_too_large`), or a "
+    "file is too large for a text read (`file_too_large`).",
+    422: "The request is well formed but cannot apply to the target (`binary_file`, "
+    "`text_not_found`, `ambiguous_text_match`).",
     429: "Rate limit reached (`rate_limit_exceeded`, `subscriber_limit_exceeded`).",
     500: 'Internal error (`{"error": "Internal error", "code": -32000, "data": {...}}`).',
     501: "Not implemented by this daemon.",

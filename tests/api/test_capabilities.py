@@ -71,6 +71,18 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
         "tests.api.test_sessions::test_policy_local_only",
         "tests.workflows.test_session_permission_timeout::test_five_minute_timeout_on_the_time_skipping_server",
     ],
+    "workspace_file_read": [
+        "tests.api.test_workspace_files::test_read_file_whole",
+        "tests.api.test_workspace_files::test_read_file_errors",
+        "tests.api.test_workspace_files::test_stat_list_glob",
+    ],
+    "workspace_file_bytes": ["tests.api.test_workspace_files::test_read_bytes_windows"],
+    "workspace_file_write": [
+        "tests.api.test_workspace_files::test_write_create_then_replace",
+        "tests.api.test_workspace_files::test_eight_concurrent_replaces_one_wins",
+        "tests.api.test_workspace_files::test_edit_preserves_crlf_and_bom",
+        "tests.api.test_workspace_files::test_mutations_need_a_configured_token_on_loopback",
+    ],
 }
 
 

@@ -1,0 +1,421 @@
+"""The daemon's workspace file routes (spec session-daemon-http-protocol): GET /file,
+/file/bytes, /stat, /list, /glob, and the strict mutation routes POST /file/write and
+/file/edit. router → runtime.workspace.fs (the same code the session agent's file tools
+use), synchronous file work run on a thread; no Temporal involved.
+
+Every answer, success or error, carries `Cache-Control: no-store` and
+`X-Content-Type-Options: nosniff`; errors are `{errorKind, error, hint, status}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, Final, Literal, cast
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.routing import APIRoute
+from starlette.responses import JSONResponse
+
+from activities.workspace.tools import SEARCH_TIMEOUT_SECONDS, run_search
+from api.deps import SettingsDep
+from api.errors import ApiError, json_error
+from api.input_bounds import MAX_PATH_CHARS
+from api.openapi import errors, json_body
+from api.routes.session_common import read_body
+from api.routes.workspace_models import (
+    DirectoryList,
+    EditFileBody,
+    FileBytes,
+    FileEdited,
+    FileRead,
+    FileStat,
+    FileWritten,
+    GlobResult,
+    ListEntryModel,
+    WriteFileBody,
+)
+from api.security import require_configured_token
+from runtime.settings import Settings
+from runtime.workspace import fs
+from runtime.workspace.text import ENCODINGS, LINE_ENDINGS, Encoding, LineEnding
+
+FILE_HEADERS: Final = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+MAX_PATTERN_CHARS: Final = 1024
+
+
+class FileRoute(APIRoute):
+    """Answers `FileError`s (and any `ApiError` of the route's guards) in place, and adds
+    the no-store / nosniff headers to every answer of the route."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def file_handler(request: Request) -> Response:
+            try:
+                response = await handler(request)
+            except fs.FileError as err:
+                response = JSONResponse(err.body(), status_code=err.status)
+            except ApiError as err:
+                response = json_error(err.status, err.body, err.headers)
+            response.headers.update(FILE_HEADERS)
+            return response
+
+        return file_handler
+
+
+router = APIRouter(route_class=FileRoute)
+
+
+# -- parameters -------------------------------------------------------------------------
+
+
+def _param(name: str, schema: dict[str, Any], description: str, required: bool = False) -> Any:
+    return {
+        "name": name,
+        "in": "query",
+        "required": required,
+        "schema": schema,
+        "description": description,
+    }
+
+
+PATH_PARAM = _param(
+    "path",
+    {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS},
+    "Relative to the workspace, or absolute inside it.",
+    required=True,
+)
+
+
+def _doc(*parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"parameters": list(parameters)}
+
+
+def _path(request: Request) -> str:
+    raw = request.query_params.get("path")
+    if not raw:
+        raise fs.parse_error("path query parameter is required", "pass ?path=<file>")
+    if len(raw) > MAX_PATH_CHARS:
+        raise fs.parse_error(f"path is longer than {MAX_PATH_CHARS} characters")
+    return raw
+
+
+def _int(request: Request, name: str, *, minimum: int, maximum: int | None = None) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    bound = f" between {minimum} and {maximum}" if maximum is not None else f" >= {minimum}"
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise fs.parse_error(f"`{name}` must be an integer{bound}")
+    value = int(raw)
+    if value < minimum or (maximum is not None and value > maximum):
+        raise fs.parse_error(f"`{name}` must be an integer{bound}")
+    return value
+
+
+def _target(settings: Settings, raw: str) -> tuple[Path, Path]:
+    root = fs.workspace_root(settings.resolved_workspace)
+    return root, fs.confine(root, raw, workspace=settings.workspace)
+
+
+# -- reads ------------------------------------------------------------------------------
+
+
+@router.get(
+    "/file",
+    response_model=FileRead,
+    responses=errors(400, 403, 404, 413, 422),
+    openapi_extra=_doc(
+        PATH_PARAM,
+        _param("maxBytes", {"type": "integer", "minimum": 1}, "At most this many bytes."),
+        _param("line", {"type": "integer", "minimum": 1}, "First line (1-based)."),
+        _param("limit", {"type": "integer", "minimum": 1}, "At most this many lines."),
+    ),
+)
+async def read_file(request: Request, settings: SettingsDep) -> FileRead:
+    """Read a text file (whole, or a slice by lines or bytes)."""
+    raw = _path(request)
+    max_bytes = _int(request, "maxBytes", minimum=1)
+    line = _int(request, "line", minimum=1)
+    limit = _int(request, "limit", minimum=1)
+
+    def work() -> fs.TextRead:
+        root, path = _target(settings, raw)
+        return fs.read_text(root, path, max_bytes=max_bytes, line=line, limit=limit)
+
+    read = await asyncio.to_thread(work)
+    return FileRead(
+        path=read.path,
+        content=read.content,
+        encoding=read.profile.encoding,
+        bom=read.profile.bom,
+        lineEnding=read.profile.line_ending,
+        sizeBytes=read.size_bytes,
+        returnedBytes=read.returned_bytes,
+        truncated=read.truncated,
+        hash=read.hash,
+        originalLineCount=read.original_line_count,
+        hasMore=read.has_more,
+    )
+
+
+@router.get(
+    "/file/bytes",
+    response_model=FileBytes,
+    response_model_exclude_none=True,
+    responses=errors(400, 403, 404),
+    openapi_extra=_doc(
+        PATH_PARAM,
+        _param("offset", {"type": "integer", "minimum": 0}, "First byte (default 0)."),
+        _param(
+            "maxBytes",
+            {"type": "integer", "minimum": 1, "maximum": fs.MAX_BYTES_WINDOW},
+            f"Window size (default {fs.DEFAULT_BYTES_WINDOW}, max {fs.MAX_BYTES_WINDOW}).",
+        ),
+    ),
+)
+async def read_file_bytes(request: Request, settings: SettingsDep) -> FileBytes:
+    """Read a window of a file's raw bytes, base64-encoded."""
+    raw = _path(request)
+    offset = _int(request, "offset", minimum=0) or 0
+    max_bytes = _int(request, "maxBytes", minimum=1, maximum=fs.MAX_BYTES_WINDOW)
+
+    def work() -> fs.BytesRead:
+        root, path = _target(settings, raw)
+        return fs.read_bytes(
+            root, path, offset=offset, max_bytes=max_bytes or fs.DEFAULT_BYTES_WINDOW
+        )
+
+    read = await asyncio.to_thread(work)
+    return FileBytes(
+        path=read.path,
+        offset=read.offset,
+        sizeBytes=read.size_bytes,
+        returnedBytes=len(read.data),
+        truncated=read.truncated,
+        contentBase64=base64.b64encode(read.data).decode("ascii"),
+        hash=read.hash,
+    )
+
+
+@router.get(
+    "/stat",
+    response_model=FileStat,
+    responses=errors(400, 403, 404),
+    openapi_extra=_doc(PATH_PARAM),
+)
+async def stat_path(request: Request, settings: SettingsDep) -> FileStat:
+    """The type, size and modification time of a path."""
+    raw = _path(request)
+
+    def work() -> fs.StatResult:
+        root, path = _target(settings, raw)
+        return fs.stat(root, path)
+
+    info = await asyncio.to_thread(work)
+    return FileStat(
+        path=info.path, type=info.type, sizeBytes=info.size_bytes, modifiedMs=info.modified_ms
+    )
+
+
+@router.get(
+    "/list",
+    response_model=DirectoryList,
+    responses=errors(400, 403, 404),
+    openapi_extra=_doc(
+        _param(
+            "path",
+            {"type": "string", "maxLength": MAX_PATH_CHARS},
+            "A directory (default: the workspace).",
+        )
+    ),
+)
+async def list_path(request: Request, settings: SettingsDep) -> DirectoryList:
+    """The entries of a directory."""
+    raw = request.query_params.get("path") or "."
+    if len(raw) > MAX_PATH_CHARS:
+        raise fs.parse_error(f"path is longer than {MAX_PATH_CHARS} characters")
+
+    def work() -> tuple[str, list[fs.ListEntry], bool]:
+        root, path = _target(settings, raw)
+        return fs.list_directory(root, path)
+
+    shown, entries, truncated = await asyncio.to_thread(work)
+    return DirectoryList(
+        path=shown,
+        entries=[ListEntryModel(name=e.name, kind=e.kind) for e in entries],
+        truncated=truncated,
+    )
+
+
+@router.get(
+    "/glob",
+    response_model=GlobResult,
+    responses=errors(400, 403, 404),
+    openapi_extra=_doc(
+        _param(
+            "pattern",
+            {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_CHARS},
+            "A glob (`**` for any depth), relative to `cwd`.",
+            required=True,
+        ),
+        _param(
+            "cwd",
+            {"type": "string", "maxLength": MAX_PATH_CHARS},
+            "The directory to match from (default: the workspace).",
+        ),
+    ),
+)
+async def glob_paths(request: Request, settings: SettingsDep) -> GlobResult:
+    """Files matching a glob, as workspace-relative paths (run in a child process, bounded
+    in time like the agent's `glob` tool)."""
+    pattern = request.query_params.get("pattern") or ""
+    if not pattern or len(pattern) > MAX_PATTERN_CHARS or "\x00" in pattern:
+        raise fs.parse_error("pattern query parameter is required", "pass ?pattern=**/*.py")
+    if pattern.startswith("/"):
+        raise fs.parse_error("pattern must be relative to cwd")
+    cwd = request.query_params.get("cwd") or ""
+    if len(cwd) > MAX_PATH_CHARS:
+        raise fs.parse_error(f"cwd is longer than {MAX_PATH_CHARS} characters")
+    root, base = await asyncio.to_thread(_target, settings, cwd or ".")
+    if not base.is_dir():
+        raise fs.not_found(fs.relative(root, base))
+    started = time.monotonic()
+    try:
+        answer = await run_search(
+            {"op": "glob", "root": str(root), "base": str(base), "pattern": pattern},
+            SEARCH_TIMEOUT_SECONDS,
+        )
+    except Exception as err:  # the child's own refusal (ToolError)
+        raise fs.parse_error(str(err), "check the pattern") from err
+    if answer is None:
+        raise fs.parse_error(
+            f"glob timed out after {SEARCH_TIMEOUT_SECONDS:g} s", "narrow the pattern"
+        )
+    if isinstance(answer.get("error"), str):
+        raise fs.parse_error(answer["error"], "check the pattern")
+    matches = [fs.relative(root, Path(p)) for p in answer["paths"]]
+    return GlobResult(
+        pattern=pattern,
+        cwd=cwd,
+        matches=matches,
+        count=len(matches),
+        truncated=bool(answer["more"]),
+        durationMs=round((time.monotonic() - started) * 1000),
+    )
+
+
+# -- writes -----------------------------------------------------------------------------
+
+
+def _body_str(body: dict[str, Any], name: str, *, allow_empty: bool = True) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or (not allow_empty and not value):
+        raise fs.parse_error(f"`{name}` must be a{'' if allow_empty else ' non-empty'} string")
+    return value
+
+
+def _body_path(body: dict[str, Any]) -> str:
+    value = _body_str(body, "path", allow_empty=False)
+    if len(value) > MAX_PATH_CHARS:
+        raise fs.parse_error(f"`path` is longer than {MAX_PATH_CHARS} characters")
+    return value
+
+
+def _choice(body: dict[str, Any], name: str, allowed: tuple[str, ...]) -> str | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if value not in allowed:
+        raise fs.parse_error(f"`{name}` must be one of: {', '.join(allowed)}")
+    return cast(str, value)
+
+
+@router.post(
+    "/file/write",
+    response_model=FileWritten,
+    dependencies=[Depends(require_configured_token)],
+    responses={
+        201: {"model": FileWritten, "description": "The file was created."},
+        **errors(400, 403, 404, 409, 413),
+    },
+    openapi_extra=json_body(WriteFileBody),
+)
+async def write_file(request: Request, response: Response, settings: SettingsDep) -> FileWritten:
+    """Create (201, never overwriting) or replace (200, compare-and-swap) a text file."""
+    body = await read_body(request)
+    raw = _body_path(body)
+    content = _body_str(body, "content")
+    mode = body.get("mode")
+    if mode not in ("create", "replace"):
+        raise fs.parse_error('`mode` must be "create" or "replace"')
+    expected = fs.check_hash(body.get("expectedHash")) if mode == "replace" else None
+    encoding = cast(Encoding | None, _choice(body, "encoding", ENCODINGS))
+    line_ending = cast(LineEnding | None, _choice(body, "lineEnding", LINE_ENDINGS))
+    bom = body.get("bom")
+    if bom is not None and not isinstance(bom, bool):
+        raise fs.parse_error("`bom` must be a boolean")
+    chosen = cast(Literal["create", "replace"], mode)
+
+    def work() -> fs.WriteResult:
+        root, path = _target(settings, raw)
+        return fs.write_text(
+            root,
+            path,
+            content,
+            mode=chosen,
+            expected_hash=expected,
+            encoding=encoding,
+            bom=bom,
+            line_ending=line_ending,
+        )
+
+    result = await asyncio.to_thread(work)
+    if result.created:
+        response.status_code = 201
+    return FileWritten(
+        path=result.path,
+        mode=chosen,
+        created=result.created,
+        sizeBytes=result.size_bytes,
+        hash=result.hash,
+        encoding=result.profile.encoding,
+        bom=result.profile.bom,
+        lineEnding=result.profile.line_ending,
+    )
+
+
+@router.post(
+    "/file/edit",
+    response_model=FileEdited,
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 403, 404, 409, 413, 422),
+    openapi_extra=json_body(EditFileBody),
+)
+async def edit_file(request: Request, settings: SettingsDep) -> FileEdited:
+    """Replace the one occurrence of `oldText` with `newText`, keeping the file's encoding,
+    BOM and line endings; `expectedHash` is checked again just before the rename."""
+    body = await read_body(request)
+    raw = _body_path(body)
+    old_text = _body_str(body, "oldText")
+    new_text = _body_str(body, "newText")
+    expected = fs.check_hash(body.get("expectedHash"))
+
+    def work() -> fs.WriteResult:
+        root, path = _target(settings, raw)
+        return fs.edit_text(root, path, old_text, new_text, expected_hash=expected)
+
+    result = await asyncio.to_thread(work)
+    return FileEdited(
+        path=result.path,
+        replacements=result.replacements,
+        sizeBytes=result.size_bytes,
+        hash=result.hash,
+        encoding=result.profile.encoding,
+        bom=result.profile.bom,
+        lineEnding=result.profile.line_ending,
+    )
