@@ -8,14 +8,24 @@ from typing import Any, Final
 from activities.workspace.arguments import optional_bool, required_str
 from activities.workspace.paths import relative
 from activities.workspace.results import ToolError
+from runtime.workspace.text import NotText, decode, normalize
 
 MAX_FILE_BYTES: Final = 8 * 1024 * 1024  # read_file / edit refuse larger files
 
 
 def read_existing(root: Path, path: Path) -> str | None:
-    """The text of an existing file (None when absent); refuses directories and huge files."""
+    """The text of an existing file (None when absent), decoded as the file routes do (BOM
+    dropped, CRLF as `\n`); refuses directories and huge files."""
     data = read_existing_bytes(root, path)
-    return None if data is None else data.decode("utf-8", errors="replace")
+    return None if data is None else decode_text(data)
+
+
+def decode_text(data: bytes) -> str:
+    """The text of a file's bytes as the tools show it (binary: decoded lossily)."""
+    try:
+        return decode(data)[0]
+    except NotText:
+        return data.decode("utf-8", errors="replace")
 
 
 def read_existing_bytes(root: Path, path: Path) -> bytes | None:
@@ -43,6 +53,9 @@ def edited(root: Path, path: Path, old_text: str | None, args: dict[str, Any]) -
         raise ToolError(f"old_string is empty but {shown} already exists.")
     if old_string == new_string:
         raise ToolError("old_string and new_string are identical: no change to apply.")
+    if old_string not in old_text and normalize(old_string) in old_text:
+        # A CRLF file is edited in `\n` form (runtime.workspace.text).
+        old_string, new_string = normalize(old_string), normalize(new_string)
     count = old_text.count(old_string)
     if count == 0:
         raise ToolError(f"old_string was not found in {shown}.")

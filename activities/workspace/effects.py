@@ -87,7 +87,7 @@ def _file_once(
             return failed_result(str(err))
         except ValueError as err:
             return failed_result(f"Invalid arguments: {err}")
-        new = change.new.encode("utf-8")
+        new = change.data
         result = change.result.model_dump(mode="json")
         if record is None:
             ledger.begin(

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from activities.workspace.results import ToolError
+from runtime.workspace.fs import FileError, confine
 
 
 def real_root(workspace: Path) -> Path | None:
@@ -14,16 +15,18 @@ def real_root(workspace: Path) -> Path | None:
 
 
 def resolve(root: Path, raw: str) -> Path:
-    """The real path `raw` names, which must be `root` or inside it (`root` is real)."""
-    if not raw or "\x00" in raw:
-        raise ToolError("Invalid path.")
-    candidate = Path(raw)
-    if not candidate.is_absolute():
-        candidate = root / candidate
-    real = Path(os.path.realpath(candidate))
-    if real != root and root not in real.parents:
-        raise ToolError(f"Path is outside the workspace: {raw}")
-    return real
+    """The real path `raw` names, which must be `root` or inside it (`root` is real): the
+    confinement of the daemon's file routes (runtime.workspace.fs.confine)."""
+    try:
+        return confine(root, raw)
+    except FileError as err:
+        if err.kind == "symlink_escape":
+            raise ToolError(
+                f"Path is outside the workspace: {raw} (a symlink resolves outside it)"
+            ) from err
+        if err.kind == "path_outside_workspace":
+            raise ToolError(f"Path is outside the workspace: {raw}") from err
+        raise ToolError("Invalid path.") from err
 
 
 def relative(root: Path, path: Path) -> str:

@@ -31,11 +31,13 @@ class ToolResult(BaseModel):
 
 
 class FileChange(BaseModel):
-    """A planned `write_file` / `edit`: the target, its content hash now, what to write."""
+    """A planned `write_file` / `edit`: the target, its content hash now, the new text (as
+    the model sees it: `\n` line endings) and the bytes to write (in the file's profile)."""
 
     path: Path
     pre_hash: str
     new: str
+    data: bytes
     result: ToolResult
 
 

@@ -29,6 +29,7 @@ from activities.workspace.search_child import MAX_GREP_MATCHES
 from runtime.llm.contracts import ToolCall
 from runtime.telemetry import tracer
 from runtime.workspace.files import ABSENT, atomic_write, content_hash
+from runtime.workspace.text import NotText, TextProfile, decode, encode, line_ending_of, normalize
 
 DEFAULT_READ_LINES: Final = 2000
 
@@ -115,9 +116,12 @@ class WorkspaceTools:
         if size > MAX_FILE_BYTES:
             raise ToolError(f"File is too large ({size} bytes): {shown}")
         data = path.read_bytes()
-        if b"\x00" in data[:8192]:
-            raise ToolError(f"Cannot read binary file: {shown}")
-        lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+        try:
+            # The file routes' decoding: BOM dropped, CRLF shown as `\n` (written back as CRLF).
+            text, _ = decode(data)
+        except NotText:
+            raise ToolError(f"Cannot read binary file: {shown}") from None
+        lines = text.splitlines(keepends=True)
         end = min(len(lines), offset + (limit or DEFAULT_READ_LINES))
         body = "".join(lines[offset:end])
         if offset > 0 or end < len(lines):
@@ -239,7 +243,7 @@ class WorkspaceTools:
         return self._apply(self.plan_change(root, "edit", args))
 
     def _apply(self, change: FileChange) -> ToolResult:
-        atomic_write(change.path, change.new.encode("utf-8"), expected=change.pre_hash)
+        atomic_write(change.path, change.data, expected=change.pre_hash)
         return change.result
 
     def root(self) -> Path | None:
@@ -251,10 +255,21 @@ class WorkspaceTools:
         return resolve(root, required_str(invocation.arguments, "file_path"))
 
     def plan_change(self, root: Path, tool_name: str, args: dict[str, Any]) -> FileChange:
-        """What `write_file` or `edit` would write, from the file as it is now (no write)."""
+        """What `write_file` or `edit` would write, from the file as it is now (no write).
+
+        The same text handling as POST /file/write and /file/edit: an existing file keeps
+        its encoding, BOM and line endings; a binary file cannot be edited."""
         path = resolve(root, required_str(args, "file_path"))
         raw = read_existing_bytes(root, path)
-        old = None if raw is None else raw.decode("utf-8", errors="replace")
+        profile: TextProfile | None = None
+        old: str | None = None
+        if raw is not None:
+            try:
+                old, profile = decode(raw)
+            except NotText:
+                if tool_name == "edit":
+                    raise ToolError(f"Cannot edit binary file: {relative(root, path)}") from None
+                old = raw.decode("utf-8", errors="replace")
         if tool_name == "write_file":
             new = required_str(args, "content", allow_empty=True)
             text = (
@@ -276,7 +291,11 @@ class WorkspaceTools:
             locations=[{"path": str(path)}],
         )
         pre_hash = ABSENT if raw is None else content_hash(raw)
-        return FileChange(path=path, pre_hash=pre_hash, new=new, result=result)
+        if profile is None:  # a new file (or a binary one rewritten): the text as given
+            data = encode(new, TextProfile(line_ending=line_ending_of(new)))
+        else:
+            data = encode(normalize(new) if profile.line_ending == "crlf" else new, profile)
+        return FileChange(path=path, pre_hash=pre_hash, new=new, data=data, result=result)
 
     # -- execute ------------------------------------------------------------
 

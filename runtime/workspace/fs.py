@@ -445,7 +445,7 @@ def write_text(
             bom=base.bom if bom is None else bom,
             line_ending=line_ending or base.line_ending,
         )
-        text = normalize(content) if profile.line_ending == "crlf" or mode == "replace" else content
+        text = normalize(content) if profile.line_ending == "crlf" else content
         data = encode(text, profile)
         _store(root, path, data, expected)
     return WriteResult(
@@ -475,7 +475,9 @@ def edit_text(
         if expected_hash is not None and digest != expected_hash:
             raise _mismatch(expected_hash, digest)
         text, profile = decode_file(root, path, current)
-        old, new = normalize(old_text), normalize(new_text)
+        old, new = old_text, new_text
+        if profile.line_ending == "crlf":  # the text is in `\n` form: so are the spans
+            old, new = normalize(old_text), normalize(new_text)
         count = text.count(old)
         if count == 0:
             preview = old_text if len(old_text) <= 80 else old_text[:77] + "..."

@@ -660,3 +660,42 @@ def test_tool_specs() -> None:
         jsonschema.validate(sample, specs[name].parameters)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"file_path": "/w/a"}, specs["write_file"].parameters)
+
+
+# -- the file routes' code path (runtime.workspace.fs / text) -----------------------------
+
+
+async def test_tools_keep_crlf_and_bom_like_the_file_routes(ws: Path) -> None:
+    target = ws / "win.txt"
+    target.write_bytes(b"\xef\xbb\xbfone\r\ntwo\r\n")
+    read = await run(ws, "read_file", {"absolute_path": str(target)})
+    assert text_of(read) == "one\ntwo\n"  # no BOM, `\n` lines: what GET /file shows
+    edit = await run(
+        ws, "edit", {"file_path": str(target), "old_string": "one\ntwo", "new_string": "1\n2"}
+    )
+    assert edit.status == "completed", edit.error
+    assert target.read_bytes() == b"\xef\xbb\xbf1\r\n2\r\n"
+    write = await run(ws, "write_file", {"file_path": str(target), "content": "a\nb\n"})
+    assert write.status == "completed", write.error
+    assert target.read_bytes() == b"\xef\xbb\xbfa\r\nb\r\n"
+    assert [p.name for p in ws.iterdir() if p.name.endswith(".tmp")] == []
+
+
+async def test_tools_refuse_an_intermediate_directory_symlink_out(ws: Path) -> None:
+    os.symlink(outside(ws), ws / "out_dir")
+    for tool, args in [
+        ("read_file", {"absolute_path": "out_dir/secret.txt"}),
+        ("write_file", {"file_path": "out_dir/new.txt", "content": "x"}),
+        ("edit", {"file_path": "out_dir/secret.txt", "old_string": "top", "new_string": "x"}),
+    ]:
+        result = await run(ws, tool, args)
+        assert result.status == "failed" and "outside the workspace" in (result.error or "")
+    assert (outside(ws) / "secret.txt").read_text() == "top secret hello\n"
+    assert not (outside(ws) / "new.txt").exists()
+
+
+async def test_tools_refuse_to_edit_a_binary_file(ws: Path) -> None:
+    (ws / "blob.bin").write_bytes(b"ab\x00cd")
+    result = await run(ws, "edit", {"file_path": "blob.bin", "old_string": "ab", "new_string": "x"})
+    assert result.status == "failed" and "binary" in (result.error or "")
+    assert (ws / "blob.bin").read_bytes() == b"ab\x00cd"
