@@ -139,6 +139,10 @@ def _target(settings: Settings, raw: str) -> tuple[Path, Path]:
 async def read_file(request: Request, settings: SettingsDep) -> FileRead:
     """Read a text file (whole, or a slice by lines or bytes)."""
     raw = _path(request)
+    if "cursor" in request.query_params:
+        raise fs.parse_error(
+            "`cursor` is not supported by this daemon", "page with line and limit instead"
+        )
     max_bytes = _int(request, "maxBytes", minimum=1)
     line = _int(request, "line", minimum=1)
     limit = _int(request, "limit", minimum=1)

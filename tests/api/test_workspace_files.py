@@ -512,3 +512,22 @@ async def test_reads_need_the_token_when_one_is_configured(client: Client) -> No
     anonymous = httpx.AsyncClient(transport=c._transport, base_url="http://127.0.0.1:4170")
     async with anonymous:
         assert (await anonymous.get("/file?path=README.txt")).status_code == 401
+
+
+async def test_mixed_line_endings_keep_their_bytes(client: Client, ws: Path) -> None:
+    original = b"a\r\nb\nc\r\n"
+    (ws / "mixed.txt").write_bytes(original)
+    c = await client()
+    read = (await c.get("/file?path=mixed.txt")).json()
+    assert (read["lineEnding"], read["content"]) == ("lf", "a\r\nb\nc\r\n")
+    edit = await c.post(
+        "/file/edit",
+        json={"path": "mixed.txt", "oldText": "b", "newText": "B", "expectedHash": sha(original)},
+    )
+    assert edit.status_code == 200
+    assert (ws / "mixed.txt").read_bytes() == b"a\r\nB\nc\r\n"
+
+
+async def test_read_cursor_is_refused(client: Client) -> None:
+    c = await client()
+    assert_error(await c.get("/file?path=README.txt&cursor=abc"), 400, "parse_error")

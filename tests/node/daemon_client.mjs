@@ -366,6 +366,57 @@ async function main() {
       };
     });
 
+    await step('workspace files: readWorkspaceFile, bytes, stat, list, glob, write/edit', async () => {
+      if (!caps.features.includes('workspace_file_read')) fail('capabilities lack workspace_file_read');
+      const file = await client.readWorkspaceFile('sdk_made.txt');
+      if (file?.kind !== 'file' || file.path !== 'sdk_made.txt' || file.content !== 'hi\n') {
+        fail(`readWorkspaceFile: unexpected ${JSON.stringify(file)}`);
+      }
+      if (!/^sha256:[0-9a-f]{64}$/.test(file.hash)) fail(`readWorkspaceFile: bad hash ${file.hash}`);
+      const slice = await client.readWorkspaceFile(madePath, { maxBytes: 1 });
+      if (slice.content !== 'h' || slice.hash !== file.hash || !slice.truncated) {
+        fail(`readWorkspaceFile(maxBytes: 1): unexpected ${JSON.stringify(slice)}`);
+      }
+      const bytes = await client.readWorkspaceFileBytes('sdk_made.txt', { maxBytes: 16 });
+      if (Buffer.from(bytes.contentBase64, 'base64').toString('utf8') !== 'hi\n' || bytes.hash !== file.hash) {
+        fail(`readWorkspaceFileBytes: unexpected ${JSON.stringify(bytes)}`);
+      }
+      const stat = await client.fileStat('sdk_made.txt');
+      if (stat?.type !== 'file' || stat.sizeBytes !== 3) fail(`fileStat: unexpected ${JSON.stringify(stat)}`);
+      const list = await client.dirList('.');
+      if (!list?.entries?.some((e) => e.name === 'sdk_made.txt' && e.kind === 'file')) {
+        fail(`dirList: sdk_made.txt missing from ${JSON.stringify(list)}`);
+      }
+      const found = await client.glob('*.txt');
+      if (!found?.matches?.includes('sdk_made.txt')) fail(`glob: unexpected ${JSON.stringify(found)}`);
+      const missing = await expectHttpStatus(client.readWorkspaceFile('no/such.txt'), 404, 'GET /file (missing)');
+      if (missing.body?.errorKind !== 'path_not_found') fail(`missing file: ${JSON.stringify(missing.body)}`);
+      const outside = await expectHttpStatus(client.readWorkspaceFile('../x'), 400, 'GET /file (outside)');
+      if (outside.body?.errorKind !== 'path_outside_workspace') fail(`outside: ${JSON.stringify(outside.body)}`);
+      let write;
+      if (!TOKEN) {
+        // A strict mutation route: refused on a tokenless daemon, even on loopback.
+        const refused = await expectHttpStatus(
+          client.writeWorkspaceFile({ path: 'sdk_written.txt', content: 'x\n', mode: 'create' }),
+          401,
+          'POST /file/write without a configured token',
+        );
+        if (refused.body?.code !== 'token_required') fail(`expected token_required: ${JSON.stringify(refused.body)}`);
+        write = 'token_required';
+      } else {
+        const created = await client.writeWorkspaceFile({ path: 'sdk_written.txt', content: 'a: 1\n', mode: 'create' });
+        const edited = await client.editWorkspaceFile({
+          path: 'sdk_written.txt',
+          oldText: 'a: 1',
+          newText: 'a: 2',
+          expectedHash: created.hash,
+        });
+        if (edited?.replacements !== 1) fail(`editWorkspaceFile: unexpected ${JSON.stringify(edited)}`);
+        write = { created, edited };
+      }
+      return { hash: file.hash, stat, globbed: found.matches, write };
+    });
+
     await step('cancel while a permission is pending', async () => {
       const from = live.events.length;
       const cancelPath = join(workspace, 'sdk_cancelled.txt');
