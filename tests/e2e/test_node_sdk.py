@@ -1,6 +1,8 @@
 """The published TypeScript SDK (`@qwen-code/sdk` 0.1.14, `DaemonClient`) driving `agentrt up`:
 tests/node/daemon_client.mjs runs health, capabilities, session, SSE (live and replay),
-prompts, a permission vote, cancel and close, and prints one JSON line per step."""
+prompts, a permission vote, the workspace file calls (readWorkspaceFile, readWorkspaceFileBytes,
+fileStat, dirList, glob, writeWorkspaceFile, editWorkspaceFile), cancel and close, and prints
+one JSON line per step."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.e2e.test_up_e2e import _wait_http, _wait_worker_live, agentrt_up
@@ -34,14 +38,36 @@ def _text(stream: str | bytes | None) -> str:
     return stream.decode(errors="replace") if isinstance(stream, bytes) else stream or ""
 
 
-def test_typescript_sdk_drives_a_session(tmp_path: Path) -> None:
+def _wait_worker_live_with(url: str, token: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    headers = {"Authorization": f"Bearer {token}"}
+    while time.monotonic() < deadline:
+        body = httpx.get(f"{url}/daemon/status?detail=full", headers=headers, timeout=10).json()
+        if body["temporal"]["workerPolling"]:
+            return
+        time.sleep(0.5)
+    raise AssertionError("worker never polled")
+
+
+# Tokenless: the workspace write routes answer 401 token_required (strict mutation routes);
+# with a token: the SDK's writeWorkspaceFile and editWorkspaceFile go through.
+@pytest.mark.parametrize("token", [None, "sdk-token"], ids=["tokenless", "token"])
+def test_typescript_sdk_drives_a_session(tmp_path: Path, token: str | None) -> None:
     command = _node_command()
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    with agentrt_up(tmp_path, env_extra={"AGENTRT_WORKSPACE": str(workspace)}) as up:
+    extra = {"AGENTRT_WORKSPACE": str(workspace)}
+    if token:
+        extra["QWEN_SERVER_TOKEN"] = token
+    with agentrt_up(tmp_path, env_extra=extra) as up:
         _wait_http(f"{up.api_url}/health")
-        _wait_worker_live(up.api_url)
+        if token:
+            _wait_worker_live_with(up.api_url, token)
+        else:
+            _wait_worker_live(up.api_url)
         env = {k: v for k, v in os.environ.items() if k not in ("TOKEN", "QWEN_SERVER_TOKEN")}
+        if token:
+            env["TOKEN"] = token
         try:
             run = subprocess.run(
                 command,
@@ -60,4 +86,6 @@ def test_typescript_sdk_drives_a_session(tmp_path: Path) -> None:
     assert steps[-1]["step"] == "done"
     assert (workspace / "sdk_made.txt").read_text() == "hi\n"
     assert not (workspace / "sdk_cancelled.txt").exists()
+    written = workspace / "sdk_written.txt"
+    assert written.read_text() == "a: 2\n" if token else not written.exists()
     print(run.stdout.strip())
