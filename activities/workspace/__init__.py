@@ -27,7 +27,7 @@ A command that exits with a non-zero code is still `completed` (its exit code is
 the output, as the reference reports it); a timeout or a failure to start is `failed`.
 
 The search tools (`glob`, `grep_search`) run in a child interpreter
-(`activities.workspace.search_child`, the same `re` and `pathlib` semantics), never on the
+(`runtime.workspace.search_child`, the same `re` and `pathlib` semantics), never on the
 worker's own threads: a regex that backtracks catastrophically (`(a+)+$`) or a
 glob of nested `**` would otherwise hold the GIL or the CPU and starve every other
 workflow of the worker. The whole call (every file searched) is bounded by
@@ -61,12 +61,8 @@ from activities.workspace.results import (
     rejected_result,
 )
 from activities.workspace.specs import tool_specs
-from activities.workspace.tools import (
-    SEARCH_SCRIPT,
-    SEARCH_TIMEOUT_SECONDS,
-    SHELL_TIMEOUT_SECONDS,
-    WorkspaceTools,
-)
+from activities.workspace.tools import SHELL_TIMEOUT_SECONDS, WorkspaceTools
+from runtime.workspace.search import SEARCH_SCRIPT, SEARCH_TIMEOUT_SECONDS
 
 __all__ = [
     "FILE_TOOLS",

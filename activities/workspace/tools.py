@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import signal
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
-from activities.workspace import search_child as workspace_search
 from activities.workspace.arguments import optional_int, optional_str, required_str
 from activities.workspace.edits import MAX_FILE_BYTES, edited, read_existing_bytes
 from activities.workspace.paths import real_root, relative, resolve
@@ -25,10 +21,16 @@ from activities.workspace.results import (
     failed_result,
     text_item,
 )
-from activities.workspace.search_child import MAX_GREP_MATCHES
 from runtime.llm.contracts import ToolCall
 from runtime.telemetry import tracer
 from runtime.workspace.files import ABSENT, atomic_write, content_hash
+from runtime.workspace.search import (
+    SEARCH_TIMEOUT_SECONDS,
+    SearchFailed,
+    kill_group,
+    run_search,
+)
+from runtime.workspace.search_child import MAX_GREP_MATCHES
 from runtime.workspace.text import NotText, TextProfile, decode, encode, line_ending_of, normalize
 
 DEFAULT_READ_LINES: Final = 2000
@@ -38,12 +40,6 @@ MAX_LIST_ENTRIES: Final = 1000
 
 
 SHELL_TIMEOUT_SECONDS: Final = 120.0
-
-
-SEARCH_TIMEOUT_SECONDS: Final = 30.0  # one whole glob or grep_search call
-
-
-SEARCH_SCRIPT: Final = Path(workspace_search.__file__)
 
 
 class WorkspaceTools:
@@ -221,9 +217,12 @@ class WorkspaceTools:
         return ToolResult(status="completed", output_text=text, content=[text_item(text)])
 
     async def _search(self, tool: str, request: dict[str, Any], *, hint: str) -> dict[str, Any]:
-        """Run a search in a child process (`activities.workspace.search_child`), killed at the
+        """Run a search in a child process (`runtime.workspace.search_child`), killed at the
         call's time bound, so no pattern can hold the worker's interpreter or outlive it."""
-        answer = await run_search(request, self.search_timeout)
+        try:
+            answer = await run_search(request, self.search_timeout)
+        except SearchFailed as err:
+            raise ToolError(str(err)) from err
         if answer is None:
             raise ToolError(
                 f"{tool} timed out after {self.search_timeout:g} s and was stopped: {hint}; "
@@ -334,7 +333,7 @@ class WorkspaceTools:
         finally:
             # The whole group: a timed-out command, a cancelled activity, and whatever
             # the command left running in the background.
-            _kill_group(process.pid)
+            kill_group(process.pid)
             if process.returncode is None:
                 await process.wait()
         output = kept.decode("utf-8", errors="replace")
@@ -374,49 +373,3 @@ def _shell_env(cwd: Path) -> dict[str, str]:
     if "TMPDIR" in os.environ:
         env["TMPDIR"] = os.environ["TMPDIR"]
     return env
-
-
-async def run_search(request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-    """The answer of `activities.workspace.search_child` to `request`, or None when it ran past
-    `timeout` seconds (it is killed then, and when the caller is cancelled)."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-I",  # no PYTHON* variables, user site or script directory: the stdlib only
-        str(SEARCH_SCRIPT),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
-        start_new_session=True,
-    )
-    payload = json.dumps({**request, "timeout": timeout}).encode()
-    try:
-        out, err = await asyncio.wait_for(process.communicate(payload), timeout)
-    except TimeoutError:
-        return None
-    finally:
-        _kill_group(process.pid)
-        if process.returncode is None:
-            await process.wait()
-    if process.returncode != 0:
-        if process.returncode == -signal.SIGXCPU:
-            return None  # its own CPU bound stopped it
-        lines = err.decode("utf-8", errors="replace").strip().splitlines()
-        raise ToolError(
-            f"The search failed (exit code {process.returncode})"
-            + (f": {lines[-1]}" if lines else ".")
-        )
-    try:
-        answer = json.loads(out)
-    except ValueError as error:
-        raise ToolError(f"The search failed: unreadable answer ({error}).") from error
-    if not isinstance(answer, dict):
-        raise ToolError("The search failed: unreadable answer.")
-    return answer
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -20,7 +20,6 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from starlette.responses import JSONResponse
 
-from activities.workspace.tools import SEARCH_TIMEOUT_SECONDS, run_search
 from api.deps import SettingsDep
 from api.errors import ApiError, json_error
 from api.input_bounds import MAX_PATH_CHARS
@@ -41,6 +40,7 @@ from api.routes.workspace_models import (
 from api.security import require_configured_token
 from runtime.settings import Settings
 from runtime.workspace import fs
+from runtime.workspace.search import SEARCH_TIMEOUT_SECONDS, SearchFailed, run_search
 from runtime.workspace.text import ENCODINGS, LINE_ENDINGS, Encoding, LineEnding
 
 FILE_HEADERS: Final = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
@@ -294,7 +294,7 @@ async def glob_paths(request: Request, settings: SettingsDep) -> GlobResult:
             {"op": "glob", "root": str(root), "base": str(base), "pattern": pattern},
             SEARCH_TIMEOUT_SECONDS,
         )
-    except Exception as err:  # the child's own refusal (ToolError)
+    except SearchFailed as err:
         raise fs.parse_error(str(err), "check the pattern") from err
     if answer is None:
         raise fs.parse_error(

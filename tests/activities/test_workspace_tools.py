@@ -21,8 +21,8 @@ from activities.workspace import (
     rejected_result,
     tool_specs,
 )
-from activities.workspace.search_child import MAX_INCLUDE_PATTERNS, expand_braces
 from runtime.llm.contracts import ToolCall
+from runtime.workspace.search_child import MAX_INCLUDE_PATTERNS, expand_braces
 
 Args = dict[str, Any]
 
