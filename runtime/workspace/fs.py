@@ -193,7 +193,8 @@ def read_raw(root: Path, path: Path) -> bytes:
     if info.st_size > MAX_TEXT_BYTES:
         raise _too_large(shown, info.st_size)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(MAX_TEXT_BYTES + 1)  # the file may grow after the stat
     except OSError as err:
         raise _os_error(err, shown) from err
     if len(data) > MAX_TEXT_BYTES:
@@ -440,13 +441,21 @@ def write_text(
             except NotText:
                 base = TextProfile()
             expected = expected_hash
+        chosen = encoding or base.encoding
         profile = TextProfile(
-            encoding=encoding or base.encoding,
-            bom=base.bom if bom is None else bom,
+            encoding=chosen,
+            bom=(base.bom or chosen != "utf-8") if bom is None else bom,
             line_ending=line_ending or base.line_ending,
         )
+        if profile.encoding != "utf-8" and not profile.bom:
+            # Without its BOM a UTF-16 file reads as binary: it is always written with it.
+            raise parse_error(
+                f"`encoding` {profile.encoding} is written with its BOM", "leave `bom` unset"
+            )
         text = normalize(content) if profile.line_ending == "crlf" else content
         data = encode(text, profile)
+        if len(data) > MAX_TEXT_BYTES:
+            raise _too_large(shown, len(data))
         _store(root, path, data, expected)
     return WriteResult(
         path=shown,

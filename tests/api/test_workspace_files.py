@@ -531,3 +531,32 @@ async def test_mixed_line_endings_keep_their_bytes(client: Client, ws: Path) -> 
 async def test_read_cursor_is_refused(client: Client) -> None:
     c = await client()
     assert_error(await c.get("/file?path=README.txt&cursor=abc"), 400, "parse_error")
+
+
+async def test_utf16_needs_its_bom_and_writes_stay_under_the_text_limit(
+    client: Client, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c = await client()
+    implicit = await c.post(
+        "/file/write",
+        json={"path": "u.txt", "content": "x\n", "mode": "create", "encoding": "utf-16be"},
+    )
+    assert implicit.status_code == 201 and implicit.json()["bom"] is True
+    assert (ws / "u.txt").read_bytes() == b"\xfe\xff" + "x\n".encode("utf-16be")
+    refused = await c.post(
+        "/file/write",
+        json={
+            "path": "v.txt",
+            "content": "x",
+            "mode": "create",
+            "encoding": "utf-16le",
+            "bom": False,
+        },
+    )
+    assert_error(refused, 400, "parse_error")
+    monkeypatch.setattr("runtime.workspace.fs.MAX_TEXT_BYTES", 4)
+    big = await c.post(
+        "/file/write", json={"path": "big.txt", "content": "12345", "mode": "create"}
+    )
+    assert_error(big, 413, "file_too_large")
+    assert not (ws / "v.txt").exists() and not (ws / "big.txt").exists()
