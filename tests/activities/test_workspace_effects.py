@@ -59,7 +59,7 @@ async def test_an_attempt_that_died_after_its_write_is_completed_not_repeated(
     root = tools.root()
     assert root is not None
     change = tools.plan_change(root, "edit", call.arguments)
-    new = change.new.encode()
+    new = change.data
     ledger.begin(
         "op-2",
         "edit",
@@ -145,3 +145,20 @@ def test_atomic_write_compare_and_swap_leaves_no_temporary_file(tmp_path: Path) 
         atomic_write(target, b"three", expected=content_hash(b"one"))
     assert target.read_bytes() == b"two"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+
+
+async def test_an_edit_through_the_ledger_keeps_crlf_and_bom(ws: Path, store: Store) -> None:
+    """The exactly-once path writes the bytes of the file routes' text profile."""
+    original = b"\xef\xbb\xbfMARK\r\nrest\r\n"
+    (ws / "f").write_bytes(original)
+    ledger = OperationLedger(store)
+    tools = WorkspaceTools(ws)
+    call = _edit(ws)
+    expected = target_hash(ws, call)
+    assert expected == content_hash(original)
+    result = await run_once(tools, ledger, call, op_id="op-crlf", expected_hash=expected)
+    assert result.status == "completed", result.error
+    written = b"\xef\xbb\xbfMARK+\r\nrest\r\n"
+    assert (ws / "f").read_bytes() == written
+    record = ledger.get("op-crlf")
+    assert record is not None and record.post_hash == content_hash(written)

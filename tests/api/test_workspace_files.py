@@ -560,3 +560,19 @@ async def test_utf16_needs_its_bom_and_writes_stay_under_the_text_limit(
     )
     assert_error(big, 413, "file_too_large")
     assert not (ws / "v.txt").exists() and not (ws / "big.txt").exists()
+
+
+async def test_a_workspace_configured_through_a_symlink(tmp_path: Path, ws: Path) -> None:
+    alias = tmp_path / "alias"
+    os.symlink(ws, alias)
+    settings = Settings(workspace=alias, data_dir=tmp_path / ".data", port=4170)
+    app = create_app(settings)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:4170") as c:
+        for name in (str(alias / "README.txt"), str(ws / "README.txt"), "README.txt"):
+            response = await c.get("/file", params={"path": name})
+            assert response.status_code == 200 and response.json()["path"] == "README.txt"
+        outside = await c.get(
+            "/file", params={"path": str(alias / ".." / "outside" / "secret.txt")}
+        )
+        assert_error(outside, 400, "path_outside_workspace")
