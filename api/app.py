@@ -30,6 +30,7 @@ from api.routes import (
     session_events,
     sessions,
     ui,
+    workspace_status,
 )
 from api.security import (
     BearerAuth,
@@ -113,6 +114,7 @@ def create_app(
     app.include_router(prompts.router)
     app.include_router(permissions.router)
     app.include_router(session_events.router)
+    app.include_router(workspace_status.router)
 
     # add_middleware wraps what is already there: add the innermost first.
     app.add_middleware(LastResort)
