@@ -59,6 +59,7 @@ from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.migrate import current_revision, head_revision
 from runtime.streams import session_stream
+from runtime.workspace.files import HashMismatch, atomic_write, content_hash
 from runtime.workspace.settings import disabled_tools, set_tool_enabled
 from runtime.workspace.status import env_cells
 from workflows.session import SessionWorkflow
@@ -423,17 +424,35 @@ async def enable_tool(
 
 
 def _init_memory_file(path: Path, force: bool) -> tuple[str, int | None]:
-    """Write the empty memory file; (action, existing size when refused)."""
-    if path.exists():
-        content = path.read_bytes()
-        if not content.strip():
-            return "noop", None
+    """Write the empty memory file; (action, existing size when refused).
+
+    Atomic (runtime.workspace.files.atomic_write): a replace only lands on the content
+    that was judged (compare-and-swap on its hash), a create never overwrites a file made
+    meanwhile, and a symlink is replaced itself, never written through (it could point
+    outside the workspace)."""
+    if path.is_symlink():
         if not force:
-            return "conflict", len(content)
-        path.write_bytes(b"")
+            return "conflict", path.lstat().st_size
+        atomic_write(path, b"")
         return "overwrote", None
-    path.write_bytes(b"")
-    return "created", None
+    try:
+        content = path.read_bytes()
+    except FileNotFoundError:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            return _init_memory_file(path, force)  # created meanwhile: judge it
+        os.close(fd)
+        return "created", None
+    if not content.strip():
+        return "noop", None
+    if not force:
+        return "conflict", len(content)
+    try:
+        atomic_write(path, b"", expected=content_hash(content))
+    except HashMismatch:
+        return _init_memory_file(path, force)
+    return "overwrote", None
 
 
 @router.post(

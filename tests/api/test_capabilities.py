@@ -96,6 +96,7 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
     "workspace_init": [
         W + "test_workspace_init",
         W + "test_workspace_init_needs_a_token",
+        W + "test_workspace_init_never_writes_through_a_symlink",
         W + "test_workspace_init_memory_file_name",
     ],
     "session_supported_commands": [W + "test_supported_commands_and_tasks"],

@@ -317,6 +317,24 @@ async def test_workspace_init(daemon: DaemonFactory) -> None:  # noqa: F811
     }
 
 
+async def test_workspace_init_never_writes_through_a_symlink(
+    daemon: DaemonFactory,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    d = await daemon(token=TOKEN)
+    outside = tmp_path / "outside.md"
+    outside.write_text("keep me\n")
+    (d.workspace / "AGENTS.md").symlink_to(outside)
+    conflict = await d.client.post("/workspace/init", json={})
+    assert conflict.status_code == 409
+    assert conflict.json()["code"] == "workspace_init_conflict"
+    forced = await d.client.post("/workspace/init", json={"force": True})
+    assert forced.json()["action"] == "overwrote"
+    assert outside.read_text() == "keep me\n"
+    assert not (d.workspace / "AGENTS.md").is_symlink()
+    assert (d.workspace / "AGENTS.md").read_bytes() == b""
+
+
 async def test_workspace_init_needs_a_token(daemon: DaemonFactory) -> None:  # noqa: F811
     d = await daemon()
     refused = await d.client.post("/workspace/init", json={})
