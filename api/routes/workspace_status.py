@@ -51,7 +51,7 @@ from api.routes.workspace_status_models import (
 from api.security import require_configured_token
 from api.temporal import describe_pollers, is_unavailable
 from runtime.llm.active import active_model
-from runtime.policy.approval import TOOL_KINDS
+from runtime.policy.approval import DEFAULT_APPROVAL_MODE, TOOL_KINDS, is_approval_mode
 from runtime.sessions import registry
 from runtime.sessions.contracts import RecapRequest, RecapResult
 from runtime.sessions.streams import session_event
@@ -60,7 +60,12 @@ from runtime.store import EventJournal, Store
 from runtime.store.migrate import current_revision, head_revision
 from runtime.streams import session_stream
 from runtime.workspace.files import HashMismatch, atomic_write, content_hash
-from runtime.workspace.settings import disabled_tools, set_tool_enabled
+from runtime.workspace.settings import (
+    APPROVAL_MODE,
+    disabled_tools,
+    get_setting,
+    set_tool_enabled,
+)
 from runtime.workspace.status import env_cells
 from workflows.session import SessionWorkflow
 
@@ -294,9 +299,12 @@ async def workspace_preflight(
 
 
 @router.get("/workspace/providers")
-async def workspace_providers(settings: SettingsDep) -> WorkspaceProviders:
-    """The model provider in use and its model (never its URL or key)."""
+async def workspace_providers(settings: SettingsDep, store: StoreDep) -> WorkspaceProviders:
+    """The model provider in use and its model (never its URL or key), and the approval
+    mode new sessions start in."""
     active = active_model(settings)
+    persisted = await asyncio.to_thread(get_setting, store, settings.workspace_cwd, APPROVAL_MODE)
+    approval_mode = persisted if is_approval_mode(persisted) else DEFAULT_APPROVAL_MODE
     model = ProviderModel(
         modelId=active.model_id,
         baseModelId=active.model_id,
@@ -312,7 +320,9 @@ async def workspace_providers(settings: SettingsDep) -> WorkspaceProviders:
         v=1,
         workspaceCwd=settings.workspace_cwd,
         initialized=True,
+        acpChannelLive=False,
         current=CurrentModel(authType=active.provider, modelId=active.model_id),
+        approvalMode=approval_mode,
         providers=[
             ModelProvider(
                 kind="model_provider",

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from api.openapi import omittable
+from runtime.policy.approval import ApprovalMode
 
 CellStatus = Literal["ok", "warning", "error", "disabled", "not_started", "unknown"]
 ErrorKind = Literal[
@@ -94,7 +95,11 @@ class WorkspaceProviders(BaseModel):
     v: Literal[1]
     workspaceCwd: str
     initialized: bool
+    acpChannelLive: bool
     current: CurrentModel
+    approvalMode: ApprovalMode = Field(
+        description="The mode new sessions start in (the persisted `tools.approvalMode`)."
+    )
     providers: list[ModelProvider]
     deviceFlowProviders: list[dict[str, Any]] = Field(
         description="OAuth device-flow providers and whether credentials are present "

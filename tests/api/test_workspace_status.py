@@ -116,6 +116,7 @@ async def test_workspace_providers(daemon: DaemonFactory) -> None:  # noqa: F811
     body = (await d.client.get("/workspace/providers")).json()
     assert body["v"] == 1 and body["initialized"] is True
     assert body["current"] == {"authType": "scripted", "modelId": "scripted"}
+    assert body["approvalMode"] == "default" and body["acpChannelLive"] is False
     (provider,) = body["providers"]
     assert provider["kind"] == "model_provider" and provider["current"] is True
     assert provider["models"][0]["modelId"] == "scripted"
@@ -394,6 +395,8 @@ async def test_approval_mode_persist(daemon: DaemonFactory) -> None:  # noqa: F8
     # Session-scoped: the other session saw nothing.
     assert not _events(d, other, "approval_mode_changed")
     # Persisted: sessions created from now on start in it.
+    providers = (await d.client.get("/workspace/providers")).json()
+    assert providers["approvalMode"] == "auto-edit"
     new = (await d.create(sessionScope="thread"))["sessionId"]
     context = (await d.client.get(f"/session/{new}/context")).json()
     assert context["state"]["modes"]["currentModeId"] == "auto-edit"
