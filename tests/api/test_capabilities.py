@@ -91,6 +91,7 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
         W + "test_tool_toggle_needs_a_token",
         W + "test_tool_toggle_refusals",
         W + "test_disabled_tool_leaves_the_agent_at_its_next_prompt",
+        W + "test_a_prompt_already_running_keeps_its_tools",
         W + "test_a_disabled_tool_the_model_calls_anyway_is_refused",
     ],
     "workspace_init": [

@@ -243,6 +243,20 @@ async def test_disabled_tool_leaves_the_agent_at_its_next_prompt(
     await d.wait_for(sid, "permission_request", prompt_id=prompt_id)
 
 
+async def test_a_prompt_already_running_keeps_its_tools(daemon: DaemonFactory) -> None:  # noqa: F811
+    d = await daemon(token=TOKEN)
+    sid = (await d.create())["sessionId"]
+    prompt_id = (await d.prompt(sid, write_prompt(d.workspace, "c.txt"))).json()["promptId"]
+    events = await d.wait_for(sid, "permission_request", prompt_id=prompt_id)
+    rid = [e for e in events if e["type"] == "permission_request"][-1]["data"]["requestId"]
+    off = await d.client.post("/workspace/tools/write_file/enable", json={"enabled": False})
+    assert off.status_code == 200
+    vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+    assert (await d.client.post(f"/permission/{rid}", json=vote)).status_code == 200
+    await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    assert (d.workspace / "c.txt").read_text() == "hi\n"
+
+
 async def test_a_disabled_tool_the_model_calls_anyway_is_refused(
     daemon: DaemonFactory,  # noqa: F811
 ) -> None:
