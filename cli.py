@@ -94,6 +94,10 @@ def _flags(parser: argparse.ArgumentParser) -> None:
         help="give session agents the run_shell_command tool",
     )
     add(
+        "--memory-file-name",
+        help="the workspace memory file POST /workspace/init creates (default AGENTS.md)",
+    )
+    add(
         "--model-provider",
         choices=["scripted", "openai"],
         help="model behind the agents: scripted (built in, default) or openai "

@@ -28,6 +28,8 @@ def build_activities(
         session.preview_tool,
         session.run_tool,
         session.run_effect,
+        session.persist_approval_mode,
+        session.recap,
         agent_tools.call_tool,
         agent_tools.model_step,
         agent_tools.read_research,

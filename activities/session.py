@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,9 @@ from runtime.sessions.contracts import (
     ModelStepInput,
     ModelStepResult,
     OpenPromptInput,
+    PersistApprovalModeInput,
+    RecapInput,
+    RecapResult,
     SessionActivity,
     StopReason,
     ToolPreview,
@@ -41,11 +45,16 @@ from runtime.sessions.contracts import (
 from runtime.sessions.prompts import load_prompt
 from runtime.sessions.streams import session_event
 from runtime.settings import Settings
-from runtime.store import EventJournal, Store
+from runtime.store import EventJournal, JournalEntry, Store
 from runtime.store.journal_contracts import NewEvent
 from runtime.store.operations import OperationLedger
 from runtime.streams import session_stream, session_transcript_stream
+from runtime.workspace.settings import APPROVAL_MODE, disabled_tools, set_setting
 
+RECAP_PROMPT = (
+    "Summarize where this coding session stands in one sentence: what is being worked "
+    "on and what comes next. Answer only with <recap>the sentence</recap>."
+)
 SYSTEM_PROMPT = (
     "You are a coding agent working in the user's workspace. Use the tools to read and "
     "change files; mutating tools may need the user's permission."
@@ -89,11 +98,17 @@ class SessionActivities:
             )
         key = f"{request.run_id}/{request.prompt_id}"
         user = ChatMessage(role="user", content=text)
+        # The tools disabled now (`tools.disabled`) hold for the whole prompt: recorded
+        # with its user message, read back by every model step and tool preview.
+        disabled = (
+            await asyncio.to_thread(disabled_tools, self.store, request.workspace_cwd)
+            if request.workspace_cwd
+            else []
+        )
+        message = _message(user, request.prompt_id)
+        message.data["disabledTools"] = disabled
         await self._append(
-            session_transcript_stream(request.session_id),
-            [_message(user, request.prompt_id)],
-            f"{key}/user",
-            None,
+            session_transcript_stream(request.session_id), [message], f"{key}/user", None
         )
         update = {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}
         event = session_event(
@@ -141,10 +156,10 @@ class SessionActivities:
             await self._append(stream, [event], f"{key}/c{chunks}", request.retention)
 
         provider = self._provider_for(request.model_id)
+        disabled = _disabled_for(entries, request.prompt_id)
+        specs = [spec for spec in tool_specs(request.shell_enabled) if spec.name not in disabled]
         try:
-            reply = await heartbeating(
-                provider.complete(messages, tool_specs(request.shell_enabled), on_delta=on_delta)
-            )
+            reply = await heartbeating(provider.complete(messages, specs, on_delta=on_delta))
         except ModelError as err:
             raise ApplicationError(
                 str(err), type="ModelError", non_retryable=not err.retryable
@@ -178,11 +193,47 @@ class SessionActivities:
             request.retention,
         )
         expected = await asyncio.to_thread(target_hash, Path(request.workspace_cwd), invocation)
+        transcript = session_transcript_stream(request.session_id)
+        entries = (await self.journal.aread(transcript, 0, 100_000)).entries
         return ToolPreview(
             tool_call=tool_call,
             kind=TOOL_KINDS.get(request.call.name, "other"),
             target_hash=expected,
+            disabled=request.call.name in _disabled_for(entries, request.prompt_id),
         )
+
+    @activity.defn(name=SessionActivity.PERSIST_APPROVAL_MODE)
+    async def persist_approval_mode(self, request: PersistApprovalModeInput) -> None:
+        """`tools.approvalMode` of the workspace (an idempotent upsert)."""
+        await asyncio.to_thread(
+            set_setting, self.store, request.workspace_cwd, APPROVAL_MODE, request.mode
+        )
+
+    @activity.defn(name=SessionActivity.RECAP)
+    async def recap(self, request: RecapInput) -> RecapResult:
+        """A one-sentence recap of the session from the model, without tools; the
+        transcript is read, never appended to. None with fewer than two messages, or
+        when the answer has no `<recap>...</recap>`."""
+        transcript = session_transcript_stream(request.session_id)
+        entries = (await self.journal.aread(transcript, 0, 100_000)).entries
+        dialogue = [
+            e.data
+            for e in entries
+            if e.data.get("role") in ("user", "assistant") and e.data.get("content")
+        ]
+        if len(dialogue) < 2:
+            return RecapResult(recap=None)
+        lines = [f"{d['role']}: {str(d['content'])[:2000]}" for d in dialogue[-40:]]
+        messages = [
+            ChatMessage(role="system", content=RECAP_PROMPT),
+            ChatMessage(role="user", content="\n".join(lines)),
+        ]
+        provider = self._provider_for(request.model_id)
+        try:
+            reply = await heartbeating(provider.complete(messages, []))
+        except ModelError:
+            return RecapResult(recap=None)
+        return RecapResult(recap=extract_recap(reply.content))
 
     @activity.defn(name=SessionActivity.RUN_TOOL)
     async def run_tool(self, request: ToolStepInput) -> ToolStepResult:
@@ -273,6 +324,25 @@ class SessionActivities:
 def _message(message: ChatMessage, prompt_id: str) -> NewEvent:
     """A message of the session's transcript, tagged with its prompt."""
     return NewEvent(type="message", data={**message.model_dump(mode="json"), "promptId": prompt_id})
+
+
+def _disabled_for(entries: list[JournalEntry], prompt_id: str) -> set[str]:
+    """The tools disabled when `prompt_id` began (recorded with its user message)."""
+    for entry in entries:
+        data = entry.data
+        if data.get("promptId") == prompt_id and data.get("role") == "user":
+            names = data.get("disabledTools")
+            return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
+    return set()
+
+
+def extract_recap(text: str) -> str | None:
+    """The text of the first `<recap>...</recap>`, whitespace collapsed; None without one."""
+    match = re.search(r"<recap>(.*?)</recap>", text, re.DOTALL)
+    if match is None:
+        return None
+    recap = " ".join(match.group(1).split())
+    return recap or None
 
 
 def _chat(data: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from api.routes import (
     sessions,
     ui,
     workspace,
+    workspace_status,
 )
 from api.security import (
     BearerAuth,
@@ -115,6 +116,7 @@ def create_app(
     app.include_router(permissions.router)
     app.include_router(session_events.router)
     app.include_router(workspace.router)
+    app.include_router(workspace_status.router)
 
     # add_middleware wraps what is already there: add the innermost first.
     app.add_middleware(LastResort)

@@ -47,6 +47,17 @@ FEATURES: list[tuple[str, Callable[[Settings], bool]]] = [
     ("workspace_file_read", _always),
     ("workspace_file_bytes", _always),
     ("workspace_file_write", _always),
+    # Workspace status (read-only snapshots and the workspace mutations).
+    ("workspace_env", _always),
+    ("workspace_preflight", _always),
+    ("workspace_providers", _always),
+    ("workspace_skills", _always),
+    ("workspace_mcp", _always),
+    ("workspace_tool_toggle", _always),
+    ("workspace_init", _always),
+    ("session_supported_commands", _always),
+    ("session_tasks", _always),
+    ("session_recap", _always),
     # Conditional tags: present only when the operator turned the behaviour on.
     ("require_auth", lambda s: s.require_auth),
     ("allow_origin", lambda s: bool(s.allow_origin)),

@@ -73,6 +73,8 @@ class Settings(BaseSettings):
     # A prompt's text (UTF-8 bytes of its text blocks); a larger one is answered 413.
     max_prompt_bytes: int = Field(default=1024 * 1024, ge=1)
     session_shell: bool = False
+    # The workspace memory file POST /workspace/init creates (a file name, no directory).
+    memory_file_name: str = Field(default="AGENTS.md", pattern=r"^[^/\\]+$", max_length=255)
     # How long a route waits for a worker to take a workflow update before it answers
     # 503 worker_unavailable; the update's validator refuses it after that, so it is
     # never applied behind the caller's back (api/routes/session_common.update_session).

@@ -37,9 +37,14 @@ with workflow.unsafe.imports_passed_through():
         ModelStepInput,
         ModelStepResult,
         ModelSwitchResult,
+        ModeSwitchResult,
         OpenPromptInput,
+        PersistApprovalModeInput,
         PromptItem,
         PromptView,
+        RecapInput,
+        RecapRequest,
+        RecapResult,
         SessionActivity,
         SessionInput,
         SessionStatus,
@@ -208,15 +213,30 @@ class SessionWorkflow:
     # -- settings ------------------------------------------------------------------------
 
     @workflow.update
-    async def set_approval_mode(self, request: SetModeRequest) -> str:
-        self._approval_mode = request.mode
+    async def set_approval_mode(self, request: SetModeRequest) -> ModeSwitchResult:
         assert self._input is not None
-        await self._emit(
-            "approval_mode_changed",
-            {"sessionId": self._input.session_id, "mode": request.mode},
-            originator=request.originator,
-        )
-        return request.mode
+        previous = self._approval_mode
+        if request.persist:
+            # `tools.approvalMode` of the workspace: sessions created later start in it.
+            await workflow.execute_local_activity(
+                SessionActivity.PERSIST_APPROVAL_MODE,
+                PersistApprovalModeInput(
+                    workspace_cwd=self._input.workspace_cwd, mode=request.mode
+                ),
+                start_to_close_timeout=_LOCAL,
+                retry_policy=_RETRY,
+            )
+        self._approval_mode = request.mode
+        data: dict[str, Any] = {
+            "sessionId": self._input.session_id,
+            "previous": previous,
+            "next": request.mode,
+            "persisted": request.persist,
+        }
+        if request.originator:
+            data["originatorClientId"] = request.originator
+        await self._emit("approval_mode_changed", data, originator=request.originator)
+        return ModeSwitchResult(previous=previous, mode=request.mode, persisted=request.persist)
 
     @set_approval_mode.validator
     def _validate_mode(self, request: SetModeRequest) -> None:
@@ -247,6 +267,30 @@ class SessionWorkflow:
     @set_model.validator
     def _validate_model(self, request: SetModelRequest) -> None:
         _check_bound(request)
+
+    @workflow.update
+    async def recap(self, request: RecapRequest) -> RecapResult:
+        """A one-sentence "where are we" of the session, from the model (spec: best
+        effort, one attempt, 60 s; any failure is `recap: null`, never an error)."""
+        assert self._input is not None
+        try:
+            result: RecapResult = await workflow.execute_activity(
+                SessionActivity.RECAP,
+                RecapInput(session_id=self._input.session_id, model_id=self._model_id),
+                result_type=RecapResult,
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        except ActivityError:
+            return RecapResult(recap=None)
+        return result
+
+    @recap.validator
+    def _validate_recap(self, request: RecapRequest) -> None:
+        assert self._input is not None
+        _check_bound(request)
+        if self._closing is not None:
+            raise SessionNotFound(session_id=self._input.session_id).application_error()
 
     @workflow.update
     async def close(self, request: CloseRequest) -> None:
@@ -385,6 +429,7 @@ class SessionWorkflow:
                 run_id=run_id,
                 originator=item.originator,
                 retention=self._input.event_retention,
+                workspace_cwd=self._input.workspace_cwd,
             ),
             start_to_close_timeout=_LOCAL,
             retry_policy=_RETRY,
@@ -466,6 +511,20 @@ class SessionWorkflow:
             retry_policy=_RETRY,
         )
         command = call.arguments.get("command")
+        if preview.disabled:
+            # Disabled (`tools.disabled`) when this prompt began: never run, never asked.
+            step_input.action = "refuse"
+            step_input.refusal = f"Tool {call.name} is disabled in this workspace"
+            await self._cancellable(
+                workflow.execute_local_activity(
+                    SessionActivity.RUN_TOOL,
+                    step_input,
+                    result_type=ToolStepResult,
+                    start_to_close_timeout=_LOCAL,
+                    retry_policy=_RETRY,
+                )
+            )
+            return
         verdict = needs_permission(
             self._approval_mode,
             call.name,

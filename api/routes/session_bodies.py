@@ -143,7 +143,17 @@ class ModelBody(_Body):
 
 
 class ApprovalModeBody(_Body):
+    """The schema of POST /session/:id/approval-mode (the route checks `mode` itself, to
+    answer `invalid_approval_mode` with the allowed list)."""
+
     mode: ApprovalMode
+    persist: bool = False
+
+    @classmethod
+    def refusal(cls, error: ErrorDetails) -> ApiError:
+        return ApiError(
+            400, {"error": "`persist` must be a boolean", "code": "invalid_persist_flag"}
+        )
 
 
 class ContentBlock(_Body):
@@ -207,3 +217,25 @@ class VoteSelected(_Body):
 
 class VoteBody(_Body):
     outcome: Annotated[VoteCancelled | VoteSelected, Field(discriminator="outcome")]
+
+
+class ToolEnableBody(_Body):
+    enabled: bool
+
+    @classmethod
+    def refusal(cls, error: ErrorDetails) -> ApiError:
+        return ApiError(
+            400,
+            {
+                "error": "`enabled` is required and must be a boolean",
+                "code": "invalid_enabled_flag",
+            },
+        )
+
+
+class InitBody(_Body):
+    force: bool = False
+
+    @classmethod
+    def refusal(cls, error: ErrorDetails) -> ApiError:
+        return ApiError(400, {"error": "`force` must be a boolean", "code": "invalid_force_flag"})

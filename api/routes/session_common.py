@@ -35,7 +35,7 @@ from api.errors import (
 from api.input_bounds import strict_json_loads
 from api.routes.session_models import ContextState, ModelOption, ModelsState, ModesState
 from runtime.llm.active import active_model, served_model_id
-from runtime.policy.approval import DEFAULT_APPROVAL_MODE, modes_state
+from runtime.policy.approval import DEFAULT_APPROVAL_MODE, is_approval_mode, modes_state
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     SessionInput,
@@ -45,6 +45,7 @@ from runtime.sessions.contracts import (
 from runtime.sessions.errors import SessionNotFound
 from runtime.settings import Settings
 from runtime.store import Store
+from runtime.workspace.settings import APPROVAL_MODE, get_setting
 from workflows.session import (
     SessionWorkflow,
     session_search_attributes,
@@ -145,7 +146,9 @@ async def session_status(
         raise await _rpc_failure(err, store, session_id) from err
 
 
-def session_input(settings: Settings, record: registry.SessionRecord) -> SessionInput:
+def session_input(
+    settings: Settings, record: registry.SessionRecord, approval_mode: str | None = None
+) -> SessionInput:
     return SessionInput(
         session_id=record.session_id,
         workspace_cwd=record.workspace_cwd,
@@ -156,11 +159,20 @@ def session_input(settings: Settings, record: registry.SessionRecord) -> Session
         shell_enabled=settings.session_shell,
         model_id=active_model(settings).model_id,
         model_provider=settings.model_provider,
+        approval_mode=approval_mode or DEFAULT_APPROVAL_MODE,
     )
 
 
-async def start_session(client: Client, settings: Settings, record: registry.SessionRecord) -> None:
-    request = session_input(settings, record)
+async def start_session(
+    client: Client, settings: Settings, record: registry.SessionRecord, store: Store | None = None
+) -> None:
+    """Start the session's workflow (a running one is left alone); with `store`, in the
+    workspace's persisted approval mode (`tools.approvalMode`), if any."""
+    mode = None
+    if store is not None:
+        value = await asyncio.to_thread(get_setting, store, record.workspace_cwd, APPROVAL_MODE)
+        mode = value if is_approval_mode(value) else None
+    request = session_input(settings, record, mode)
     with contextlib.suppress(WorkflowAlreadyStartedError):
         await client.start_workflow(
             SessionWorkflow.run,

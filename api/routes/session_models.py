@@ -62,6 +62,8 @@ class ModelSwitched(BaseModel):
 class ApprovalModeSet(BaseModel):
     sessionId: str
     mode: ApprovalMode
+    previous: ApprovalMode
+    persisted: bool = Field(description="`tools.approvalMode` was written for new sessions.")
 
 
 class ModelOption(BaseModel):

@@ -56,6 +56,7 @@ from runtime.sessions import registry
 from runtime.sessions.contracts import (
     CloseRequest,
     ModelSwitchResult,
+    ModeSwitchResult,
     SetModelRequest,
     SetModeRequest,
 )
@@ -96,7 +97,7 @@ async def create_session(
     if not attached:
         try:
             # Attaching to a live session is a store operation: only a new one needs Temporal.
-            await start_session(await connector.get(), settings, record)
+            await start_session(await connector.get(), settings, record, store)
         except (ApiError, RPCError, RuntimeError) as err:
             # No workflow, no session: free the slot rather than leave a husk behind.
             await asyncio.to_thread(registry.close_session, store, record.session_id)
@@ -306,15 +307,21 @@ async def set_approval_mode(
     mode = body.get("mode")
     if not is_approval_mode(mode):
         raise ApiError.of(InvalidApprovalMode())
-    await update_session(
+    persist = ApprovalModeBody.parse(body).persist
+    result: ModeSwitchResult = await update_session(
         client,
         settings,
         store,
         session_id,
         SessionWorkflow.set_approval_mode,
-        SetModeRequest(mode=mode, originator=client_id_of(request)),
+        SetModeRequest(mode=mode, originator=client_id_of(request), persist=persist),
     )
-    return ApprovalModeSet(sessionId=session_id, mode=mode)
+    return ApprovalModeSet(
+        sessionId=session_id,
+        mode=mode,
+        previous=result.previous,
+        persisted=result.persisted,
+    )
 
 
 @router.get("/session/{session_id}/context", responses=errors(404, 503))
@@ -382,7 +389,7 @@ async def _restore(
             raise limit_reached(err) from err
         # Also when attached: a session whose workflow is gone (a crash between the
         # registry write and the start) is healed here; a running one is left alone.
-        await start_session(client, settings, record)
+        await start_session(client, settings, record, store)
         client_id = client_id_of(request) or f"client_{uuid.uuid4()}"
         await register_client(store, session_id, client_id)
         status = await session_status(client, session_id, store, settings.worker_wait_ms / 1000)

@@ -8,7 +8,8 @@ from sqlmodel import SQLModel
 import runtime.investigation.models
 import runtime.sessions.prompts
 import runtime.store.models
-import runtime.store.operations  # noqa: F401  (registers the tables on SQLModel.metadata)
+import runtime.store.operations
+import runtime.workspace.settings  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 connection = context.config.attributes["connection"]
 context.configure(

@@ -25,6 +25,8 @@ class SessionActivity(StrEnum):
     PREVIEW_TOOL = "session.preview_tool"
     RUN_TOOL = "session.run_tool"
     RUN_EFFECT = "session.run_effect"
+    PERSIST_APPROVAL_MODE = "session.persist_approval_mode"
+    RECAP = "session.recap"
 
 
 StopReason = Literal["end_turn", "cancelled", "max_tokens", "error", "length", "refusal"]
@@ -102,6 +104,32 @@ class VoteResult(BaseModel):
 class SetModeRequest(WorkerBound):
     mode: str
     originator: str | None = None
+    # Also write `tools.approvalMode` to the workspace settings (new sessions start with it).
+    persist: bool = False
+
+
+class ModeSwitchResult(BaseModel):
+    previous: str
+    mode: str
+    persisted: bool
+
+
+class PersistApprovalModeInput(BaseModel):
+    workspace_cwd: str
+    mode: str
+
+
+class RecapRequest(WorkerBound):
+    pass
+
+
+class RecapInput(BaseModel):
+    session_id: str
+    model_id: str
+
+
+class RecapResult(BaseModel):
+    recap: str | None = None
 
 
 class SetModelRequest(WorkerBound):
@@ -154,6 +182,8 @@ class OpenPromptInput(BaseModel):
     run_id: str
     originator: str | None = None
     retention: int = 8000
+    # Whose `tools.disabled` apply to this prompt (None in inputs recorded before).
+    workspace_cwd: str | None = None
 
 
 class ModelStepInput(BaseModel):
@@ -204,6 +234,8 @@ class ToolPreview(BaseModel):
     kind: str
     # File tools: the target's content hash now (see ToolStepInput.expected_hash).
     target_hash: str | None = None
+    # The tool was disabled (`tools.disabled`) when the prompt began: the call is refused.
+    disabled: bool = False
 
 
 class ToolStepResult(BaseModel):

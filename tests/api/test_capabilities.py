@@ -7,6 +7,8 @@ import importlib
 from api.capabilities import FEATURES, advertised_features
 from runtime.settings import Settings
 
+W = "tests.api.test_workspace_status::"
+
 # tag -> the tests that show its behaviour ("module::function").
 BEHAVIOUR_TESTS: dict[str, list[str]] = {
     "health": [
@@ -53,7 +55,10 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
     "client_identity": ["tests.api.test_sessions::test_permission_request_shape_and_approval"],
     "client_heartbeat": ["tests.api.test_sessions::test_heartbeat"],
     "session_set_model": ["tests.api.test_sessions::test_model_switch"],
-    "session_approval_mode_control": ["tests.api.test_sessions::test_approval_mode_and_context"],
+    "session_approval_mode_control": [
+        "tests.api.test_sessions::test_approval_mode_and_context",
+        W + "test_approval_mode_persist",
+    ],
     "session_context": ["tests.api.test_sessions::test_approval_mode_and_context"],
     "session_load": ["tests.api.test_sessions::test_load_and_resume_bring_a_closed_session_back"],
     "session_resume": [
@@ -82,6 +87,36 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
         "tests.api.test_workspace_files::test_eight_concurrent_replaces_one_wins",
         "tests.api.test_workspace_files::test_edit_preserves_crlf_and_bom",
         "tests.api.test_workspace_files::test_mutations_need_a_configured_token_on_loopback",
+    ],
+    "workspace_env": [W + "test_workspace_env_reports_presence_never_values"],
+    "workspace_preflight": [
+        W + "test_workspace_preflight_cells",
+        W + "test_workspace_preflight_reports_an_unreachable_model",
+    ],
+    "workspace_providers": [
+        W + "test_workspace_providers",
+        W + "test_workspace_providers_never_show_the_url_or_key",
+    ],
+    "workspace_skills": [W + "test_workspace_skills_and_mcp"],
+    "workspace_mcp": [W + "test_workspace_skills_and_mcp"],
+    "workspace_tool_toggle": [
+        W + "test_tool_toggle_needs_a_token",
+        W + "test_tool_toggle_refusals",
+        W + "test_disabled_tool_leaves_the_agent_at_its_next_prompt",
+        W + "test_a_prompt_already_running_keeps_its_tools",
+        W + "test_a_disabled_tool_the_model_calls_anyway_is_refused",
+    ],
+    "workspace_init": [
+        W + "test_workspace_init",
+        W + "test_workspace_init_needs_a_token",
+        W + "test_workspace_init_never_writes_through_a_symlink",
+        W + "test_workspace_init_memory_file_name",
+    ],
+    "session_supported_commands": [W + "test_supported_commands_and_tasks"],
+    "session_tasks": [W + "test_supported_commands_and_tasks"],
+    "session_recap": [
+        W + "test_recap_is_null_without_dialogue",
+        W + "test_recap_through_the_model",
     ],
 }
 

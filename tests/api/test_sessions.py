@@ -261,7 +261,12 @@ async def test_approval_mode_and_context(daemon: DaemonFactory) -> None:
     ok = await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "yolo"})
     assert ok.status_code == 200
     changed = [e for e in d.events(sid) if e["type"] == "approval_mode_changed"]
-    assert changed[-1]["data"]["mode"] == "yolo"
+    assert changed[-1]["data"] == {
+        "sessionId": sid,
+        "previous": "default",
+        "next": "yolo",
+        "persisted": False,
+    }
     context = (await d.client.get(f"/session/{sid}/context")).json()
     assert context["state"]["modes"]["currentModeId"] == "yolo"
 

@@ -39,7 +39,8 @@ HERE = Path(__file__).parent
 
 async def _session_run(daemon: Daemon) -> str:
     """Prompts through the FIFO: a write behind a permission (approved), a queued prompt,
-    an edit refused, a model switch, then the session closed."""
+    an edit refused, a model switch, a persisted approval mode, a prompt without the
+    disabled write_file, a recap, then the session closed."""
     sid = (await daemon.create())["sessionId"]
     first = (await daemon.prompt(sid, write_prompt(daemon.workspace, "a.txt"))).json()
     second = (await daemon.prompt(sid, "queued behind the first")).json()
@@ -57,6 +58,15 @@ async def _session_run(daemon: Daemon) -> str:
     await daemon.wait_for(sid, "turn_complete", prompt_id=third["promptId"])
     switched = await daemon.client.post(f"/session/{sid}/model", json={"modelId": "scripted"})
     assert switched.status_code == 200, switched.text
+    # Workspace status: a persisted approval mode, a disabled tool at the next prompt, a recap.
+    mode = {"mode": "auto-edit", "persist": True}
+    assert (await daemon.client.post(f"/session/{sid}/approval-mode", json=mode)).is_success
+    off = await daemon.client.post("/workspace/tools/write_file/enable", json={"enabled": False})
+    assert off.status_code == 200, off.text
+    fourth = (await daemon.prompt(sid, write_prompt(daemon.workspace, "b.txt"))).json()
+    await daemon.wait_for(sid, "turn_complete", prompt_id=fourth["promptId"])
+    recap = await daemon.client.post(f"/session/{sid}/recap")
+    assert recap.status_code == 200, recap.text
     assert (await daemon.client.delete(f"/session/{sid}")).status_code == 204
     return session_workflow_id(sid)
 
@@ -99,7 +109,11 @@ async def record() -> None:
             workspace = root / "ws"
             workspace.mkdir()
             settings = Settings(
-                workspace=workspace, data_dir=root / ".data", port=4170, task_queue="record"
+                workspace=workspace,
+                data_dir=root / ".data",
+                port=4170,
+                task_queue="record",
+                token="record",  # the strict mutation routes (approval mode, tool toggle)
             )
             store = Store(settings.resolved_database_url)
             upgrade_to_head(store.engine)
@@ -110,7 +124,9 @@ async def record() -> None:
                 build_worker(env.client, settings, store),
                 app.router.lifespan_context(app),
                 httpx.AsyncClient(
-                    transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:4170"
+                    transport=httpx.ASGITransport(app=app),
+                    base_url="http://127.0.0.1:4170",
+                    headers={"Authorization": "Bearer record"},
                 ) as http,
             ):
                 daemon = Daemon(http, workspace.resolve(), EventJournal(store))
