@@ -93,15 +93,18 @@ class IdentityActivities:
         if provider.pkce:
             verifier, challenge = _pkce_pair()
             form |= {"code_challenge": challenge, "code_challenge_method": "S256"}
-        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
-            response = await http.post(
-                provider.device_authorization_endpoint,
-                data=form,
-                headers={"Accept": "application/json"},
-            )
+        # A client waits on this answer (POST): an IdP that cannot be reached is a 502 now,
+        # not retries behind the client's back.
+        try:
+            async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
+                response = await http.post(
+                    provider.device_authorization_endpoint,
+                    data=form,
+                    headers={"Accept": "application/json"},
+                )
+        except httpx.HTTPError as err:
+            return RequestCodeResult(hint=f"identity provider unreachable ({type(err).__name__})")
         body = _json(response)
-        if response.status_code >= 500:
-            raise ApplicationError(f"device authorization endpoint: {response.status_code}")
         if response.status_code != 200 or not isinstance(body, dict):
             error = body.get("error") if isinstance(body, dict) else None
             return RequestCodeResult(hint=f"HTTP {response.status_code} {error or ''}".strip())

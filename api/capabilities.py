@@ -43,6 +43,8 @@ FEATURES: list[tuple[str, Callable[[Settings], bool]]] = [
     ("permission_vote", _always),
     ("session_permission_vote", _always),
     ("permission_mediation", _always),
+    # OAuth device flows (RFC 8628) as DeviceFlowWorkflow.
+    ("auth_device_flow", _always),
     # Conditional tags: present only when the operator turned the behaviour on.
     ("require_auth", lambda s: s.require_auth),
     ("allow_origin", lambda s: bool(s.allow_origin)),

@@ -71,6 +71,14 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
         "tests.api.test_sessions::test_policy_local_only",
         "tests.workflows.test_session_permission_timeout::test_five_minute_timeout_on_the_time_skipping_server",
     ],
+    "auth_device_flow": [
+        "tests.api.test_device_flow::test_approval_stores_credentials_and_tells_every_session",
+        "tests.api.test_device_flow::test_access_denied_fails_the_flow",
+        "tests.api.test_device_flow::test_delete_cancels_a_pending_flow",
+        "tests.api.test_device_flow::test_a_pending_flow_survives_a_worker_restart",
+        "tests.workflows.test_device_flow::test_slow_down_adds_five_seconds_each_time",
+        "tests.workflows.test_device_flow::test_expiry_is_a_durable_timer",
+    ],
 }
 
 

@@ -294,6 +294,13 @@ async def test_upstream_error_is_502(daemon: DaemonFactory, idp: FakeIdP) -> Non
     assert response.json()["code"] == "upstream_error"
 
 
+async def test_an_unreachable_idp_is_502(daemon: DaemonFactory) -> None:
+    d = await daemon(qwen_oauth_base_url="http://127.0.0.1:9")
+    response = await d.client.post(FLOW, json={"providerId": "qwen-oauth"})
+    assert response.status_code == 502
+    assert response.json()["code"] == "upstream_error"
+
+
 async def test_a_failed_write_is_persist_failed(
     daemon: DaemonFactory, idp: FakeIdP, tmp_path: Path
 ) -> None:
