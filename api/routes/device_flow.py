@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
@@ -196,6 +197,8 @@ async def start_device_flow(
             await asyncio.wait_for(handle.result(), settings.worker_wait_ms / 1000)
         except TimeoutError as err:
             raise worker_unavailable() from err
+        except WorkflowFailureError:
+            pass  # ended all the same: the next run may start
         current = None
     if current is None and len(await _pending(client, settings)) >= MAX_ACTIVE_FLOWS:
         raise ApiError.of(TooManyActiveFlows())

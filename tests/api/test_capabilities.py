@@ -78,6 +78,7 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
         "tests.api.test_device_flow::test_a_pending_flow_survives_a_worker_restart",
         "tests.workflows.test_device_flow::test_slow_down_adds_five_seconds_each_time",
         "tests.workflows.test_device_flow::test_expiry_is_a_durable_timer",
+        "tests.e2e.test_device_flow_durability::test_a_pending_flow_spans_kill_9_of_the_worker",
     ],
 }
 
