@@ -344,3 +344,11 @@ async def test_a_terminal_entry_is_gone_after_its_grace(
     gone = await d.client.get(f"{FLOW}/{flow_id}")
     assert gone.status_code == 404 and gone.json()["code"] == "device_flow_not_found"
     assert (await d.client.delete(f"{FLOW}/{flow_id}")).status_code == 404
+
+
+async def test_no_worker_is_503_worker_unavailable(daemon: DaemonFactory) -> None:
+    d = await daemon(worker=False, worker_wait_ms=300)
+    response = await d.client.post(FLOW, json={"providerId": "test-idp"})
+    assert response.status_code == 503
+    assert response.json()["code"] == "worker_unavailable"
+    assert response.headers["Retry-After"] == "5"
