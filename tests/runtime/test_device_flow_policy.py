@@ -26,6 +26,10 @@ from runtime.device_flow.tokens import token_response_meaning
         (200, {"token_type": "Bearer"}, ("failed", "upstream_error")),
         (401, "not json", ("failed", "upstream_error")),
         (503, None, ("retry", None)),
+        # GitHub answers its errors with 200 and the RFC's error codes.
+        (200, {"error": "authorization_pending"}, ("pending", None)),
+        (200, {"error": "slow_down", "interval": 10}, ("slow_down", None)),
+        (200, {"error": "access_denied"}, ("failed", "access_denied")),
     ],
 )
 def test_token_response_table(status: int, body: Any, meaning: tuple[str, str | None]) -> None:
