@@ -18,7 +18,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.search_attributes import KIND, STATUS, TENANT
 
@@ -159,17 +159,26 @@ class DeviceFlowWorkflow:
             await _wait(lambda: state.terminal, wait_ms)
             if state.terminal or self._now_ms() >= expires_at_ms:
                 continue
-            outcome: PollOutcome = await workflow.execute_activity(
-                DeviceFlowActivity.POLL_TOKEN,
-                PollInput(
-                    provider=self._input.provider,
-                    device_code=code.device_code,
-                    code_verifier=code.code_verifier,
-                ),
-                result_type=PollOutcome,
-                start_to_close_timeout=_IDP_TIMEOUT,
-                retry_policy=_IDP_RETRY,
-            )
+            try:
+                outcome: PollOutcome = await workflow.execute_activity(
+                    DeviceFlowActivity.POLL_TOKEN,
+                    PollInput(
+                        provider=self._input.provider,
+                        device_code=code.device_code,
+                        code_verifier=code.code_verifier,
+                    ),
+                    result_type=PollOutcome,
+                    start_to_close_timeout=_IDP_TIMEOUT,
+                    # An IdP that stays unreachable is retried until the code expires.
+                    schedule_to_close_timeout=timedelta(
+                        milliseconds=max(expires_at_ms - self._now_ms(), 1000)
+                    ),
+                    retry_policy=_IDP_RETRY,
+                )
+            except ActivityError:
+                if not state.terminal:
+                    await self._fail("expired_token", "The identity provider did not answer")
+                return
             if state.terminal:
                 return  # cancelled while the poll was in flight
             if outcome.outcome == "slow_down":

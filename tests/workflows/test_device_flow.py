@@ -107,3 +107,19 @@ async def test_expiry_is_a_durable_timer(
         assert idp.latest().polls <= 15
     failed = [e for e in _events(store, record.session_id) if e["type"].endswith("_failed")]
     assert failed[0]["data"]["errorKind"] == "expired_token"
+
+
+async def test_an_idp_gone_mid_flow_ends_it_at_expiry(
+    time_env: WorkflowEnvironment, flows: tuple[Store, Settings]
+) -> None:
+    _store, settings = flows
+    idp = FakeIdP(expires_in=30, interval=5)
+    with idp:
+        handle = await _start(time_env, settings, idp)
+        for _ in range(100):
+            if idp.devices:
+                break
+            await time_env.sleep(0.05)
+    # The IdP is gone (connection refused): the poll retries until the code expires.
+    final = await handle.result()
+    assert final.status == "failed" and final.error_kind == "expired_token"
