@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities.agent_tools import AgentToolsActivities
+from activities.identity import IdentityActivities
 from activities.journal import JournalActivities
 from activities.llm import ModelProvider
 from activities.session import SessionActivities
@@ -21,6 +22,7 @@ def build_activities(
         store, journal, provider, max_results=settings.agent_tools_max_results
     )
     session = SessionActivities(store, journal, provider, settings)
+    identity = IdentityActivities(store, journal, settings.resolved_data_dir)
     return [
         JournalActivities(journal).append_events,
         session.open_prompt,
@@ -33,7 +35,10 @@ def build_activities(
         agent_tools.call_tool,
         agent_tools.model_step,
         agent_tools.read_research,
+        identity.request_code,
+        identity.poll_token,
+        identity.emit,
     ]
 
 
-__all__ = ["AgentToolsActivities", "JournalActivities", "build_activities"]
+__all__ = ["AgentToolsActivities", "IdentityActivities", "JournalActivities", "build_activities"]

@@ -21,6 +21,7 @@ from api.routes import (
     agent_tools,
     capabilities,
     daemon_status,
+    device_flow,
     docs,
     health,
     index,
@@ -117,6 +118,7 @@ def create_app(
     app.include_router(session_events.router)
     app.include_router(workspace.router)
     app.include_router(workspace_status.router)
+    app.include_router(device_flow.router)
 
     # add_middleware wraps what is already there: add the innermost first.
     app.add_middleware(LastResort)

@@ -58,6 +58,8 @@ FEATURES: list[tuple[str, Callable[[Settings], bool]]] = [
     ("session_supported_commands", _always),
     ("session_tasks", _always),
     ("session_recap", _always),
+    # OAuth device flows (RFC 8628) as DeviceFlowWorkflow.
+    ("auth_device_flow", _always),
     # Conditional tags: present only when the operator turned the behaviour on.
     ("require_auth", lambda s: s.require_auth),
     ("allow_origin", lambda s: bool(s.allow_origin)),

@@ -58,6 +58,7 @@ DESCRIPTIONS: dict[int, str] = {
     429: "Rate limit reached (`rate_limit_exceeded`, `subscriber_limit_exceeded`).",
     500: 'Internal error (`{"error": "Internal error", "code": -32000, "data": {...}}`).',
     501: "Not implemented by this daemon.",
+    502: "An upstream service (an identity provider) answered with an error (`upstream_error`).",
     503: "Temporal, a worker or a capacity limit did not allow it now (`temporal_unavailable`, "
     "`worker_unavailable`, ...); retry after `Retry-After`.",
 }

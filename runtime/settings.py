@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from runtime.device_flow.providers import DeviceFlowProvider, all_providers, parse_providers
 from runtime.sessions.contracts import MAX_DEADLINE_MS
 
 LOOPBACK_HOSTNAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
@@ -100,6 +101,10 @@ class Settings(BaseSettings):
     openai_model: str = Field(
         default="gpt-4o-mini", validation_alias=AliasChoices("OPENAI_MODEL", "openai_model")
     )
+    # OAuth device flows (RFC 8628): the built-in `qwen-oauth` provider's base URL, and any
+    # number of standard providers as a JSON object (runtime/device_flow/providers.py).
+    qwen_oauth_base_url: str = "https://chat.qwen.ai"
+    device_flow_providers: str | None = None
     # Set by `agentrt up` for its children: the Temporal server is the embedded one.
     temporal_embedded: bool = False
 
@@ -110,6 +115,17 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("device_flow_providers")
+    @classmethod
+    def _check_providers(cls, value: str | None) -> str | None:
+        parse_providers(value)  # a ValueError here is a refusal to start
+        return value
+
+    @property
+    def device_flow_provider_map(self) -> dict[str, DeviceFlowProvider]:
+        """`qwen-oauth` and the configured providers, by providerId."""
+        return all_providers(self.qwen_oauth_base_url, self.device_flow_providers)
 
     @property
     def token_configured(self) -> bool:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from workflows.device_flow import DeviceFlowWorkflow
 from workflows.session import SessionWorkflow
 from workflows.turn import TurnWorkflow
 
 # Every workflow class the worker registers; each surface adds its own.
-WORKFLOWS: list[type] = [TurnWorkflow, SessionWorkflow]
+WORKFLOWS: list[type] = [TurnWorkflow, SessionWorkflow, DeviceFlowWorkflow]

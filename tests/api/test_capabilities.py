@@ -118,6 +118,15 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
         W + "test_recap_is_null_without_dialogue",
         W + "test_recap_through_the_model",
     ],
+    "auth_device_flow": [
+        "tests.api.test_device_flow::test_approval_stores_credentials_and_tells_every_session",
+        "tests.api.test_device_flow::test_access_denied_fails_the_flow",
+        "tests.api.test_device_flow::test_delete_cancels_a_pending_flow",
+        "tests.api.test_device_flow::test_a_pending_flow_survives_a_worker_restart",
+        "tests.workflows.test_device_flow::test_slow_down_adds_five_seconds_each_time",
+        "tests.workflows.test_device_flow::test_expiry_is_a_durable_timer",
+        "tests.e2e.test_device_flow_durability::test_a_pending_flow_spans_kill_9_of_the_worker",
+    ],
 }
 
 

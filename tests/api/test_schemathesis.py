@@ -83,6 +83,8 @@ async def live(
         "workspace": workspace,
         "token": TOKEN,
         "port": port,
+        # A generated POST naming `qwen-oauth` must not reach the internet (connection refused).
+        "qwen_oauth_base_url": "http://127.0.0.1:9",
     }
     settings_ = Settings(**values)
     store = Store(settings_.resolved_database_url)

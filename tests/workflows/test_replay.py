@@ -35,4 +35,9 @@ async def test_recorded_history_replays(path: Path) -> None:
 
 
 def test_there_are_histories_to_replay() -> None:
-    assert {p.stem for p in HISTORIES} >= {"session", "turn", "turn-before-decision-signal"}
+    assert {p.stem for p in HISTORIES} >= {
+        "session",
+        "turn",
+        "turn-before-decision-signal",
+        "device-flow",
+    }

@@ -1,6 +1,8 @@
 """Record the histories that `tests/workflows/test_replay.py` replays: a few representative runs.
 
-    .venv/bin/python -m tests.workflows.histories.record
+    .venv/bin/python -m tests.workflows.histories.record [name ...]
+
+With names (`session`, `turn`, `device-flow`), only those are recorded.
 
 Keep the histories of earlier code (rename them, e.g. `turn-before-decision-signal.json`)
 when recording new ones: workflows started then may still be running, and their
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,8 +32,10 @@ from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.temporal import ensure_search_attributes, temporal_cli_path
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
+from tests.fakes.device_idp import FakeIdP
 from tests.session_helpers import Daemon, write_prompt
 from worker import build_worker
+from workflows.device_flow import device_flow_workflow_id
 from workflows.session import session_workflow_id
 from workflows.turn import turn_workflow_id
 
@@ -84,9 +89,27 @@ async def _turn_run(browser: Browser, instance: str) -> str:
     return turn_workflow_id(instance, "demo", turn["turn_id"])
 
 
-async def _finished(client: Client, workflow_id: str) -> None:
+async def _device_flow_run(
+    http: httpx.AsyncClient, idp: FakeIdP, workspace: str
+) -> tuple[str, str]:
+    """A device flow: a slow_down, the approval, then a new POST that ends the first run's
+    grace early (released) and a DELETE of the second."""
+    idp.slow_downs = 1
+    flow = "/workspace/auth/device-flow"
+    first = (await http.post(flow, json={"providerId": "idp"})).json()["deviceFlowId"]
+    idp.approve(idp.latest().user_code)
     deadline = time.monotonic() + 60
-    handle = client.get_workflow_handle(workflow_id)
+    while (await http.get(f"{flow}/{first}")).json()["status"] != "authorized":
+        assert time.monotonic() < deadline, "the device flow was not authorized"
+        await asyncio.sleep(0.2)
+    second = (await http.post(flow, json={"providerId": "idp"})).json()["deviceFlowId"]
+    assert (await http.delete(f"{flow}/{second}")).status_code == 204
+    return device_flow_workflow_id(workspace, "idp"), first
+
+
+async def _finished(client: Client, workflow_id: str, run_id: str | None = None) -> None:
+    deadline = time.monotonic() + 60
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
     while time.monotonic() < deadline:
         description = await handle.describe()
         if description.close_time is not None:
@@ -95,7 +118,7 @@ async def _finished(client: Client, workflow_id: str) -> None:
     raise AssertionError(f"{workflow_id} did not finish")
 
 
-async def record() -> None:
+async def record(names: list[str] | None = None) -> None:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_cli_path()),
         data_converter=pydantic_data_converter,
@@ -108,12 +131,14 @@ async def record() -> None:
             root = Path(tmp)
             workspace = root / "ws"
             workspace.mkdir()
+            idp = FakeIdP(interval=1).__enter__()
             settings = Settings(
                 workspace=workspace,
                 data_dir=root / ".data",
                 port=4170,
                 task_queue="record",
                 token="record",  # the strict mutation routes (approval mode, tool toggle)
+                device_flow_providers=json.dumps({"idp": idp.provider_config()}),
             )
             store = Store(settings.resolved_database_url)
             upgrade_to_head(store.engine)
@@ -129,20 +154,29 @@ async def record() -> None:
                     headers={"Authorization": "Bearer record"},
                 ) as http,
             ):
+                http.headers["Authorization"] = "Bearer record"
                 daemon = Daemon(http, workspace.resolve(), EventJournal(store))
-                runs: dict[str, str] = {
-                    "session": await _session_run(daemon),
-                    "turn": await _turn_run(await Browser(http).open(), settings.instance),
-                }
-                for name, workflow_id in runs.items():
-                    await _finished(env.client, workflow_id)
-                    history = await env.client.get_workflow_handle(workflow_id).fetch_history()
+                wanted = set(names or ("session", "turn", "device-flow"))
+                runs: dict[str, tuple[str, str | None]] = {}
+                if "session" in wanted:
+                    runs["session"] = (await _session_run(daemon), None)
+                if "turn" in wanted:
+                    browser = await Browser(http).open()
+                    runs["turn"] = (await _turn_run(browser, settings.instance), None)
+                if "device-flow" in wanted:
+                    # The first run (deviceFlowId is the run id): approved, then released.
+                    runs["device-flow"] = await _device_flow_run(http, idp, settings.workspace_cwd)
+                for name, (workflow_id, run_id) in runs.items():
+                    handle = env.client.get_workflow_handle(workflow_id, run_id=run_id)
+                    await _finished(env.client, workflow_id, run_id)
+                    history = await handle.fetch_history()
                     document: dict[str, Any] = json.loads(history.to_json())
                     path = HERE / f"{name}.json"
                     path.write_text(json.dumps({"workflowId": workflow_id, **document}) + "\n")
                     print(f"{path.name}: {len(document['events'])} events of {workflow_id}")
             store.dispose()
+            idp.__exit__(None, None, None)
 
 
 if __name__ == "__main__":
-    asyncio.run(record())
+    asyncio.run(record(sys.argv[1:]))

@@ -1,0 +1,196 @@
+"""The identity provider's side of a device flow (RFC 8628): the device authorization
+request, one token poll (which stores the credentials itself, so tokens never cross
+Temporal), and the `auth_device_flow_*` events on every session stream of the workspace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import logging
+import os
+import secrets
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from runtime.device_flow.contracts import (
+    DEFAULT_INTERVAL_S,
+    DeviceCode,
+    DeviceFlowActivity,
+    EmitInput,
+    PollInput,
+    PollOutcome,
+    RequestCodeResult,
+)
+from runtime.device_flow.providers import DeviceFlowProvider
+from runtime.device_flow.tokens import token_response_meaning
+from runtime.sessions import registry
+from runtime.sessions.streams import session_event
+from runtime.store import EventJournal, Store
+from runtime.store.journal_contracts import dedupe_key
+from runtime.streams import session_stream
+
+log = logging.getLogger(__name__)
+
+DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+HTTP_TIMEOUT = httpx.Timeout(20.0)
+
+
+def credentials_path(data_dir: Path, provider_id: str) -> Path:
+    return data_dir / "credentials" / f"{provider_id}.json"
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`, mode 0600, atomically (temporary file, fsync, rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def _pkce_pair() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+class IdentityActivities:
+    def __init__(self, store: Store, journal: EventJournal, data_dir: Path) -> None:
+        self.store = store
+        self.journal = journal
+        self.data_dir = data_dir
+
+    @activity.defn(name=DeviceFlowActivity.REQUEST_CODE)
+    async def request_code(self, provider: DeviceFlowProvider) -> RequestCodeResult:
+        """RFC 8628 §3.1; a refusal of the IdP is a result (`hint`), not a retry."""
+        form = {"client_id": provider.client_id}
+        if provider.scope:
+            form["scope"] = provider.scope
+        verifier: str | None = None
+        if provider.pkce:
+            verifier, challenge = _pkce_pair()
+            form |= {"code_challenge": challenge, "code_challenge_method": "S256"}
+        # A client waits on this answer (POST): an IdP that cannot be reached is a 502 now,
+        # not retries behind the client's back.
+        try:
+            async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
+                response = await http.post(
+                    provider.device_authorization_endpoint,
+                    data=form,
+                    headers={"Accept": "application/json"},
+                )
+        except httpx.HTTPError as err:
+            return RequestCodeResult(hint=f"identity provider unreachable ({type(err).__name__})")
+        body = _json(response)
+        if response.status_code != 200 or not isinstance(body, dict):
+            error = body.get("error") if isinstance(body, dict) else None
+            return RequestCodeResult(hint=f"HTTP {response.status_code} {error or ''}".strip())
+        try:
+            code = DeviceCode(
+                device_code=body["device_code"],
+                user_code=body["user_code"],
+                verification_uri=body.get("verification_uri") or body["verification_url"],
+                verification_uri_complete=body.get("verification_uri_complete"),
+                expires_in=int(body["expires_in"]),
+                interval=int(body.get("interval") or DEFAULT_INTERVAL_S),
+                code_verifier=verifier,
+            )
+        except (KeyError, TypeError, ValueError):
+            return RequestCodeResult(hint="malformed device authorization response")
+        return RequestCodeResult(code=code)
+
+    @activity.defn(name=DeviceFlowActivity.POLL_TOKEN)
+    async def poll_token(self, request: PollInput) -> PollOutcome:
+        """RFC 8628 §3.4-3.5: one token request. On approval the credentials are written
+        here, so the tokens never enter workflow history; a failed write is
+        `persist_failed`."""
+        provider = request.provider
+        form = {
+            "grant_type": DEVICE_CODE_GRANT,
+            "device_code": request.device_code,
+            "client_id": provider.client_id,
+        }
+        if request.code_verifier:
+            form["code_verifier"] = request.code_verifier
+        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
+            response = await http.post(
+                provider.token_endpoint, data=form, headers={"Accept": "application/json"}
+            )
+        body = _json(response)
+        meaning, error_kind = token_response_meaning(response.status_code, body)
+        if meaning == "retry":
+            raise ApplicationError(f"token endpoint: HTTP {response.status_code}")
+        if meaning == "failed":
+            hint = None
+            if error_kind == "upstream_error":
+                hint = f"token endpoint answered HTTP {response.status_code}"
+            return PollOutcome(outcome="failed", error_kind=error_kind, hint=hint)
+        if meaning != "authorized":
+            return PollOutcome(outcome=meaning)
+        assert isinstance(body, dict)
+        now_ms = int(time.time() * 1000)
+        expires_at = None
+        if isinstance(body.get("expires_in"), int | float):
+            expires_at = now_ms + int(body["expires_in"] * 1000)
+        record = {
+            "providerId": provider.provider_id,
+            "access_token": body["access_token"],
+            "refresh_token": body.get("refresh_token"),
+            "token_type": body.get("token_type"),
+            "scope": body.get("scope"),
+            "resource_url": body.get("resource_url"),
+            "id_token": body.get("id_token"),
+            "expiry_date": expires_at,
+            "obtainedAt": now_ms,
+        }
+        path = credentials_path(self.data_dir, provider.provider_id)
+        try:
+            payload = json.dumps({k: v for k, v in record.items() if v is not None}, indent=2)
+            await asyncio.to_thread(write_private, path, payload.encode("utf-8"))
+        except OSError as err:
+            log.warning("device flow %s: credentials not stored (%s)", provider.provider_id, err)
+            return PollOutcome(
+                outcome="failed",
+                error_kind="persist_failed",
+                hint=f"could not store the credentials ({err.strerror or type(err).__name__})",
+            )
+        return PollOutcome(outcome="authorized", expires_at_ms=expires_at)
+
+    @activity.defn(name=DeviceFlowActivity.EMIT)
+    async def emit(self, request: EmitInput) -> int:
+        """Append the event to each live session of the workspace; a retry appends nothing
+        twice (one dedupe key per stream). Returns how many streams got it."""
+        sessions = await asyncio.to_thread(registry.list_live, self.store, request.workspace_cwd)
+        event = session_event(request.type, request.data)
+        for record in sessions:
+            key = dedupe_key(request.dedupe_scope, 0, [event])
+            await self.journal.aappend_many(
+                session_stream(record.session_id),
+                [event],
+                retention=request.retention,
+                dedupe_key=key,
+            )
+        return len(sessions)

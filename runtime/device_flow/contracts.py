@@ -1,0 +1,115 @@
+"""What crosses Temporal for a device flow: the workflow's input and state, and the
+activities' inputs and outputs, called by name (`DeviceFlowActivity`)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from runtime.device_flow.providers import DeviceFlowProvider
+from runtime.sessions.contracts import WorkerBound
+
+# Spec: a terminal entry stays readable this long, then 404 device_flow_not_found.
+GRACE_MS = 5 * 60 * 1000
+# Spec: at most this many pending flows per workspace.
+MAX_ACTIVE_FLOWS = 4
+# RFC 8628 §3.5: slow_down adds 5 seconds to the polling interval.
+SLOW_DOWN_STEP_S = 5
+DEFAULT_INTERVAL_S = 5
+
+FailureKind = Literal[
+    "expired_token", "access_denied", "invalid_grant", "upstream_error", "persist_failed"
+]
+FlowStatus = Literal["requesting", "pending", "authorized", "failed", "cancelled"]
+
+
+class DeviceFlowActivity(StrEnum):
+    REQUEST_CODE = "device_flow.request_code"
+    POLL_TOKEN = "device_flow.poll_token"
+    EMIT = "device_flow.emit"
+
+
+class DeviceFlowInput(BaseModel):
+    workspace_cwd: str
+    provider: DeviceFlowProvider
+    # Who started this run: a POST that finds its own request id started it (201).
+    request_id: str
+    event_retention: int | None = None
+
+
+class DeviceCode(BaseModel):
+    """The IdP's device authorization response (RFC 8628 §3.2), plus the PKCE verifier."""
+
+    device_code: str
+    user_code: str
+    verification_uri: str
+    verification_uri_complete: str | None = None
+    expires_in: int
+    interval: int = DEFAULT_INTERVAL_S
+    code_verifier: str | None = None
+
+
+class RequestCodeResult(BaseModel):
+    code: DeviceCode | None = None
+    hint: str | None = None
+
+
+class PollInput(BaseModel):
+    provider: DeviceFlowProvider
+    device_code: str
+    code_verifier: str | None = None
+
+
+class PollOutcome(BaseModel):
+    """One token request's meaning (the tokens themselves never leave the activity)."""
+
+    outcome: Literal["pending", "slow_down", "authorized", "failed"]
+    error_kind: FailureKind | None = None
+    hint: str | None = None
+    expires_at_ms: int | None = None
+    account_alias: str | None = None
+
+
+class EmitInput(BaseModel):
+    """An `auth_device_flow_*` event for every live session of the workspace."""
+
+    workspace_cwd: str
+    type: str
+    data: dict[str, Any]
+    dedupe_scope: str
+    retention: int | None = None
+
+
+class FlowState(BaseModel):
+    """The workflow's state, as the API reads it (never the device code or tokens)."""
+
+    device_flow_id: str
+    provider_id: str
+    request_id: str
+    status: FlowStatus = "requesting"
+    user_code: str | None = None
+    verification_uri: str | None = None
+    verification_uri_complete: str | None = None
+    expires_at_ms: int | None = None
+    interval_ms: int | None = None
+    error_kind: str | None = None
+    hint: str | None = None
+    terminal_at_ms: int | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in ("authorized", "failed", "cancelled")
+
+
+class CancelRequest(WorkerBound):
+    """DELETE: cancel a pending flow (a terminal one is left as it is)."""
+
+
+class CancelResult(BaseModel):
+    cancelled: bool
