@@ -30,7 +30,7 @@ from runtime.device_flow.contracts import (
     PollOutcome,
     RequestCodeResult,
 )
-from runtime.device_flow.providers import DeviceFlowProvider
+from runtime.device_flow.providers import DeviceFlowProvider, credentials_path
 from runtime.device_flow.tokens import token_response_meaning
 from runtime.sessions import registry
 from runtime.sessions.streams import session_event
@@ -42,10 +42,6 @@ log = logging.getLogger(__name__)
 
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 HTTP_TIMEOUT = httpx.Timeout(20.0)
-
-
-def credentials_path(data_dir: Path, provider_id: str) -> Path:
-    return data_dir / "credentials" / f"{provider_id}.json"
 
 
 def write_private(path: Path, data: bytes) -> None:

@@ -50,6 +50,7 @@ from api.routes.workspace_status_models import (
 )
 from api.security import require_configured_token
 from api.temporal import describe_pollers, is_unavailable
+from runtime.device_flow.providers import all_providers, credentials_path
 from runtime.llm.active import active_model
 from runtime.policy.approval import DEFAULT_APPROVAL_MODE, TOOL_KINDS, is_approval_mode
 from runtime.sessions import registry
@@ -333,9 +334,18 @@ async def workspace_providers(settings: SettingsDep, store: StoreDep) -> Workspa
             )
         ],
         # The OAuth device-flow providers (qwen-oauth, AGENTRT_DEVICE_FLOW_PROVIDERS) and
-        # whether their credentials are present are added by the device-flow work
-        # (issue 9, "OAuth device flow"); until it lands there are none.
-        deviceFlowProviders=[],
+        # whether credentials are on disk (never what they are).
+        deviceFlowProviders=[
+            {
+                "providerId": provider_id,
+                "credentialsPresent": credentials_path(
+                    settings.resolved_data_dir, provider_id
+                ).exists(),
+            }
+            for provider_id in all_providers(
+                settings.qwen_oauth_base_url, settings.device_flow_providers
+            )
+        ],
     )
 
 

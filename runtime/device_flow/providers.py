@@ -4,6 +4,7 @@ RFC 8628 providers of `AGENTRT_DEVICE_FLOW_PROVIDERS`."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,3 +67,8 @@ def all_providers(qwen_base_url: str, configured: str | None) -> dict[str, Devic
     for provider_id, provider in parse_providers(configured).items():
         providers.setdefault(provider_id, provider)
     return providers
+
+
+def credentials_path(data_dir: Path, provider_id: str) -> Path:
+    """Where a provider's credentials land: on the daemon's disk, never on a client."""
+    return data_dir / "credentials" / f"{provider_id}.json"

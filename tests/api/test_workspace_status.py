@@ -121,7 +121,9 @@ async def test_workspace_providers(daemon: DaemonFactory) -> None:  # noqa: F811
     assert provider["kind"] == "model_provider" and provider["current"] is True
     assert provider["models"][0]["modelId"] == "scripted"
     assert provider["models"][0]["isCurrent"] is True
-    assert body["deviceFlowProviders"] == []
+    assert body["deviceFlowProviders"] == [
+        {"providerId": "qwen-oauth", "credentialsPresent": False}
+    ]
 
 
 async def test_workspace_providers_never_show_the_url_or_key(
