@@ -40,6 +40,7 @@ from api.routes.workspace_models import (
 from api.security import require_configured_token
 from runtime.settings import Settings
 from runtime.workspace import fs
+from runtime.workspace.ignore import matched_ignore
 from runtime.workspace.search import SEARCH_TIMEOUT_SECONDS, SearchFailed, run_search
 from runtime.workspace.text import ENCODINGS, LINE_ENDINGS, Encoding, LineEnding
 
@@ -152,7 +153,9 @@ async def read_file(request: Request, settings: SettingsDep) -> FileRead:
         return fs.read_text(root, path, max_bytes=max_bytes, line=line, limit=limit)
 
     read = await asyncio.to_thread(work)
+    root = fs.workspace_root(settings.resolved_workspace)
     return FileRead(
+        matchedIgnore=matched_ignore(root, read.path),
         path=read.path,
         content=read.content,
         encoding=read.profile.encoding,
@@ -249,10 +252,21 @@ async def list_path(request: Request, settings: SettingsDep) -> DirectoryList:
         return fs.list_directory(root, path)
 
     shown, entries, truncated = await asyncio.to_thread(work)
+    root = fs.workspace_root(settings.resolved_workspace)
+    base = "" if shown in ("", ".") else shown + "/"
     return DirectoryList(
         path=shown,
-        entries=[ListEntryModel(name=e.name, kind=e.kind) for e in entries],
+        entries=[
+            ListEntryModel(
+                name=e.name,
+                kind=e.kind,
+                ignored=matched_ignore(root, base + e.name, is_dir=e.kind == "directory")
+                is not None,
+            )
+            for e in entries
+        ],
         truncated=truncated,
+        matchedIgnore=matched_ignore(root, shown, is_dir=True),
     )
 
 
@@ -382,6 +396,7 @@ async def write_file(request: Request, response: Response, settings: SettingsDep
     if result.created:
         response.status_code = 201
     return FileWritten(
+        matchedIgnore=matched_ignore(fs.workspace_root(settings.resolved_workspace), result.path),
         path=result.path,
         mode=chosen,
         created=result.created,
@@ -415,6 +430,7 @@ async def edit_file(request: Request, settings: SettingsDep) -> FileEdited:
 
     result = await asyncio.to_thread(work)
     return FileEdited(
+        matchedIgnore=matched_ignore(fs.workspace_root(settings.resolved_workspace), result.path),
         path=result.path,
         replacements=result.replacements,
         sizeBytes=result.size_bytes,

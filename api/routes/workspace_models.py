@@ -14,6 +14,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from api.input_bounds import MAX_PATH_CHARS
 from api.openapi import omittable
+from runtime.workspace.ignore import MatchedIgnore
 
 EncodingName = Literal["utf-8", "utf-16le", "utf-16be"]
 LineEndingName = Literal["lf", "crlf"]
@@ -32,7 +33,7 @@ class FileRead(BaseModel):
     returnedBytes: int
     truncated: bool
     hash: str
-    matchedIgnore: None = None
+    matchedIgnore: MatchedIgnore = None
     originalLineCount: int
     nextCursor: None = None
     hasMore: bool
@@ -74,7 +75,7 @@ class DirectoryList(BaseModel):
     path: str
     entries: list[ListEntryModel]
     truncated: bool
-    matchedIgnore: None = None
+    matchedIgnore: MatchedIgnore = None
 
 
 class GlobResult(BaseModel):
@@ -101,7 +102,7 @@ class FileWritten(BaseModel):
     encoding: EncodingName
     bom: bool
     lineEnding: LineEndingName
-    matchedIgnore: None = None
+    matchedIgnore: MatchedIgnore = None
 
 
 class FileEdited(BaseModel):
@@ -115,7 +116,7 @@ class FileEdited(BaseModel):
     encoding: EncodingName
     bom: bool
     lineEnding: LineEndingName
-    matchedIgnore: None = None
+    matchedIgnore: MatchedIgnore = None
 
 
 class _FileBody(BaseModel):

@@ -576,3 +576,24 @@ async def test_a_workspace_configured_through_a_symlink(tmp_path: Path, ws: Path
             "/file", params={"path": str(alias / ".." / "outside" / "secret.txt")}
         )
         assert_error(outside, 400, "path_outside_workspace")
+
+
+async def test_ignored_paths_are_readable_and_writable_and_say_so(client: Client, ws: Path) -> None:
+    """Spec 002: the caller named the path, so it is allowed; `matchedIgnore` says why."""
+    (ws / ".gitignore").write_text("build/\n*.log\n")
+    (ws / "build").mkdir()
+    c = await client()
+    written = await c.post(
+        "/file/write", json={"path": "build/out.txt", "content": "x", "mode": "create"}
+    )
+    assert written.status_code == 201 and written.json()["matchedIgnore"] == "directory"
+    logged = await c.post("/file/write", json={"path": "a.log", "content": "x", "mode": "create"})
+    assert logged.json()["matchedIgnore"] == "file"
+    assert (await c.get("/file", params={"path": "a.log"})).json()["matchedIgnore"] == "file"
+    plain = await c.post("/file/write", json={"path": "b.txt", "content": "x", "mode": "create"})
+    assert plain.json()["matchedIgnore"] is None
+    listed = (await c.get("/list", params={"path": "."})).json()
+    flags = {e["name"]: e["ignored"] for e in listed["entries"]}
+    assert flags["build"] is True and flags["a.log"] is True and flags["b.txt"] is False
+    inside = (await c.get("/list", params={"path": "build"})).json()
+    assert inside["matchedIgnore"] == "file" and inside["entries"][0]["ignored"] is True
