@@ -14,7 +14,7 @@ import base64
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, TypeVar, cast
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
@@ -40,7 +40,7 @@ from api.routes.workspace_models import (
 from api.security import require_configured_token
 from runtime.settings import Settings
 from runtime.workspace import fs
-from runtime.workspace.ignore import matched_ignore
+from runtime.workspace.ignore import MatchedIgnore, matched_ignore
 from runtime.workspace.search import SEARCH_TIMEOUT_SECONDS, SearchFailed, run_search
 from runtime.workspace.text import ENCODINGS, LINE_ENDINGS, Encoding, LineEnding
 
@@ -60,7 +60,14 @@ class FileRoute(APIRoute):
                 response = await handler(request)
             except fs.FileError as err:
                 response = JSONResponse(err.body(), status_code=err.status)
+            except OSError as err:
+                # A file-system refusal no narrower check caught (a name too long, EACCES
+                # on a parent, ...): the file error of its kind, never a 500.
+                error = fs.os_error(err, "the requested path")
+                response = JSONResponse(error.body(), status_code=error.status)
             except ApiError as err:
+                # Malformed JSON keeps the spec's common body (`{"error": "Invalid JSON in
+                # request body"}`, every route); the guards' 401 keeps theirs.
                 response = json_error(err.status, err.body, err.headers)
             response.headers.update(FILE_HEADERS)
             return response
@@ -69,6 +76,8 @@ class FileRoute(APIRoute):
 
 
 router = APIRouter(route_class=FileRoute)
+
+_Done = TypeVar("_Done", fs.TextRead, fs.WriteResult)
 
 
 # -- parameters -------------------------------------------------------------------------
@@ -118,6 +127,13 @@ def _int(request: Request, name: str, *, minimum: int, maximum: int | None = Non
     return value
 
 
+def _with_ignore(settings: Settings, done: _Done) -> tuple[_Done, MatchedIgnore]:
+    """What a route did, and how the workspace's `.gitignore` matches its path (read in
+    the same worker thread: the file system is never touched on the event loop)."""
+    root = fs.workspace_root(settings.resolved_workspace)
+    return done, matched_ignore(root, done.path)
+
+
 def _target(settings: Settings, raw: str) -> tuple[Path, Path]:
     root = fs.workspace_root(settings.resolved_workspace)
     return root, fs.confine(root, raw, workspace=settings.workspace)
@@ -152,10 +168,9 @@ async def read_file(request: Request, settings: SettingsDep) -> FileRead:
         root, path = _target(settings, raw)
         return fs.read_text(root, path, max_bytes=max_bytes, line=line, limit=limit)
 
-    read = await asyncio.to_thread(work)
-    root = fs.workspace_root(settings.resolved_workspace)
+    read, ignored = await asyncio.to_thread(lambda: _with_ignore(settings, work()))
     return FileRead(
-        matchedIgnore=matched_ignore(root, read.path),
+        matchedIgnore=ignored,
         path=read.path,
         content=read.content,
         encoding=read.profile.encoding,
@@ -251,23 +266,26 @@ async def list_path(request: Request, settings: SettingsDep) -> DirectoryList:
         root, path = _target(settings, raw)
         return fs.list_directory(root, path)
 
-    shown, entries, truncated = await asyncio.to_thread(work)
-    root = fs.workspace_root(settings.resolved_workspace)
-    base = "" if shown in ("", ".") else shown + "/"
-    return DirectoryList(
-        path=shown,
-        entries=[
-            ListEntryModel(
-                name=e.name,
-                kind=e.kind,
-                ignored=matched_ignore(root, base + e.name, is_dir=e.kind == "directory")
-                is not None,
-            )
-            for e in entries
-        ],
-        truncated=truncated,
-        matchedIgnore=matched_ignore(root, shown, is_dir=True),
-    )
+    def listed() -> DirectoryList:
+        shown, entries, truncated = work()
+        root = fs.workspace_root(settings.resolved_workspace)
+        base = "" if shown in ("", ".") else shown + "/"
+        return DirectoryList(
+            path=shown,
+            entries=[
+                ListEntryModel(
+                    name=e.name,
+                    kind=e.kind,
+                    ignored=matched_ignore(root, base + e.name, is_dir=e.kind == "directory")
+                    is not None,
+                )
+                for e in entries
+            ],
+            truncated=truncated,
+            matchedIgnore=matched_ignore(root, shown, is_dir=True),
+        )
+
+    return await asyncio.to_thread(listed)
 
 
 @router.get(
@@ -392,11 +410,11 @@ async def write_file(request: Request, response: Response, settings: SettingsDep
             line_ending=line_ending,
         )
 
-    result = await asyncio.to_thread(work)
+    result, ignored = await asyncio.to_thread(lambda: _with_ignore(settings, work()))
     if result.created:
         response.status_code = 201
     return FileWritten(
-        matchedIgnore=matched_ignore(fs.workspace_root(settings.resolved_workspace), result.path),
+        matchedIgnore=ignored,
         path=result.path,
         mode=chosen,
         created=result.created,
@@ -428,9 +446,9 @@ async def edit_file(request: Request, settings: SettingsDep) -> FileEdited:
         root, path = _target(settings, raw)
         return fs.edit_text(root, path, old_text, new_text, expected_hash=expected)
 
-    result = await asyncio.to_thread(work)
+    result, ignored = await asyncio.to_thread(lambda: _with_ignore(settings, work()))
     return FileEdited(
-        matchedIgnore=matched_ignore(fs.workspace_root(settings.resolved_workspace), result.path),
+        matchedIgnore=ignored,
         path=result.path,
         replacements=result.replacements,
         sizeBytes=result.size_bytes,

@@ -450,6 +450,8 @@ def _init_memory_file(path: Path, force: bool) -> tuple[str, int | None]:
     that was judged (compare-and-swap on its hash), a create never overwrites a file made
     meanwhile, and a symlink is replaced itself, never written through (it could point
     outside the workspace)."""
+    if path.is_dir() and not path.is_symlink():
+        return "not_a_file", None  # a directory by that name: nothing to overwrite safely
     if path.is_symlink():
         if not force:
             return "conflict", path.lstat().st_size
@@ -490,6 +492,17 @@ async def init_workspace(
     force = InitBody.parse(await read_body(request)).force
     path = settings.resolved_workspace / settings.memory_file_name
     action, existing = await asyncio.to_thread(_init_memory_file, path, force)
+    if action == "not_a_file":
+        raise ApiError(
+            409,
+            {
+                "error": f"{path} is a directory, not a memory file; remove it or choose "
+                "another name (--memory-file-name)",
+                "code": "workspace_init_conflict",
+                "path": str(path),
+                "existingSize": None,
+            },
+        )
     if action == "conflict":
         raise ApiError(
             409,

@@ -60,7 +60,9 @@ def atomic_write(path: Path, data: bytes, *, expected: str | None = None) -> Non
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with path_lock(path):
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        # A short fixed prefix: `.{name}.` would push a long (valid) name past the file
+        # system's 255-byte limit.
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".agentrt-", suffix=".tmp")
         tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as handle:

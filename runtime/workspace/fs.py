@@ -72,7 +72,8 @@ def not_found(shown: str) -> FileError:
     )
 
 
-def _os_error(err: OSError, shown: str) -> FileError:
+def os_error(err: OSError, shown: str) -> FileError:
+    """The file error an `OSError` on `shown` means for the client."""
     if isinstance(err, FileNotFoundError | NotADirectoryError):
         return not_found(shown)
     if isinstance(err, PermissionError):
@@ -166,7 +167,7 @@ def _regular_file(root: Path, path: Path) -> tuple[str, os.stat_result]:
     try:
         info = path.stat()
     except OSError as err:
-        raise _os_error(err, shown) from err
+        raise os_error(err, shown) from err
     if not stat_module.S_ISREG(info.st_mode):
         raise parse_error(f"path is not a regular file: {shown}", "name a file, not a directory")
     return shown, info
@@ -196,7 +197,7 @@ def read_raw(root: Path, path: Path) -> bytes:
         with path.open("rb") as handle:
             data = handle.read(MAX_TEXT_BYTES + 1)  # the file may grow after the stat
     except OSError as err:
-        raise _os_error(err, shown) from err
+        raise os_error(err, shown) from err
     if len(data) > MAX_TEXT_BYTES:
         raise _too_large(shown, len(data))
     return data
@@ -282,7 +283,7 @@ def read_bytes(
             if offset == 0 and len(data) == size and not handle.read(1):
                 whole = content_hash(data)
     except OSError as err:
-        raise _os_error(err, shown) from err
+        raise os_error(err, shown) from err
     return BytesRead(
         path=shown,
         offset=offset,
@@ -306,7 +307,7 @@ def stat(root: Path, path: Path) -> StatResult:
     try:
         info = path.stat()
     except OSError as err:
-        raise _os_error(err, shown) from err
+        raise os_error(err, shown) from err
     if stat_module.S_ISREG(info.st_mode):
         kind: Literal["file", "directory", "symlink", "other"] = "file"
     elif stat_module.S_ISDIR(info.st_mode):
@@ -349,7 +350,7 @@ def list_directory(root: Path, path: Path) -> tuple[str, list[ListEntry], bool]:
                     kind = "other"
                 entries.append(ListEntry(entry.name, kind))
     except OSError as err:
-        raise _os_error(err, shown) from err
+        raise os_error(err, shown) from err
     entries.sort(key=lambda e: (e.kind != "directory", e.name))
     return shown, entries, truncated
 
@@ -399,7 +400,7 @@ def _store(root: Path, path: Path, data: bytes, expected: str | None) -> None:
             ) from err
         raise _mismatch(err.expected, err.found) from err
     except OSError as err:
-        raise _os_error(err, relative(root, path)) from err
+        raise os_error(err, relative(root, path)) from err
 
 
 def write_text(

@@ -597,3 +597,36 @@ async def test_ignored_paths_are_readable_and_writable_and_say_so(client: Client
     assert flags["build"] is True and flags["a.log"] is True and flags["b.txt"] is False
     inside = (await c.get("/list", params={"path": "build"})).json()
     assert inside["matchedIgnore"] == "file" and inside["entries"][0]["ignored"] is True
+
+
+async def test_file_system_refusals_are_file_errors_never_500(client: Client, ws: Path) -> None:
+    c = await client()
+    too_long = "x" * 300  # one path component past the file system's 255-byte limit
+    for response in (
+        await c.get("/list", params={"path": too_long}),
+        await c.get("/glob", params={"pattern": "*", "cwd": too_long}),
+        await c.post("/file/write", json={"path": too_long, "content": "x", "mode": "create"}),
+    ):
+        assert response.status_code < 500, response.text
+        assert {"errorKind", "error", "hint", "status"} <= set(response.json())
+
+
+async def test_a_long_valid_name_can_be_written(client: Client, ws: Path) -> None:
+    """The temporary file's name must not push a valid name past the limit."""
+    c = await client()
+    name = "n" * 250
+    created = await c.post("/file/write", json={"path": name, "content": "x", "mode": "create"})
+    assert created.status_code == 201, created.text
+    assert (ws / name).read_text() == "x"
+
+
+async def test_a_symlinked_gitignore_is_not_followed(
+    client: Client, ws: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside-ignore"
+    outside.write_text("secretline\n")
+    (ws / ".gitignore").symlink_to(outside)
+    (ws / "secretline").write_text("x")
+    c = await client()
+    read = await c.get("/file", params={"path": "secretline"})
+    assert read.status_code == 200 and read.json()["matchedIgnore"] is None

@@ -455,3 +455,10 @@ async def test_recap_through_the_model(daemon: DaemonFactory) -> None:  # noqa: 
     assert "fix the retry race" in json.dumps(asked["messages"])
     # No event, and the session's history is not extended.
     assert len(d.events(sid)) == before
+
+
+def test_init_refuses_a_directory_by_the_memory_file_name(tmp_path: Path) -> None:
+    from api.routes.workspace_status import _init_memory_file
+
+    (tmp_path / "AGENTS.md").mkdir()
+    assert _init_memory_file(tmp_path / "AGENTS.md", True) == ("not_a_file", None)
