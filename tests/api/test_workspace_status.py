@@ -5,6 +5,7 @@ API in process + a real worker (the `daemon` fixture of test_sessions)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
