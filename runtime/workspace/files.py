@@ -3,16 +3,20 @@
 A write goes to a random temporary file in the target directory, is fsynced,
 and replaces the target with one `rename()`: a reader sees the old file or the
 new one, never a part of either, and no temporary file outlives the call.
-Writes to one path from this process are serialized, so a compare-and-swap
-(`expected` hash checked just before the rename) holds between them.
+Writes to one path are serialized, within this process (a lock per path) and across
+processes (an `flock` on the directory around the check and the rename), so a
+compare-and-swap (`expected` hash checked just before the rename) holds between them.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
@@ -76,15 +80,29 @@ def atomic_write(path: Path, data: bytes, *, expected: str | None = None) -> Non
                 os.umask(umask)
                 mode = 0o666 & ~umask
             os.chmod(tmp, mode)
-            if expected is not None:
-                found = file_hash(path)
-                if found != expected:
-                    raise HashMismatch(expected, found)
-            os.replace(tmp, path)
+            # The check and the rename under the directory's lock: writers in other
+            # processes (the API's file routes, the worker's tools) serialize here too.
+            with _directory_lock(path.parent):
+                if expected is not None:
+                    found = file_hash(path)
+                    if found != expected:
+                        raise HashMismatch(expected, found)
+                os.replace(tmp, path)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
     _fsync_dir(path.parent)
+
+
+@contextmanager
+def _directory_lock(directory: Path) -> Iterator[None]:
+    """An exclusive `flock` on the directory, held for a check-and-rename (a few syscalls)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _fsync_dir(directory: Path) -> None:

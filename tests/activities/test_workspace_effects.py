@@ -162,3 +162,37 @@ async def test_an_edit_through_the_ledger_keeps_crlf_and_bom(ws: Path, store: St
     assert (ws / "f").read_bytes() == written
     record = ledger.get("op-crlf")
     assert record is not None and record.post_hash == content_hash(written)
+
+
+def test_compare_and_swap_holds_across_processes(tmp_path: Path) -> None:
+    """The API's file routes and the worker's tools are separate processes: eight
+    processes replacing the same pre-image, exactly one wins. (A guard more than a
+    reproduction: the check-to-rename window is a few syscalls, so without the
+    directory lock this rarely loses a write.)"""
+    import subprocess
+    import sys
+
+    target = tmp_path / "f"
+    target.write_bytes(b"start")
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from runtime.workspace.files import HashMismatch, atomic_write, content_hash\n"
+        "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"
+        "try:\n"
+        "    atomic_write(Path(sys.argv[1]), sys.argv[3].encode(),"
+        " expected=content_hash(b'start'))\n"
+        "except HashMismatch:\n"
+        "    sys.exit(3)\n"
+    )
+    import time
+
+    start = time.time() + 1.5
+    writers = [
+        subprocess.Popen([sys.executable, "-c", script, str(target), str(start), f"w{i}"])
+        for i in range(8)
+    ]
+    codes = [w.wait(60) for w in writers]
+    assert sorted(codes) == [0] + [3] * 7, codes
+    assert target.read_bytes().decode() in {f"w{i}" for i in range(8)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
