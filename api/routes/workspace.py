@@ -136,7 +136,22 @@ def _with_ignore(settings: Settings, done: _Done) -> tuple[_Done, MatchedIgnore]
 
 def _target(settings: Settings, raw: str) -> tuple[Path, Path]:
     root = fs.workspace_root(settings.resolved_workspace)
-    return root, fs.confine(root, raw, workspace=settings.workspace)
+    path = fs.confine(root, raw, workspace=settings.workspace)
+    _outside_data_dir(settings, path)
+    return root, path
+
+
+def _outside_data_dir(settings: Settings, path: Path) -> None:
+    """A workspace may contain the daemon's data dir (`--workspace .` with the default
+    `.data`): its store, logs and device-flow credentials are never served or written."""
+    data_dir = settings.resolved_data_dir.resolve()
+    if path == data_dir or path.is_relative_to(data_dir):
+        raise fs.FileError(
+            "permission_denied",
+            403,
+            "this path is the daemon's own data directory",
+            "the store, logs and credentials are not workspace files",
+        )
 
 
 # -- reads ------------------------------------------------------------------------------

@@ -630,3 +630,27 @@ async def test_a_symlinked_gitignore_is_not_followed(
     c = await client()
     read = await c.get("/file", params={"path": "secretline"})
     assert read.status_code == 200 and read.json()["matchedIgnore"] is None
+
+
+async def test_the_data_dir_inside_the_workspace_is_not_served(ws: Path) -> None:
+    """`--workspace .` with the default `.data`: the store and credentials stay private."""
+    data_dir = ws / ".data"
+    (data_dir / "credentials").mkdir(parents=True)
+    (data_dir / "credentials" / "github.json").write_text('{"access_token": "t"}')
+    settings = Settings(workspace=ws, data_dir=data_dir, port=4170, token=TOKEN)
+    app = create_app(settings)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://127.0.0.1:4170",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ) as c:
+        read = await c.get("/file", params={"path": ".data/credentials/github.json"})
+        assert_error(read, 403, "permission_denied")
+        listed = await c.get("/list", params={"path": ".data"})
+        assert_error(listed, 403, "permission_denied")
+        written = await c.post(
+            "/file/write",
+            json={"path": ".data/credentials/evil.json", "content": "x", "mode": "create"},
+        )
+        assert_error(written, 403, "permission_denied")
+        assert not (data_dir / "credentials" / "evil.json").exists()
