@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import logging
@@ -91,6 +92,31 @@ def _read_secrets(path: Path) -> dict[str, Any] | None:
     return stored
 
 
+# A stored code past its expiry by this much is of no use to anyone: swept.
+_SWEEP_MARGIN_MS = 60_000
+
+
+def _sweep_expired(directory: Path, now_ms: int) -> None:
+    """Delete the stored codes that expired (a run terminated from outside never ran its
+    FORGET); an expired device code cannot get a token any more."""
+    try:
+        paths = list(directory.glob("*.json"))
+    except OSError:
+        return
+    for path in paths:
+        stored = _read_secrets(path)
+        try:
+            expired = stored is not None and (
+                int(stored["obtainedAt"]) + int(stored["expires_in"]) * 1000 + _SWEEP_MARGIN_MS
+                < now_ms
+            )
+        except (KeyError, TypeError, ValueError):
+            expired = False
+        if expired:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
 def _public_code(stored: dict[str, Any], now_ms: int) -> DeviceCode:
     """What the workflow may see of a stored device authorization; a retried request
     returns the stored one with the time already spent taken off `expires_in`."""
@@ -131,6 +157,7 @@ class IdentityActivities:
                 "a device code is requested by a device-flow run", non_retryable=True
             )
         path = device_flow_secrets_path(self.data_dir, flow_id)
+        await asyncio.to_thread(_sweep_expired, path.parent, int(time.time() * 1000))
         stored = await asyncio.to_thread(_read_secrets, path)
         if stored is not None:
             try:

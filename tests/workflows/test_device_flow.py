@@ -175,6 +175,15 @@ async def test_a_retried_code_request_returns_the_stored_code(
     gone = await env.run(identity.poll_token, poll)
     assert gone.outcome == "failed" and gone.error_kind == "expired_token"
     assert len(idp.token_requests) == 1
+    # A run terminated from outside never forgets: a later code request sweeps its
+    # expired code (and leaves a live one alone).
+    await env.run(identity.request_code, provider)
+    expired = json.loads(stored.read_text()) | {"obtainedAt": 0}
+    orphan = stored.with_name("orphan.json")
+    orphan.write_text(json.dumps(expired))
+    env.info = dataclasses.replace(env.info, workflow_run_id="run-2")
+    await env.run(identity.request_code, provider)
+    assert sorted(p.name for p in stored.parent.iterdir()) == ["run-1.json", "run-2.json"]
 
 
 async def test_expiry_is_a_durable_timer(
