@@ -38,6 +38,7 @@ def build_activities(
         identity.request_code,
         identity.poll_token,
         identity.emit,
+        identity.forget,
     ]
 
 

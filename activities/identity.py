@@ -1,12 +1,18 @@
 """The identity provider's side of a device flow (RFC 8628): the device authorization
 request, one token poll (which stores the credentials itself, so tokens never cross
 Temporal), and the `auth_device_flow_*` events on every session stream of the workspace.
+
+The device code and the PKCE verifier never cross Temporal either (history is plain
+text): the device authorization request keeps them on the daemon's disk, 0600, under the
+flow id (the workflow's run id), the token poll reads them there, and `forget` deletes
+them when the flow ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import logging
@@ -26,11 +32,16 @@ from runtime.device_flow.contracts import (
     DeviceCode,
     DeviceFlowActivity,
     EmitInput,
+    ForgetInput,
     PollInput,
     PollOutcome,
     RequestCodeResult,
 )
-from runtime.device_flow.providers import DeviceFlowProvider, credentials_path
+from runtime.device_flow.providers import (
+    DeviceFlowProvider,
+    credentials_path,
+    device_flow_secrets_path,
+)
 from runtime.device_flow.tokens import token_response_meaning
 from runtime.sessions import registry
 from runtime.sessions.streams import session_event
@@ -66,6 +77,59 @@ def _pkce_pair() -> tuple[str, str]:
     return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
+def _read_secrets(path: Path) -> dict[str, Any] | None:
+    """A flow's stored device authorization, or None if there is none (or it is unreadable
+    as one)."""
+    try:
+        stored = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        log.warning("device flow secrets %s are not JSON; ignored", path.name)
+        return None
+    if not isinstance(stored, dict) or not isinstance(stored.get("device_code"), str):
+        return None
+    return stored
+
+
+# A stored code past its expiry by this much is of no use to anyone: swept.
+_SWEEP_MARGIN_MS = 60_000
+
+
+def _sweep_expired(directory: Path, now_ms: int) -> None:
+    """Delete the stored codes that expired (a run terminated from outside never ran its
+    FORGET); an expired device code cannot get a token any more."""
+    try:
+        paths = list(directory.glob("*.json"))
+    except OSError:
+        return
+    for path in paths:
+        stored = _read_secrets(path)
+        try:
+            expired = stored is not None and (
+                int(stored["obtainedAt"]) + int(stored["expires_in"]) * 1000 + _SWEEP_MARGIN_MS
+                < now_ms
+            )
+        except (KeyError, TypeError, ValueError):
+            expired = False
+        if expired:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def _public_code(stored: dict[str, Any], now_ms: int) -> DeviceCode:
+    """What the workflow may see of a stored device authorization; a retried request
+    returns the stored one with the time already spent taken off `expires_in`."""
+    elapsed_s = max(now_ms - int(stored["obtainedAt"]), 0) // 1000
+    return DeviceCode(
+        user_code=stored["user_code"],
+        verification_uri=stored["verification_uri"],
+        verification_uri_complete=stored.get("verification_uri_complete"),
+        expires_in=max(int(stored["expires_in"]) - elapsed_s, 0),
+        interval=int(stored["interval"]),
+    )
+
+
 def _json(response: httpx.Response) -> Any:
     try:
         return response.json()
@@ -81,7 +145,25 @@ class IdentityActivities:
 
     @activity.defn(name=DeviceFlowActivity.REQUEST_CODE)
     async def request_code(self, provider: DeviceFlowProvider) -> RequestCodeResult:
-        """RFC 8628 §3.1; a refusal of the IdP is a result (`hint`), not a retry."""
+        """RFC 8628 §3.1; a refusal of the IdP is a result (`hint`), not a retry.
+
+        The device code and the verifier are stored under the flow id (this run's id) and
+        only the user-facing part is returned. A retry after they were stored (a worker
+        lost between the write and the completion) returns the stored code instead of
+        asking the IdP for a second one."""
+        flow_id = activity.info().workflow_run_id
+        if not flow_id:
+            raise ApplicationError(
+                "a device code is requested by a device-flow run", non_retryable=True
+            )
+        path = device_flow_secrets_path(self.data_dir, flow_id)
+        await asyncio.to_thread(_sweep_expired, path.parent, int(time.time() * 1000))
+        stored = await asyncio.to_thread(_read_secrets, path)
+        if stored is not None:
+            try:
+                return RequestCodeResult(code=_public_code(stored, int(time.time() * 1000)))
+            except (KeyError, TypeError, ValueError):
+                log.warning("device flow secrets %s are incomplete; asking again", path.name)
         form = {"client_id": provider.client_id}
         if provider.scope:
             form["scope"] = provider.scope
@@ -105,17 +187,28 @@ class IdentityActivities:
             error = body.get("error") if isinstance(body, dict) else None
             return RequestCodeResult(hint=f"HTTP {response.status_code} {error or ''}".strip())
         try:
-            code = DeviceCode(
-                device_code=body["device_code"],
-                user_code=body["user_code"],
-                verification_uri=body.get("verification_uri") or body["verification_url"],
-                verification_uri_complete=body.get("verification_uri_complete"),
-                expires_in=int(body["expires_in"]),
-                interval=int(body.get("interval") or DEFAULT_INTERVAL_S),
-                code_verifier=verifier,
-            )
+            record: dict[str, Any] = {
+                "providerId": provider.provider_id,
+                "device_code": str(body["device_code"]),
+                "code_verifier": verifier,
+                "user_code": str(body["user_code"]),
+                "verification_uri": body.get("verification_uri") or body["verification_url"],
+                "verification_uri_complete": body.get("verification_uri_complete"),
+                "expires_in": int(body["expires_in"]),
+                "interval": int(body.get("interval") or DEFAULT_INTERVAL_S),
+                "obtainedAt": int(time.time() * 1000),
+            }
+            code = _public_code(record, record["obtainedAt"])
         except (KeyError, TypeError, ValueError):
             return RequestCodeResult(hint="malformed device authorization response")
+        try:
+            payload = json.dumps(record, indent=2).encode("utf-8")
+            await asyncio.to_thread(write_private, path, payload)
+        except OSError as err:
+            log.warning("device flow %s: device code not stored (%s)", provider.provider_id, err)
+            return RequestCodeResult(
+                hint=f"could not store the device code ({err.strerror or type(err).__name__})"
+            )
         return RequestCodeResult(code=code)
 
     @activity.defn(name=DeviceFlowActivity.POLL_TOKEN)
@@ -124,13 +217,22 @@ class IdentityActivities:
         here, so the tokens never enter workflow history; a failed write is
         `persist_failed`."""
         provider = request.provider
+        path = device_flow_secrets_path(self.data_dir, request.flow_id)
+        stored = await asyncio.to_thread(_read_secrets, path)
+        if stored is None:
+            # Deleted (the flow ended) or lost: this flow cannot get a token any more.
+            return PollOutcome(
+                outcome="failed",
+                error_kind="expired_token",
+                hint="the device code is no longer on the daemon's disk",
+            )
         form = {
             "grant_type": DEVICE_CODE_GRANT,
-            "device_code": request.device_code,
+            "device_code": stored["device_code"],
             "client_id": provider.client_id,
         }
-        if request.code_verifier:
-            form["code_verifier"] = request.code_verifier
+        if stored.get("code_verifier"):
+            form["code_verifier"] = str(stored["code_verifier"])
         async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
             response = await http.post(
                 provider.token_endpoint, data=form, headers={"Accept": "application/json"}
@@ -174,6 +276,21 @@ class IdentityActivities:
                 hint=f"could not store the credentials ({err.strerror or type(err).__name__})",
             )
         return PollOutcome(outcome="authorized", expires_at_ms=expires_at)
+
+    @activity.defn(name=DeviceFlowActivity.FORGET)
+    async def forget(self, request: ForgetInput) -> bool:
+        """The flow ended (authorized, failed, cancelled): delete its device code and
+        verifier. Idempotent; returns whether there was something to delete."""
+        path = device_flow_secrets_path(self.data_dir, request.flow_id)
+
+        def unlink() -> bool:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                return False
+            return True
+
+        return await asyncio.to_thread(unlink)
 
     @activity.defn(name=DeviceFlowActivity.EMIT)
     async def emit(self, request: EmitInput) -> int:

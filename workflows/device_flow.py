@@ -4,7 +4,9 @@ The workflow id `device-flow/{workspace}/{providerId}` makes it a singleton per 
 a second POST while it runs attaches to it. It asks the IdP for a device code, then
 polls the token endpoint on a durable timer at the IdP's `interval` (plus 5 s per
 `slow_down`) until approval, a terminal error, `DELETE`, or `expires_in`. The poll is an
-activity that stores the credentials itself, so tokens never enter history. A terminal
+activity that stores the credentials itself, so tokens never enter history; nor do the
+device code and the PKCE verifier: the code request keeps them on the daemon's disk under
+the flow id, the poll reads them there, and they are deleted when the flow ends. A terminal
 flow stays readable for the spec's 5-minute grace, then the workflow ends; a new POST in
 that grace releases it early. The run id is the flow's `deviceFlowId`.
 """
@@ -33,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         DeviceFlowInput,
         EmitInput,
         FlowState,
+        ForgetInput,
         PollInput,
         PollOutcome,
         RequestCodeResult,
@@ -127,6 +130,13 @@ class DeviceFlowWorkflow:
             return self._state
         if not self._state.terminal:  # not cancelled while the IdP was asked
             await self._poll(asked.code)
+        # Authorized, failed, expired or cancelled: the device code is of no more use.
+        await workflow.execute_activity(
+            DeviceFlowActivity.FORGET,
+            ForgetInput(flow_id=self._state.device_flow_id),
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=_EMIT_RETRY,
+        )
         await _wait(lambda: self._released, GRACE_MS)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._state
@@ -162,11 +172,7 @@ class DeviceFlowWorkflow:
             try:
                 outcome: PollOutcome = await workflow.execute_activity(
                     DeviceFlowActivity.POLL_TOKEN,
-                    PollInput(
-                        provider=self._input.provider,
-                        device_code=code.device_code,
-                        code_verifier=code.code_verifier,
-                    ),
+                    PollInput(provider=self._input.provider, flow_id=state.device_flow_id),
                     result_type=PollOutcome,
                     start_to_close_timeout=_IDP_TIMEOUT,
                     # An IdP that stays unreachable is retried until the code expires.

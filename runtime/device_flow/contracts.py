@@ -29,6 +29,7 @@ class DeviceFlowActivity(StrEnum):
     REQUEST_CODE = "device_flow.request_code"
     POLL_TOKEN = "device_flow.poll_token"
     EMIT = "device_flow.emit"
+    FORGET = "device_flow.forget"
 
 
 class DeviceFlowInput(BaseModel):
@@ -40,15 +41,19 @@ class DeviceFlowInput(BaseModel):
 
 
 class DeviceCode(BaseModel):
-    """The IdP's device authorization response (RFC 8628 §3.2), plus the PKCE verifier."""
+    """What the workflow needs of the IdP's device authorization response (RFC 8628 §3.2).
 
-    device_code: str
+    The device code and the PKCE verifier are not here: whoever holds them can race the
+    daemon for the token, and history is readable in plain text (Web UI, `temporal
+    workflow show`). `REQUEST_CODE` keeps them on the daemon's disk under the flow id;
+    `POLL_TOKEN` reads them from there and `FORGET` deletes them when the flow ends. The
+    user code and verification URIs are what the user is shown anyway."""
+
     user_code: str
     verification_uri: str
     verification_uri_complete: str | None = None
     expires_in: int
     interval: int = DEFAULT_INTERVAL_S
-    code_verifier: str | None = None
 
 
 class RequestCodeResult(BaseModel):
@@ -57,9 +62,17 @@ class RequestCodeResult(BaseModel):
 
 
 class PollInput(BaseModel):
+    """One token request of the flow `flow_id` (its run id): the device code and the
+    verifier are read from the daemon's disk, they never cross Temporal."""
+
     provider: DeviceFlowProvider
-    device_code: str
-    code_verifier: str | None = None
+    flow_id: str
+
+
+class ForgetInput(BaseModel):
+    """The flow `flow_id` ended: delete its device code and verifier from the disk."""
+
+    flow_id: str
 
 
 class PollOutcome(BaseModel):

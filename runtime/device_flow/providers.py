@@ -72,3 +72,11 @@ def all_providers(qwen_base_url: str, configured: str | None) -> dict[str, Devic
 def credentials_path(data_dir: Path, provider_id: str) -> Path:
     """Where a provider's credentials land: on the daemon's disk, never on a client."""
     return data_dir / "credentials" / f"{provider_id}.json"
+
+
+def device_flow_secrets_path(data_dir: Path, flow_id: str) -> Path:
+    """Where a pending flow's device code and PKCE verifier wait (keyed by the flow id,
+    the workflow's run id): on the daemon's disk, never in workflow history."""
+    if not flow_id or not all(c.isalnum() or c in "-_" for c in flow_id):
+        raise ValueError(f"not a device-flow id: {flow_id!r}")
+    return data_dir / "device-flow" / f"{flow_id}.json"

@@ -222,6 +222,17 @@ async def test_approval_stores_credentials_and_tells_every_session(
     assert (await d.client.get(f"{FLOW}/{flow_id}")).json()["status"] == "authorized"
 
 
+async def _secrets_deleted(d: Daemon, flow_id: str) -> None:
+    """The flow ended: its device code and verifier leave the daemon's disk (FORGET runs
+    just after the terminal state)."""
+    path = d.settings.resolved_data_dir / "device-flow" / f"{flow_id}.json"
+    for _ in range(100):
+        if not path.exists():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{path} is still on disk")
+
+
 async def test_access_denied_fails_the_flow(daemon: DaemonFactory, idp: FakeIdP) -> None:
     d = await daemon()
     sid = await d.session()
@@ -231,6 +242,7 @@ async def test_access_denied_fails_the_flow(daemon: DaemonFactory, idp: FakeIdP)
     assert body["errorKind"] == "access_denied" and "userCode" not in body
     event = await d.event(sid, "auth_device_flow_failed")
     assert event["data"]["errorKind"] == "access_denied"
+    await _secrets_deleted(d, flow_id)
 
 
 async def test_idp_expired_token_fails_the_flow(daemon: DaemonFactory, idp: FakeIdP) -> None:
@@ -239,14 +251,18 @@ async def test_idp_expired_token_fails_the_flow(daemon: DaemonFactory, idp: Fake
     flow_id = (await d.client.post(FLOW, json={"providerId": "test-idp"})).json()["deviceFlowId"]
     body = await d.until(flow_id, "failed")
     assert body["errorKind"] == "expired_token"
+    await _secrets_deleted(d, flow_id)
 
 
 async def test_delete_cancels_a_pending_flow(daemon: DaemonFactory) -> None:
     d = await daemon()
     sid = await d.session()
     flow_id = (await d.client.post(FLOW, json={"providerId": "test-idp"})).json()["deviceFlowId"]
+    stored = d.settings.resolved_data_dir / "device-flow" / f"{flow_id}.json"
+    assert stored.stat().st_mode & 0o777 == 0o600  # the POST answered after the code request
     assert (await d.client.delete(f"{FLOW}/{flow_id}")).status_code == 204
     await d.event(sid, "auth_device_flow_cancelled")
+    await _secrets_deleted(d, flow_id)
     assert (await d.client.get(f"{FLOW}/{flow_id}")).json() == {
         "deviceFlowId": flow_id,
         "providerId": "test-idp",
