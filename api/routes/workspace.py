@@ -137,14 +137,17 @@ def _with_ignore(settings: Settings, done: _Done) -> tuple[_Done, MatchedIgnore]
 def _target(settings: Settings, raw: str) -> tuple[Path, Path]:
     root = fs.workspace_root(settings.resolved_workspace)
     path = fs.confine(root, raw, workspace=settings.workspace)
-    _outside_data_dir(settings, path)
+    _outside_data_dir(settings, root, path)
     return root, path
 
 
-def _outside_data_dir(settings: Settings, path: Path) -> None:
+def _outside_data_dir(settings: Settings, root: Path, path: Path) -> None:
     """A workspace may contain the daemon's data dir (`--workspace .` with the default
-    `.data`): its store, logs and device-flow credentials are never served or written."""
+    `.data`): its store, logs and device-flow credentials are never served or written.
+    (The default workspace is inside the data dir, the other way round: nothing to hide.)"""
     data_dir = settings.resolved_data_dir.resolve()
+    if not data_dir.is_relative_to(root):
+        return
     if path == data_dir or path.is_relative_to(data_dir):
         raise fs.FileError(
             "permission_denied",

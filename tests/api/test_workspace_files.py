@@ -654,3 +654,25 @@ async def test_the_data_dir_inside_the_workspace_is_not_served(ws: Path) -> None
         )
         assert_error(written, 403, "permission_denied")
         assert not (data_dir / "credentials" / "evil.json").exists()
+
+
+async def test_the_default_workspace_inside_the_data_dir_is_served(tmp_path: Path) -> None:
+    """`make run`'s default: the workspace is `<data-dir>/workspace`."""
+    data_dir = tmp_path / ".data"
+    workspace = data_dir / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "a.txt").write_text("hi\n")
+    settings = Settings(data_dir=data_dir, port=4170, token=TOKEN)
+    assert settings.resolved_workspace == workspace.resolve()
+    app = create_app(settings)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://127.0.0.1:4170",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ) as c:
+        read = await c.get("/file", params={"path": "a.txt"})
+        assert read.status_code == 200, read.text
+        written = await c.post(
+            "/file/write", json={"path": "b.txt", "content": "x", "mode": "create"}
+        )
+        assert written.status_code == 201, written.text
