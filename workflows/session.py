@@ -515,15 +515,7 @@ class SessionWorkflow:
             # Disabled (`tools.disabled`) when this prompt began: never run, never asked.
             step_input.action = "refuse"
             step_input.refusal = f"Tool {call.name} is disabled in this workspace"
-            await self._cancellable(
-                workflow.execute_local_activity(
-                    SessionActivity.RUN_TOOL,
-                    step_input,
-                    result_type=ToolStepResult,
-                    start_to_close_timeout=_LOCAL,
-                    retry_policy=_RETRY,
-                )
-            )
+            await self._run_tool(step_input)
             return
         verdict = needs_permission(
             self._approval_mode,
@@ -568,6 +560,10 @@ class SessionWorkflow:
             )
             return
         # Reads and refusals: only the journal is written, with dedupe keys.
+        await self._run_tool(step_input)
+
+    async def _run_tool(self, step_input: ToolStepInput) -> None:
+        """Reads and refusals: a local activity; only the journal is written (dedupe keys)."""
         await self._cancellable(
             workflow.execute_local_activity(
                 SessionActivity.RUN_TOOL,

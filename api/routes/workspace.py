@@ -280,13 +280,9 @@ async def list_path(request: Request, settings: SettingsDep) -> DirectoryList:
     if len(raw) > MAX_PATH_CHARS:
         raise fs.parse_error(f"path is longer than {MAX_PATH_CHARS} characters")
 
-    def work() -> tuple[str, list[fs.ListEntry], bool]:
-        root, path = _target(settings, raw)
-        return fs.list_directory(root, path)
-
     def listed() -> DirectoryList:
-        shown, entries, truncated = work()
-        root = fs.workspace_root(settings.resolved_workspace)
+        root, path = _target(settings, raw)
+        shown, entries, truncated = fs.list_directory(root, path)
         base = "" if shown in ("", ".") else shown + "/"
         return DirectoryList(
             path=shown,

@@ -13,61 +13,48 @@ from typing import Any, Literal
 from runtime.failures import WireError
 
 
-class TurnNotWaiting(WireError):
+class _ResumeRefusal(WireError):
+    """A resume refused because of where the turn is: always 409, with the turn's id."""
+
+    turn_id: str
+
+    @property
+    def http_status(self) -> int:
+        return 409
+
+    def message(self) -> str:
+        raise NotImplementedError
+
+    def response_body(self) -> dict[str, Any]:
+        fields = self.model_dump(exclude={"kind"})
+        return {"error": self.message(), "code": self.kind_name, **fields}
+
+
+class TurnNotWaiting(_ResumeRefusal):
     """The turn is not at AUTHORIZATION_REQUIRED (running, resuming, or over): 409."""
 
     kind: Literal["turn_not_waiting"] = "turn_not_waiting"
-    turn_id: str
     status: str
 
-    @property
-    def http_status(self) -> int:
-        return 409
-
-    def response_body(self) -> dict[str, Any]:
-        return {
-            "error": f'Turn "{self.turn_id}" is {self.status}, not awaiting authorization',
-            "code": "turn_not_waiting",
-            "turn_id": self.turn_id,
-            "status": self.status,
-        }
+    def message(self) -> str:
+        return f'Turn "{self.turn_id}" is {self.status}, not awaiting authorization'
 
 
-class AuthorizationPending(WireError):
+class AuthorizationPending(_ResumeRefusal):
     """No human decision on the turn's research yet: 409, resume after deciding."""
 
     kind: Literal["authorization_pending"] = "authorization_pending"
-    turn_id: str
     research_id: str
 
-    @property
-    def http_status(self) -> int:
-        return 409
-
-    def response_body(self) -> dict[str, Any]:
-        return {
-            "error": f'No human decision is recorded for research "{self.research_id}"',
-            "code": "authorization_pending",
-            "turn_id": self.turn_id,
-            "research_id": self.research_id,
-        }
+    def message(self) -> str:
+        return f'No human decision is recorded for research "{self.research_id}"'
 
 
-class ResearchDenied(WireError):
+class ResearchDenied(_ResumeRefusal):
     """The research was denied: the turn ends DENIED by itself, no resume: 409."""
 
     kind: Literal["research_denied"] = "research_denied"
-    turn_id: str
     research_id: str
 
-    @property
-    def http_status(self) -> int:
-        return 409
-
-    def response_body(self) -> dict[str, Any]:
-        return {
-            "error": f'Research "{self.research_id}" was denied: the turn ends with DENIED',
-            "code": "research_denied",
-            "turn_id": self.turn_id,
-            "research_id": self.research_id,
-        }
+    def message(self) -> str:
+        return f'Research "{self.research_id}" was denied: the turn ends with DENIED'
