@@ -105,6 +105,32 @@ class Settings(BaseSettings):
     # number of standard providers as a JSON object (runtime/device_flow/providers.py).
     qwen_oauth_base_url: str = "https://chat.qwen.ai"
     device_flow_providers: str | None = None
+    # Standing agents (spec standing-agents §3.2-§3.6). Cadence of the heartbeat: a fixed
+    # interval while the idle heartbeat is enabled, else a geometric backoff on idle ticks.
+    agent_heartbeat_ms: int = Field(default=86_400_000, ge=1000)
+    agent_idle_heartbeat_enabled: bool = True
+    agent_backoff_base_ms: int = Field(default=30_000, ge=1000)
+    agent_backoff_factor: float = Field(default=2.0, ge=1.0)
+    agent_max_backoff_ms: int = Field(default=1_800_000, ge=1000)
+    forced_replan_every_n_idle_ticks: int = Field(default=20, ge=1)
+    max_consecutive_blocked_turns: int = Field(default=3, ge=1)
+    # The STUCK guard closes an agent after N blocked turns (the spec's pod path); on in agentrt.
+    enforce_stuck_guard: bool = True
+    # Enabling the feature for a tenant ensures its singleton SOA (auto-bootstrap): Active
+    # and seeded with AgentInitialized when idle-by-default, Paused otherwise.
+    standing_agents_auto_bootstrap: bool = True
+    standing_agents_idle_by_default: bool = True
+    # The per-tick budget's settings layer (below system_configs, above the code default).
+    agent_tick_max_tokens: int | None = Field(default=None, ge=1)
+    agent_tick_max_tool_calls: int | None = Field(default=None, ge=1)
+    agent_tick_max_seconds: float | None = Field(default=None, gt=0)
+    agent_tick_max_cost_usd: float | None = Field(default=None, gt=0)
+    agent_tick_max_turns: int | None = Field(default=None, ge=1)
+    # The weekly planning credit of a tenant's agents (§3.4.9), in dollars.
+    agent_weekly_credit_usd: float = Field(default=60.0, ge=0)
+    credit_enforcement_enabled: bool = True
+    # The coordination registry's entries expire this long after their last heartbeat.
+    registry_ttl_ms: int = Field(default=300_000, ge=1000)
     # Set by `agentrt up` for its children: the Temporal server is the embedded one.
     temporal_embedded: bool = False
 

@@ -6,9 +6,12 @@ from alembic import context
 from sqlmodel import SQLModel
 
 import runtime.investigation.models
+import runtime.llm.models
 import runtime.sessions.prompts
+import runtime.standing_agents.models
 import runtime.store.models
 import runtime.store.operations
+import runtime.store.tenants
 import runtime.workspace.settings  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 connection = context.config.attributes["connection"]

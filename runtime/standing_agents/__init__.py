@@ -1,0 +1,1 @@
+"""Standing agents (spec standing-agents): contracts, mode catalogue, tables, store access."""

@@ -1,0 +1,279 @@
+"""Tables of the standing agents (spec standing-agents §3.1). What clients read back.
+
+The workflow `agent/{tenant}/{instanceId}` owns the state machine; these rows are
+what it (through activities) and the control side (the API) write for clients to
+read, and the durable queue of events the workflow consumes. Every change here gets
+an Alembic revision in runtime/migrations.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Column, DateTime, Float, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def _ts(nullable: bool = False) -> Any:
+    return Field(
+        default=None if nullable else ...,
+        sa_column=Column(DateTime(timezone=True), nullable=nullable),
+    )
+
+
+class AgentInstance(SQLModel, table=True):
+    """One standing agent. Written by the control side (create, status) and by the
+    workflow's single passivation write per tick (counters, hash, next tick)."""
+
+    __tablename__ = "agent_instances"
+    __table_args__ = (Index("ix_agent_instances_tenant", "tenant", "agent_type"),)
+
+    instance_id: str = Field(primary_key=True, max_length=64)
+    tenant: str = Field(max_length=200)
+    agent_type: str = Field(max_length=40)
+    status: str = Field(max_length=20)
+    active_mode: str | None = Field(default=None, max_length=80)
+    # The foundational phase (§3.6): is_building_starting_workset within workset_deadline.
+    is_building_starting_workset: bool = False
+    workset_deadline_utc: datetime | None = _ts(nullable=True)
+    consecutive_idle_ticks: int = 0
+    consecutive_blocked_turns: int = 0
+    last_plan_input_hash: str | None = Field(default=None, max_length=80)
+    next_tick_at: datetime | None = _ts(nullable=True)
+    last_tick_at: datetime | None = _ts(nullable=True)
+    tick_in_progress: bool = False
+    # Bumped by reset: events and ledger turns of an older generation are ignored.
+    generation: int = 0
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class AgentEventRow(SQLModel, table=True):
+    """`agent_event_queue`: every event, consumed not deleted; `visible_at` is the due gate.
+
+    `event_id` is the dedupe id: a retried enqueue (HTTP retry, a decision answered
+    twice, a crash between the insert and the wake-up) finds its row and adds none.
+    """
+
+    __tablename__ = "agent_event_queue"
+    __table_args__ = (
+        UniqueConstraint("instance_id", "sequence_number", name="uq_agent_event_seq"),
+        UniqueConstraint("event_id", name="uq_agent_event_id"),
+        Index("ix_agent_event_due", "instance_id", "consumed_at", "visible_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    event_id: str = Field(max_length=200)
+    instance_id: str = Field(max_length=64)
+    tenant: str = Field(max_length=200)
+    sequence_number: int = Field(sa_column=Column(BigInteger, nullable=False))
+    event_kind: str = Field(max_length=60)
+    payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    visible_at: datetime = _ts()
+    consumed_at: datetime | None = _ts(nullable=True)
+    generation: int = 0
+    created_at: datetime = _ts()
+
+
+class AgentLedgerTurn(SQLModel, table=True):
+    """`agent_state_ledger`: the append-only record of turns, hash-chained per instance.
+
+    One turn per consumed event (`event_id` unique): a replayed tick cannot add a second.
+    """
+
+    __tablename__ = "agent_state_ledger"
+    __table_args__ = (
+        UniqueConstraint("instance_id", "seq", name="uq_agent_ledger_seq"),
+        UniqueConstraint("instance_id", "event_id", name="uq_agent_ledger_event"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    instance_id: str = Field(max_length=64)
+    tenant: str = Field(max_length=200)
+    seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    event_id: str = Field(max_length=200)
+    event_kind: str = Field(max_length=60)
+    event_payload: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column(JSON, nullable=False)
+    )
+    decision_kind: str = Field(max_length=40)
+    # {actions, waitCondition, reasoningSummary, activeMode}
+    decision: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    wait_condition: str | None = Field(default=None, max_length=200)
+    reasoning_summary: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    plan_input_hash: str = Field(max_length=80)
+    llm_call_id: str | None = Field(default=None, max_length=200)
+    served_model: str | None = Field(default=None, max_length=200)
+    cost_usd: float = Field(default=0.0, sa_column=Column(Float, nullable=False, default=0.0))
+    active_mode: str | None = Field(default=None, max_length=80)
+    generation: int = 0
+    created_at: datetime = _ts()
+    prev_hash: str | None = Field(default=None, max_length=80)
+    hash: str = Field(max_length=80)
+
+
+class AgentLedgerAction(SQLModel, table=True):
+    """`agent_state_ledger_actions`: every tool call a turn attempted, with its outcome."""
+
+    __tablename__ = "agent_state_ledger_actions"
+    __table_args__ = (
+        UniqueConstraint("instance_id", "ledger_seq", "ordinal", name="uq_agent_ledger_action"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    instance_id: str = Field(max_length=64)
+    ledger_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    ordinal: int
+    tool: str = Field(max_length=120)
+    arguments: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    outcome: str = Field(max_length=20)  # ActionOutcome
+    blocked_reason: str | None = Field(default=None, max_length=400)
+    violations: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+
+
+class AgentModeRow(SQLModel, table=True):
+    """`agent_modes`: the per-type mode catalogue, seeded from runtime.standing_agents.catalog."""
+
+    __tablename__ = "agent_modes"
+
+    agent_type: str = Field(primary_key=True, max_length=40)
+    name: str = Field(primary_key=True, max_length=80)
+    description: str = Field(sa_column=Column(Text, nullable=False))
+    prompt_fragment: str = Field(sa_column=Column(Text, nullable=False))
+    tools: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    preset_id: str | None = Field(default=None, max_length=200)
+    budget_override: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True)
+    )
+    is_default: bool = False
+    system_seed: bool = True
+
+
+class AgentModeChange(SQLModel, table=True):
+    """`agent_mode_change_events`: the audit trail of mode changes (source ui | approval)."""
+
+    __tablename__ = "agent_mode_change_events"
+    __table_args__ = (Index("ix_agent_mode_change_instance", "instance_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    instance_id: str = Field(max_length=64)
+    tenant: str = Field(max_length=200)
+    from_mode: str | None = Field(default=None, max_length=80)
+    to_mode: str = Field(max_length=80)
+    source: str = Field(max_length=20)
+    actor: str | None = Field(default=None, max_length=200)
+    # The attention request an approval came from (one mode change per approval).
+    decision_id: str | None = Field(default=None, max_length=64, unique=True)
+    created_at: datetime = _ts()
+
+
+class AgentMessage(SQLModel, table=True):
+    """`agent_messages`: the operator↔agent transcript, with direction.
+
+    `op_id` is the dedupe key of the write: the operator's message id, or the agent's
+    tool-call operation id, so a retry never posts a message twice.
+    """
+
+    __tablename__ = "agent_messages"
+    __table_args__ = (Index("ix_agent_messages_instance", "instance_id", "created_at"),)
+
+    message_id: str = Field(primary_key=True, max_length=64)
+    instance_id: str = Field(max_length=64)
+    tenant: str = Field(max_length=200)
+    direction: str = Field(max_length=20)
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    op_id: str | None = Field(default=None, max_length=400, unique=True)
+    created_at: datetime = _ts()
+
+
+class AttentionRequest(SQLModel, table=True):
+    """The decision queue (§2.4): `soa_propose_decision`, `soa_propose_mode_change`, STUCK.
+
+    `op_id` dedupes the agent's write (its tool-call operation id). Resolution is a
+    compare-and-swap on `status`, and the resume event's id is derived from
+    `decision_id`, so concurrent answers enqueue exactly one resume.
+    """
+
+    __tablename__ = "attention_requests"
+    __table_args__ = (Index("ix_attention_tenant_status", "tenant", "status"),)
+
+    decision_id: str = Field(primary_key=True, max_length=64)
+    tenant: str = Field(max_length=200)
+    kind: str = Field(max_length=20)
+    source: str = Field(max_length=40)
+    soa_instance_id: str = Field(max_length=64)
+    title: str = Field(max_length=500)
+    body: str = Field(sa_column=Column(Text, nullable=False))
+    options: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # mode_change: {"mode", "reason"}
+    payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    status: str = Field(max_length=20)
+    resolution: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    resolution_notes: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    responded_by: str | None = Field(default=None, max_length=200)
+    op_id: str | None = Field(default=None, max_length=400, unique=True)
+    created_at: datetime = _ts()
+    resolved_at: datetime | None = _ts(nullable=True)
+
+
+class SystemConfig(SQLModel, table=True):
+    """`system_configs`: live per-tenant configuration (budgets, constitution rules, ...)."""
+
+    __tablename__ = "system_configs"
+
+    tenant: str = Field(primary_key=True, max_length=200)
+    key: str = Field(primary_key=True, max_length=200)
+    value: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
+    updated_at: datetime = _ts()
+
+
+class AgentArtifact(SQLModel, table=True):
+    """What the artifact tools record (dossiers, knowledge, research), by operation id."""
+
+    __tablename__ = "agent_artifacts"
+    __table_args__ = (Index("ix_agent_artifacts_tenant_kind", "tenant", "kind"),)
+
+    artifact_id: str = Field(primary_key=True, max_length=64)
+    tenant: str = Field(max_length=200)
+    instance_id: str = Field(max_length=64)
+    kind: str = Field(max_length=60)
+    title: str = Field(max_length=500)
+    body: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    op_id: str | None = Field(default=None, max_length=400, unique=True)
+    created_at: datetime = _ts()
+
+
+class AgentTask(SQLModel, table=True):
+    """A task `soa_propose_task` created: an agentrt session prompt in the tenant's workspace."""
+
+    __tablename__ = "agent_tasks"
+    __table_args__ = (Index("ix_agent_tasks_instance", "instance_id"),)
+
+    task_id: str = Field(primary_key=True, max_length=64)
+    tenant: str = Field(max_length=200)
+    instance_id: str = Field(max_length=64)
+    title: str = Field(max_length=500)
+    prompt: str = Field(sa_column=Column(Text, nullable=False))
+    session_id: str | None = Field(default=None, max_length=64)
+    status: str = Field(default="created", max_length=40)
+    op_id: str | None = Field(default=None, max_length=400, unique=True)
+    created_at: datetime = _ts()
+
+
+class RegistryEntry(SQLModel, table=True):
+    """The coordination registry (§2.1b, §3.9), per tenant; expires after its TTL.
+
+    Durable in agentrt (the spec's is in memory): an API restart keeps the entries,
+    and the TTL still retires the ones that stop heart-beating.
+    """
+
+    __tablename__ = "agent_registry"
+
+    tenant: str = Field(primary_key=True, max_length=200)
+    agent_id: str = Field(primary_key=True, max_length=200)
+    role: str = Field(max_length=40)
+    capabilities: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    endpoint: str | None = Field(default=None, max_length=2000)
+    last_heartbeat_at: datetime = _ts()

@@ -1,0 +1,159 @@
+"""The event queue of standing agents (`agent_event_queue`), the one place events enter.
+
+The control side (the API) enqueues every event; the workflow consumes them. An
+event's `event_id` is its dedupe id: enqueueing the same id again (a retried HTTP
+call, a decision answered twice, a crash between the insert and the wake-up
+signal) returns the row already there and adds nothing. `sequence_number` is
+allocated per instance, contiguous, from 1. `visible_at` is the due gate: the
+workflow takes the oldest unconsumed event with `visible_at <= now`, and marks it
+consumed (never deleted) when its turn is recorded.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from runtime.standing_agents.contracts import AgentEvent, EventKind
+from runtime.standing_agents.models import AgentEventRow
+from runtime.store.engine import Store
+
+_MAX_SEQ_RACES = 20
+
+
+def to_event(row: AgentEventRow) -> AgentEvent:
+    return AgentEvent(
+        event_id=row.event_id,
+        sequence_number=row.sequence_number,
+        kind=EventKind(row.event_kind),
+        payload=row.payload,
+        visible_at=_aware(row.visible_at),
+    )
+
+
+def enqueue(
+    store: Store,
+    *,
+    tenant: str,
+    instance_id: str,
+    kind: EventKind,
+    payload: dict[str, Any],
+    event_id: str,
+    visible_at: datetime | None = None,
+    generation: int = 0,
+) -> tuple[AgentEvent, bool]:
+    """Record an event; returns it and whether it is new (False: the id was known)."""
+    now = datetime.now(UTC)
+    for _ in range(_MAX_SEQ_RACES):
+        with store.session() as db:
+            existing = db.exec(
+                select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)
+            ).first()
+            if existing is not None:
+                return to_event(existing), False
+            last = db.exec(
+                select(func.max(AgentEventRow.sequence_number)).where(
+                    col(AgentEventRow.instance_id) == instance_id
+                )
+            ).one()
+            row = AgentEventRow(
+                event_id=event_id,
+                instance_id=instance_id,
+                tenant=tenant,
+                sequence_number=(last or 0) + 1,
+                event_kind=kind.value,
+                payload=payload,
+                visible_at=visible_at or now,
+                generation=generation,
+                created_at=now,
+            )
+            db.add(row)
+            try:
+                db.commit()
+            except IntegrityError:
+                # Another writer took this sequence number or this event id: look again.
+                db.rollback()
+                continue
+            db.refresh(row)
+            return to_event(row), True
+    raise RuntimeError(f"could not allocate a sequence number for agent {instance_id}")
+
+
+def next_due(
+    store: Store, instance_id: str, now: datetime, *, generation: int | None = None
+) -> tuple[AgentEvent | None, datetime | None]:
+    """The oldest unconsumed due event, and the `visible_at` of the earliest one not yet due.
+
+    Events of an older generation (before a reset) are never due.
+    """
+    with store.session() as db:
+        base = select(AgentEventRow).where(
+            col(AgentEventRow.instance_id) == instance_id,
+            col(AgentEventRow.consumed_at).is_(None),
+        )
+        if generation is not None:
+            base = base.where(col(AgentEventRow.generation) == generation)
+        due = db.exec(
+            base.where(col(AgentEventRow.visible_at) <= now)
+            .order_by(col(AgentEventRow.visible_at), col(AgentEventRow.sequence_number))
+            .limit(1)
+        ).first()
+        upcoming = db.exec(
+            base.where(col(AgentEventRow.visible_at) > now)
+            .order_by(col(AgentEventRow.visible_at))
+            .limit(1)
+        ).first()
+        return (
+            to_event(due) if due is not None else None,
+            _aware(upcoming.visible_at) if upcoming is not None else None,
+        )
+
+
+def consume(store: Store, event_id: str, now: datetime) -> None:
+    """Mark an event consumed (idempotent: a consumed event keeps its first timestamp)."""
+    with store.session() as db:
+        row = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).first()
+        if row is not None and row.consumed_at is None:
+            row.consumed_at = now
+            db.add(row)
+            db.commit()
+
+
+def pending_of_kind(store: Store, instance_id: str, kind: EventKind) -> list[AgentEvent]:
+    """Unconsumed events of one kind (e.g. the one pending AgentTick heartbeat)."""
+    with store.session() as db:
+        rows = db.exec(
+            select(AgentEventRow)
+            .where(
+                col(AgentEventRow.instance_id) == instance_id,
+                col(AgentEventRow.event_kind) == kind.value,
+                col(AgentEventRow.consumed_at).is_(None),
+            )
+            .order_by(col(AgentEventRow.visible_at))
+        ).all()
+        return [to_event(row) for row in rows]
+
+
+def drain(store: Store, instance_id: str, now: datetime) -> int:
+    """Consume every pending event of an instance (reset, close); returns how many."""
+    with store.session() as db:
+        rows = db.exec(
+            select(AgentEventRow).where(
+                col(AgentEventRow.instance_id) == instance_id,
+                col(AgentEventRow.consumed_at).is_(None),
+            )
+        ).all()
+        for row in rows:
+            row.consumed_at = now
+            db.add(row)
+        db.commit()
+        return len(rows)
+
+
+def _aware(value: datetime) -> datetime:
+    # SQLite hands back naive datetimes; everything agentrt stores is UTC.
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
