@@ -6,6 +6,8 @@
 | `session-transcript/<session_id>` | the session's conversation with its model |
 | `agent-tools/<instance>/<workspace>` | agent-tools events (`GET /api/v1/agent-tools/events`) |
 | `agent-transcript/<instance>/<workspace>/<turn_id>` | an agent-tools model turn's conversation |
+| `agent/<tenant>/<instance_id>` | a standing agent's turns, messages, decisions (SSE) |
+| `agent-episode/<tenant>/<instance_id>/<event_id>` | one tick's model conversation |
 """
 
 from __future__ import annotations
@@ -25,3 +27,11 @@ def agent_tools_events_stream(instance: str, workspace: str) -> str:
 
 def turn_transcript_stream(instance: str, workspace: str, turn_id: str) -> str:
     return f"agent-transcript/{instance}/{workspace}/{turn_id}"
+
+
+def agent_stream(tenant: str, instance_id: str) -> str:
+    return f"agent/{tenant}/{instance_id}"
+
+
+def agent_episode_stream(tenant: str, instance_id: str, event_id: str) -> str:
+    return f"agent-episode/{tenant}/{instance_id}/{event_id}"
