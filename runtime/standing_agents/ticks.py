@@ -34,7 +34,6 @@ from runtime.settings import Settings
 from runtime.standing_agents import catalog
 from runtime.standing_agents.configs import effective_credit
 from runtime.standing_agents.contracts import (
-    AgentEvent,
     AgentStatus,
     AgentType,
     AttentionKind,
@@ -54,7 +53,7 @@ from runtime.standing_agents.models import (
     SystemConfig,
 )
 from runtime.standing_agents.ops_digest import probe
-from runtime.standing_agents.queue import next_due, to_event
+from runtime.standing_agents.queue import next_due
 from runtime.standing_agents.workflow_contracts import (
     BeginTickInput,
     BeginTickResult,
@@ -113,7 +112,9 @@ def next_event(
     return NextEventResult(event=event, wake_at=upcoming)
 
 
-def _ensure_heartbeat(db: Session, settings: Settings, instance: AgentInstance, now: datetime) -> None:
+def _ensure_heartbeat(
+    db: Session, settings: Settings, instance: AgentInstance, now: datetime
+) -> None:
     pending = db.exec(
         select(AgentEventRow.id).where(
             col(AgentEventRow.instance_id) == instance.instance_id,
@@ -125,10 +126,12 @@ def _ensure_heartbeat(db: Session, settings: Settings, instance: AgentInstance, 
     if pending is not None:
         return
     visible_at = now + heartbeat_delay(settings, instance.consecutive_idle_ticks)
-    _add_heartbeat(db, instance, _last_seq(db, instance.instance_id), visible_at)
+    _add_heartbeat(db, instance, _last_seq(db, instance.instance_id), visible_at, now)
 
 
-def _add_heartbeat(db: Session, instance: AgentInstance, seq: int, visible_at: datetime) -> None:
+def _add_heartbeat(
+    db: Session, instance: AgentInstance, seq: int, visible_at: datetime, now: datetime
+) -> None:
     retry = 0
     while True:
         event_id = heartbeat_event_id(instance.instance_id, instance.generation, seq, retry)
@@ -153,7 +156,7 @@ def _add_heartbeat(db: Session, instance: AgentInstance, seq: int, visible_at: d
             payload={},
             visible_at=visible_at,
             generation=instance.generation,
-            created_at=visible_at,
+            created_at=now,
         )
     )
     instance.next_tick_at = visible_at
@@ -399,7 +402,7 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
             visible_at = request.now + heartbeat_delay(settings, request.consecutive_idle_ticks)
             if request.not_before is not None and request.not_before > visible_at:
                 visible_at = request.not_before
-            _add_heartbeat(db, instance, seq, visible_at)
+            _add_heartbeat(db, instance, seq, visible_at, request.now)
         db.add(instance)
         db.commit()
         return Completed(
@@ -473,7 +476,3 @@ def _raise_stuck(db: Session, request: CompleteTickInput) -> str:
         )
     )
     return decision_id
-
-
-def events_view(event: AgentEventRow) -> AgentEvent:
-    return to_event(event)

@@ -16,7 +16,7 @@ import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from sqlmodel import SQLModel, col, or_, select
 
 from runtime.investigation.models import InvestigationClaim, InvestigationEvidence, Research
 from runtime.llm.contracts import ToolSpec
+from runtime.sessions.models import DaemonSession
 from runtime.standing_agents import catalog
 from runtime.standing_agents.contracts import (
     AgentStatus,
@@ -54,6 +55,10 @@ CODE_SEARCH_MAX_BYTES = 512 * 1024
 
 class ToolInputError(ValueError):
     """The model's arguments do not fit the tool: returned to it as an error outcome."""
+
+
+class BoundaryError(ValueError):
+    """A call outside what this agent may do (the boundary checks): returned blocked."""
 
 
 @dataclass(frozen=True)
@@ -191,8 +196,7 @@ SPECS: dict[str, ToolSpec] = {
         ),
         ToolSpec(
             name="soa_propose_task",
-            description="Create a task: a coding-agent session prompt in the tenant's "
-            "workspace.",
+            description="Create a task: a coding-agent session prompt in the tenant's workspace.",
             parameters=_schema({"title": _TEXT, "prompt": _TEXT}, ["title", "prompt"]),
         ),
         ToolSpec(
@@ -404,8 +408,7 @@ def research_get(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     return {
         "recorded": recorded[:limit],
         "gateway": [
-            {"researchId": r.research_id, "question": r.question, "state": r.state}
-            for r in gateway
+            {"researchId": r.research_id, "question": r.question, "state": r.state} for r in gateway
         ],
     }
 
@@ -493,10 +496,18 @@ def send_message(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"messageId": stored.message_id}
 
 
-def stored_message(ctx: ToolContext, message_id: str) -> AgentMessage | None:
-    with ctx.store.session() as db:
-        row: AgentMessage | None = db.get(AgentMessage, message_id)
-        return row
+def stored_message_row(store: Store, message_id: str) -> dict[str, Any] | None:
+    """A message as the transcript route and the `agent.message` journal event show it."""
+    with store.session() as db:
+        row = db.get(AgentMessage, message_id)
+        if row is None:
+            return None
+        return {
+            "messageId": row.message_id,
+            "direction": row.direction,
+            "text": row.text,
+            "createdAt": iso_ms(row.created_at),
+        }
 
 
 def _attention(
@@ -562,7 +573,7 @@ def propose_mode_change(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str
 def propose_task(ctx: ToolContext, arguments: dict[str, Any]) -> AgentTask:
     """The task row (once per op id); the caller submits its session prompt."""
     if ctx.agent_type != AgentType.SOA:
-        raise ToolInputError("soa_propose_task belongs to the SOA only")
+        raise BoundaryError("soa_propose_task belongs to the SOA only")
     row = AgentTask(
         task_id=_op_uuid(ctx.op_id),
         tenant=ctx.tenant,
@@ -574,6 +585,25 @@ def propose_task(ctx: ToolContext, arguments: dict[str, Any]) -> AgentTask:
     )
     stored: AgentTask = _insert_once(ctx, row, AgentTask)
     return stored
+
+
+def ensure_task_session(store: Store, session_id: str, workspace_cwd: str, task_id: str) -> None:
+    """The task's session row in the registry (listed with the workspace's sessions)."""
+    with store.session() as db:
+        if db.get(DaemonSession, session_id) is None:
+            db.add(
+                DaemonSession(
+                    session_id=session_id,
+                    workspace_cwd=workspace_cwd,
+                    scope="thread",
+                    display_name=f"agent task {task_id}",
+                    created_at=datetime.now(UTC),
+                )
+            )
+            try:
+                db.commit()
+            except IntegrityError:
+                db.rollback()
 
 
 def set_task_session(store: Store, task_id: str, session_id: str, status: str) -> None:

@@ -125,6 +125,7 @@ class ModelStepInput(BaseModel):
     tenant: str
     instance_id: str
     agent_type: AgentType
+    generation: int
     event: AgentEvent
     mode: ModeDefinition
     call_id: str  # agent/{tenant}/{id}/{event_id}/llm{n}
