@@ -24,6 +24,7 @@ from activities.llm.contracts import (
     Usage,
 )
 from activities.llm.scripted_agent import ScriptedAgentModel
+from runtime import temporal
 from runtime.settings import Settings
 from runtime.standing_agents.contracts import (
     ActionOutcome,
@@ -34,7 +35,6 @@ from runtime.standing_agents.contracts import (
 )
 from runtime.standing_agents.models import SystemConfig
 from runtime.store import Store
-from runtime import temporal
 from tests.workflows import standing_agent_support as sa
 from worker import build_worker
 from workflows.standing_agent import StandingAgentWorkflow
