@@ -5,14 +5,22 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlmodel import col, select
 from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 
+from activities.llm import ModelProvider, ScriptedModel
+from runtime import temporal
 from runtime.llm.models import LlmCallAttempt
+from runtime.settings import Settings
 from runtime.standing_agents.contracts import (
     AgentStatus,
     AgentType,
@@ -30,9 +38,43 @@ from runtime.standing_agents.models import (
 from runtime.standing_agents.queue import enqueue
 from runtime.standing_agents.workflow_contracts import StandingAgentInput
 from runtime.store import Store, upgrade_to_head
+from worker import build_worker
 from workflows.standing_agent import StandingAgentWorkflow
 
 TENANT = "acme"
+
+
+@pytest.fixture
+async def agent_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping server per test: long skips after another test's terminated agent
+    workflow broke the shared server's sleep (h2 protocol errors)."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal.test_server_path()),
+        data_converter=pydantic_data_converter,
+    )
+    await temporal.ensure_search_attributes(env.client)
+    async with env:
+        yield env
+
+
+@asynccontextmanager
+async def running(
+    env: WorkflowEnvironment,
+    tmp_path: Path,
+    task_queue: str,
+    provider: ModelProvider | None = None,
+    **settings: Any,
+) -> AsyncIterator[Store]:
+    store = make_store(tmp_path)
+    config = Settings(task_queue=task_queue, data_dir=tmp_path, workspace=tmp_path, **settings)
+    async with build_worker(env.client, config, store, provider or ScriptedModel()):
+        yield store
+    store.dispose()
+
+
+async def stop(handle: WorkflowHandle[Any, Any]) -> None:
+    # A workflow left on a queue nobody polls would stop the server from skipping time.
+    await handle.terminate("test over")
 
 
 def make_store(tmp_path: Path) -> Store:

@@ -3,29 +3,20 @@ STUCK, the foundational deadline, the credit window and continue-as-new."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
-from temporalio.client import WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.llm import ScriptedModel
 from activities.llm.contracts import (
     ChatMessage,
     DeltaCallback,
-    ModelProvider,
     ModelReply,
     ToolSpec,
     Usage,
 )
 from activities.llm.scripted_agent import ScriptedAgentModel
-from runtime import temporal
-from runtime.settings import Settings
 from runtime.standing_agents.contracts import (
     ActionOutcome,
     AgentStatus,
@@ -36,43 +27,13 @@ from runtime.standing_agents.contracts import (
 from runtime.standing_agents.models import SystemConfig
 from runtime.store import Store
 from tests.workflows import standing_agent_support as sa
-from worker import build_worker
+from tests.workflows.standing_agent_support import agent_env
 from workflows.standing_agent import StandingAgentWorkflow
 
 DAY = timedelta(hours=24)
 
 
-@pytest.fixture
-async def agent_env() -> AsyncIterator[WorkflowEnvironment]:
-    """A time-skipping server per test: long skips after another test's terminated agent
-    workflow broke the shared server's sleep (h2 protocol errors)."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal.test_server_path()),
-        data_converter=pydantic_data_converter,
-    )
-    await temporal.ensure_search_attributes(env.client)
-    async with env:
-        yield env
-
-
-@asynccontextmanager
-async def running(
-    env: WorkflowEnvironment,
-    tmp_path: Path,
-    task_queue: str,
-    provider: ModelProvider | None = None,
-    **settings: Any,
-) -> AsyncIterator[Store]:
-    store = sa.make_store(tmp_path)
-    config = Settings(task_queue=task_queue, data_dir=tmp_path, workspace=tmp_path, **settings)
-    async with build_worker(env.client, config, store, provider or ScriptedModel()):
-        yield store
-    store.dispose()
-
-
-async def _stop(handle: WorkflowHandle[Any, Any]) -> None:
-    # A workflow left on a queue nobody polls would stop the server from skipping time.
-    await handle.terminate("test over")
+__all__ = ["agent_env"]
 
 
 async def _advance_to_next_tick(env: WorkflowEnvironment, store: Store, instance_id: str) -> None:
@@ -88,7 +49,7 @@ async def _advance_to_next_tick(env: WorkflowEnvironment, store: Store, instance
 async def test_heartbeat_every_24h_and_an_unchanged_tick_calls_no_model(
     agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
 ) -> None:
-    async with running(agent_env, tmp_path, task_queue) as store:
+    async with sa.running(agent_env, tmp_path, task_queue) as store:
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
@@ -120,7 +81,7 @@ async def test_heartbeat_every_24h_and_an_unchanged_tick_calls_no_model(
         pending = sa.pending_ticks(store, agent)
         assert len(pending) == 1
         assert sa.aware(pending[0].visible_at) - sa.aware(third.created_at) == DAY
-        await _stop(handle)
+        await sa.stop(handle)
 
 
 async def test_backoff_is_capped_when_the_idle_heartbeat_is_disabled(
@@ -132,7 +93,7 @@ async def test_backoff_is_capped_when_the_idle_heartbeat_is_disabled(
         "agent_backoff_factor": 2.0,
         "agent_max_backoff_ms": 1_800_000,
     }
-    async with running(agent_env, tmp_path, task_queue, **settings) as store:
+    async with sa.running(agent_env, tmp_path, task_queue, **settings) as store:
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
@@ -144,7 +105,7 @@ async def test_backoff_is_capped_when_the_idle_heartbeat_is_disabled(
             assert len(pending) == 1
             delays.append(sa.aware(pending[0].visible_at) - sa.aware(last.created_at))
             await _advance_to_next_tick(agent_env, store, agent)
-        await _stop(handle)
+        await sa.stop(handle)
     # Planned turns (init, first tick) restart the backoff; idle ticks grow it to the cap.
     assert delays[0] == timedelta(minutes=1)
     assert max(delays) == timedelta(minutes=30)
@@ -155,14 +116,14 @@ async def test_backoff_is_capped_when_the_idle_heartbeat_is_disabled(
 async def test_forced_replan_after_20_idle_ticks(
     agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
 ) -> None:
-    async with running(agent_env, tmp_path, task_queue, agent_heartbeat_ms=60_000) as store:
+    async with sa.running(agent_env, tmp_path, task_queue, agent_heartbeat_ms=60_000) as store:
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
         await sa.wait_turns(store, agent, 1)
         for _ in range(22):
             await _advance_to_next_tick(agent_env, store, agent)
-        await _stop(handle)
+        await sa.stop(handle)
     ledger = sa.turns(store, agent)
     planned = [t.seq for t in ledger if t.llm_call_id is not None]
     # init, the first heartbeat (new hash), then 20 idle ticks, then the forced replan.
@@ -173,7 +134,7 @@ async def test_forced_replan_after_20_idle_ticks(
 async def test_three_blocked_turns_close_the_agent_as_stuck(
     agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
 ) -> None:
-    async with running(agent_env, tmp_path, task_queue) as store:
+    async with sa.running(agent_env, tmp_path, task_queue) as store:
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
@@ -194,13 +155,13 @@ async def test_three_blocked_turns_close_the_agent_as_stuck(
         # Closed: a day later nothing ticks.
         await agent_env.sleep(DAY * 2)
         assert len(sa.turns(store, agent)) == 4
-        await _stop(handle)
+        await sa.stop(handle)
 
 
 async def test_the_foundational_phase_ends_at_its_24h_deadline(
     agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
 ) -> None:
-    async with running(agent_env, tmp_path, task_queue) as store:
+    async with sa.running(agent_env, tmp_path, task_queue) as store:
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now, foundational=True)
         with store.session() as db:
@@ -232,7 +193,7 @@ async def test_the_foundational_phase_ends_at_its_24h_deadline(
         outcome = sa.actions(store, agent, after.seq)
         assert [a.outcome for a in outcome] == [ActionOutcome.OK.value]
         assert after.wait_condition == "budget_exhausted:tool_calls"
-        await _stop(handle)
+        await sa.stop(handle)
 
 
 class PricedModel(ScriptedAgentModel):
@@ -259,7 +220,7 @@ class PricedModel(ScriptedAgentModel):
 async def test_an_exhausted_credit_skips_the_model_until_the_window_regenerates(
     agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
 ) -> None:
-    async with running(agent_env, tmp_path, task_queue, provider=PricedModel()) as store:
+    async with sa.running(agent_env, tmp_path, task_queue, provider=PricedModel()) as store:
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
@@ -284,13 +245,13 @@ async def test_an_exhausted_credit_skips_the_model_until_the_window_regenerates(
         regenerated = sa.turns(store, agent)[2]
         assert regenerated.llm_call_id is not None
         assert len(sa.llm_attempts(store, agent)) > 1
-        await _stop(handle)
+        await sa.stop(handle)
 
 
 async def test_continue_as_new_carries_the_state(
     agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
 ) -> None:
-    async with running(agent_env, tmp_path, task_queue, agent_heartbeat_ms=60_000) as store:
+    async with sa.running(agent_env, tmp_path, task_queue, agent_heartbeat_ms=60_000) as store:
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue, max_ticks_per_run=2)
@@ -307,4 +268,4 @@ async def test_continue_as_new_carries_the_state(
         assert status.state.llm_calls_total >= 2
         assert len(sa.turns(store, agent)) == 5
         assert len(sa.pending_ticks(store, agent)) == 1
-        await _stop(latest)
+        await sa.stop(latest)
