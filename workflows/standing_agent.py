@@ -67,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 _LOCAL = timedelta(minutes=1)
+_MIN_WAIT = timedelta(milliseconds=20)
 _STORE_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=30)
 )
@@ -171,6 +172,9 @@ class StandingAgentWorkflow:
             timeout = found.wake_at - workflow.now() if found.wake_at is not None else None
             if timeout is not None and timeout <= timedelta(0):
                 continue
+            if timeout is not None:
+                # A sub-millisecond wait (clocks of µs precision) would be a 0 ms timer.
+                timeout = max(timeout, _MIN_WAIT)
             try:
                 await workflow.wait_condition(lambda: self._woken, timeout=timeout)
             except TimeoutError:

@@ -330,6 +330,14 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
                 turn_view(existing) if existing is not None else {},
                 None,
             )
+        if instance.generation != request.generation:
+            # Reset meanwhile: the reset won, this tick records nothing.
+            instance.tick_in_progress = False
+            db.add(instance)
+            db.commit()
+            return Completed(
+                CompleteTickResult(seq=0, next_tick_at=instance.next_tick_at), {}, None
+            )
         seq = _last_seq(db, request.instance_id) + 1
         previous = db.exec(
             select(AgentLedgerTurn)
@@ -397,7 +405,7 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
             instance.next_tick_at = None
             _consume_heartbeats(db, request.instance_id, request.now)
             stuck_id = _raise_stuck(db, request)
-        elif instance.generation == request.generation:
+        else:
             _consume_heartbeats(db, request.instance_id, request.now)
             visible_at = request.now + heartbeat_delay(settings, request.consecutive_idle_ticks)
             if request.not_before is not None and request.not_before > visible_at:

@@ -245,7 +245,18 @@ async def wait_turns(store: Store, instance_id: str, count: int, timeout: float 
             return
         await asyncio.sleep(0.05)
     got = len(turns(store, instance_id))
-    raise AssertionError(f"{count} turns never arrived (got {got})")
+    with store.session() as db:
+        waiting = db.exec(
+            select(AgentEventRow).where(
+                col(AgentEventRow.instance_id) == instance_id,
+                col(AgentEventRow.consumed_at).is_(None),
+            )
+        ).all()
+    row = instance(store, instance_id)
+    raise AssertionError(
+        f"{count} turns never arrived (got {got}); tick_in_progress={row.tick_in_progress}, "
+        f"unconsumed: {[(e.event_id, e.event_kind, e.visible_at) for e in waiting]}"
+    )
 
 
 def aware(value: datetime) -> datetime:
