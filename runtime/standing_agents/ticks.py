@@ -322,13 +322,19 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
         ).first()
         instance = db.get(AgentInstance, request.instance_id)
         if existing is not None or instance is None:
-            closed = instance is not None and instance.status == AgentStatus.CLOSED.value
+            # A retry after the commit: the same answer, so its journal events (deduped)
+            # are appended if the first attempt died before appending them.
             seq = existing.seq if existing is not None else 0
             next_at = instance.next_tick_at if instance is not None else None
+            stuck = db.exec(
+                select(AttentionRequest.decision_id).where(
+                    col(AttentionRequest.op_id) == _stuck_op_id(request)
+                )
+            ).first()
             return Completed(
-                CompleteTickResult(seq=seq, next_tick_at=next_at, closed=closed),
+                CompleteTickResult(seq=seq, next_tick_at=next_at, closed=stuck is not None),
                 turn_view(existing) if existing is not None else {},
-                None,
+                stuck,
             )
         if instance.generation != request.generation:
             # Reset meanwhile: the reset won, this tick records nothing.
@@ -465,8 +471,12 @@ def _consume_heartbeats(db: Session, instance_id: str, now: datetime) -> None:
         db.add(row)
 
 
+def _stuck_op_id(request: CompleteTickInput) -> str:
+    return f"stuck/{request.instance_id}/{request.event.event_id}"
+
+
 def _raise_stuck(db: Session, request: CompleteTickInput) -> str:
-    op_id = f"stuck/{request.instance_id}/{request.event.event_id}"
+    op_id = _stuck_op_id(request)
     decision_id = str(uuid.uuid5(uuid.NAMESPACE_URL, op_id))
     db.add(
         AttentionRequest(

@@ -14,11 +14,16 @@ from activities.llm import ChatMessage, ScriptedModel, ToolCall
 from activities.llm.scripted_agent import GREETING, next_call
 from activities.standing_agent import StandingAgentActivities
 from runtime.settings import Settings
-from runtime.standing_agents import catalog
-from runtime.standing_agents.contracts import AgentEvent, AgentType, EventKind
+from runtime.standing_agents import catalog, ticks
+from runtime.standing_agents.contracts import AgentEvent, AgentType, DecisionKind, EventKind
 from runtime.standing_agents.episode import event_message
+from runtime.standing_agents.ledger_chain import turn_hash
 from runtime.standing_agents.models import SystemConfig
-from runtime.standing_agents.workflow_contracts import ModelStepInput, RunToolInput
+from runtime.standing_agents.workflow_contracts import (
+    CompleteTickInput,
+    ModelStepInput,
+    RunToolInput,
+)
 from runtime.store import EventJournal, Store
 from runtime.streams import agent_episode_stream, agent_stream
 from tests.workflows import standing_agent_support as sa
@@ -217,3 +222,48 @@ def test_the_scripted_planner_greets_answers_and_follows_call_lines() -> None:
     heartbeat = _calls(_episode(_event(EventKind.AGENT_TICK)))
     assert [c.name for c in heartbeat] == ["phase_complete"]
     assert len({c.id for c in scripted}) == len(scripted)
+
+
+async def test_a_retried_complete_tick_records_one_turn_and_one_stuck_request(
+    tmp_path: Path,
+) -> None:
+    store = sa.make_store(tmp_path)
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    event = _event(EventKind.OPERATOR_MESSAGE, text="x")
+    request = CompleteTickInput(
+        tenant=sa.TENANT,
+        instance_id=agent,
+        generation=0,
+        event=event,
+        now=NOW,
+        decision_kind=DecisionKind.WAITING_FOR_EVENT,
+        plan_hash="h",
+        consecutive_blocked_turns=3,
+        close_stuck=True,
+        stuck_reason="blocked thrice",
+    )
+    first = await env.run(activities.complete_tick, request)
+    again = await env.run(activities.complete_tick, request)
+    assert first == again and first.closed and first.seq == 1
+    assert len(sa.turns(store, agent)) == 1
+    assert [a.kind for a in sa.attention(store, agent)] == ["stuck"]
+    assert sa.pending_ticks(store, agent) == []
+    stream = EventJournal(store).read(agent_stream(sa.TENANT, agent)).entries
+    assert [e.type for e in stream] == ["agent.turn", "agent.status", "agent.decision"]
+    turn = sa.turns(store, agent)[0]
+    assert turn.prev_hash is None
+    assert turn.hash == turn_hash(None, ticks.turn_view(turn))
+    store.dispose()
+
+
+async def test_workset_complete_ends_the_foundational_phase(tmp_path: Path) -> None:
+    store = sa.make_store(tmp_path)
+    agent = sa.create_instance(store, NOW, foundational=True)
+    activities = _activities(store, tmp_path)
+    call = ToolCall(id="c1", name="agent_workset_complete", arguments={})
+    done = await ActivityEnvironment().run(activities.run_tool, _tool(agent, call))
+    assert done.action.outcome == "ok"
+    assert sa.instance(store, agent).is_building_starting_workset is False
+    store.dispose()
