@@ -333,7 +333,8 @@ class StandingAgentWorkflow:
                 ),
                 result_type=ModelStepResult,
                 start_to_close_timeout=timedelta(minutes=10),
-                heartbeat_timeout=timedelta(seconds=30),
+                # Heartbeated every 2 s: a lost worker's call is retried within 10 s.
+                heartbeat_timeout=timedelta(seconds=10),
                 retry_policy=_MODEL_RETRY,
             )
             nudge_next = False
@@ -368,7 +369,7 @@ class StandingAgentWorkflow:
                     ),
                     result_type=RunToolResult,
                     start_to_close_timeout=timedelta(minutes=5),
-                    heartbeat_timeout=timedelta(minutes=1),
+                    heartbeat_timeout=timedelta(seconds=10),
                     retry_policy=_TOOL_RETRY,
                 )
                 usage.tool_calls += 1

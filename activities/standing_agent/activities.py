@@ -22,7 +22,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 
 from activities.heartbeat import heartbeating
-from activities.llm import ChatMessage, ModelError, ModelProvider
+from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvider
 from activities.llm.scripted import MODEL_NAME as SCRIPTED
 from activities.llm.scripted_agent import ScriptedAgentModel
 from activities.standing_agent import llm_record
@@ -178,7 +178,7 @@ class StandingAgentActivities:
             )
         entries = (await self.journal.aread(transcript, 0, 100_000)).entries
         messages = [ChatMessage.model_validate(e.data) for e in entries if e.type == "message"]
-        provider = self._provider()
+        provider = self._provider(request.max_output_tokens)
         specs = tools.specs_for(request.mode.tools)
         owner = llm_record.CallOwner(
             call_id=request.call_id,
@@ -221,9 +221,19 @@ class StandingAgentActivities:
         )
         return reply, cost
 
-    def _provider(self) -> ModelProvider:
+    def _provider(self, max_output_tokens: int | None) -> ModelProvider:
         # The sessions' scripted model answers prompts; agents need one that ends episodes.
-        return self.scripted if self.provider.name == SCRIPTED else self.provider
+        if self.provider.name == SCRIPTED:
+            return self.scripted
+        if isinstance(self.provider, OpenAIProvider) and max_output_tokens is not None:
+            # The tick's per-turn output cap (16,384 in the foundational phase).
+            return OpenAIProvider(
+                base_url=self.settings.openai_base_url,
+                model=self.provider.model,
+                api_key=self.settings.openai_api_key,
+                max_tokens=max_output_tokens,
+            )
+        return self.provider
 
     @activity.defn(name=StandingAgentActivity.RUN_TOOL)
     async def run_tool(self, request: RunToolInput) -> RunToolResult:
@@ -282,9 +292,11 @@ class StandingAgentActivities:
         )
         try:
             if call.name == "soa_propose_task":
-                result = await self._propose_task(context, call.arguments)
+                result = await heartbeating(self._propose_task(context, call.arguments))
             else:
-                result = await asyncio.to_thread(tools.HANDLERS[call.name], context, call.arguments)
+                result = await heartbeating(
+                    asyncio.to_thread(tools.HANDLERS[call.name], context, call.arguments)
+                )
         except tools.ToolInputError as err:
             return ActionRecord(**base, outcome=ActionOutcome.ERROR, result={"error": str(err)})
         except tools.BoundaryError as err:

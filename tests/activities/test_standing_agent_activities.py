@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from activities.llm import ChatMessage, ScriptedModel, ToolCall
+from activities.llm import ChatMessage, OpenAIProvider, ScriptedModel, ToolCall
 from activities.llm.scripted_agent import GREETING, next_call
 from activities.standing_agent import StandingAgentActivities
 from runtime.settings import Settings
@@ -26,6 +26,7 @@ from runtime.standing_agents.workflow_contracts import (
 )
 from runtime.store import EventJournal, Store
 from runtime.streams import agent_episode_stream, agent_stream
+from tests.fakes.openai_server import FakeOpenAI
 from tests.workflows import standing_agent_support as sa
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -266,4 +267,39 @@ async def test_workset_complete_ends_the_foundational_phase(tmp_path: Path) -> N
     done = await ActivityEnvironment().run(activities.run_tool, _tool(agent, call))
     assert done.action.outcome == "ok"
     assert sa.instance(store, agent).is_building_starting_workset is False
+    store.dispose()
+
+
+async def test_the_per_turn_output_cap_reaches_the_openai_endpoint(tmp_path: Path) -> None:
+    store = sa.make_store(tmp_path)
+    agent = sa.create_instance(store, NOW, foundational=True)
+    with FakeOpenAI() as fake:
+        fake.queue_tool_calls([{"name": "phase_complete", "arguments": {}}], model="gpt-4o")
+        settings = Settings(
+            data_dir=tmp_path,
+            workspace=tmp_path,
+            model_provider="openai",
+            openai_base_url=fake.base_url,
+        )
+        provider = OpenAIProvider(base_url=fake.base_url, model="gpt-4o")
+        activities = StandingAgentActivities(store, EventJournal(store), provider, settings)
+        request = ModelStepInput(
+            tenant=sa.TENANT,
+            instance_id=agent,
+            agent_type=AgentType.SOA,
+            generation=0,
+            event=_event(EventKind.AGENT_INITIALIZED),
+            mode=catalog.resolve_mode(AgentType.SOA, None),
+            call_id="c/llm1",
+            step=1,
+            max_output_tokens=16_384,
+            now=NOW,
+        )
+        step = await ActivityEnvironment().run(activities.model_step, request)
+        assert fake.requests[0].body["max_tokens"] == 16_384
+        assert "soa_propose_task" in [t["function"]["name"] for t in fake.requests[0].body["tools"]]
+    assert [c.name for c in step.tool_calls] == ["phase_complete"]
+    (attempt,) = sa.llm_attempts(store, agent)
+    assert attempt.served_model == "gpt-4o" and attempt.cost_usd > 0
+    assert attempt.price_version is not None and attempt.price_version.startswith("genai-prices")
     store.dispose()
