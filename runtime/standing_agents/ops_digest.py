@@ -42,14 +42,17 @@ def probe(store: Store, tenant: str, now: datetime) -> dict[str, Any]:
                 col(LlmCallAttempt.created_at) >= since,
             )
         ).one()
-        instances = db.exec(
-            select(AgentInstance.instance_id).where(col(AgentInstance.tenant) == tenant)
-        ).all()
         failed_actions = db.exec(
             select(func.count())
             .select_from(AgentLedgerAction)
+            .join(
+                AgentLedgerTurn,
+                (col(AgentLedgerTurn.instance_id) == col(AgentLedgerAction.instance_id))
+                & (col(AgentLedgerTurn.seq) == col(AgentLedgerAction.ledger_seq)),
+            )
             .where(
-                col(AgentLedgerAction.instance_id).in_(instances),
+                col(AgentLedgerTurn.tenant) == tenant,
+                col(AgentLedgerTurn.created_at) >= since,
                 col(AgentLedgerAction.outcome) == ActionOutcome.ERROR.value,
             )
         ).one()

@@ -4,7 +4,7 @@ governance rail blocks (never raises); the scripted agent planner."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +15,18 @@ from activities.llm.scripted_agent import GREETING, next_call
 from activities.standing_agent import StandingAgentActivities
 from runtime.settings import Settings
 from runtime.standing_agents import catalog, ticks
-from runtime.standing_agents.contracts import AgentEvent, AgentType, DecisionKind, EventKind
+from runtime.standing_agents.contracts import (
+    ActionOutcome,
+    AgentEvent,
+    AgentType,
+    DecisionKind,
+    EventKind,
+)
 from runtime.standing_agents.episode import event_message
 from runtime.standing_agents.ledger_chain import turn_hash
 from runtime.standing_agents.models import SystemConfig
 from runtime.standing_agents.workflow_contracts import (
+    ActionRecord,
     CompleteTickInput,
     ModelStepInput,
     RunToolInput,
@@ -302,4 +309,34 @@ async def test_the_per_turn_output_cap_reaches_the_openai_endpoint(tmp_path: Pat
     (attempt,) = sa.llm_attempts(store, agent)
     assert attempt.served_model == "gpt-4o" and attempt.cost_usd > 0
     assert attempt.price_version is not None and attempt.price_version.startswith("genai-prices")
+    store.dispose()
+
+
+async def test_telemetry_counts_the_last_24_hours(tmp_path: Path) -> None:
+    store = sa.make_store(tmp_path)
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    failed = ActionRecord(
+        tool="compliance_dossier_list", outcome=ActionOutcome.ERROR, result={"error": "x"}
+    )
+    for n, at in enumerate((NOW - timedelta(days=2), NOW - timedelta(hours=1))):
+        request = CompleteTickInput(
+            tenant=sa.TENANT,
+            instance_id=agent,
+            generation=0,
+            event=_event(EventKind.EXTERNAL_SIGNAL_RECEIVED).model_copy(
+                update={"event_id": f"signal/{n}"}
+            ),
+            now=at,
+            decision_kind=DecisionKind.WAITING_FOR_EVENT,
+            plan_hash="h",
+            actions=[failed],
+        )
+        await env.run(activities.complete_tick, request)
+    call = ToolCall(id="t", name="soa_query_telemetry", arguments={})
+    seen = await env.run(activities.run_tool, _tool(agent, call))
+    assert seen.action.result is not None
+    assert seen.action.result["failedToolActions"] == 1  # the old one is out of the window
+    assert seen.action.result["bucket"] == "degraded"
     store.dispose()
