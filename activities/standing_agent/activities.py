@@ -263,6 +263,9 @@ class StandingAgentActivities:
             return ActionRecord(**base, outcome=ActionOutcome.BLOCKED, blocked_reason=BLOCK_UNKNOWN)
         if call.name not in request.mode_tools:
             return ActionRecord(**base, outcome=ActionOutcome.BLOCKED, blocked_reason=BLOCK_MODE)
+        problem = tools.argument_problem(call.name, call.arguments)
+        if problem is not None:
+            return ActionRecord(**base, outcome=ActionOutcome.ERROR, result={"error": problem})
         configs = await asyncio.to_thread(ticks.tenant_configs, self.store, request.tenant)
         try:
             rules = parse_rules(configs.get(CONSTITUTION_KEY) or [])

@@ -184,6 +184,13 @@ async def test_the_rail_blocks_and_never_raises(tmp_path: Path) -> None:
     assert ok.action.outcome == "ok" and ok.action.result is not None
     assert ok.action.result["applied"] is False
     assert sa.instance(store, agent).active_mode is None
+    # Arguments outside the schema the model was shown: an error outcome, told to the model.
+    empty = ToolCall(id="c6", name="soa_send_message", arguments={"txt": "hi"})
+    wrong = await env.run(
+        activities.run_tool, _tool(agent, empty, agent_type=AgentType.COMPLIANCE, op="f")
+    )
+    assert wrong.action.outcome == "error" and wrong.action.result is not None
+    assert "text" in wrong.action.result["error"]
     store.dispose()
 
 
