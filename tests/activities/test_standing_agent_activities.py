@@ -72,8 +72,7 @@ def _tool(
     )
 
 
-async def test_a_retried_tool_call_writes_its_message_once(tmp_path: Path) -> None:
-    store = sa.make_store(tmp_path)
+async def test_a_retried_tool_call_writes_its_message_once(store: Store, tmp_path: Path) -> None:
     agent = sa.create_instance(store, NOW)
     activities = _activities(store, tmp_path)
     env = ActivityEnvironment()
@@ -97,11 +96,9 @@ async def test_a_retried_tool_call_writes_its_message_once(tmp_path: Path) -> No
     two = await env.run(activities.run_tool, _tool(agent, decision, op="op-2"))
     assert one.action.result == two.action.result
     assert len(sa.attention(store, agent)) == 1
-    store.dispose()
 
 
-async def test_a_retried_model_step_is_paid_once(tmp_path: Path) -> None:
-    store = sa.make_store(tmp_path)
+async def test_a_retried_model_step_is_paid_once(store: Store, tmp_path: Path) -> None:
     agent = sa.create_instance(store, NOW)
     activities = _activities(store, tmp_path)
     env = ActivityEnvironment()
@@ -130,11 +127,9 @@ async def test_a_retried_model_step_is_paid_once(tmp_path: Path) -> None:
     )
     roles = [e.data["role"] for e in transcript.entries]
     assert roles == ["system", "user", "user", "assistant"]  # opening once, answer once
-    store.dispose()
 
 
-async def test_the_rail_blocks_and_never_raises(tmp_path: Path) -> None:
-    store = sa.make_store(tmp_path)
+async def test_the_rail_blocks_and_never_raises(store: Store, tmp_path: Path) -> None:
     agent = sa.create_instance(store, NOW, agent_type=AgentType.COMPLIANCE)
     activities = _activities(store, tmp_path)
     env = ActivityEnvironment()
@@ -191,7 +186,6 @@ async def test_the_rail_blocks_and_never_raises(tmp_path: Path) -> None:
     )
     assert wrong.action.outcome == "error" and wrong.action.result is not None
     assert "text" in wrong.action.result["error"]
-    store.dispose()
 
 
 def test_no_mode_outside_the_soa_offers_propose_task() -> None:
@@ -240,9 +234,8 @@ def test_the_scripted_planner_greets_answers_and_follows_call_lines() -> None:
 
 
 async def test_a_retried_complete_tick_records_one_turn_and_one_stuck_request(
-    tmp_path: Path,
+    store: Store, tmp_path: Path
 ) -> None:
-    store = sa.make_store(tmp_path)
     agent = sa.create_instance(store, NOW)
     activities = _activities(store, tmp_path)
     env = ActivityEnvironment()
@@ -270,22 +263,20 @@ async def test_a_retried_complete_tick_records_one_turn_and_one_stuck_request(
     turn = sa.turns(store, agent)[0]
     assert turn.prev_hash is None
     assert turn.hash == turn_hash(None, ticks.turn_view(turn))
-    store.dispose()
 
 
-async def test_workset_complete_ends_the_foundational_phase(tmp_path: Path) -> None:
-    store = sa.make_store(tmp_path)
+async def test_workset_complete_ends_the_foundational_phase(store: Store, tmp_path: Path) -> None:
     agent = sa.create_instance(store, NOW, foundational=True)
     activities = _activities(store, tmp_path)
     call = ToolCall(id="c1", name="agent_workset_complete", arguments={})
     done = await ActivityEnvironment().run(activities.run_tool, _tool(agent, call))
     assert done.action.outcome == "ok"
     assert sa.instance(store, agent).is_building_starting_workset is False
-    store.dispose()
 
 
-async def test_the_per_turn_output_cap_reaches_the_openai_endpoint(tmp_path: Path) -> None:
-    store = sa.make_store(tmp_path)
+async def test_the_per_turn_output_cap_reaches_the_openai_endpoint(
+    store: Store, tmp_path: Path
+) -> None:
     agent = sa.create_instance(store, NOW, foundational=True)
     with FakeOpenAI() as fake:
         fake.queue_tool_calls([{"name": "phase_complete", "arguments": {}}], model="gpt-4o")
@@ -316,11 +307,9 @@ async def test_the_per_turn_output_cap_reaches_the_openai_endpoint(tmp_path: Pat
     (attempt,) = sa.llm_attempts(store, agent)
     assert attempt.served_model == "gpt-4o" and attempt.cost_usd > 0
     assert attempt.price_version is not None and attempt.price_version.startswith("genai-prices")
-    store.dispose()
 
 
-async def test_telemetry_counts_the_last_24_hours(tmp_path: Path) -> None:
-    store = sa.make_store(tmp_path)
+async def test_telemetry_counts_the_last_24_hours(store: Store, tmp_path: Path) -> None:
     agent = sa.create_instance(store, NOW)
     activities = _activities(store, tmp_path)
     env = ActivityEnvironment()
@@ -346,4 +335,3 @@ async def test_telemetry_counts_the_last_24_hours(tmp_path: Path) -> None:
     assert seen.action.result is not None
     assert seen.action.result["failedToolActions"] == 1  # the old one is out of the window
     assert seen.action.result["bucket"] == "degraded"
-    store.dispose()

@@ -60,16 +60,16 @@ async def agent_env() -> AsyncIterator[WorkflowEnvironment]:
 @asynccontextmanager
 async def running(
     env: WorkflowEnvironment,
+    store: Store,
     tmp_path: Path,
     task_queue: str,
     provider: ModelProvider | None = None,
     **settings: Any,
 ) -> AsyncIterator[Store]:
-    store = make_store(tmp_path)
+    """A worker on `store` (the conftest's: SQLite, and PostgreSQL when configured)."""
     config = Settings(task_queue=task_queue, data_dir=tmp_path, workspace=tmp_path, **settings)
     async with build_worker(env.client, config, store, provider or ScriptedModel()):
         yield store
-    store.dispose()
 
 
 async def stop(handle: WorkflowHandle[Any, Any]) -> None:

@@ -48,9 +48,9 @@ async def _advance_to_next_tick(env: WorkflowEnvironment, store: Store, instance
 
 
 async def test_heartbeat_every_24h_and_an_unchanged_tick_calls_no_model(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
-    async with sa.running(agent_env, tmp_path, task_queue) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
@@ -90,7 +90,7 @@ async def test_heartbeat_every_24h_and_an_unchanged_tick_calls_no_model(
 
 
 async def test_backoff_is_capped_when_the_idle_heartbeat_is_disabled(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
     settings: dict[str, Any] = {
         "agent_idle_heartbeat_enabled": False,
@@ -98,7 +98,7 @@ async def test_backoff_is_capped_when_the_idle_heartbeat_is_disabled(
         "agent_backoff_factor": 2.0,
         "agent_max_backoff_ms": 1_800_000,
     }
-    async with sa.running(agent_env, tmp_path, task_queue, **settings) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue, **settings):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
@@ -119,9 +119,9 @@ async def test_backoff_is_capped_when_the_idle_heartbeat_is_disabled(
 
 
 async def test_forced_replan_after_20_idle_ticks(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
-    async with sa.running(agent_env, tmp_path, task_queue, agent_heartbeat_ms=60_000) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue, agent_heartbeat_ms=60_000):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
@@ -137,9 +137,9 @@ async def test_forced_replan_after_20_idle_ticks(
 
 
 async def test_three_blocked_turns_close_the_agent_as_stuck(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
-    async with sa.running(agent_env, tmp_path, task_queue) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
@@ -164,9 +164,9 @@ async def test_three_blocked_turns_close_the_agent_as_stuck(
 
 
 async def test_the_foundational_phase_ends_at_its_24h_deadline(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
-    async with sa.running(agent_env, tmp_path, task_queue) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now, foundational=True)
         with store.session() as db:
@@ -223,9 +223,9 @@ class PricedModel(ScriptedAgentModel):
 
 
 async def test_an_exhausted_credit_skips_the_model_until_the_window_regenerates(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
-    async with sa.running(agent_env, tmp_path, task_queue, provider=PricedModel()) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue, provider=PricedModel()):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
@@ -254,9 +254,9 @@ async def test_an_exhausted_credit_skips_the_model_until_the_window_regenerates(
 
 
 async def test_continue_as_new_carries_the_state(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
-    async with sa.running(agent_env, tmp_path, task_queue, agent_heartbeat_ms=60_000) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue, agent_heartbeat_ms=60_000):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue, max_ticks_per_run=2)

@@ -16,7 +16,7 @@ from activities.llm.contracts import DeltaCallback
 from runtime.sessions.models import DaemonSession
 from runtime.standing_agents.contracts import DecisionKind, EventKind
 from runtime.standing_agents.models import AgentInstance, AgentTask, SystemConfig
-from runtime.store import EventJournal
+from runtime.store import EventJournal, Store
 from runtime.streams import agent_stream, session_stream
 from tests.workflows import standing_agent_support as sa
 from tests.workflows.standing_agent_support import agent_env
@@ -29,9 +29,9 @@ def _calls(*lines: tuple[str, dict[str, object]]) -> dict[str, str]:
 
 
 async def test_blocked_calls_are_on_the_ledger_with_their_reasons(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
-    async with sa.running(agent_env, tmp_path, task_queue) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         rules = [{"id": "no-prod", "pattern": "(?i)production", "tools": ["soa_propose_task"]}]
@@ -71,9 +71,9 @@ async def test_blocked_calls_are_on_the_ledger_with_their_reasons(
 
 
 async def test_an_unknown_mode_fails_closed_without_a_model_call(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
-    async with sa.running(agent_env, tmp_path, task_queue) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         with store.session() as db:
@@ -115,9 +115,9 @@ class SilentModel:
 
 
 async def test_a_turn_without_tool_calls_gets_one_nudge(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
-    async with sa.running(agent_env, tmp_path, task_queue, provider=SilentModel()) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue, provider=SilentModel()):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
@@ -129,9 +129,9 @@ async def test_a_turn_without_tool_calls_gets_one_nudge(
 
 
 async def test_an_escalation_is_answered_and_resumed(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
-    async with sa.running(agent_env, tmp_path, task_queue) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
@@ -163,9 +163,9 @@ async def test_an_escalation_is_answered_and_resumed(
 
 
 async def test_a_proposed_task_is_a_session_prompt_in_the_workspace(
-    agent_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
-    async with sa.running(agent_env, tmp_path, task_queue) as store:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
         handle = await sa.start(agent_env.client, agent, task_queue)
