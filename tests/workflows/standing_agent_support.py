@@ -37,7 +37,7 @@ from runtime.standing_agents.models import (
 )
 from runtime.standing_agents.queue import enqueue
 from runtime.standing_agents.workflow_contracts import StandingAgentInput
-from runtime.store import Store, upgrade_to_head
+from runtime.store import Store
 from worker import build_worker
 from workflows.standing_agent import StandingAgentWorkflow
 
@@ -75,12 +75,6 @@ async def running(
 async def stop(handle: WorkflowHandle[Any, Any]) -> None:
     # A workflow left on a queue nobody polls would stop the server from skipping time.
     await handle.terminate("test over")
-
-
-def make_store(tmp_path: Path) -> Store:
-    store = Store(f"sqlite:///{tmp_path / 'agentrt.db'}")
-    upgrade_to_head(store.engine)
-    return store
 
 
 def create_instance(
