@@ -23,6 +23,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from runtime.policy.agent_budget import BudgetUsage, exhausted_axis
@@ -77,9 +78,12 @@ _MODEL_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=5,
 )
-# Tool effects are idempotent by op id, so they retry until they land.
+# Tool effects are idempotent by op id, so retrying is safe; a tool still failing after
+# that many tries ends the episode (the turn records it) instead of wedging the agent.
 _TOOL_RETRY = RetryPolicy(
-    initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10)
+    initial_interval=timedelta(milliseconds=200),
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=20,
 )
 
 
@@ -292,6 +296,29 @@ class StandingAgentWorkflow:
             }
         )
 
+    async def _model_step(self, request: ModelStepInput) -> ModelStepResult:
+        result: ModelStepResult = await workflow.execute_activity(
+            StandingAgentActivity.MODEL_STEP,
+            request,
+            result_type=ModelStepResult,
+            start_to_close_timeout=timedelta(minutes=10),
+            # Heartbeated every 2 s: a lost worker's call is retried within 10 s.
+            heartbeat_timeout=timedelta(seconds=10),
+            retry_policy=_MODEL_RETRY,
+        )
+        return result
+
+    async def _run_tool(self, request: RunToolInput) -> RunToolResult:
+        result: RunToolResult = await workflow.execute_activity(
+            StandingAgentActivity.RUN_TOOL,
+            request,
+            result_type=RunToolResult,
+            start_to_close_timeout=timedelta(minutes=5),
+            heartbeat_timeout=timedelta(seconds=10),
+            retry_policy=_TOOL_RETRY,
+        )
+        return result
+
     async def _episode(
         self,
         request: StandingAgentInput,
@@ -316,27 +343,27 @@ class StandingAgentWorkflow:
                 out.wait_condition = f"budget_exhausted:{axis}"
                 return out
             out.llm_calls += 1
-            step: ModelStepResult = await workflow.execute_activity(
-                StandingAgentActivity.MODEL_STEP,
-                ModelStepInput(
-                    tenant=request.tenant,
-                    instance_id=request.instance_id,
-                    agent_type=request.agent_type,
-                    generation=instance.generation,
-                    event=event,
-                    mode=mode,
-                    call_id=f"{prefix}/llm{out.llm_calls}",
-                    step=out.llm_calls,
-                    nudge=nudge_next,
-                    max_output_tokens=begin.budget.max_output_tokens_per_turn,
-                    now=workflow.now(),
-                ),
-                result_type=ModelStepResult,
-                start_to_close_timeout=timedelta(minutes=10),
-                # Heartbeated every 2 s: a lost worker's call is retried within 10 s.
-                heartbeat_timeout=timedelta(seconds=10),
-                retry_policy=_MODEL_RETRY,
-            )
+            try:
+                step = await self._model_step(
+                    ModelStepInput(
+                        tenant=request.tenant,
+                        instance_id=request.instance_id,
+                        agent_type=request.agent_type,
+                        generation=instance.generation,
+                        event=event,
+                        mode=mode,
+                        call_id=f"{prefix}/llm{out.llm_calls}",
+                        step=out.llm_calls,
+                        nudge=nudge_next,
+                        max_output_tokens=begin.budget.max_output_tokens_per_turn,
+                        now=workflow.now(),
+                    )
+                )
+            except ActivityError as err:
+                # The provider refused (bad key, bad request) or kept failing: the turn
+                # records it and the agent waits for its next event, alive.
+                out.wait_condition = f"model_error: {_cause(err)}"[:200]
+                return out
             nudge_next = False
             usage.turns += 1
             usage.tokens += step.tokens
@@ -353,25 +380,32 @@ class StandingAgentWorkflow:
             for call in step.tool_calls:
                 usage.seconds = (workflow.now() - started).total_seconds()
                 tool_number += 1
-                ran: RunToolResult = await workflow.execute_activity(
-                    StandingAgentActivity.RUN_TOOL,
-                    RunToolInput(
-                        tenant=request.tenant,
-                        instance_id=request.instance_id,
-                        agent_type=request.agent_type,
-                        generation=instance.generation,
-                        event_id=event.event_id,
-                        op_id=f"{prefix}/tool{tool_number}/{call.id}",
-                        call=call,
-                        mode_tools=mode.tools,
-                        exhausted_axis=exhausted_axis(begin.budget, usage),
-                        now=workflow.now(),
-                    ),
-                    result_type=RunToolResult,
-                    start_to_close_timeout=timedelta(minutes=5),
-                    heartbeat_timeout=timedelta(seconds=10),
-                    retry_policy=_TOOL_RETRY,
-                )
+                try:
+                    ran = await self._run_tool(
+                        RunToolInput(
+                            tenant=request.tenant,
+                            instance_id=request.instance_id,
+                            agent_type=request.agent_type,
+                            generation=instance.generation,
+                            event_id=event.event_id,
+                            op_id=f"{prefix}/tool{tool_number}/{call.id}",
+                            call=call,
+                            mode_tools=mode.tools,
+                            exhausted_axis=exhausted_axis(begin.budget, usage),
+                            now=workflow.now(),
+                        )
+                    )
+                except ActivityError as err:
+                    out.actions.append(
+                        ActionRecord(
+                            tool=call.name,
+                            arguments=call.arguments,
+                            outcome=ActionOutcome.ERROR,
+                            result={"error": _cause(err)[:500]},
+                        )
+                    )
+                    out.wait_condition = f"tool_failed: {call.name}"
+                    return out
                 usage.tool_calls += 1
                 out.actions.append(ran.action)
                 if ran.action.outcome != ActionOutcome.OK:
@@ -386,6 +420,11 @@ class StandingAgentWorkflow:
                     out.summary = _text(ran.action.result, "reason")
                     out.wait_condition = f"blocked: {out.summary}"
                     return out
+
+
+def _cause(err: ActivityError) -> str:
+    cause = err.cause
+    return str(cause) if cause is not None else str(err)
 
 
 def _any_ok(actions: list[ActionRecord], names: frozenset[str]) -> bool:

@@ -370,7 +370,7 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
             event_payload=request.event.payload,
             decision_kind=request.decision_kind.value,
             decision=decision,
-            wait_condition=request.wait_condition,
+            wait_condition=_bounded(request.wait_condition, 200),
             reasoning_summary=request.reasoning_summary,
             plan_input_hash=request.plan_hash,
             llm_call_id=request.llm_call_id,
@@ -390,10 +390,10 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
                     instance_id=request.instance_id,
                     ledger_seq=seq,
                     ordinal=ordinal,
-                    tool=action.tool,
+                    tool=action.tool[:120],  # the model may invent any name
                     arguments=action.arguments,
                     outcome=action.outcome.value,
-                    blocked_reason=action.blocked_reason,
+                    blocked_reason=_bounded(action.blocked_reason, 400),
                     violations=list(action.violations),
                     result=action.result,
                 )
@@ -439,6 +439,11 @@ def release_lease(store: Store, instance_id: str) -> None:
             .values(tick_in_progress=False)
         )
         db.commit()
+
+
+def _bounded(text: str | None, limit: int) -> str | None:
+    # Column widths (PostgreSQL enforces them): the full text stays in the decision JSON.
+    return text[:limit] if text is not None else None
 
 
 def _action_summary(action: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlmodel import select
 from temporalio.testing import WorkflowEnvironment
 
-from activities.llm import ChatMessage, ModelReply, ToolSpec, Usage
+from activities.llm import ChatMessage, ModelError, ModelReply, ToolSpec, Usage
 from activities.llm.contracts import DeltaCallback
 from runtime.sessions.models import DaemonSession
 from runtime.standing_agents.contracts import DecisionKind, EventKind
@@ -191,4 +191,37 @@ async def test_a_proposed_task_is_a_session_prompt_in_the_workspace(
         assert "turn_complete" in types
         session_handle = agent_env.client.get_workflow_handle(f"session/{row.session_id}")
         await session_handle.terminate("test over")
+        await sa.stop(handle)
+
+
+class RefusingModel:
+    """A provider that refuses every call (a bad key): the agent must survive it."""
+
+    name = "refusing"
+
+    async def complete(
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        *,
+        on_delta: DeltaCallback | None = None,
+    ) -> ModelReply:
+        raise ModelError("HTTP 401: invalid key", status=401)
+
+
+async def test_a_refused_model_call_is_recorded_and_the_agent_lives_on(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue, provider=RefusingModel()):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        turn = sa.turns(store, agent)[0]
+        assert (turn.wait_condition or "").startswith("model_error:")
+        (attempt,) = sa.llm_attempts(store, agent)
+        assert attempt.outcome == "auth_error" and attempt.http_status == 401
+        assert len(sa.pending_ticks(store, agent)) == 1
+        description = await handle.describe()
+        assert description.status is not None and description.status.name == "RUNNING"
         await sa.stop(handle)
