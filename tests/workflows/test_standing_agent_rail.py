@@ -16,6 +16,7 @@ from activities.llm.contracts import DeltaCallback
 from runtime.sessions.models import DaemonSession
 from runtime.standing_agents.contracts import DecisionKind, EventKind
 from runtime.standing_agents.models import AgentInstance, AgentTask, SystemConfig
+from runtime.standing_agents.queue import drain, enqueue
 from runtime.store import EventJournal, Store
 from runtime.streams import agent_stream, session_stream
 from tests.workflows import standing_agent_support as sa
@@ -224,4 +225,43 @@ async def test_a_refused_model_call_is_recorded_and_the_agent_lives_on(
         assert len(sa.pending_ticks(store, agent)) == 1
         description = await handle.describe()
         assert description.status is not None and description.status.name == "RUNNING"
+        await sa.stop(handle)
+
+
+async def test_a_reset_starts_a_new_generation_and_a_new_chain(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        # The API's reset: CAS on the generation (no tick running), drain, reseed, wake.
+        with store.session() as db:
+            row = db.get(AgentInstance, agent)
+            assert row is not None and row.tick_in_progress is False
+            row.generation = 1
+            row.last_plan_input_hash = None
+            row.is_building_starting_workset = True
+            db.add(row)
+            db.commit()
+        drain(store, agent, now)
+        enqueue(
+            store,
+            tenant=sa.TENANT,
+            instance_id=agent,
+            kind=EventKind.AGENT_INITIALIZED,
+            payload={},
+            event_id=f"init/{agent}/1",
+            generation=1,
+            visible_at=now,
+        )
+        await handle.signal("wake")
+        await sa.wait_turns(store, agent, 2)
+        first, second = sa.turns(store, agent)
+        assert (first.generation, second.generation) == (0, 1)
+        assert second.prev_hash is None  # the chain starts over
+        pending = sa.pending_ticks(store, agent)
+        assert [p.generation for p in pending] == [1]
+        assert len(sa.messages(store, agent)) == 2  # greeted again
         await sa.stop(handle)
