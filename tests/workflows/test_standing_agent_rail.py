@@ -6,21 +6,25 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from sqlmodel import select
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities.llm import ChatMessage, ModelError, ModelReply, ToolSpec, Usage
 from activities.llm.contracts import DeltaCallback
 from runtime.sessions.models import DaemonSession
-from runtime.standing_agents.contracts import DecisionKind, EventKind
+from runtime.standing_agents.contracts import AgentStatus, DecisionKind, EventKind
 from runtime.standing_agents.models import AgentInstance, AgentTask, SystemConfig
 from runtime.standing_agents.queue import drain, enqueue
 from runtime.store import EventJournal, Store
 from runtime.streams import agent_stream, session_stream
 from tests.workflows import standing_agent_support as sa
 from tests.workflows.standing_agent_support import agent_env
+from workflows.search_attributes import STATUS
 
 __all__ = ["agent_env"]
 
@@ -265,3 +269,50 @@ async def test_a_reset_starts_a_new_generation_and_a_new_chain(
         assert [p.generation for p in pending] == [1]
         assert len(sa.messages(store, agent)) == 2  # greeted again
         await sa.stop(handle)
+
+
+async def test_a_paused_agent_waits_for_start_without_ticking(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        _set_status(store, agent, AgentStatus.PAUSED)
+        await handle.signal("wake")
+        await _wait_attribute(handle, "Paused")
+        hello = {"text": "still there?"}
+        await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, hello, now)
+        await agent_env.sleep(timedelta(days=3))  # the heartbeat falls due, paused
+        assert len(sa.turns(store, agent)) == 1
+        _set_status(store, agent, AgentStatus.ACTIVE)
+        await handle.signal("wake")
+        # The message's turn; the overdue heartbeat is replaced by the next one, 24 h on.
+        await sa.wait_turns(store, agent, 2)
+        kinds = [t.event_kind for t in sa.turns(store, agent)]
+        assert kinds == ["AgentInitialized", "OperatorMessage"]
+        (pending,) = sa.pending_ticks(store, agent)
+        turn = sa.turns(store, agent)[1]
+        assert sa.aware(pending.visible_at) == sa.aware(turn.created_at) + timedelta(hours=24)
+        await _wait_attribute(handle, "Active")
+        await sa.stop(handle)
+
+
+def _set_status(store: Store, agent: str, status: AgentStatus) -> None:
+    with store.session() as db:
+        row = db.get(AgentInstance, agent)
+        assert row is not None
+        row.status = status.value
+        db.add(row)
+        db.commit()
+
+
+async def _wait_attribute(handle: WorkflowHandle[Any, Any], status: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        described = await handle.describe()
+        if described.typed_search_attributes.get(STATUS) == status:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"AgentrtStatus never became {status}")
