@@ -108,14 +108,14 @@ class StandingAgentActivities:
         if done.turn:
             await self.journal.aappend_many(
                 stream,
-                [NewEvent(type="agent.turn", data=done.turn)],
+                [_agent_event("agent.turn", done.turn)],
                 dedupe_key=f"turn/{request.event.event_id}",
             )
         if done.result.closed:
             status = {"instanceId": request.instance_id, "status": "Closed", "reason": "stuck"}
             await self.journal.aappend_many(
                 stream,
-                [NewEvent(type="agent.status", data=status)],
+                [_agent_event("agent.status", status)],
                 dedupe_key=f"status/{request.event.event_id}",
             )
         if done.stuck_decision_id is not None:
@@ -319,7 +319,7 @@ class StandingAgentActivities:
             if row is not None:
                 await self.journal.aappend_many(
                     agent_stream(request.tenant, request.instance_id),
-                    [NewEvent(type="agent.message", data=row)],
+                    [_agent_event("agent.message", row)],
                     dedupe_key=f"message/{result['messageId']}",
                 )
         elif tool in ("soa_propose_decision", "soa_propose_mode_change"):
@@ -334,7 +334,7 @@ class StandingAgentActivities:
         data = {"decisionId": decision_id, "kind": kind, "status": "open", "event": "raised"}
         await self.journal.aappend_many(
             agent_stream(tenant, instance_id),
-            [NewEvent(type="agent.decision", data=data)],
+            [_agent_event("agent.decision", data)],
             dedupe_key=f"decision/{decision_id}/raised",
         )
 
@@ -408,6 +408,12 @@ class StandingAgentActivities:
             id=prompt_id,
         )
         return session_id
+
+
+def _agent_event(type: str, body: dict[str, Any]) -> NewEvent:
+    """The agent stream's entry: `{"data": body}`, the session stream's envelope, so the
+    SSE route frames both alike (runtime/sessions/streams.envelope)."""
+    return NewEvent(type=type, data={"data": body})
 
 
 def _blocked_body(action: ActionRecord) -> dict[str, Any]:

@@ -86,6 +86,8 @@ async def test_a_retried_tool_call_writes_its_message_once(store: Store, tmp_pat
     journal = EventJournal(store)
     events = journal.read(agent_stream(sa.TENANT, agent)).entries
     assert [e.type for e in events] == ["agent.message"]
+    body = events[0].data["data"]  # the session stream's envelope
+    assert body["direction"] == "agent" and body["text"] == "hello"
     transcript = journal.read(agent_episode_stream(sa.TENANT, agent, "e/1")).entries
     assert len(transcript) == 1  # the tool message, once
     # The same decision proposed twice (a retry) is one attention request.
