@@ -29,6 +29,7 @@ from activities.standing_agent import llm_record
 from activities.standing_agent.pricing import price_usd
 from runtime.llm.active import active_model
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules, violations
+from runtime.sessions import registry
 from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
@@ -349,6 +350,13 @@ class StandingAgentActivities:
             raise tools.BoundaryError(f"the prompt exceeds {TASK_PROMPT_MAX} characters")
         task = await asyncio.to_thread(tools.propose_task, context, arguments)
         if task.session_id is None:
+            live = await asyncio.to_thread(registry.count_live, self.store)
+            if live >= self.settings.max_sessions:
+                # The daemon's session cap holds for agents too; the task row stays
+                # "created" (an open item the agent sees) without a session.
+                raise tools.BoundaryError(
+                    f"the daemon runs its maximum of {self.settings.max_sessions} sessions"
+                )
             session_id = await self._submit_task(task.task_id, task.prompt)
             await asyncio.to_thread(
                 tools.set_task_session, self.store, task.task_id, session_id, "submitted"

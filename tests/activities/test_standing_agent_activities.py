@@ -13,6 +13,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.llm import ChatMessage, OpenAIProvider, ScriptedModel, ToolCall
 from activities.llm.scripted_agent import GREETING, next_call
 from activities.standing_agent import StandingAgentActivities
+from runtime.sessions.models import DaemonSession
 from runtime.settings import Settings
 from runtime.standing_agents import catalog, ticks
 from runtime.standing_agents.contracts import (
@@ -337,3 +338,16 @@ async def test_telemetry_counts_the_last_24_hours(store: Store, tmp_path: Path) 
     assert seen.action.result is not None
     assert seen.action.result["failedToolActions"] == 1  # the old one is out of the window
     assert seen.action.result["bucket"] == "degraded"
+
+
+async def test_a_task_beyond_the_session_cap_is_blocked(store: Store, tmp_path: Path) -> None:
+    agent = sa.create_instance(store, NOW)
+    with store.session() as db:
+        db.add(DaemonSession(session_id="s1", workspace_cwd="/w", scope="thread", created_at=NOW))
+        db.commit()
+    settings = Settings(data_dir=tmp_path, workspace=tmp_path, max_sessions=1)
+    activities = StandingAgentActivities(store, EventJournal(store), ScriptedModel(), settings)
+    call = ToolCall(id="c1", name="soa_propose_task", arguments={"title": "t", "prompt": "p"})
+    refused = await ActivityEnvironment().run(activities.run_tool, _tool(agent, call))
+    assert refused.action.outcome == "blocked"
+    assert (refused.action.blocked_reason or "").startswith("outside_boundary")
