@@ -33,6 +33,7 @@ from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
 from runtime.standing_agents import episode, ticks, tools
+from runtime.standing_agents.agent_journal import entry_data
 from runtime.standing_agents.catalog import PLANNING_SITE
 from runtime.standing_agents.contracts import ActionOutcome, AgentType
 from runtime.standing_agents.workflow_contracts import (
@@ -108,14 +109,14 @@ class StandingAgentActivities:
         if done.turn:
             await self.journal.aappend_many(
                 stream,
-                [NewEvent(type="agent.turn", data=done.turn)],
+                [NewEvent(type="agent.turn", data=entry_data(done.turn))],
                 dedupe_key=f"turn/{request.event.event_id}",
             )
         if done.result.closed:
             status = {"instanceId": request.instance_id, "status": "Closed", "reason": "stuck"}
             await self.journal.aappend_many(
                 stream,
-                [NewEvent(type="agent.status", data=status)],
+                [NewEvent(type="agent.status", data=entry_data(status))],
                 dedupe_key=f"status/{request.event.event_id}",
             )
         if done.stuck_decision_id is not None:
@@ -304,7 +305,7 @@ class StandingAgentActivities:
             if row is not None:
                 await self.journal.aappend_many(
                     agent_stream(request.tenant, request.instance_id),
-                    [NewEvent(type="agent.message", data=row)],
+                    [NewEvent(type="agent.message", data=entry_data(row))],
                     dedupe_key=f"message/{result['messageId']}",
                 )
         elif tool in ("soa_propose_decision", "soa_propose_mode_change"):
@@ -319,7 +320,7 @@ class StandingAgentActivities:
         data = {"decisionId": decision_id, "kind": kind, "status": "open", "event": "raised"}
         await self.journal.aappend_many(
             agent_stream(tenant, instance_id),
-            [NewEvent(type="agent.decision", data=data)],
+            [NewEvent(type="agent.decision", data=entry_data(data))],
             dedupe_key=f"decision/{decision_id}/raised",
         )
 
