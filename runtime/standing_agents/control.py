@@ -23,6 +23,7 @@ from runtime.settings import Settings
 from runtime.standing_agents import queue
 from runtime.standing_agents.agent_journal import DECISION, MESSAGE, STATUS, append_agent_event
 from runtime.standing_agents.catalog import default_mode
+from runtime.standing_agents.configs import validate_config
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
     AgentEvent,
@@ -39,6 +40,7 @@ from runtime.standing_agents.models import (
     AgentInstance,
     AgentMessage,
     AttentionRequest,
+    SystemConfig,
 )
 from runtime.standing_agents.modes import InstanceNotFound, apply_mode_change
 from runtime.store.engine import Store
@@ -571,3 +573,30 @@ def decision_body(row: AttentionRequest) -> dict[str, Any]:
 def _iso(value: datetime | None) -> str | None:
     value = aware(value)
     return value.isoformat() if value is not None else None
+
+
+# -- system_configs ---------------------------------------------------------------------------
+
+
+def get_config(store: Store, tenant: str, key: str) -> SystemConfig | None:
+    with store.session() as db:
+        return db.get(SystemConfig, (tenant, key))
+
+
+def put_config(store: Store, tenant: str, key: str, value: Any) -> SystemConfig:
+    """Store a validated value (live: the next tick reads it).
+
+    Raises:
+        UnknownConfigKey, ValueError: from `validate_config`.
+    """
+    normalised = validate_config(key, value)
+    now = now_utc()
+    with store.session() as db:
+        row = db.get(SystemConfig, (tenant, key))
+        if row is None:
+            row = SystemConfig(tenant=tenant, key=key, value=normalised, updated_at=now)
+        row.value = normalised
+        row.updated_at = now
+        db.add(row)
+        db.commit()
+        return row
