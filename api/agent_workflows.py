@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -149,7 +150,9 @@ async def sweep_once(
     return woken
 
 
-async def run_sweeper(get_client: Any, settings: Settings, store: Store) -> None:
+async def run_sweeper(
+    get_client: Callable[[], Awaitable[Client]], settings: Settings, store: Store
+) -> None:
     """The sweeper loop of the API process (cancelled at shutdown)."""
     passes = 0
     while True:
