@@ -1,0 +1,219 @@
+"""The standing agent's activities: retried tool calls and model steps act once; the
+governance rail blocks (never raises); the scripted agent planner."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from temporalio.testing import ActivityEnvironment
+
+from activities.llm import ChatMessage, ScriptedModel, ToolCall
+from activities.llm.scripted_agent import GREETING, next_call
+from activities.standing_agent import StandingAgentActivities
+from runtime.settings import Settings
+from runtime.standing_agents import catalog
+from runtime.standing_agents.contracts import AgentEvent, AgentType, EventKind
+from runtime.standing_agents.episode import event_message
+from runtime.standing_agents.models import SystemConfig
+from runtime.standing_agents.workflow_contracts import ModelStepInput, RunToolInput
+from runtime.store import EventJournal, Store
+from runtime.streams import agent_episode_stream, agent_stream
+from tests.workflows import standing_agent_support as sa
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def _activities(store: Store, tmp_path: Path) -> StandingAgentActivities:
+    settings = Settings(data_dir=tmp_path, workspace=tmp_path)
+    return StandingAgentActivities(store, EventJournal(store), ScriptedModel(), settings)
+
+
+def _event(kind: EventKind, **payload: Any) -> AgentEvent:
+    return AgentEvent(
+        event_id=f"e/{kind.value}", sequence_number=1, kind=kind, payload=payload, visible_at=NOW
+    )
+
+
+def _tool(
+    instance_id: str,
+    call: ToolCall,
+    *,
+    agent_type: AgentType = AgentType.SOA,
+    mode: str | None = None,
+    op: str = "op-1",
+) -> RunToolInput:
+    resolved = catalog.resolve_mode(agent_type, mode)
+    return RunToolInput(
+        tenant=sa.TENANT,
+        instance_id=instance_id,
+        agent_type=agent_type,
+        generation=0,
+        event_id="e/1",
+        op_id=f"agent/{sa.TENANT}/{instance_id}/e/1/tool1/{op}",
+        call=call,
+        mode_tools=resolved.tools,
+        now=NOW,
+    )
+
+
+async def test_a_retried_tool_call_writes_its_message_once(tmp_path: Path) -> None:
+    store = sa.make_store(tmp_path)
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    call = ToolCall(id="call_1", name="soa_send_message", arguments={"text": "hello"})
+    first = await env.run(activities.run_tool, _tool(agent, call))
+    env.info = dataclasses.replace(env.info, attempt=2)
+    again = await env.run(activities.run_tool, _tool(agent, call))
+    assert first.action.outcome == again.action.outcome == "ok"
+    assert first.action.result == again.action.result
+    assert [m.text for m in sa.messages(store, agent)] == ["hello"]
+    journal = EventJournal(store)
+    events = journal.read(agent_stream(sa.TENANT, agent)).entries
+    assert [e.type for e in events] == ["agent.message"]
+    transcript = journal.read(agent_episode_stream(sa.TENANT, agent, "e/1")).entries
+    assert len(transcript) == 1  # the tool message, once
+    # The same decision proposed twice (a retry) is one attention request.
+    decision = ToolCall(
+        id="call_2", name="soa_propose_decision", arguments={"title": "t", "body": "b"}
+    )
+    one = await env.run(activities.run_tool, _tool(agent, decision, op="op-2"))
+    two = await env.run(activities.run_tool, _tool(agent, decision, op="op-2"))
+    assert one.action.result == two.action.result
+    assert len(sa.attention(store, agent)) == 1
+    store.dispose()
+
+
+async def test_a_retried_model_step_is_paid_once(tmp_path: Path) -> None:
+    store = sa.make_store(tmp_path)
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    request = ModelStepInput(
+        tenant=sa.TENANT,
+        instance_id=agent,
+        agent_type=AgentType.SOA,
+        generation=0,
+        event=_event(EventKind.AGENT_INITIALIZED),
+        mode=catalog.resolve_mode(AgentType.SOA, None),
+        call_id=f"agent/{sa.TENANT}/{agent}/init/llm1",
+        step=1,
+        now=NOW,
+    )
+    first = await env.run(activities.model_step, request)
+    env.info = dataclasses.replace(env.info, attempt=2)
+    again = await env.run(activities.model_step, request)
+    assert first == again
+    assert [c.name for c in first.tool_calls] == ["soa_send_message"]
+    attempts = sa.llm_attempts(store, agent)
+    assert len(attempts) == 1
+    assert attempts[0].site == "Agent:Planning" and attempts[0].owner_kind == "agent"
+    assert attempts[0].cost_usd == 0.0  # scripted is free
+    transcript = EventJournal(store).read(
+        agent_episode_stream(sa.TENANT, agent, "e/AgentInitialized")
+    )
+    roles = [e.data["role"] for e in transcript.entries]
+    assert roles == ["system", "user", "user", "assistant"]  # opening once, answer once
+    store.dispose()
+
+
+async def test_the_rail_blocks_and_never_raises(tmp_path: Path) -> None:
+    store = sa.make_store(tmp_path)
+    agent = sa.create_instance(store, NOW, agent_type=AgentType.COMPLIANCE)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    task = ToolCall(id="c1", name="soa_propose_task", arguments={"title": "t", "prompt": "p"})
+    outside = await env.run(
+        activities.run_tool, _tool(agent, task, agent_type=AgentType.COMPLIANCE, op="a")
+    )
+    assert outside.action.outcome == "blocked"
+    assert outside.action.blocked_reason == "tool_not_in_mode"
+    with store.session() as db:
+        rules = [{"id": "no-secrets", "pattern": "(?i)password", "tools": ["soa_send_message"]}]
+        db.add(
+            SystemConfig(tenant=sa.TENANT, key="constitution.rules", value=rules, updated_at=NOW)
+        )
+        db.commit()
+    leak = ToolCall(id="c2", name="soa_send_message", arguments={"text": "the Password is 1234"})
+    blocked = await env.run(
+        activities.run_tool, _tool(agent, leak, agent_type=AgentType.COMPLIANCE, op="b")
+    )
+    assert blocked.action.outcome == "blocked"
+    assert blocked.action.blocked_reason == "constitution_violation"
+    assert blocked.action.violations == ["no-secrets"]
+    assert sa.messages(store, agent) == []
+    budget = _tool(
+        agent,
+        ToolCall(id="c3", name="soa_send_message", arguments={"text": "hi"}),
+        agent_type=AgentType.COMPLIANCE,
+        op="c",
+    )
+    spent = await env.run(
+        activities.run_tool, budget.model_copy(update={"exhausted_axis": "tokens"})
+    )
+    assert spent.action.blocked_reason == "budget_exhausted:tokens"
+    mode = ToolCall(
+        id="c4", name="soa_propose_mode_change", arguments={"mode": "Nope", "reason": "r"}
+    )
+    bad = await env.run(
+        activities.run_tool, _tool(agent, mode, agent_type=AgentType.COMPLIANCE, op="d")
+    )
+    assert bad.action.outcome == "error"  # validated against the catalogue, not applied
+    good = ToolCall(
+        id="c5", name="soa_propose_mode_change", arguments={"mode": "Research", "reason": "r"}
+    )
+    ok = await env.run(
+        activities.run_tool, _tool(agent, good, agent_type=AgentType.COMPLIANCE, op="e")
+    )
+    assert ok.action.outcome == "ok" and ok.action.result is not None
+    assert ok.action.result["applied"] is False
+    assert sa.instance(store, agent).active_mode is None
+    store.dispose()
+
+
+def test_no_mode_outside_the_soa_offers_propose_task() -> None:
+    for mode in catalog.MODES:
+        if mode.agent_type != AgentType.SOA:
+            assert "soa_propose_task" not in mode.tools
+
+
+def _episode(event: AgentEvent, *answers: ChatMessage) -> list[ChatMessage]:
+    return [ChatMessage(role="system", content="s"), event_message(event), *answers]
+
+
+def _calls(messages: list[ChatMessage]) -> list[ToolCall]:
+    """Drive the scripted planner to the end of its episode."""
+    issued: list[ToolCall] = []
+    while (call := next_call(messages)) is not None:
+        issued.append(call)
+        messages = [*messages, ChatMessage(role="assistant", tool_calls=[call])]
+        messages.append(ChatMessage(role="tool", content="{}", tool_call_id=call.id))
+    return issued
+
+
+def test_the_scripted_planner_greets_answers_and_follows_call_lines() -> None:
+    init = _calls(_episode(_event(EventKind.AGENT_INITIALIZED)))
+    assert [(c.name, c.arguments) for c in init] == [
+        ("soa_send_message", {"text": GREETING}),
+        ("phase_complete", {"summary": "done"}),
+    ]
+    chat = _calls(_episode(_event(EventKind.OPERATOR_MESSAGE, text="how are you?")))
+    assert chat[0].name == "soa_send_message" and "how are you?" in chat[0].arguments["text"]
+    assert chat[1].name == "phase_complete"
+    script = 'please\n/call agent_query_memory {"limit": 2}\n/call phase_blocked {"reason": "x"}'
+    scripted = _calls(_episode(_event(EventKind.OPERATOR_MESSAGE, text=script)))
+    assert [c.name for c in scripted] == ["agent_query_memory", "phase_blocked"]
+    answered = _event(
+        EventKind.OPERATOR_ANSWERED_ESCALATION,
+        decisionId="d1",
+        resolution="approve",
+        resolutionNotes='/call soa_send_message {"text": "resuming"}',
+    )
+    resumed = _calls(_episode(answered))
+    assert [c.name for c in resumed] == ["soa_send_message", "phase_complete"]
+    heartbeat = _calls(_episode(_event(EventKind.AGENT_TICK)))
+    assert [c.name for c in heartbeat] == ["phase_complete"]
+    assert len({c.id for c in scripted}) == len(scripted)
