@@ -61,6 +61,7 @@ async def test_mutations_need_a_configured_token(agents: AgentsFactory) -> None:
         ("POST", "/decisions/x/respond", {"resolution": "approve"}),
         ("POST", "/registry", {"agentId": "a", "role": "Developer", "capabilities": []}),
         ("POST", "/registry/a/heartbeat", None),
+        ("PUT", "/config/AgentDispatcher:TickMaxTurns", {"value": 3}),
     ]:
         response = await d.client.request(method, base + path, json=body)
         assert response.status_code == 401, (method, path, response.text)

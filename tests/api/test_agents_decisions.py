@@ -16,15 +16,14 @@ from tests.agents_helpers import AgentsDaemon, AgentsFactory
 
 
 def _resumes(d: AgentsDaemon, decision_id: str) -> list[AgentEventRow]:
+    """The OperatorAnsweredEscalation events that answer one decision."""
     with d.store.session() as db:
-        return list(
-            db.exec(
-                select(AgentEventRow).where(
-                    col(AgentEventRow.event_kind) == "OperatorAnsweredEscalation",
-                    col(AgentEventRow.payload).is_not(None),
-                )
-            ).all()
-        )
+        rows = db.exec(
+            select(AgentEventRow).where(
+                col(AgentEventRow.event_kind) == "OperatorAnsweredEscalation"
+            )
+        ).all()
+    return [row for row in rows if row.payload.get("decisionId") == decision_id]
 
 
 def _turns(d: AgentsDaemon, instance_id: str, kind: str | None = None) -> list[AgentLedgerTurn]:
@@ -58,7 +57,7 @@ async def test_ten_concurrent_identical_answers_resume_the_agent_once(
         "approve",
         "go",
     )
-    resumes = [r for r in _resumes(d, decision_id) if r.payload["decisionId"] == decision_id]
+    resumes = _resumes(d, decision_id)
     assert len(resumes) == 1
     assert resumes[0].event_id == f"escalation/{decision_id}"
     assert resumes[0].payload == {
@@ -124,7 +123,7 @@ async def test_a_stuck_request_of_a_closed_agent_enqueues_nothing(agents: Agents
         f"{d.base(tenant)}/decisions/{stuck}/respond", json={"resolution": "restart later"}
     )
     assert answered.status_code == 200
-    assert [r for r in _resumes(d, stuck) if r.payload["decisionId"] == stuck] == []
+    assert _resumes(d, stuck) == []
 
 
 async def test_config_is_validated_per_key(agents: AgentsFactory) -> None:
