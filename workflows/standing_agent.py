@@ -34,11 +34,13 @@ with workflow.unsafe.imports_passed_through():
         PHASE_BLOCKED,
         PHASE_COMPLETE,
         SIDE_EFFECT_TOOLS,
+        default_mode,
     )
     from runtime.standing_agents.contracts import (
         ActionOutcome,
         AgentEvent,
         AgentStatus,
+        AgentType,
         agent_workflow_id,
     )
     from runtime.standing_agents.workflow_contracts import (
@@ -104,7 +106,8 @@ class StandingAgentWorkflow:
     def __init__(self) -> None:
         self._woken = False
         self._view: AgentStatusView | None = None
-        self._shown: tuple[str, str | None] | None = None
+        self._shown: tuple[str, str] | None = None
+        self._agent_type = AgentType.SOA
 
     @workflow.signal(name=WAKE_SIGNAL)
     def wake(self) -> None:
@@ -186,11 +189,12 @@ class StandingAgentWorkflow:
         self._view.status = instance.status
         self._view.active_mode = instance.active_mode
         self._view.generation = instance.generation
-        shown = (instance.status, instance.active_mode)
+        mode = instance.active_mode or default_mode(self._agent_type)
+        shown = (instance.status, mode)
         if shown != self._shown:
             self._shown = shown
             workflow.upsert_search_attributes(
-                [STATUS.value_set(instance.status), MODE.value_set(instance.active_mode or "")]
+                [STATUS.value_set(instance.status), MODE.value_set(mode)]
             )
 
     async def _tick(

@@ -137,6 +137,8 @@ async def start(
         ),
         id=agent_workflow_id(TENANT, instance_id),
         task_queue=task_queue,
+        # As the API starts it: the agent type in the memo, for the Web UI.
+        memo={"agentType": agent_type.value},
     )
 
 

@@ -28,6 +28,7 @@ from runtime.standing_agents.models import SystemConfig
 from runtime.store import Store
 from tests.workflows import standing_agent_support as sa
 from tests.workflows.standing_agent_support import agent_env
+from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 from workflows.standing_agent import StandingAgentWorkflow
 
 DAY = timedelta(hours=24)
@@ -63,6 +64,10 @@ async def test_heartbeat_every_24h_and_an_unchanged_tick_calls_no_model(
         pending = sa.pending_ticks(store, agent)
         assert len(pending) == 1
         assert sa.aware(pending[0].visible_at) - sa.aware(first.created_at) == DAY
+        described = await handle.describe()
+        attributes = described.typed_search_attributes
+        assert attributes.get(KIND) == "agent" and attributes.get(TENANT) == sa.TENANT
+        assert attributes.get(STATUS) == "Active" and attributes.get(MODE) == "Strategic"
         # Nothing happens in 23 hours.
         await agent_env.sleep(timedelta(hours=23))
         assert len(sa.turns(store, agent)) == 1
