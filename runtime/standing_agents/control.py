@@ -10,6 +10,7 @@ API's sweeper wakes the agent again), never loses it. Events carry dedupe ids
 from __future__ import annotations
 
 import hashlib
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -42,7 +43,7 @@ from runtime.standing_agents.models import (
     AttentionRequest,
     SystemConfig,
 )
-from runtime.standing_agents.modes import InstanceNotFound, apply_mode_change
+from runtime.standing_agents.modes import InstanceNotFound, UnknownMode, apply_mode_change
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 from runtime.store.tenants import feature_enabled, set_feature
@@ -53,6 +54,7 @@ APPROVE = "approve"
 
 
 __all__ = ["InstanceNotFound"]
+log = logging.getLogger(__name__)
 
 
 class SoaAlreadyExists(Exception):
@@ -477,7 +479,7 @@ def respond(
     enqueues the resume event `escalation/{decisionId}`: both are idempotent, so
     a crash between the CAS and the enqueue is repaired by the client's retry, and
     however many answers arrive the agent resumes once. Returns the row and whether
-    this call resolved it. Returns the instance to wake through `row.soa_instance_id`.
+    this call resolved it (the caller wakes `row.soa_instance_id`).
     """
     row = get_decision(store, tenant, decision_id)
     now = now_utc()
@@ -516,15 +518,20 @@ def _after_resolution(
     resolution = row.resolution or ""
     if row.kind == AttentionKind.MODE_CHANGE.value and resolution == APPROVE:
         mode = str(row.payload.get("mode", ""))
-        apply_mode_change(
-            store,
-            instance_id,
-            mode,
-            ModeChangeSource.APPROVAL,
-            row.responded_by,
-            decision_id=row.decision_id,
-            journal=journal if announce else None,
-        )
+        try:
+            apply_mode_change(
+                store,
+                instance_id,
+                mode,
+                ModeChangeSource.APPROVAL,
+                row.responded_by,
+                decision_id=row.decision_id,
+                journal=journal if announce else None,
+            )
+        except UnknownMode:
+            # The catalogue changed since the proposal: the answer still reaches the
+            # agent (its resume says approve), the mode stays as it is.
+            log.warning("approved mode %r is not in the catalogue of %s", mode, instance_id)
     if announce:
         append_agent_event(
             journal,
