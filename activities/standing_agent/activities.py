@@ -34,6 +34,7 @@ from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
 from runtime.standing_agents import episode, ticks, tools
+from runtime.standing_agents.agent_journal import entry_data
 from runtime.standing_agents.catalog import PLANNING_SITE
 from runtime.standing_agents.contracts import ActionOutcome, AgentType
 from runtime.standing_agents.workflow_contracts import (
@@ -109,14 +110,14 @@ class StandingAgentActivities:
         if done.turn:
             await self.journal.aappend_many(
                 stream,
-                [_agent_event("agent.turn", done.turn)],
+                [NewEvent(type="agent.turn", data=entry_data(done.turn))],
                 dedupe_key=f"turn/{request.event.event_id}",
             )
         if done.result.closed:
             status = {"instanceId": request.instance_id, "status": "Closed", "reason": "stuck"}
             await self.journal.aappend_many(
                 stream,
-                [_agent_event("agent.status", status)],
+                [NewEvent(type="agent.status", data=entry_data(status))],
                 dedupe_key=f"status/{request.event.event_id}",
             )
         if done.stuck_decision_id is not None:
@@ -320,7 +321,7 @@ class StandingAgentActivities:
             if row is not None:
                 await self.journal.aappend_many(
                     agent_stream(request.tenant, request.instance_id),
-                    [_agent_event("agent.message", row)],
+                    [NewEvent(type="agent.message", data=entry_data(row))],
                     dedupe_key=f"message/{result['messageId']}",
                 )
         elif tool in ("soa_propose_decision", "soa_propose_mode_change"):
@@ -335,7 +336,7 @@ class StandingAgentActivities:
         data = {"decisionId": decision_id, "kind": kind, "status": "open", "event": "raised"}
         await self.journal.aappend_many(
             agent_stream(tenant, instance_id),
-            [_agent_event("agent.decision", data)],
+            [NewEvent(type="agent.decision", data=entry_data(data))],
             dedupe_key=f"decision/{decision_id}/raised",
         )
 
@@ -416,12 +417,6 @@ class StandingAgentActivities:
             id=prompt_id,
         )
         return session_id
-
-
-def _agent_event(type: str, body: dict[str, Any]) -> NewEvent:
-    """The agent stream's entry: `{"data": body}`, the session stream's envelope, so the
-    SSE route frames both alike (runtime/sessions/streams.envelope)."""
-    return NewEvent(type=type, data={"data": body})
 
 
 def _blocked_body(action: ActionRecord) -> dict[str, Any]:
