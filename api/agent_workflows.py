@@ -16,7 +16,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from sqlmodel import col, select
 from temporalio.client import Client
@@ -24,16 +23,18 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from api.temporal import TemporalConnector, is_unavailable
 from runtime.settings import Settings
-from runtime.standing_agents.contracts import AgentStatus, agent_workflow_id
+from runtime.standing_agents.contracts import AgentStatus, AgentType, agent_workflow_id
 from runtime.standing_agents.models import AgentEventRow, AgentInstance
+from runtime.standing_agents.workflow_contracts import (
+    WAKE_SIGNAL,
+    WORKFLOW_NAME,
+    StandingAgentInput,
+)
 from runtime.store.engine import Store
 from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 log = logging.getLogger(__name__)
 
-# By name: the workflow and its signal are the worker's (workflows/standing_agent.py).
-WORKFLOW_NAME = "StandingAgentWorkflow"
-WAKE_SIGNAL = "wake"
 AGENT_KIND = "agent"
 WAKE_TIMEOUT = 10.0
 
@@ -46,14 +47,12 @@ RUNNING_CHECK_EVERY = 6
 YOUNG_INSTANCE = timedelta(seconds=10)
 
 
-def workflow_input(instance: AgentInstance) -> dict[str, Any]:
-    """`StandingAgentInput(tenant, instance_id, agent_type, state=None)` on the wire."""
-    return {
-        "tenant": instance.tenant,
-        "instance_id": instance.instance_id,
-        "agent_type": instance.agent_type,
-        "state": None,
-    }
+def workflow_input(instance: AgentInstance) -> StandingAgentInput:
+    return StandingAgentInput(
+        tenant=instance.tenant,
+        instance_id=instance.instance_id,
+        agent_type=AgentType(instance.agent_type),
+    )
 
 
 async def wake(client: Client, settings: Settings, instance: AgentInstance) -> None:
@@ -100,14 +99,20 @@ async def wake_quietly(
 
 
 def stale_instances(store: Store, now: datetime) -> list[AgentInstance]:
-    """Non-Closed instances with a due event of their generation left unconsumed."""
+    """Active instances, between ticks, with a due event of their generation left unconsumed.
+
+    A Paused agent keeps its events until it is started (the start wakes it), and an
+    agent in the middle of a tick takes its next event when the tick ends: waking either
+    would only add a workflow task and a history event every pass.
+    """
     cutoff = now - STALE_EVENT_AGE
     with store.session() as db:
         rows = db.exec(
             select(AgentInstance)
             .join(AgentEventRow, col(AgentEventRow.instance_id) == col(AgentInstance.instance_id))
             .where(
-                col(AgentInstance.status) != AgentStatus.CLOSED.value,
+                col(AgentInstance.status) == AgentStatus.ACTIVE.value,
+                col(AgentInstance.tick_in_progress).is_(False),
                 col(AgentEventRow.consumed_at).is_(None),
                 col(AgentEventRow.generation) == col(AgentInstance.generation),
                 col(AgentEventRow.visible_at) <= cutoff,
