@@ -4,6 +4,7 @@ governance rail blocks (never raises); the scripted agent planner."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,11 @@ from runtime.standing_agents.contracts import (
 from runtime.standing_agents.episode import event_message
 from runtime.standing_agents.ledger_chain import turn_hash
 from runtime.standing_agents.models import SystemConfig
+from runtime.standing_agents.queue import enqueue
 from runtime.standing_agents.workflow_contracts import (
     ActionRecord,
     CompleteTickInput,
+    EventRef,
     ModelStepInput,
     RunToolInput,
 )
@@ -45,10 +48,26 @@ def _activities(store: Store, tmp_path: Path) -> StandingAgentActivities:
     return StandingAgentActivities(store, EventJournal(store), ScriptedModel(), settings)
 
 
-def _event(kind: EventKind, **payload: Any) -> AgentEvent:
+def _agent_event(kind: EventKind, **payload: Any) -> AgentEvent:
     return AgentEvent(
         event_id=f"e/{kind.value}", sequence_number=1, kind=kind, payload=payload, visible_at=NOW
     )
+
+
+def _event(
+    store: Store, agent: str, kind: EventKind, event_id: str | None = None, **payload: Any
+) -> EventRef:
+    """The event queued (activities read its payload from the store) and its reference."""
+    stored, _ = enqueue(
+        store,
+        tenant=sa.TENANT,
+        instance_id=agent,
+        kind=kind,
+        payload=payload,
+        event_id=event_id or f"e/{kind.value}",
+        visible_at=NOW,
+    )
+    return EventRef(event_id=stored.event_id, sequence_number=stored.sequence_number, kind=kind)
 
 
 def _tool(
@@ -82,7 +101,7 @@ async def test_a_retried_tool_call_writes_its_message_once(store: Store, tmp_pat
     env.info = dataclasses.replace(env.info, attempt=2)
     again = await env.run(activities.run_tool, _tool(agent, call))
     assert first.action.outcome == again.action.outcome == "ok"
-    assert first.action.result == again.action.result
+    assert first.action == again.action
     assert [m.text for m in sa.messages(store, agent)] == ["hello"]
     journal = EventJournal(store)
     events = journal.read(agent_stream(sa.TENANT, agent)).entries
@@ -90,14 +109,16 @@ async def test_a_retried_tool_call_writes_its_message_once(store: Store, tmp_pat
     body = events[0].data["data"]  # the session stream's envelope
     assert body["direction"] == "agent" and body["text"] == "hello"
     transcript = journal.read(agent_episode_stream(sa.TENANT, agent, "e/1")).entries
-    assert len(transcript) == 1  # the tool message, once
+    # The tool message and the full result (the ledger's copy), once each.
+    assert [e.type for e in transcript] == ["message", "action"]
+    assert transcript[1].data["result"] == {"messageId": sa.messages(store, agent)[0].message_id}
     # The same decision proposed twice (a retry) is one attention request.
     decision = ToolCall(
         id="call_2", name="soa_propose_decision", arguments={"title": "t", "body": "b"}
     )
     one = await env.run(activities.run_tool, _tool(agent, decision, op="op-2"))
     two = await env.run(activities.run_tool, _tool(agent, decision, op="op-2"))
-    assert one.action.result == two.action.result
+    assert one.action == two.action
     assert len(sa.attention(store, agent)) == 1
 
 
@@ -110,7 +131,7 @@ async def test_a_retried_model_step_is_paid_once(store: Store, tmp_path: Path) -
         instance_id=agent,
         agent_type=AgentType.SOA,
         generation=0,
-        event=_event(EventKind.AGENT_INITIALIZED),
+        event=_event(store, agent, EventKind.AGENT_INITIALIZED),
         mode=catalog.resolve_mode(AgentType.SOA, None),
         call_id=f"agent/{sa.TENANT}/{agent}/init/llm1",
         step=1,
@@ -179,16 +200,16 @@ async def test_the_rail_blocks_and_never_raises(store: Store, tmp_path: Path) ->
     ok = await env.run(
         activities.run_tool, _tool(agent, good, agent_type=AgentType.COMPLIANCE, op="e")
     )
-    assert ok.action.outcome == "ok" and ok.action.result is not None
-    assert ok.action.result["applied"] is False
+    assert ok.action.outcome == "ok" and ok.action.summary is not None
+    assert '"applied": false' in ok.action.summary
     assert sa.instance(store, agent).active_mode is None
     # Arguments outside the schema the model was shown: an error outcome, told to the model.
     empty = ToolCall(id="c6", name="soa_send_message", arguments={"txt": "hi"})
     wrong = await env.run(
         activities.run_tool, _tool(agent, empty, agent_type=AgentType.COMPLIANCE, op="f")
     )
-    assert wrong.action.outcome == "error" and wrong.action.result is not None
-    assert "text" in wrong.action.result["error"]
+    assert wrong.action.outcome == "error" and wrong.action.summary is not None
+    assert "text" in wrong.action.summary
 
 
 def test_no_mode_outside_the_soa_offers_propose_task() -> None:
@@ -212,18 +233,18 @@ def _calls(messages: list[ChatMessage]) -> list[ToolCall]:
 
 
 def test_the_scripted_planner_greets_answers_and_follows_call_lines() -> None:
-    init = _calls(_episode(_event(EventKind.AGENT_INITIALIZED)))
+    init = _calls(_episode(_agent_event(EventKind.AGENT_INITIALIZED)))
     assert [(c.name, c.arguments) for c in init] == [
         ("soa_send_message", {"text": GREETING}),
         ("phase_complete", {"summary": "done"}),
     ]
-    chat = _calls(_episode(_event(EventKind.OPERATOR_MESSAGE, text="how are you?")))
+    chat = _calls(_episode(_agent_event(EventKind.OPERATOR_MESSAGE, text="how are you?")))
     assert chat[0].name == "soa_send_message" and "how are you?" in chat[0].arguments["text"]
     assert chat[1].name == "phase_complete"
     script = 'please\n/call agent_query_memory {"limit": 2}\n/call phase_blocked {"reason": "x"}'
-    scripted = _calls(_episode(_event(EventKind.OPERATOR_MESSAGE, text=script)))
+    scripted = _calls(_episode(_agent_event(EventKind.OPERATOR_MESSAGE, text=script)))
     assert [c.name for c in scripted] == ["agent_query_memory", "phase_blocked"]
-    answered = _event(
+    answered = _agent_event(
         EventKind.OPERATOR_ANSWERED_ESCALATION,
         decisionId="d1",
         resolution="approve",
@@ -231,7 +252,7 @@ def test_the_scripted_planner_greets_answers_and_follows_call_lines() -> None:
     )
     resumed = _calls(_episode(answered))
     assert [c.name for c in resumed] == ["soa_send_message", "phase_complete"]
-    heartbeat = _calls(_episode(_event(EventKind.AGENT_TICK)))
+    heartbeat = _calls(_episode(_agent_event(EventKind.AGENT_TICK)))
     assert [c.name for c in heartbeat] == ["phase_complete"]
     assert len({c.id for c in scripted}) == len(scripted)
 
@@ -242,7 +263,7 @@ async def test_a_retried_complete_tick_records_one_turn_and_one_stuck_request(
     agent = sa.create_instance(store, NOW)
     activities = _activities(store, tmp_path)
     env = ActivityEnvironment()
-    event = _event(EventKind.OPERATOR_MESSAGE, text="x")
+    event = _event(store, agent, EventKind.OPERATOR_MESSAGE, text="x")
     request = CompleteTickInput(
         tenant=sa.TENANT,
         instance_id=agent,
@@ -296,7 +317,7 @@ async def test_the_per_turn_output_cap_reaches_the_openai_endpoint(
             instance_id=agent,
             agent_type=AgentType.SOA,
             generation=0,
-            event=_event(EventKind.AGENT_INITIALIZED),
+            event=_event(store, agent, EventKind.AGENT_INITIALIZED),
             mode=catalog.resolve_mode(AgentType.SOA, None),
             call_id="c/llm1",
             step=1,
@@ -316,17 +337,13 @@ async def test_telemetry_counts_the_last_24_hours(store: Store, tmp_path: Path) 
     agent = sa.create_instance(store, NOW)
     activities = _activities(store, tmp_path)
     env = ActivityEnvironment()
-    failed = ActionRecord(
-        tool="compliance_dossier_list", outcome=ActionOutcome.ERROR, result={"error": "x"}
-    )
+    failed = ActionRecord(tool="compliance_dossier_list", outcome=ActionOutcome.ERROR, summary="x")
     for n, at in enumerate((NOW - timedelta(days=2), NOW - timedelta(hours=1))):
         request = CompleteTickInput(
             tenant=sa.TENANT,
             instance_id=agent,
             generation=0,
-            event=_event(EventKind.EXTERNAL_SIGNAL_RECEIVED).model_copy(
-                update={"event_id": f"signal/{n}"}
-            ),
+            event=_event(store, agent, EventKind.EXTERNAL_SIGNAL_RECEIVED, f"signal/{n}"),
             now=at,
             decision_kind=DecisionKind.WAITING_FOR_EVENT,
             plan_hash="h",
@@ -335,9 +352,10 @@ async def test_telemetry_counts_the_last_24_hours(store: Store, tmp_path: Path) 
         await env.run(activities.complete_tick, request)
     call = ToolCall(id="t", name="soa_query_telemetry", arguments={})
     seen = await env.run(activities.run_tool, _tool(agent, call))
-    assert seen.action.result is not None
-    assert seen.action.result["failedToolActions"] == 1  # the old one is out of the window
-    assert seen.action.result["bucket"] == "degraded"
+    assert seen.action.summary is not None
+    seen_result = json.loads(seen.action.summary)
+    assert seen_result["failedToolActions"] == 1  # the old one is out of the window
+    assert seen_result["bucket"] == "degraded"
 
 
 async def test_a_task_beyond_the_session_cap_is_blocked(store: Store, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from runtime import temporal
 from runtime.llm.models import LlmCallAttempt
 from runtime.settings import Settings
 from runtime.standing_agents.contracts import (
+    STANDING_AGENTS_FEATURE,
     AgentStatus,
     AgentType,
     EventKind,
@@ -38,6 +39,7 @@ from runtime.standing_agents.models import (
 from runtime.standing_agents.queue import enqueue
 from runtime.standing_agents.workflow_contracts import StandingAgentInput
 from runtime.store import Store
+from runtime.store.tenants import set_feature
 from worker import build_worker
 from workflows.standing_agent import StandingAgentWorkflow
 
@@ -83,8 +85,11 @@ def create_instance(
     *,
     agent_type: AgentType = AgentType.SOA,
     foundational: bool = False,
+    feature: bool = True,
 ) -> str:
-    """The row and the AgentInitialized event, as the API writes them before starting."""
+    """The row and the AgentInitialized event, as the API writes them before starting
+    (the tenant's `standing-agents` feature on unless `feature` is False)."""
+    set_feature(store, TENANT, STANDING_AGENTS_FEATURE, feature)
     instance_id = uuid.uuid4().hex[:12]
     with store.session() as db:
         db.add(

@@ -93,7 +93,8 @@ async def test_an_unknown_mode_fails_closed_without_a_model_call(
         assert turn.llm_call_id is None
         assert turn.wait_condition == "mode_unresolved"
         assert sa.llm_attempts(store, agent) == []
-        assert sa.instance(store, agent).consecutive_blocked_turns == 1
+        # Blocked, but not by the agent: only phase_blocked counts towards STUCK.
+        assert sa.instance(store, agent).consecutive_blocked_turns == 0
         await sa.stop(handle)
 
 
