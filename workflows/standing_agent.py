@@ -47,7 +47,6 @@ with workflow.unsafe.imports_passed_through():
     from runtime.standing_agents.workflow_contracts import (
         ACTION_SUMMARY_MAX,
         HISTORY_GUARD_REASON,
-        MAX_MODEL_TURNS_PER_EPISODE,
         STATUS_QUERY,
         WAKE_SIGNAL,
         WORKFLOW_NAME,
@@ -365,7 +364,7 @@ class StandingAgentWorkflow:
             if axis is not None:
                 out.wait_condition = f"budget_exhausted:{axis}"
                 return out
-            if out.llm_calls >= MAX_MODEL_TURNS_PER_EPISODE:
+            if out.llm_calls >= request.max_model_turns:
                 out.blocked = out.phase_blocked = True
                 out.summary = HISTORY_GUARD_REASON
                 out.wait_condition = f"blocked: {HISTORY_GUARD_REASON}"

@@ -21,6 +21,7 @@ from sqlmodel import col, select
 from runtime.standing_agents.contracts import AgentEvent, EventKind
 from runtime.standing_agents.models import AgentEventRow
 from runtime.store.engine import Store
+from runtime.timestamps import aware_utc
 
 _MAX_SEQ_RACES = 20
 
@@ -31,7 +32,7 @@ def to_event(row: AgentEventRow) -> AgentEvent:
         sequence_number=row.sequence_number,
         kind=EventKind(row.event_kind),
         payload=row.payload,
-        visible_at=_aware(row.visible_at),
+        visible_at=aware_utc(row.visible_at),
     )
 
 
@@ -109,33 +110,8 @@ def next_due(
         ).first()
         return (
             to_event(due) if due is not None else None,
-            _aware(upcoming.visible_at) if upcoming is not None else None,
+            aware_utc(upcoming.visible_at) if upcoming is not None else None,
         )
-
-
-def consume(store: Store, event_id: str, now: datetime) -> None:
-    """Mark an event consumed (idempotent: a consumed event keeps its first timestamp)."""
-    with store.session() as db:
-        row = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).first()
-        if row is not None and row.consumed_at is None:
-            row.consumed_at = now
-            db.add(row)
-            db.commit()
-
-
-def pending_of_kind(store: Store, instance_id: str, kind: EventKind) -> list[AgentEvent]:
-    """Unconsumed events of one kind (e.g. the one pending AgentTick heartbeat)."""
-    with store.session() as db:
-        rows = db.exec(
-            select(AgentEventRow)
-            .where(
-                col(AgentEventRow.instance_id) == instance_id,
-                col(AgentEventRow.event_kind) == kind.value,
-                col(AgentEventRow.consumed_at).is_(None),
-            )
-            .order_by(col(AgentEventRow.visible_at))
-        ).all()
-        return [to_event(row) for row in rows]
 
 
 def drain(store: Store, instance_id: str, now: datetime) -> int:
@@ -152,8 +128,3 @@ def drain(store: Store, instance_id: str, now: datetime) -> int:
             db.add(row)
         db.commit()
         return len(rows)
-
-
-def _aware(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; everything agentrt stores is UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

@@ -36,6 +36,7 @@ from runtime.standing_agents.contracts import (
     AttentionStatus,
     MessageDirection,
 )
+from runtime.standing_agents.episode import generation_start
 from runtime.standing_agents.models import (
     AgentArtifact,
     AgentInstance,
@@ -310,9 +311,14 @@ def query_memory(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
                 if not contains or contains in f"{t.event_payload} {t.reasoning_summary}".lower()
             ][:limit]
         if kind in ("messages", "all"):
+            # The current generation's only: a reset clears the agent's memory.
+            since = generation_start(db, ctx.instance_id, ctx.generation)
             messages = db.exec(
                 select(AgentMessage)
-                .where(col(AgentMessage.instance_id) == ctx.instance_id)
+                .where(
+                    col(AgentMessage.instance_id) == ctx.instance_id,
+                    col(AgentMessage.created_at) >= since,
+                )
                 .order_by(col(AgentMessage.created_at).desc())
                 .limit(200)
             ).all()

@@ -74,6 +74,8 @@ class StandingAgentInput(BaseModel):
     state: CarriedState | None = None
     # Continue-as-new after this many ticks in one run (the server may suggest it earlier).
     max_ticks_per_run: int = DEFAULT_TICKS_PER_RUN
+    # The history guard's model turns per episode (tests lower it; see the constant).
+    max_model_turns: int = MAX_MODEL_TURNS_PER_EPISODE
 
 
 class InstanceView(BaseModel):

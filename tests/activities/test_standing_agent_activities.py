@@ -5,18 +5,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+from sqlmodel import col, select
 from temporalio.testing import ActivityEnvironment
 
 from activities.llm import ChatMessage, OpenAIProvider, ScriptedModel, ToolCall
 from activities.llm.scripted_agent import GREETING, next_call
-from activities.standing_agent import StandingAgentActivities
+from activities.standing_agent import StandingAgentActivities, llm_record
+from activities.standing_agent import activities as agent_activities
+from activities.standing_agent.pricing import price_usd
+from runtime.llm.contracts import Usage
 from runtime.sessions.models import DaemonSession
 from runtime.settings import Settings
-from runtime.standing_agents import catalog, ticks
+from runtime.standing_agents import catalog, episode, ticks
 from runtime.standing_agents.contracts import (
     ActionOutcome,
     AgentEvent,
@@ -26,9 +32,15 @@ from runtime.standing_agents.contracts import (
 )
 from runtime.standing_agents.episode import event_message
 from runtime.standing_agents.ledger_chain import turn_hash
-from runtime.standing_agents.models import SystemConfig
+from runtime.standing_agents.models import (
+    AgentEventRow,
+    AgentInstance,
+    AgentTask,
+    SystemConfig,
+)
 from runtime.standing_agents.queue import enqueue
 from runtime.standing_agents.workflow_contracts import (
+    ACTION_SUMMARY_MAX,
     ActionRecord,
     CompleteTickInput,
     EventRef,
@@ -369,3 +381,182 @@ async def test_a_task_beyond_the_session_cap_is_blocked(store: Store, tmp_path: 
     refused = await ActivityEnvironment().run(activities.run_tool, _tool(agent, call))
     assert refused.action.outcome == "blocked"
     assert (refused.action.blocked_reason or "").startswith("outside_boundary")
+    with store.session() as db:  # the boundary before the row: no open task in the roster
+        assert db.exec(select(AgentTask).where(col(AgentTask.instance_id) == agent)).all() == []
+
+
+async def test_a_large_tool_result_stays_out_of_history_and_reaches_the_ledger(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    for n in range(3):  # turns whose long summaries make agent_query_memory's result large
+        earlier = _event(store, agent, EventKind.EXTERNAL_SIGNAL_RECEIVED, f"signal/{n}")
+        await env.run(
+            activities.complete_tick,
+            CompleteTickInput(
+                tenant=sa.TENANT,
+                instance_id=agent,
+                generation=0,
+                event=earlier,
+                now=NOW,
+                decision_kind=DecisionKind.PLANNED,
+                plan_hash="h",
+                reasoning_summary="r" * 3000,
+            ),
+        )
+    event = _event(store, agent, EventKind.OPERATOR_MESSAGE, "e/1", text="remember?")
+    call = ToolCall(id="m", name="agent_query_memory", arguments={"kind": "turns"})
+    ran = await env.run(activities.run_tool, _tool(agent, call))
+    # What history carries is bounded, whatever the result's size.
+    assert ran.action.summary is not None and len(ran.action.summary) <= ACTION_SUMMARY_MAX
+    assert len(ran.model_dump_json()) < 2 * ACTION_SUMMARY_MAX
+    done = await env.run(
+        activities.complete_tick,
+        CompleteTickInput(
+            tenant=sa.TENANT,
+            instance_id=agent,
+            generation=0,
+            event=event,
+            now=NOW,
+            decision_kind=DecisionKind.ACTED_WITH_TOOL,
+            plan_hash="h2",
+            actions=[ran.action],
+        ),
+    )
+    (stored,) = sa.actions(store, agent, done.seq)
+    assert stored.result is not None
+    assert [t["summary"] for t in stored.result["turns"]] == ["r" * 3000] * 3
+    # The turn's payload is read from the queue, not from history.
+    assert sa.turns(store, agent)[-1].event_payload == {"text": "remember?"}
+
+
+async def test_the_credit_is_rechecked_before_every_model_call(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW)
+    settings = Settings(data_dir=tmp_path, workspace=tmp_path, agent_weekly_credit_usd=0.0)
+    activities = StandingAgentActivities(store, EventJournal(store), ScriptedModel(), settings)
+    request = ModelStepInput(
+        tenant=sa.TENANT,
+        instance_id=agent,
+        agent_type=AgentType.SOA,
+        generation=0,
+        event=_event(store, agent, EventKind.AGENT_INITIALIZED),
+        mode=catalog.resolve_mode(AgentType.SOA, None),
+        call_id="c/llm7",
+        step=7,
+        now=NOW,
+    )
+    step = await ActivityEnvironment().run(activities.model_step, request)
+    assert step.credit_exhausted and step.tool_calls == []
+    assert sa.llm_attempts(store, agent) == []
+
+
+async def test_an_attempt_killed_mid_call_is_recorded_as_a_timeout(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    call_id = f"agent/{sa.TENANT}/{agent}/init/llm1"
+    owner = llm_record.CallOwner(
+        call_id=call_id,
+        tenant=sa.TENANT,
+        instance_id=agent,
+        site="Agent:Planning",
+        provider="scripted",
+        requested_model="scripted",
+    )
+    # The first attempt's worker died between its request and its answer.
+    llm_record.begin_attempt(store, owner, attempt=1, now=NOW)
+    assert [a.outcome for a in sa.llm_attempts(store, agent)] == ["in_flight"]
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, attempt=2)
+    request = ModelStepInput(
+        tenant=sa.TENANT,
+        instance_id=agent,
+        agent_type=AgentType.SOA,
+        generation=0,
+        event=_event(store, agent, EventKind.AGENT_INITIALIZED),
+        mode=catalog.resolve_mode(AgentType.SOA, None),
+        call_id=call_id,
+        step=1,
+        now=NOW,
+    )
+    await env.run(activities.model_step, request)
+    attempts = sorted(sa.llm_attempts(store, agent), key=lambda a: a.ordinal)
+    assert [(a.ordinal, a.outcome) for a in attempts] == [(1, "timeout"), (2, "ok")]
+
+
+def test_an_unknown_model_costs_zero_with_an_unknown_price_version(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    usage = Usage(prompt_tokens=1000, completion_tokens=10)
+    with caplog.at_level(logging.WARNING):
+        first = price_usd("openai", "no-such-model-xyz", usage)
+        again = price_usd("openai", "no-such-model-xyz", usage)
+    assert first == again == (0.0, "unknown")
+    assert sum("no-such-model-xyz" in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_a_catastrophic_constitution_pattern_blocks_instead_of_stalling(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agent_activities, "CONSTITUTION_TIMEOUT_S", 0.01)
+    agent = sa.create_instance(store, NOW)
+    with store.session() as db:
+        rules = [{"id": "redos", "pattern": "^(a+)+$", "tools": ["soa_send_message"]}]
+        db.add(
+            SystemConfig(tenant=sa.TENANT, key="constitution.rules", value=rules, updated_at=NOW)
+        )
+        db.commit()
+    call = ToolCall(id="c", name="soa_send_message", arguments={"text": "a" * 22 + "!"})
+    ran = await ActivityEnvironment().run(_activities(store, tmp_path).run_tool, _tool(agent, call))
+    assert ran.action.outcome == "blocked"
+    assert ran.action.blocked_reason == "constitution_timeout"
+    assert sa.messages(store, agent) == []
+
+
+async def test_memory_and_open_items_start_over_with_a_new_generation(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    said = ToolCall(id="s", name="soa_send_message", arguments={"text": "old generation"})
+    await env.run(activities.run_tool, _tool(agent, said, op="old-msg"))
+    ask = ToolCall(id="d", name="soa_propose_decision", arguments={"title": "old", "body": "b"})
+    await env.run(activities.run_tool, _tool(agent, ask, op="old-decision"))
+    # A reset (as the API does it): the generation bumped, its AgentInitialized queued later.
+    with store.session() as db:
+        row = db.get(AgentInstance, agent)
+        assert row is not None
+        row.generation = 1
+        db.add(row)
+        db.commit()
+    later = NOW + timedelta(minutes=1)
+    enqueue(
+        store,
+        tenant=sa.TENANT,
+        instance_id=agent,
+        kind=EventKind.AGENT_INITIALIZED,
+        payload={},
+        event_id=f"init/{agent}/1",
+        visible_at=later,
+        generation=1,
+    )
+    with store.session() as db:  # queued after everything of generation 0
+        event = db.exec(
+            select(AgentEventRow).where(col(AgentEventRow.event_id) == f"init/{agent}/1")
+        ).one()
+        event.created_at = later
+        db.add(event)
+        db.commit()
+    recall = ToolCall(id="q", name="agent_query_memory", arguments={"kind": "messages"})
+    request = _tool(agent, recall, op="recall").model_copy(update={"generation": 1, "now": later})
+    seen = await env.run(activities.run_tool, request)
+    assert seen.action.summary is not None
+    assert json.loads(seen.action.summary)["messages"] == []
+    assert episode.roster(store, agent, 1) == {"tasks": [], "escalations": []}
+    assert [a.title for a in sa.attention(store, agent)] == ["old"]  # still there, for humans
