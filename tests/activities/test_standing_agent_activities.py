@@ -22,7 +22,7 @@ from activities.standing_agent.pricing import price_usd
 from runtime.llm.contracts import Usage
 from runtime.sessions.models import DaemonSession
 from runtime.settings import Settings
-from runtime.standing_agents import catalog, episode, ticks
+from runtime.standing_agents import catalog, episode, modes, ticks
 from runtime.standing_agents.contracts import (
     ActionOutcome,
     AgentEvent,
@@ -35,6 +35,7 @@ from runtime.standing_agents.ledger_chain import turn_hash
 from runtime.standing_agents.models import (
     AgentEventRow,
     AgentInstance,
+    AgentModeRow,
     AgentTask,
     SystemConfig,
 )
@@ -560,3 +561,36 @@ async def test_memory_and_open_items_start_over_with_a_new_generation(
     assert json.loads(seen.action.summary)["messages"] == []
     assert episode.roster(store, agent, 1) == {"tasks": [], "escalations": []}
     assert [a.title for a in sa.attention(store, agent)] == ["old"]  # still there, for humans
+
+
+async def test_a_mode_proposal_is_validated_against_the_catalogue_approval_uses(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW, agent_type=AgentType.COMPLIANCE)
+    with store.session() as db:  # the type's stored catalogue, which replaces the code seed
+        db.add(
+            AgentModeRow(
+                agent_type=AgentType.COMPLIANCE.value,
+                name="Audit",
+                description="d",
+                prompt_fragment="p",
+                tools=["soa_send_message"],
+                is_default=True,
+                system_seed=False,
+            )
+        )
+        db.commit()
+    assert [m.name for m in modes.catalogue(store, AgentType.COMPLIANCE)] == ["Audit"]
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+
+    def propose(mode: str, op: str) -> RunToolInput:
+        call = ToolCall(
+            id=op, name="soa_propose_mode_change", arguments={"mode": mode, "reason": "r"}
+        )
+        return _tool(agent, call, agent_type=AgentType.COMPLIANCE, op=op)
+
+    stored = await env.run(activities.run_tool, propose("Audit", "a"))
+    assert stored.action.outcome == "ok"
+    seed_only = await env.run(activities.run_tool, propose("Research", "b"))
+    assert seed_only.action.outcome == "error"  # approval would refuse it too

@@ -238,6 +238,17 @@ async def test_a_refused_model_call_is_recorded_and_the_agent_lives_on(
         assert len(sa.pending_ticks(store, agent)) == 1
         description = await handle.describe()
         assert description.status is not None and description.status.name == "RUNNING"
+        # An operator message the model cannot answer: consumed with its turn, and its
+        # text stays visible there (nothing silently lost).
+        question = {"messageId": "m1", "text": "anyone home?"}
+        sent = await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, question, now)
+        await sa.wait_turns(store, agent, 2)
+        answered = sa.turns(store, agent)[1]
+        assert answered.event_id == sent
+        assert answered.event_kind == EventKind.OPERATOR_MESSAGE.value
+        assert answered.decision_kind == DecisionKind.WAITING_FOR_EVENT.value
+        assert answered.event_payload == question
+        assert (answered.wait_condition or "").startswith("model_error:")
         await sa.stop(handle)
 
 
