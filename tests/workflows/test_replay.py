@@ -41,4 +41,5 @@ def test_there_are_histories_to_replay() -> None:
         "turn-before-decision-signal",
         "device-flow",
         "standing-agent",
+        "standing-agent-before-bounded-history",
     }
