@@ -13,6 +13,7 @@ import asyncio
 import json
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,9 @@ BLOCK_CONSTITUTION_TIMEOUT = "constitution_timeout"
 # The constitution's regexes run in a thread, bounded: a catastrophic pattern blocks the
 # call instead of stalling the worker's event loop (and every workflow on it).
 CONSTITUTION_TIMEOUT_S = 2.0
+# Their own threads: a pattern still running after its timeout (a thread cannot be
+# stopped) starves only further constitution checks, never the store's to_thread calls.
+_CONSTITUTION_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="constitution")
 TASK_PROMPT_MAX = 20_000
 RESULT_LIMIT = 4000
 
@@ -333,7 +337,9 @@ class StandingAgentActivities:
             return blocked(BLOCK_CONSTITUTION_INVALID), None
         try:
             broken = await asyncio.wait_for(
-                asyncio.to_thread(violations, rules, call.name, call.arguments),
+                asyncio.get_running_loop().run_in_executor(
+                    _CONSTITUTION_POOL, violations, rules, call.name, call.arguments
+                ),
                 timeout=CONSTITUTION_TIMEOUT_S,
             )
         except TimeoutError:
