@@ -13,7 +13,6 @@ import asyncio
 import json
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +26,10 @@ from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvide
 from activities.llm.scripted import MODEL_NAME as SCRIPTED
 from activities.llm.scripted_agent import ScriptedAgentModel
 from activities.standing_agent import llm_record
+from activities.standing_agent.constitution_check import ConstitutionChecker
 from activities.standing_agent.pricing import price_usd
 from runtime.llm.active import active_model
-from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules, violations
+from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
 from runtime.sessions import registry
 from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
@@ -69,12 +69,9 @@ BLOCK_CONSTITUTION = "constitution_violation"
 BLOCK_CONSTITUTION_INVALID = "constitution_invalid"
 BLOCK_BOUNDARY = "outside_boundary"
 BLOCK_CONSTITUTION_TIMEOUT = "constitution_timeout"
-# The constitution's regexes run in a thread, bounded: a catastrophic pattern blocks the
-# call instead of stalling the worker's event loop (and every workflow on it).
+# The constitution's regexes run in a child process, bounded: a catastrophic pattern
+# blocks the call instead of stalling the worker's event loop (and every workflow on it).
 CONSTITUTION_TIMEOUT_S = 2.0
-# Their own threads: a pattern still running after its timeout (a thread cannot be
-# stopped) starves only further constitution checks, never the store's to_thread calls.
-_CONSTITUTION_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="constitution")
 TASK_PROMPT_MAX = 20_000
 RESULT_LIMIT = 4000
 
@@ -88,6 +85,7 @@ class StandingAgentActivities:
         self.provider = provider
         self.settings = settings
         self.scripted = ScriptedAgentModel()
+        self.constitution = ConstitutionChecker()
 
     # --- the loop (local activities) -----------------------------------------------------
 
@@ -335,16 +333,11 @@ class StandingAgentActivities:
         except ValueError:
             # Fail closed: rules that cannot be read block every governed call.
             return blocked(BLOCK_CONSTITUTION_INVALID), None
-        try:
-            broken = await asyncio.wait_for(
-                asyncio.get_running_loop().run_in_executor(
-                    _CONSTITUTION_POOL, violations, rules, call.name, call.arguments
-                ),
-                timeout=CONSTITUTION_TIMEOUT_S,
-            )
-        except TimeoutError:
-            # Fail closed; the thread finishes on its own, the event loop is free meanwhile.
-            return blocked(BLOCK_CONSTITUTION_TIMEOUT), None
+        broken = await self.constitution.check(
+            rules, call.name, call.arguments, CONSTITUTION_TIMEOUT_S
+        )
+        if broken is None:
+            return blocked(BLOCK_CONSTITUTION_TIMEOUT), None  # fail closed
         if broken:
             return blocked(BLOCK_CONSTITUTION, broken), None
         context = tools.ToolContext(
