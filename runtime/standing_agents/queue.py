@@ -16,11 +16,12 @@ from typing import Any
 
 from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from runtime.standing_agents.contracts import AgentEvent, EventKind
-from runtime.standing_agents.models import AgentEventRow
+from runtime.standing_agents.models import AgentEventRow, AgentInstance
 from runtime.store.engine import Store
+from runtime.timestamps import aware_utc
 
 _MAX_SEQ_RACES = 20
 
@@ -31,7 +32,7 @@ def to_event(row: AgentEventRow) -> AgentEvent:
         sequence_number=row.sequence_number,
         kind=EventKind(row.event_kind),
         payload=row.payload,
-        visible_at=_aware(row.visible_at),
+        visible_at=aware_utc(row.visible_at),
     )
 
 
@@ -46,41 +47,77 @@ def enqueue(
     visible_at: datetime | None = None,
     generation: int = 0,
 ) -> tuple[AgentEvent, bool]:
-    """Record an event; returns it and whether it is new (False: the id was known)."""
-    now = datetime.now(UTC)
+    """Record an event in its own transaction; returns it and whether it is new (False:
+    the id was known)."""
     for _ in range(_MAX_SEQ_RACES):
         with store.session() as db:
-            existing = db.exec(
-                select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)
-            ).first()
-            if existing is not None:
-                return to_event(existing), False
-            last = db.exec(
-                select(func.max(AgentEventRow.sequence_number)).where(
-                    col(AgentEventRow.instance_id) == instance_id
-                )
-            ).one()
-            row = AgentEventRow(
-                event_id=event_id,
-                instance_id=instance_id,
-                tenant=tenant,
-                sequence_number=(last or 0) + 1,
-                event_kind=kind.value,
-                payload=payload,
-                visible_at=visible_at or now,
-                generation=generation,
-                created_at=now,
-            )
-            db.add(row)
             try:
+                event, created = enqueue_in(
+                    db,
+                    tenant=tenant,
+                    instance_id=instance_id,
+                    kind=kind,
+                    payload=payload,
+                    event_id=event_id,
+                    visible_at=visible_at,
+                    generation=generation,
+                )
                 db.commit()
             except IntegrityError:
                 # Another writer took this sequence number or this event id: look again.
                 db.rollback()
                 continue
-            db.refresh(row)
-            return to_event(row), True
+            return event, created
     raise RuntimeError(f"could not allocate a sequence number for agent {instance_id}")
+
+
+def enqueue_in(
+    db: Session,
+    *,
+    tenant: str,
+    instance_id: str,
+    kind: EventKind,
+    payload: dict[str, Any],
+    event_id: str,
+    visible_at: datetime | None = None,
+    generation: int = 0,
+) -> tuple[AgentEvent, bool]:
+    """Record an event inside the caller's open transaction (the caller commits), so the
+    event and the write it belongs to (a message, a resolved decision) commit together.
+
+    The instance row is locked first (PostgreSQL; SQLite has one writer), which
+    serialises the sequence allocation of one agent. A concurrent insert of the same
+    `event_id` still surfaces as an IntegrityError at commit: the caller retries its
+    whole transaction (at flush or commit), and the retry finds the event.
+    """
+    existing = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).first()
+    if existing is not None:
+        return to_event(existing), False
+    db.exec(
+        select(AgentInstance.instance_id)
+        .where(col(AgentInstance.instance_id) == instance_id)
+        .with_for_update()
+    ).first()
+    last = db.exec(
+        select(func.max(AgentEventRow.sequence_number)).where(
+            col(AgentEventRow.instance_id) == instance_id
+        )
+    ).one()
+    now = datetime.now(UTC)
+    row = AgentEventRow(
+        event_id=event_id,
+        instance_id=instance_id,
+        tenant=tenant,
+        sequence_number=(last or 0) + 1,
+        event_kind=kind.value,
+        payload=payload,
+        visible_at=visible_at or now,
+        generation=generation,
+        created_at=now,
+    )
+    db.add(row)
+    db.flush()
+    return to_event(row), True
 
 
 def next_due(
@@ -109,7 +146,7 @@ def next_due(
         ).first()
         return (
             to_event(due) if due is not None else None,
-            _aware(upcoming.visible_at) if upcoming is not None else None,
+            aware_utc(upcoming.visible_at) if upcoming is not None else None,
         )
 
 
@@ -141,19 +178,20 @@ def pending_of_kind(store: Store, instance_id: str, kind: EventKind) -> list[Age
 def drain(store: Store, instance_id: str, now: datetime) -> int:
     """Consume every pending event of an instance (reset, close); returns how many."""
     with store.session() as db:
-        rows = db.exec(
-            select(AgentEventRow).where(
-                col(AgentEventRow.instance_id) == instance_id,
-                col(AgentEventRow.consumed_at).is_(None),
-            )
-        ).all()
-        for row in rows:
-            row.consumed_at = now
-            db.add(row)
+        drained = drain_in(db, instance_id, now)
         db.commit()
-        return len(rows)
+        return drained
 
 
-def _aware(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; everything agentrt stores is UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+def drain_in(db: Session, instance_id: str, now: datetime) -> int:
+    """`drain` inside the caller's transaction (the caller commits)."""
+    rows = db.exec(
+        select(AgentEventRow).where(
+            col(AgentEventRow.instance_id) == instance_id,
+            col(AgentEventRow.consumed_at).is_(None),
+        )
+    ).all()
+    for row in rows:
+        row.consumed_at = now
+        db.add(row)
+    return len(rows)
