@@ -103,4 +103,3 @@ def attempt_body(row: LlmCallAttempt) -> dict[str, Any]:
         "error": row.error,
         "createdAt": iso_ms(row.created_at),
     }
-
