@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, delete, select
 
 from runtime.policy.agent_budget import foundational_active, foundational_deadline
@@ -137,8 +137,10 @@ def _transaction(store: Store, write: Callable[[Session], T]) -> T:
             try:
                 result = write(db)
                 db.commit()
-            except IntegrityError:
+            except (IntegrityError, OperationalError) as err:
                 db.rollback()
+                if not queue.is_retryable(err):
+                    raise
                 continue
             return result
     raise RuntimeError("a control write kept racing another writer")
@@ -254,11 +256,21 @@ def start(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
     seed = f"init/{instance_id}/{instance.generation}/{uuid.uuid4().hex[:12]}"
 
     def write(db: Session) -> bool:
-        if not _cas_status(
-            db, instance_id, {AgentStatus.PAUSED, AgentStatus.CLOSED}, values, instance.status
-        ):
+        if instance.status not in (AgentStatus.PAUSED.value, AgentStatus.CLOSED.value):
             return False
-        _seed_initialized(db, _row(db, instance_id), seed)
+        # The event first, the instance row second (see queue.enqueue_in); a lost CAS
+        # takes the seed back with it.
+        _seed_initialized(db, instance, seed)
+        if not _cas_status(
+            db,
+            instance_id,
+            {AgentStatus.PAUSED, AgentStatus.CLOSED},
+            values,
+            instance.status,
+            generation=instance.generation,  # a reset meanwhile would orphan the seed
+        ):
+            db.rollback()
+            return False
         return True
 
     changed = _transaction(store, write)
@@ -334,17 +346,18 @@ def _cas_status(
     from_statuses: set[AgentStatus],
     values: dict[str, Any],
     current: str,
+    *,
+    generation: int | None = None,
 ) -> bool:
     if current not in {status.value for status in from_statuses}:
         return False
-    result = db.exec(
-        update(AgentInstance)
-        .where(
-            col(AgentInstance.instance_id) == instance_id,
-            col(AgentInstance.status) == current,
-        )
-        .values(**values)
+    statement = update(AgentInstance).where(
+        col(AgentInstance.instance_id) == instance_id,
+        col(AgentInstance.status) == current,
     )
+    if generation is not None:
+        statement = statement.where(col(AgentInstance.generation) == generation)
+    result = db.exec(statement.values(**values))
     return bool(result.rowcount == 1)
 
 
@@ -568,47 +581,48 @@ def respond(
 
 
 def _after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) -> ModeChange | None:
-    """Inside respond's transaction: apply an approved mode change and enqueue the resume."""
+    """Inside respond's transaction: enqueue the resume, then apply an approved mode
+    change (events before the instance row: see queue.enqueue_in)."""
     instance = db.get(AgentInstance, row.soa_instance_id)
     if instance is None:
         return None
     resolution = row.resolution or ""
-    change = None
-    if row.kind == AttentionKind.MODE_CHANGE.value and resolution == APPROVE:
-        mode = str(row.payload.get("mode", ""))
-        try:
-            change = apply_mode_change_in(
-                db,
-                instance.instance_id,
-                mode,
-                ModeChangeSource.APPROVAL,
-                row.responded_by,
-                decision_id=row.decision_id,
-                allowed=allowed,
-            )
-        except UnknownMode:
-            # The catalogue changed since the proposal: the answer still reaches the
-            # agent (its resume says approve), the mode stays as it is.
-            log.warning(
-                "approved mode %r is not in the catalogue of %s", mode, instance.instance_id
-            )
-    if row.kind == AttentionKind.STUCK.value and instance.status == AgentStatus.CLOSED.value:
-        # A closed agent has no heartbeat and reads no events: an operator restarts it.
-        return change
-    queue.enqueue_in(
-        db,
-        tenant=row.tenant,
-        instance_id=instance.instance_id,
-        kind=EventKind.OPERATOR_ANSWERED_ESCALATION,
-        payload={
-            "decisionId": row.decision_id,
-            "resolution": resolution,
-            "resolutionNotes": row.resolution_notes,
-        },
-        event_id=f"escalation/{row.decision_id}",
-        generation=instance.generation,
+    # A closed agent has no heartbeat and reads no events: an operator restarts it.
+    closed_stuck = (
+        row.kind == AttentionKind.STUCK.value and instance.status == AgentStatus.CLOSED.value
     )
-    return change
+    if not closed_stuck:
+        queue.enqueue_in(
+            db,
+            tenant=row.tenant,
+            instance_id=instance.instance_id,
+            kind=EventKind.OPERATOR_ANSWERED_ESCALATION,
+            payload={
+                "decisionId": row.decision_id,
+                "resolution": resolution,
+                "resolutionNotes": row.resolution_notes,
+            },
+            event_id=f"escalation/{row.decision_id}",
+            generation=instance.generation,
+        )
+    if row.kind != AttentionKind.MODE_CHANGE.value or resolution != APPROVE:
+        return None
+    mode = str(row.payload.get("mode", ""))
+    try:
+        return apply_mode_change_in(
+            db,
+            instance.instance_id,
+            mode,
+            ModeChangeSource.APPROVAL,
+            row.responded_by,
+            decision_id=row.decision_id,
+            allowed=allowed,
+        )
+    except UnknownMode:
+        # The catalogue changed since the proposal: the answer still reaches the
+        # agent (its resume says approve), the mode stays as it is.
+        log.warning("approved mode %r is not in the catalogue of %s", mode, instance.instance_id)
+        return None
 
 
 def decision_body(row: AttentionRequest) -> dict[str, Any]:

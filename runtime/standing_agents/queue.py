@@ -15,15 +15,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 from runtime.standing_agents.contracts import AgentEvent, EventKind
-from runtime.standing_agents.models import AgentEventRow, AgentInstance
+from runtime.standing_agents.models import AgentEventRow
 from runtime.store.engine import Store
 from runtime.timestamps import aware_utc
 
 _MAX_SEQ_RACES = 20
+# PostgreSQL: deadlock_detected, serialization_failure.
+_RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
 
 
 def to_event(row: AgentEventRow) -> AgentEvent:
@@ -63,12 +65,23 @@ def enqueue(
                     generation=generation,
                 )
                 db.commit()
-            except IntegrityError:
+            except (IntegrityError, OperationalError) as err:
                 # Another writer took this sequence number or this event id: look again.
                 db.rollback()
+                if not is_retryable(err):
+                    raise
                 continue
             return event, created
     raise RuntimeError(f"could not allocate a sequence number for agent {instance_id}")
+
+
+def is_retryable(err: Exception) -> bool:
+    """A unique-key race, or PostgreSQL's deadlock / serialization abort: the whole
+    transaction can run again (nothing of it was committed)."""
+    if isinstance(err, IntegrityError):
+        return True
+    code = getattr(getattr(err, "orig", None), "sqlstate", None)
+    return code in _RETRYABLE_SQLSTATES
 
 
 def enqueue_in(
@@ -85,19 +98,16 @@ def enqueue_in(
     """Record an event inside the caller's open transaction (the caller commits), so the
     event and the write it belongs to (a message, a resolved decision) commit together.
 
-    The instance row is locked first (PostgreSQL; SQLite has one writer), which
-    serialises the sequence allocation of one agent. A concurrent insert of the same
-    `event_id` still surfaces as an IntegrityError at commit: the caller retries its
-    whole transaction (at flush or commit), and the retry finds the event.
+    A concurrent writer that took the same sequence number or `event_id` surfaces as an
+    IntegrityError (at flush or commit): the caller retries its whole transaction
+    (`is_retryable`), and the retry finds the event or the next number. The instance
+    row is not locked here: the tick's completion inserts its heartbeat before it
+    updates that row, and the opposite order here would deadlock against it. For the
+    same reason a caller writes its events before it updates the instance row.
     """
     existing = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).first()
     if existing is not None:
         return to_event(existing), False
-    db.exec(
-        select(AgentInstance.instance_id)
-        .where(col(AgentInstance.instance_id) == instance_id)
-        .with_for_update()
-    ).first()
     last = db.exec(
         select(func.max(AgentEventRow.sequence_number)).where(
             col(AgentEventRow.instance_id) == instance_id
