@@ -22,6 +22,9 @@
     'AgentDispatcher:TickMaxTurns',
   ];
   const LEDGER_PAGE = 200;
+  const CALLS_READ = 1000; // the route's largest page: spend sums every attempt read
+  // The routes' path bounds: a bad tenant id is refused here rather than by a 400.
+  const TENANT_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
   const POLL_MS = 3000; // while the live stream is down
   const REFRESH_DEBOUNCE_MS = 150;
   const RESOLVED_SHOWN = 10;
@@ -32,7 +35,8 @@
     agent: null,
     // Bumped whenever the tenant or the agent changes: stale answers and loops stop.
     generation: 0,
-    lastLedgerSeq: 0,
+    // Ledger seqs start at 0; the route reads turns with seq > after (-1: all).
+    lastLedgerSeq: -1,
     streamAbort: null,
     streamLive: false,
     lastEventId: null,
@@ -340,7 +344,7 @@
     $('transcript').replaceChildren();
     $('ledger').replaceChildren();
     $('mode-changes').replaceChildren();
-    state.lastLedgerSeq = 0;
+    state.lastLedgerSeq = -1;
   }
 
   function selectAgent(agentId) {
@@ -409,7 +413,7 @@
     if (action === 'reset') {
       // The routes show the current generation only: the ledger starts over.
       $('ledger').replaceChildren();
-      state.lastLedgerSeq = 0;
+      state.lastLedgerSeq = -1;
     }
     await refreshAgent(generation);
   }
@@ -537,7 +541,7 @@
   async function loadSpend(generation) {
     let body;
     try {
-      body = await api('GET', `${agentPath()}/llm-calls`);
+      body = await api('GET', `${agentPath()}/llm-calls?limit=${CALLS_READ}`);
     } catch (err) {
       if (current(generation)) setText('spend', 'unavailable: ' + explain(err));
       return;
@@ -895,7 +899,11 @@
     $('tenant-form').addEventListener('submit', (event) => {
       event.preventDefault();
       const tenant = $('tenant').value.trim();
-      if (tenant) openTenant(tenant, null);
+      if (!TENANT_RE.test(tenant)) {
+        showBanner('Tenant: letters, digits, ".", "_" and "-" (up to 100), starting with a letter or digit.');
+        return;
+      }
+      openTenant(tenant, null);
     });
     $('feature-enable').addEventListener('click', () => setFeature(true));
     $('feature-disable').addEventListener('click', () => setFeature(false));
@@ -918,7 +926,7 @@
     renderRecent();
     const params = new URLSearchParams(location.hash.slice(1));
     const tenant = params.get('tenant');
-    const opening = tenant ? openTenant(tenant, params.get('agent')) : Promise.resolve();
+    const opening = tenant && TENANT_RE.test(tenant) ? openTenant(tenant, params.get('agent')) : Promise.resolve();
     opening.finally(() => {
       document.body.dataset.ready = 'true';
     });
