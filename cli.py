@@ -1,5 +1,5 @@
 """The `agentrt` command: `up` (everything), `api`, `worker`, `dev-server`, `migrate`,
-`load-investigation`.
+`load-investigation`, `ledger verify` (check an agent ledger export offline).
 
 Flags are named like the spec's daemon flags; each one is also read from the
 environment as `AGENTRT_<FLAG>` (flags win). Start-up refusals print one line
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fcntl
+import json
 import logging
 import os
 import signal
@@ -121,6 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("file", type=Path, metavar="FILE.json")
     load.add_argument("--workspace-id", default="demo", help="workspace to load (default demo)")
     _flags(load)
+    text = "check a standing agent's ledger export (NDJSON, oldest turn first) offline"
+    ledger = commands.add_parser("ledger", help=text, description=text)
+    ledger_commands = ledger.add_subparsers(dest="ledger_command", required=True)
+    verify = ledger_commands.add_parser("verify", help=text, description=text)
+    verify.add_argument("file", type=Path, metavar="FILE")
+    verify.add_argument(
+        "--partial",
+        action="store_true",
+        help="the file is a segment: trust the first turn's prevHash instead of requiring null",
+    )
     return parser
 
 
@@ -565,8 +576,45 @@ def _exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+def run_ledger_verify(path: Path, *, partial: bool) -> int:
+    """`agentrt ledger verify FILE`: 0 when the chain holds, 1 when broken, 2 when unreadable.
+
+    Needs no settings, store or server: the chain is checked from the file alone.
+    """
+    from runtime.standing_agents.ledger_chain import verify_chain
+
+    turns: list[dict[str, Any]] = []
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    turn = json.loads(line)
+                except ValueError as err:
+                    sys.stderr.write(f"agentrt: {path}: line {number}: bad JSON: {err}\n")
+                    return EXIT_REFUSED
+                if not isinstance(turn, dict):
+                    sys.stderr.write(f"agentrt: {path}: line {number}: not a JSON object\n")
+                    return EXIT_REFUSED
+                turns.append(turn)
+    except (OSError, UnicodeDecodeError) as err:
+        sys.stderr.write(f"agentrt: cannot read {path}: {err}\n")
+        return EXIT_REFUSED
+    verdict = verify_chain(turns, require_genesis=not partial)
+    if verdict.ok:
+        sys.stdout.write(f"ok: {verdict.count} turns, head {verdict.head or 'none'}\n")
+        return 0
+    where = verdict.first_bad_seq if verdict.first_bad_seq is not None else f"#{verdict.count}"
+    sys.stdout.write(f"broken at seq {where}: {verdict.reason}\n")
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "ledger":
+        # An offline check: no settings, database or Temporal (a verifier's machine has none).
+        return run_ledger_verify(args.file, partial=args.partial)
     _configure_logging()
     try:
         settings = settings_from_args(args)

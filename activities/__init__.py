@@ -10,6 +10,7 @@ from activities.identity import IdentityActivities
 from activities.journal import JournalActivities
 from activities.llm import ModelProvider
 from activities.session import SessionActivities
+from activities.standing_agent import StandingAgentActivities
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 
@@ -23,6 +24,7 @@ def build_activities(
     )
     session = SessionActivities(store, journal, provider, settings)
     identity = IdentityActivities(store, journal, settings.resolved_data_dir)
+    agents = StandingAgentActivities(store, journal, provider, settings)
     return [
         JournalActivities(journal).append_events,
         session.open_prompt,
@@ -39,7 +41,19 @@ def build_activities(
         identity.poll_token,
         identity.emit,
         identity.forget,
+        agents.load_instance,
+        agents.next_event,
+        agents.begin_tick,
+        agents.model_step,
+        agents.run_tool,
+        agents.complete_tick,
     ]
 
 
-__all__ = ["AgentToolsActivities", "IdentityActivities", "JournalActivities", "build_activities"]
+__all__ = [
+    "AgentToolsActivities",
+    "IdentityActivities",
+    "JournalActivities",
+    "StandingAgentActivities",
+    "build_activities",
+]

@@ -15,21 +15,27 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api.access_log import AccessLog
+from api.agent_workflows import run_sweeper
 from api.errors import LastResort, install_error_handlers
 from api.openapi import install_openapi
 from api.routes import (
+    agent_stream,
     agent_tools,
+    agents,
     capabilities,
     daemon_status,
+    decisions,
     device_flow,
     docs,
     health,
     index,
     permissions,
     prompts,
+    registry,
     research,
     session_events,
     sessions,
+    tenant_features,
     ui,
     workspace,
     workspace_status,
@@ -49,6 +55,7 @@ from api.temporal import TemporalConnector
 from api.tracing import RequestSpans
 from runtime import __version__
 from runtime.settings import BODY_LIMIT_BYTES, Settings
+from runtime.standing_agents.modes import seed_modes
 from runtime.store import EventJournal, Store
 from runtime.store.migrate import ensure_migrated
 from runtime.telemetry import setup_tracing
@@ -78,12 +85,16 @@ def create_app(
         app.state.temporal = connector
         # Connect in the background: the API answers /health while Temporal starts.
         warmup = asyncio.create_task(_warm_up(connector))
+        await asyncio.to_thread(seed_modes, app.state.store)
+        # Repairs a wake-up lost between a store write and its signal (api/agent_workflows).
+        sweeper = asyncio.create_task(run_sweeper(connector.get, settings, app.state.store))
         try:
             yield
         finally:
-            warmup.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await warmup
+            for task in (warmup, sweeper):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
             if owned_store:
                 app.state.store.dispose()
 
@@ -119,6 +130,11 @@ def create_app(
     app.include_router(workspace.router)
     app.include_router(workspace_status.router)
     app.include_router(device_flow.router)
+    app.include_router(tenant_features.router)
+    app.include_router(agents.router)
+    app.include_router(agent_stream.router)
+    app.include_router(decisions.router)
+    app.include_router(registry.router)
 
     # add_middleware wraps what is already there: add the innermost first.
     app.add_middleware(LastResort)

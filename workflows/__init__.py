@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from workflows.device_flow import DeviceFlowWorkflow
 from workflows.session import SessionWorkflow
+from workflows.standing_agent import StandingAgentWorkflow
 from workflows.turn import TurnWorkflow
 
 # Every workflow class the worker registers; each surface adds its own.
-WORKFLOWS: list[type] = [TurnWorkflow, SessionWorkflow, DeviceFlowWorkflow]
+WORKFLOWS: list[type] = [
+    TurnWorkflow,
+    SessionWorkflow,
+    DeviceFlowWorkflow,
+    StandingAgentWorkflow,
+]

@@ -1,0 +1,401 @@
+"""The activities of StandingAgentWorkflow: the tick's store work, model steps, tool calls.
+
+Model steps and tool calls are regular activities (they cost money or have
+effects) keyed by operation ids the workflow chose, so a retry finds what its
+first attempt did: the stored reply (no second payment), the row written under
+the op id (no second message, decision, artifact or task). The episode's
+conversation lives in the journal (`agent_episode_stream`), never in history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.client import WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+
+from activities.heartbeat import heartbeating
+from activities.llm import ChatMessage, ModelError, ModelProvider
+from activities.llm.scripted import MODEL_NAME as SCRIPTED
+from activities.llm.scripted_agent import ScriptedAgentModel
+from activities.standing_agent import llm_record
+from activities.standing_agent.pricing import price_usd
+from runtime.llm.active import active_model
+from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules, violations
+from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
+from runtime.sessions.prompts import preview, save_prompt
+from runtime.settings import Settings
+from runtime.standing_agents import episode, ticks, tools
+from runtime.standing_agents.catalog import PLANNING_SITE
+from runtime.standing_agents.contracts import ActionOutcome, AgentType
+from runtime.standing_agents.workflow_contracts import (
+    ActionRecord,
+    BeginTickInput,
+    BeginTickResult,
+    CompleteTickInput,
+    CompleteTickResult,
+    InstanceView,
+    LoadInstanceInput,
+    ModelStepInput,
+    ModelStepResult,
+    NextEventInput,
+    NextEventResult,
+    RunToolInput,
+    RunToolResult,
+    StandingAgentActivity,
+)
+from runtime.store import EventJournal, Store
+from runtime.store.journal_contracts import NewEvent
+from runtime.streams import agent_episode_stream, agent_stream
+from workflows.search_attributes import KIND, STATUS, TENANT
+
+# What a blocked call tells the model (and the ledger): never raised.
+BLOCK_BUDGET = "budget_exhausted"
+BLOCK_MODE = "tool_not_in_mode"
+BLOCK_UNKNOWN = "unknown_tool"
+BLOCK_CONSTITUTION = "constitution_violation"
+BLOCK_CONSTITUTION_INVALID = "constitution_invalid"
+BLOCK_BOUNDARY = "outside_boundary"
+TASK_PROMPT_MAX = 20_000
+RESULT_LIMIT = 4000
+
+
+class StandingAgentActivities:
+    def __init__(
+        self, store: Store, journal: EventJournal, provider: ModelProvider, settings: Settings
+    ) -> None:
+        self.store = store
+        self.journal = journal
+        self.provider = provider
+        self.settings = settings
+        self.scripted = ScriptedAgentModel()
+
+    # --- the loop (local activities) -----------------------------------------------------
+
+    @activity.defn(name=StandingAgentActivity.LOAD_INSTANCE)
+    async def load_instance(self, request: LoadInstanceInput) -> InstanceView:
+        return await asyncio.to_thread(ticks.load_instance, self.store, request.instance_id)
+
+    @activity.defn(name=StandingAgentActivity.NEXT_EVENT)
+    async def next_event(self, request: NextEventInput) -> NextEventResult:
+        return await asyncio.to_thread(
+            ticks.next_event,
+            self.store,
+            self.settings,
+            request.tenant,
+            request.instance_id,
+            request.generation,
+            request.now,
+        )
+
+    # --- the tick ------------------------------------------------------------------------
+
+    @activity.defn(name=StandingAgentActivity.BEGIN_TICK)
+    async def begin_tick(self, request: BeginTickInput) -> BeginTickResult:
+        return await asyncio.to_thread(ticks.begin_tick, self.store, self.settings, request)
+
+    @activity.defn(name=StandingAgentActivity.COMPLETE_TICK)
+    async def complete_tick(self, request: CompleteTickInput) -> CompleteTickResult:
+        done = await asyncio.to_thread(ticks.complete_tick, self.store, self.settings, request)
+        stream = agent_stream(request.tenant, request.instance_id)
+        if done.turn:
+            await self.journal.aappend_many(
+                stream,
+                [NewEvent(type="agent.turn", data=done.turn)],
+                dedupe_key=f"turn/{request.event.event_id}",
+            )
+        if done.result.closed:
+            status = {"instanceId": request.instance_id, "status": "Closed", "reason": "stuck"}
+            await self.journal.aappend_many(
+                stream,
+                [NewEvent(type="agent.status", data=status)],
+                dedupe_key=f"status/{request.event.event_id}",
+            )
+        if done.stuck_decision_id is not None:
+            await self._journal_decision(
+                request.tenant, request.instance_id, done.stuck_decision_id, "stuck"
+            )
+        return done.result
+
+    # --- the episode ---------------------------------------------------------------------
+
+    @activity.defn(name=StandingAgentActivity.MODEL_STEP)
+    async def model_step(self, request: ModelStepInput) -> ModelStepResult:
+        """One LLM call of the episode: paid once, whatever the retries."""
+        stored = await asyncio.to_thread(llm_record.stored_reply, self.store, request.call_id)
+        transcript = agent_episode_stream(
+            request.tenant, request.instance_id, request.event.event_id
+        )
+        if stored is None:
+            reply, cost = await self._call_model(request, transcript)
+        else:
+            reply, cost = stored
+        answer = ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
+        await self.journal.aappend_many(
+            transcript,
+            [NewEvent(type="message", data=answer.model_dump(mode="json"))],
+            dedupe_key=f"assistant/{request.step}",
+        )
+        return ModelStepResult(
+            tool_calls=reply.tool_calls,
+            tokens=reply.usage.prompt_tokens + reply.usage.completion_tokens,
+            cost_usd=cost,
+            served_model=reply.served_model,
+            call_id=request.call_id,
+        )
+
+    async def _call_model(self, request: ModelStepInput, transcript: str) -> tuple[Any, float]:
+        if request.step == 1:
+            opening = await asyncio.to_thread(
+                episode.opening,
+                self.store,
+                tenant=request.tenant,
+                instance_id=request.instance_id,
+                agent_type=request.agent_type,
+                generation=request.generation,
+                event=request.event,
+                mode=request.mode,
+                now=request.now,
+            )
+            await self.journal.aappend_many(
+                transcript,
+                [NewEvent(type="message", data=m.model_dump(mode="json")) for m in opening],
+                dedupe_key="opening",
+            )
+        if request.nudge:
+            nudge = ChatMessage(role="user", content=episode.NUDGE)
+            await self.journal.aappend_many(
+                transcript,
+                [NewEvent(type="message", data=nudge.model_dump(mode="json"))],
+                dedupe_key=f"nudge/{request.step}",
+            )
+        entries = (await self.journal.aread(transcript, 0, 100_000)).entries
+        messages = [ChatMessage.model_validate(e.data) for e in entries if e.type == "message"]
+        provider = self._provider()
+        specs = tools.specs_for(request.mode.tools)
+        owner = llm_record.CallOwner(
+            call_id=request.call_id,
+            tenant=request.tenant,
+            instance_id=request.instance_id,
+            site=PLANNING_SITE[request.agent_type],
+            provider=provider.name,
+            requested_model=active_model(self.settings).model_id,
+        )
+        attempt = activity.info().attempt
+        started = time.monotonic()
+        try:
+            reply = await heartbeating(provider.complete(messages, specs))
+        except ModelError as err:
+            await asyncio.to_thread(
+                llm_record.record_failure,
+                self.store,
+                owner,
+                attempt=attempt,
+                outcome=llm_record.failure_outcome(err.status),
+                http_status=err.status,
+                error=str(err),
+                duration_ms=int((time.monotonic() - started) * 1000),
+                now=request.now,
+            )
+            raise ApplicationError(
+                str(err), type="ModelError", non_retryable=not err.retryable
+            ) from err
+        cost, version = price_usd(provider.name, reply.served_model, reply.usage)
+        await asyncio.to_thread(
+            llm_record.record_success,
+            self.store,
+            owner,
+            attempt=attempt,
+            reply=reply,
+            cost_usd=cost,
+            price_version=version,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            now=request.now,
+        )
+        return reply, cost
+
+    def _provider(self) -> ModelProvider:
+        # The sessions' scripted model answers prompts; agents need one that ends episodes.
+        return self.scripted if self.provider.name == SCRIPTED else self.provider
+
+    @activity.defn(name=StandingAgentActivity.RUN_TOOL)
+    async def run_tool(self, request: RunToolInput) -> RunToolResult:
+        """One governed tool call: checks, effect under the op id, result to the transcript."""
+        action = await self._governed(request)
+        transcript = agent_episode_stream(request.tenant, request.instance_id, request.event_id)
+        body = action.result if action.outcome == ActionOutcome.OK else _blocked_body(action)
+        text = json.dumps(body, default=str)[:RESULT_LIMIT]
+        message = ChatMessage(role="tool", content=text, tool_call_id=request.call.id)
+        await self.journal.aappend_many(
+            transcript,
+            [NewEvent(type="message", data=message.model_dump(mode="json"))],
+            dedupe_key=f"tool/{request.op_id}",
+        )
+        return RunToolResult(action=action)
+
+    async def _governed(self, request: RunToolInput) -> ActionRecord:
+        call = request.call
+        base = {"tool": call.name, "arguments": call.arguments}
+        if request.exhausted_axis is not None:
+            return ActionRecord(
+                **base,
+                outcome=ActionOutcome.BLOCKED,
+                blocked_reason=f"{BLOCK_BUDGET}:{request.exhausted_axis}",
+            )
+        if call.name not in tools.SPECS:
+            return ActionRecord(**base, outcome=ActionOutcome.BLOCKED, blocked_reason=BLOCK_UNKNOWN)
+        if call.name not in request.mode_tools:
+            return ActionRecord(**base, outcome=ActionOutcome.BLOCKED, blocked_reason=BLOCK_MODE)
+        configs = await asyncio.to_thread(ticks.tenant_configs, self.store, request.tenant)
+        try:
+            rules = parse_rules(configs.get(CONSTITUTION_KEY) or [])
+        except ValueError:
+            # Fail closed: rules that cannot be read block every governed call.
+            return ActionRecord(
+                **base, outcome=ActionOutcome.BLOCKED, blocked_reason=BLOCK_CONSTITUTION_INVALID
+            )
+        broken = violations(rules, call.name, call.arguments)
+        if broken:
+            return ActionRecord(
+                **base,
+                outcome=ActionOutcome.BLOCKED,
+                blocked_reason=BLOCK_CONSTITUTION,
+                violations=broken,
+            )
+        context = tools.ToolContext(
+            store=self.store,
+            tenant=request.tenant,
+            instance_id=request.instance_id,
+            agent_type=request.agent_type,
+            generation=request.generation,
+            op_id=request.op_id,
+            now=request.now,
+            investigation_workspace=self.settings.agent_tools_workspace,
+            workspace_root=Path(self.settings.workspace_cwd),
+        )
+        try:
+            if call.name == "soa_propose_task":
+                result = await self._propose_task(context, call.arguments)
+            else:
+                result = await asyncio.to_thread(tools.HANDLERS[call.name], context, call.arguments)
+        except tools.ToolInputError as err:
+            return ActionRecord(**base, outcome=ActionOutcome.ERROR, result={"error": str(err)})
+        except tools.BoundaryError as err:
+            return ActionRecord(
+                **base, outcome=ActionOutcome.BLOCKED, blocked_reason=f"{BLOCK_BOUNDARY}: {err}"
+            )
+        await self._journal_effect(request, call.name, result)
+        return ActionRecord(**base, outcome=ActionOutcome.OK, result=result)
+
+    async def _journal_effect(
+        self, request: RunToolInput, tool: str, result: dict[str, Any]
+    ) -> None:
+        if tool == "soa_send_message":
+            row = await asyncio.to_thread(
+                tools.stored_message_row, self.store, str(result["messageId"])
+            )
+            if row is not None:
+                await self.journal.aappend_many(
+                    agent_stream(request.tenant, request.instance_id),
+                    [NewEvent(type="agent.message", data=row)],
+                    dedupe_key=f"message/{result['messageId']}",
+                )
+        elif tool in ("soa_propose_decision", "soa_propose_mode_change"):
+            kind = "mode_change" if tool == "soa_propose_mode_change" else "decision"
+            await self._journal_decision(
+                request.tenant, request.instance_id, str(result["decisionId"]), kind
+            )
+
+    async def _journal_decision(
+        self, tenant: str, instance_id: str, decision_id: str, kind: str
+    ) -> None:
+        data = {"decisionId": decision_id, "kind": kind, "status": "open", "event": "raised"}
+        await self.journal.aappend_many(
+            agent_stream(tenant, instance_id),
+            [NewEvent(type="agent.decision", data=data)],
+            dedupe_key=f"decision/{decision_id}/raised",
+        )
+
+    async def _propose_task(
+        self, context: tools.ToolContext, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The boundary checks, the task row (once per op id), then its session prompt."""
+        if context.agent_type != AgentType.SOA:
+            raise tools.BoundaryError("soa_propose_task belongs to the SOA only")
+        prompt = arguments.get("prompt")
+        if isinstance(prompt, str) and len(prompt) > TASK_PROMPT_MAX:
+            raise tools.BoundaryError(f"the prompt exceeds {TASK_PROMPT_MAX} characters")
+        task = await asyncio.to_thread(tools.propose_task, context, arguments)
+        if task.session_id is None:
+            session_id = await self._submit_task(task.task_id, task.prompt)
+            await asyncio.to_thread(
+                tools.set_task_session, self.store, task.task_id, session_id, "submitted"
+            )
+        else:
+            session_id = task.session_id
+        return {"taskId": task.task_id, "sessionId": session_id}
+
+    async def _submit_task(self, task_id: str, text: str) -> str:
+        """An agentrt session in the tenant's workspace, and the task's prompt on it.
+
+        The session id and prompt id derive from the task id, so a retry attaches to
+        the session the first attempt started and the update id dedupes the prompt.
+        """
+        settings = self.settings
+        session_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-session/{task_id}"))
+        prompt_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-prompt/{task_id}"))
+        workspace = settings.workspace_cwd
+        await asyncio.to_thread(
+            tools.ensure_task_session, self.store, session_id, workspace, task_id
+        )
+        request = SessionInput(
+            session_id=session_id,
+            workspace_cwd=workspace,
+            policy=settings.permission_policy,
+            permission_timeout_ms=settings.permission_response_timeout_ms,
+            max_pending_prompts=settings.max_pending_prompts_per_session,
+            event_retention=settings.event_ring_size,
+            shell_enabled=settings.session_shell,
+            model_id=active_model(settings).model_id,
+            model_provider=settings.model_provider,
+        )
+        client = activity.client()
+        await asyncio.to_thread(save_prompt, self.store, session_id, prompt_id, text)
+        handle: WorkflowHandle[Any, Any]
+        try:
+            handle = await client.start_workflow(
+                "SessionWorkflow",
+                request,
+                id=f"session/{session_id}",
+                task_queue=settings.task_queue,
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(KIND, "session"),
+                        SearchAttributePair(TENANT, workspace),
+                        SearchAttributePair(STATUS, "idle"),
+                    ]
+                ),
+                memo={"workspaceCwd": workspace, "scope": "thread", "agentTask": task_id},
+            )
+        except WorkflowAlreadyStartedError:  # a retry: attach to the first attempt's
+            handle = client.get_workflow_handle(f"session/{session_id}")
+        item = PromptItem(prompt_id=prompt_id, preview=preview(text), originator="agent")
+        await handle.execute_update(
+            "submit_prompt",
+            SubmitPrompt(item=item, model_provider=settings.model_provider),
+            id=prompt_id,
+        )
+        return session_id
+
+
+def _blocked_body(action: ActionRecord) -> dict[str, Any]:
+    if action.outcome == ActionOutcome.ERROR:
+        return action.result or {"error": "the tool failed"}
+    return {"blockedReason": action.blocked_reason, "violations": action.violations}

@@ -1,0 +1,224 @@
+"""Wire bodies of the standing-agent routes (issue 10's field names, camelCase)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.standing_agents.contracts import AgentType, EventKind
+
+Capability = Annotated[str, Field(min_length=1, max_length=100)]
+
+# -- requests --------------------------------------------------------------------------------
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FeatureBody(_Body):
+    enabled: bool
+
+
+class AgentCreate(_Body):
+    agentType: AgentType
+
+
+class MessageBody(_Body):
+    text: str = Field(min_length=1, max_length=20_000)
+    # The client's retry key: the same messageId again adds no second message.
+    messageId: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._:-]+$"
+    )
+
+
+class EventBody(_Body):
+    kind: EventKind
+    payload: dict[str, Any] = Field(default_factory=dict)
+    # The client's dedupe id: the same eventId again enqueues nothing.
+    eventId: str | None = Field(
+        default=None, min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._:-]+$"
+    )
+
+
+class ModeBody(_Body):
+    mode: str = Field(min_length=1, max_length=80)
+    actor: str | None = Field(default=None, max_length=200)
+
+
+class RespondBody(_Body):
+    resolution: str = Field(min_length=1, max_length=4000)
+    resolutionNotes: str | None = Field(default=None, max_length=20_000)
+    respondedBy: str | None = Field(default=None, max_length=200)
+
+
+class ConfigBody(_Body):
+    value: Any
+
+
+class RegisterBody(_Body):
+    agentId: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$")
+    role: str = Field(min_length=1, max_length=40)
+    capabilities: list[Capability] = Field(default_factory=list, max_length=64)
+    endpoint: str | None = Field(default=None, max_length=2000)
+
+
+# -- responses -------------------------------------------------------------------------------
+
+
+class FeatureState(BaseModel):
+    tenant: str
+    feature: str
+    enabled: bool
+    soaInstanceId: str | None = Field(
+        default=None, description="The tenant's SOA when it exists (auto-bootstrap)."
+    )
+
+
+class AgentView(BaseModel):
+    instanceId: str
+    tenant: str
+    agentType: str
+    status: str
+    activeMode: str | None
+    foundational: bool
+    worksetDeadline: str | None
+    consecutiveIdleTicks: int
+    consecutiveBlockedTurns: int
+    nextTickAt: str | None
+    lastTickAt: str | None
+    tickInProgress: bool
+    generation: int
+    workflowId: str
+    createdAt: str
+
+
+class AgentList(BaseModel):
+    agents: list[AgentView]
+
+
+class MessageAccepted(BaseModel):
+    messageId: str
+    duplicate: bool = Field(description="True when this messageId was posted before.")
+
+
+class MessageView(BaseModel):
+    messageId: str
+    direction: Literal["operator", "agent"]
+    text: str
+    createdAt: str | None
+
+
+class MessageList(BaseModel):
+    messages: list[MessageView]
+
+
+class EventAccepted(BaseModel):
+    eventId: str
+    kind: str
+    sequenceNumber: int
+    duplicate: bool
+
+
+class ModeChangeView(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: str | None = Field(alias="from")
+    to: str
+    source: Literal["ui", "approval"]
+    actor: str | None
+    decisionId: str | None
+    createdAt: str
+
+
+class ModeChanges(BaseModel):
+    changes: list[ModeChangeView]
+
+
+class ModeSet(BaseModel):
+    instanceId: str
+    activeMode: str
+    change: ModeChangeView
+
+
+class LedgerTurn(BaseModel):
+    seq: int
+    eventId: str
+    eventKind: str
+    decisionKind: str
+    decision: dict[str, Any]
+    planInputHash: str
+    llmCallId: str | None
+    servedModel: str | None
+    costUsd: float
+    activeMode: str | None
+    createdAt: str
+    prevHash: str | None
+    hash: str
+
+
+class Ledger(BaseModel):
+    turns: list[LedgerTurn]
+
+
+class LlmAttempt(BaseModel):
+    attemptId: str
+    callId: str
+    ordinal: int
+    site: str
+    provider: str
+    requestedModel: str
+    servedModel: str | None
+    tokensIn: int
+    tokensOut: int
+    costUsd: float
+    outcome: str
+    httpStatus: int | None
+    durationMs: int
+    error: str | None
+    createdAt: str
+
+
+class LlmCalls(BaseModel):
+    calls: list[LlmAttempt]
+
+
+class DecisionView(BaseModel):
+    decisionId: str
+    kind: Literal["decision", "mode_change", "stuck"]
+    source: str
+    soaInstanceId: str
+    title: str
+    body: str
+    options: list[str] | None
+    payload: dict[str, Any]
+    status: Literal["open", "resolved"]
+    resolution: str | None
+    resolutionNotes: str | None
+    respondedBy: str | None
+    createdAt: str | None
+    resolvedAt: str | None
+
+
+class DecisionList(BaseModel):
+    decisions: list[DecisionView]
+
+
+class ConfigValue(BaseModel):
+    tenant: str
+    key: str
+    value: Any
+    updatedAt: str | None
+
+
+class RegistryAgent(BaseModel):
+    agentId: str
+    role: str
+    capabilities: list[str]
+    endpoint: str | None
+    lastHeartbeatAt: str
+
+
+class RegistryList(BaseModel):
+    agents: list[RegistryAgent]

@@ -1,0 +1,102 @@
+"""The decision queue: /api/v1/tenants/{tenant}/decisions (spec §2.4).
+
+router → control.respond (a compare-and-swap open → resolved in the store; an approved
+mode change applied; the resume event `escalation/{decisionId}` enqueued, deduped)
+→ `wake` to the agent. However many times, however concurrently an answer is sent,
+the agent resumes once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query
+
+from api.agent_workflows import wake_quietly
+from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
+from api.errors import ApiError
+from api.input_bounds import StrictJsonRoute
+from api.openapi import errors
+from api.routes.agents_models import DecisionList, DecisionView, RespondBody
+from api.routes.standing_common import DecisionPath, EnabledTenant
+from api.security import require_configured_token
+from runtime.standing_agents import control
+from runtime.standing_agents.contracts import AttentionStatus
+from runtime.standing_agents.models import AttentionRequest
+
+router = APIRouter(prefix="/api/v1/tenants/{tenant}/decisions", route_class=StrictJsonRoute)
+
+
+def decision_not_found(decision_id: str) -> ApiError:
+    return ApiError(
+        404,
+        {
+            "error": f'No decision with id "{decision_id}"',
+            "code": "decision_not_found",
+            "decisionId": decision_id,
+        },
+    )
+
+
+def _view(row: AttentionRequest) -> DecisionView:
+    return DecisionView.model_validate(control.decision_body(row))
+
+
+@router.get("", responses=errors(400, 403))
+async def list_decisions(
+    tenant: EnabledTenant,
+    store: StoreDep,
+    status: Annotated[Literal["open", "resolved"] | None, Query()] = None,
+) -> DecisionList:
+    rows = await asyncio.to_thread(
+        control.list_decisions, store, tenant, AttentionStatus(status) if status else None
+    )
+    return DecisionList(decisions=[_view(row) for row in rows])
+
+
+@router.post(
+    "/{decision_id}/respond",
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401, 403, 404, 409),
+)
+async def respond(
+    body: RespondBody,
+    tenant: EnabledTenant,
+    decision_id: DecisionPath,
+    store: StoreDep,
+    journal: JournalDep,
+    settings: SettingsDep,
+    client: TemporalDep,
+) -> DecisionView:
+    """Answer a decision (`approve`, `reject` or free text); the same answer again gets
+    the same body, a different one to a resolved decision is a 409."""
+    try:
+        row, _won = await asyncio.to_thread(
+            control.respond,
+            store,
+            journal,
+            tenant,
+            decision_id,
+            body.resolution,
+            body.resolutionNotes,
+            body.respondedBy,
+        )
+    except control.DecisionNotFound:
+        raise decision_not_found(decision_id) from None
+    except control.DecisionAlreadyResolved as err:
+        raise ApiError(
+            409,
+            {
+                "error": "This decision was already resolved with another answer",
+                "code": "decision_already_resolved",
+                "decisionId": decision_id,
+                "resolution": err.row.resolution,
+            },
+        ) from None
+    try:
+        instance = await asyncio.to_thread(control.get_instance, store, tenant, row.soa_instance_id)
+    except control.InstanceNotFound:
+        return _view(row)
+    await wake_quietly(client, settings, instance)
+    return _view(row)

@@ -1,0 +1,66 @@
+"""The tenant flag of standing agents: /api/v1/tenants/{tenant}/features/standing-agents.
+
+Default off. Enabling it with auto-bootstrap on (the default) ensures the tenant's
+singleton SOA (Active and seeded with AgentInitialized when
+AGENTRT_STANDING_AGENTS_IDLE_BY_DEFAULT, else Paused), in its foundational phase, and
+wakes its workflow. A new tenant needs no restart: the flag is a row, read per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Depends
+
+from api.agent_workflows import wake_quietly
+from api.deps import SettingsDep, StoreDep, TemporalDep
+from api.input_bounds import StrictJsonRoute
+from api.openapi import errors
+from api.routes.agents_models import FeatureBody, FeatureState
+from api.routes.standing_common import TenantPath
+from api.security import require_configured_token
+from runtime.standing_agents import control
+from runtime.standing_agents.contracts import STANDING_AGENTS_FEATURE
+
+router = APIRouter(prefix="/api/v1/tenants/{tenant}/features", route_class=StrictJsonRoute)
+PATH = f"/{STANDING_AGENTS_FEATURE}"
+
+
+@router.get(PATH, responses=errors(400))
+async def get_standing_agents(tenant: TenantPath, store: StoreDep) -> FeatureState:
+    enabled = await asyncio.to_thread(control.standing_agents_enabled, store, tenant)
+    soa = await asyncio.to_thread(control.tenant_soa, store, tenant)
+    return FeatureState(
+        tenant=tenant,
+        feature=STANDING_AGENTS_FEATURE,
+        enabled=enabled,
+        soaInstanceId=soa.instance_id if soa is not None else None,
+    )
+
+
+@router.put(
+    PATH,
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401),
+)
+async def put_standing_agents(
+    body: FeatureBody,
+    tenant: TenantPath,
+    store: StoreDep,
+    settings: SettingsDep,
+    client: TemporalDep,
+) -> FeatureState:
+    soa = await asyncio.to_thread(
+        control.set_standing_agents, store, settings, tenant, body.enabled
+    )
+    if soa is not None:
+        # Starts the SOA's workflow (signal-with-start); the sweeper retries a failure.
+        await wake_quietly(client, settings, soa)
+    else:
+        soa = await asyncio.to_thread(control.tenant_soa, store, tenant)
+    return FeatureState(
+        tenant=tenant,
+        feature=STANDING_AGENTS_FEATURE,
+        enabled=body.enabled,
+        soaInstanceId=soa.instance_id if soa is not None else None,
+    )

@@ -1,0 +1,98 @@
+"""The live configuration keys of standing agents (`system_configs`) and their validation.
+
+`validate_config` is what the config route runs before a write: it returns the value to
+store (normalised) or raises `UnknownConfigKey` (404/400 for the route) or `ValueError`
+(a message fit for a 400 body). Reading goes through `effective_credit` and
+`runtime.policy.agent_budget.resolve_tick_budget`, which fall back below a cleared key.
+
+| key                                  | value                                          |
+|--------------------------------------|------------------------------------------------|
+| AgentDispatcher:TickMaxTokens        | integer > 0, or null to clear                  |
+| AgentDispatcher:TickMaxToolCalls     | integer > 0, or null to clear                  |
+| AgentDispatcher:TickMaxSeconds       | number > 0, or null to clear                   |
+| AgentDispatcher:TickMaxCostUsd       | number > 0, or null to clear                   |
+| AgentDispatcher:TickMaxTurns         | integer > 0, or null to clear                  |
+| AgentDispatcher:WeeklyCreditUsd      | number >= 0, or null to clear                  |
+| CreditEnforcementEnabled             | boolean, or null to clear                      |
+| constitution.rules                   | [{"id", "pattern", "tools"}] (see constitution)|
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
+
+from runtime.policy.agent_budget import CONFIG_KEYS, INTEGER_AXES, CreditSettings
+from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
+
+if TYPE_CHECKING:
+    from runtime.settings import Settings
+
+WEEKLY_CREDIT_KEY: Final = "AgentDispatcher:WeeklyCreditUsd"
+CREDIT_ENFORCEMENT_KEY: Final = "CreditEnforcementEnabled"
+
+KNOWN_KEYS: Final[frozenset[str]] = frozenset(
+    {*CONFIG_KEYS, WEEKLY_CREDIT_KEY, CREDIT_ENFORCEMENT_KEY, CONSTITUTION_KEY}
+)
+
+
+class UnknownConfigKey(KeyError):
+    """A key no standing-agent component reads (a typo would otherwise be silently stored)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+    def __str__(self) -> str:
+        return f"unknown config key {self.key!r}; known keys: {', '.join(sorted(KNOWN_KEYS))}"
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    # bool is an int subclass, and `true` is not a budget; NaN and infinity are not limits.
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def validate_config(key: str, value: Any) -> Any:
+    """The value to store under `key`, validated and normalised.
+
+    Raises:
+        UnknownConfigKey: `key` is not in KNOWN_KEYS.
+        ValueError: the value does not fit the key (the message names the key and the rule).
+    """
+    if key not in KNOWN_KEYS:
+        raise UnknownConfigKey(key)
+    if key == CONSTITUTION_KEY:
+        rules = parse_rules(value)
+        return None if value is None else [rule.model_dump() for rule in rules]
+    if value is None:
+        return None
+    if key == CREDIT_ENFORCEMENT_KEY:
+        if not isinstance(value, bool):
+            raise ValueError(f"{key} must be true, false or null")
+        return value
+    if key == WEEKLY_CREDIT_KEY:
+        if not _is_number(value) or value < 0:
+            raise ValueError(f"{key} must be a number of dollars >= 0, or null")
+        return float(value)
+    axis = CONFIG_KEYS[key]
+    if axis in INTEGER_AXES:
+        whole = _is_number(value) and float(value).is_integer()
+        if not whole or value <= 0:
+            raise ValueError(f"{key} must be a whole number > 0, or null")
+        return int(value)
+    if not _is_number(value) or value <= 0:
+        raise ValueError(f"{key} must be a number > 0, or null")
+    return float(value)
+
+
+def effective_credit(configs: Mapping[str, Any], settings: Settings) -> CreditSettings:
+    """The weekly credit gate: system_configs (when set and well-formed) over Settings."""
+    enabled = configs.get(CREDIT_ENFORCEMENT_KEY)
+    cap = configs.get(WEEKLY_CREDIT_KEY)
+    return CreditSettings(
+        enabled=enabled if isinstance(enabled, bool) else settings.credit_enforcement_enabled,
+        weekly_cap_usd=(
+            float(cap) if _is_number(cap) and cap >= 0 else settings.agent_weekly_credit_usd
+        ),
+    )

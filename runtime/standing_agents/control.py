@@ -1,0 +1,572 @@
+"""The control side of standing agents: what the API writes in the store (no HTTP here).
+
+Every function commits its store write before it returns; the caller (api/) then
+sends the workflow the `wake` signal. The store is the source of truth for status,
+mode, generation and the event queue, so a lost signal only delays an event (the
+API's sweeper wakes the agent again), never loses it. Events carry dedupe ids
+(`runtime.standing_agents.queue`), so a retried call never doubles one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, delete, select
+
+from runtime.settings import Settings
+from runtime.standing_agents import queue
+from runtime.standing_agents.catalog import default_mode
+from runtime.standing_agents.contracts import (
+    STANDING_AGENTS_FEATURE,
+    AgentEvent,
+    AgentStatus,
+    AgentType,
+    AttentionKind,
+    AttentionStatus,
+    EventKind,
+    MessageDirection,
+    ModeChangeSource,
+)
+from runtime.standing_agents.models import (
+    AgentEventRow,
+    AgentInstance,
+    AgentMessage,
+    AttentionRequest,
+)
+from runtime.standing_agents.modes import InstanceNotFound, apply_mode_change
+from runtime.store.engine import Store
+from runtime.store.journal import EventJournal
+from runtime.store.tenants import feature_enabled, set_feature
+from runtime.streams import agent_stream
+
+# §3.6: a new instance builds its starting workset within 24 h (the foundational phase).
+FOUNDATIONAL_WINDOW = timedelta(hours=24)
+APPROVE = "approve"
+
+MESSAGE = "agent.message"
+DECISION = "agent.decision"
+STATUS = "agent.status"
+
+__all__ = ["InstanceNotFound"]
+
+
+class SoaAlreadyExists(Exception):
+    """A tenant has one SOA (§2.1: the singleton orchestrator)."""
+
+    def __init__(self, instance_id: str) -> None:
+        super().__init__(f"the tenant already has its SOA ({instance_id})")
+        self.instance_id = instance_id
+
+
+class TickInProgress(Exception):
+    """Reset refused: the workflow holds the tick lease (`tick_in_progress`)."""
+
+
+class DecisionNotFound(Exception):
+    def __init__(self, decision_id: str) -> None:
+        super().__init__(f"no decision {decision_id!r}")
+        self.decision_id = decision_id
+
+
+class DecisionAlreadyResolved(Exception):
+    """A different answer to a resolved request."""
+
+    def __init__(self, row: AttentionRequest) -> None:
+        super().__init__(f"decision {row.decision_id!r} is already resolved")
+        self.row = row
+
+
+@dataclass(frozen=True)
+class Transition:
+    """What a start/stop did: the instance after it, and whether it changed anything."""
+
+    instance: AgentInstance
+    changed: bool
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def aware(value: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything agentrt stores is UTC.
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def soa_instance_id(tenant: str) -> str:
+    """The SOA's id is derived from its tenant, so the primary key makes it a singleton
+    even when two requests create it at the same moment."""
+    return "soa-" + hashlib.sha256(tenant.encode("utf-8")).hexdigest()[:20]
+
+
+def is_foundational(instance: AgentInstance, now: datetime) -> bool:
+    deadline = aware(instance.workset_deadline_utc)
+    return instance.is_building_starting_workset and deadline is not None and now < deadline
+
+
+# -- instances ------------------------------------------------------------------------------
+
+
+def get_instance(store: Store, tenant: str, instance_id: str) -> AgentInstance:
+    """The tenant's agent; InstanceNotFound when absent or of another tenant."""
+    with store.session() as db:
+        row = db.get(AgentInstance, instance_id)
+    if row is None or row.tenant != tenant:
+        raise InstanceNotFound(instance_id)
+    return row
+
+
+def list_instances(store: Store, tenant: str) -> list[AgentInstance]:
+    with store.session() as db:
+        return list(
+            db.exec(
+                select(AgentInstance)
+                .where(col(AgentInstance.tenant) == tenant)
+                .order_by(col(AgentInstance.created_at), col(AgentInstance.instance_id))
+            ).all()
+        )
+
+
+def create_instance(
+    store: Store, tenant: str, agent_type: AgentType, status: AgentStatus
+) -> AgentInstance:
+    """Insert a new agent (foundational phase, default mode, generation 0); an Active one
+    is seeded with `AgentInitialized`.
+
+    Raises:
+        SoaAlreadyExists: the tenant has its SOA already.
+    """
+    now = now_utc()
+    instance_id = soa_instance_id(tenant) if agent_type is AgentType.SOA else uuid.uuid4().hex
+    row = AgentInstance(
+        instance_id=instance_id,
+        tenant=tenant,
+        agent_type=agent_type.value,
+        status=status.value,
+        active_mode=default_mode(agent_type),
+        is_building_starting_workset=True,
+        workset_deadline_utc=now + FOUNDATIONAL_WINDOW,
+        generation=0,
+        created_at=now,
+        updated_at=now,
+    )
+    with store.session() as db:
+        db.add(row)
+        try:
+            db.commit()
+        except IntegrityError:
+            db.rollback()
+            raise SoaAlreadyExists(instance_id) from None
+    if status is AgentStatus.ACTIVE:
+        _seed_initialized(store, row, f"init/{instance_id}/0")
+    return row
+
+
+def delete_instance(store: Store, instance_id: str) -> None:
+    """Undo a creation whose workflow could not be started (nothing else refers to it yet)."""
+    with store.session() as db:
+        db.exec(delete(AgentEventRow).where(col(AgentEventRow.instance_id) == instance_id))
+        db.exec(delete(AgentInstance).where(col(AgentInstance.instance_id) == instance_id))
+        db.commit()
+
+
+def tenant_soa(store: Store, tenant: str) -> AgentInstance | None:
+    with store.session() as db:
+        return db.get(AgentInstance, soa_instance_id(tenant))
+
+
+def set_standing_agents(
+    store: Store, settings: Settings, tenant: str, enabled: bool
+) -> AgentInstance | None:
+    """Set the tenant flag; enabling with auto-bootstrap ensures the tenant's SOA.
+
+    Returns the SOA when one was created now or exists (so the caller (re)starts its
+    workflow), None otherwise.
+    """
+    set_feature(store, tenant, STANDING_AGENTS_FEATURE, enabled)
+    if not enabled or not settings.standing_agents_auto_bootstrap:
+        return None
+    status = AgentStatus.ACTIVE if settings.standing_agents_idle_by_default else AgentStatus.PAUSED
+    try:
+        return create_instance(store, tenant, AgentType.SOA, status)
+    except SoaAlreadyExists:
+        return tenant_soa(store, tenant)
+
+
+def standing_agents_enabled(store: Store, tenant: str) -> bool:
+    return feature_enabled(store, tenant, STANDING_AGENTS_FEATURE)
+
+
+def start(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> Transition:
+    """Paused or Closed → Active (a Closed agent re-opens with its counters reset), seeded
+    with `AgentInitialized`. Already Active: nothing changes."""
+    instance = get_instance(store, tenant, instance_id)
+    now = now_utc()
+    values: dict[str, Any] = {"status": AgentStatus.ACTIVE.value, "updated_at": now}
+    if instance.status == AgentStatus.CLOSED.value:
+        values.update(consecutive_idle_ticks=0, consecutive_blocked_turns=0)
+    changed = _cas_status(
+        store, instance_id, {AgentStatus.PAUSED, AgentStatus.CLOSED}, values, instance.status
+    )
+    instance = get_instance(store, tenant, instance_id)
+    if changed:
+        _seed_initialized(
+            store, instance, f"init/{instance_id}/{instance.generation}/{uuid.uuid4().hex[:12]}"
+        )
+        _journal_status(journal, instance)
+    return Transition(instance, changed)
+
+
+def stop(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> Transition:
+    """Active → Paused. Paused or Closed: nothing changes."""
+    instance = get_instance(store, tenant, instance_id)
+    changed = _cas_status(
+        store,
+        instance_id,
+        {AgentStatus.ACTIVE},
+        {"status": AgentStatus.PAUSED.value, "updated_at": now_utc()},
+        instance.status,
+    )
+    instance = get_instance(store, tenant, instance_id)
+    if changed:
+        _journal_status(journal, instance)
+    return Transition(instance, changed)
+
+
+def reset(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> AgentInstance:
+    """A new generation: counters and plan hash cleared, foundational phase again, pending
+    events drained, `AgentInitialized` seeded. The older generations' ledger stays in the
+    table (audit) but the routes show the current one: the agent's memory starts over.
+
+    Raises:
+        TickInProgress: the workflow holds the tick lease; try again when the tick ends.
+    """
+    get_instance(store, tenant, instance_id)
+    now = now_utc()
+    statement = (
+        update(AgentInstance)
+        .where(
+            col(AgentInstance.instance_id) == instance_id,
+            col(AgentInstance.tick_in_progress).is_(False),
+        )
+        .values(
+            generation=AgentInstance.generation + 1,
+            consecutive_idle_ticks=0,
+            consecutive_blocked_turns=0,
+            last_plan_input_hash=None,
+            is_building_starting_workset=True,
+            workset_deadline_utc=now + FOUNDATIONAL_WINDOW,
+            updated_at=now,
+        )
+    )
+    with store.session() as db:
+        result = db.exec(statement)
+        db.commit()
+        if result.rowcount != 1:
+            raise TickInProgress()
+    queue.drain(store, instance_id, now)
+    instance = get_instance(store, tenant, instance_id)
+    _seed_initialized(store, instance, f"init/{instance_id}/{instance.generation}")
+    _journal_status(journal, instance, reset=True)
+    return instance
+
+
+def _cas_status(
+    store: Store,
+    instance_id: str,
+    from_statuses: set[AgentStatus],
+    values: dict[str, Any],
+    current: str,
+) -> bool:
+    if current not in {status.value for status in from_statuses}:
+        return False
+    with store.session() as db:
+        result = db.exec(
+            update(AgentInstance)
+            .where(
+                col(AgentInstance.instance_id) == instance_id,
+                col(AgentInstance.status) == current,
+            )
+            .values(**values)
+        )
+        db.commit()
+        return bool(result.rowcount == 1)
+
+
+def _seed_initialized(store: Store, instance: AgentInstance, event_id: str) -> None:
+    queue.enqueue(
+        store,
+        tenant=instance.tenant,
+        instance_id=instance.instance_id,
+        kind=EventKind.AGENT_INITIALIZED,
+        payload={},
+        event_id=event_id,
+        generation=instance.generation,
+    )
+
+
+def _journal_status(journal: EventJournal, instance: AgentInstance, *, reset: bool = False) -> None:
+    journal.append(
+        agent_stream(instance.tenant, instance.instance_id),
+        STATUS,
+        {"status": instance.status, "generation": instance.generation, "reset": reset},
+    )
+
+
+# -- messages and events -------------------------------------------------------------------
+
+
+def post_message(
+    store: Store,
+    journal: EventJournal,
+    tenant: str,
+    instance_id: str,
+    text: str,
+    client_message_id: str | None = None,
+) -> tuple[AgentMessage, bool]:
+    """Persist an operator message and enqueue it as `OperatorMessage`; returns the
+    message and whether it is new (a retry with the same `messageId` adds nothing)."""
+    instance = get_instance(store, tenant, instance_id)
+    row_id = uuid.uuid4().hex
+    # The wire id is the client's when given (its retry key), else the row's own.
+    message_id = client_message_id or row_id
+    op_id = f"operator/{instance_id}/{message_id}"
+    row = AgentMessage(
+        message_id=row_id,
+        instance_id=instance_id,
+        tenant=tenant,
+        direction=MessageDirection.OPERATOR.value,
+        text=text,
+        op_id=op_id,
+        created_at=now_utc(),
+    )
+    created = True
+    with store.session() as db:
+        existing = db.exec(select(AgentMessage).where(col(AgentMessage.op_id) == op_id)).first()
+        if existing is None:
+            db.add(row)
+            try:
+                db.commit()
+            except IntegrityError:
+                db.rollback()
+                existing = db.exec(
+                    select(AgentMessage).where(col(AgentMessage.op_id) == op_id)
+                ).first()
+                if existing is None:
+                    raise
+        if existing is not None:
+            row, created = existing, False
+    # Enqueued on a retry too (deduped by id): a crash after the insert loses nothing.
+    queue.enqueue(
+        store,
+        tenant=tenant,
+        instance_id=instance_id,
+        kind=EventKind.OPERATOR_MESSAGE,
+        payload={"messageId": message_id, "text": row.text},
+        event_id=f"message/{instance_id}/{message_id}",
+        generation=instance.generation,
+    )
+    if created:
+        journal.append(agent_stream(tenant, instance_id), MESSAGE, message_body(row))
+    return row, created
+
+
+def message_body(row: AgentMessage) -> dict[str, Any]:
+    created = aware(row.created_at)
+    return {
+        "messageId": client_message_id(row),
+        "direction": row.direction,
+        "text": row.text,
+        "createdAt": created.isoformat() if created else None,
+    }
+
+
+def client_message_id(row: AgentMessage) -> str:
+    """The id a client knows a message by: its own messageId for operator messages."""
+    prefix = f"operator/{row.instance_id}/"
+    if row.op_id and row.op_id.startswith(prefix):
+        return row.op_id[len(prefix) :]
+    return row.message_id
+
+
+def list_messages(
+    store: Store, tenant: str, instance_id: str, limit: int = 500
+) -> list[AgentMessage]:
+    get_instance(store, tenant, instance_id)
+    with store.session() as db:
+        rows = db.exec(
+            select(AgentMessage)
+            .where(col(AgentMessage.instance_id) == instance_id)
+            .order_by(col(AgentMessage.created_at).desc(), col(AgentMessage.message_id))
+            .limit(limit)
+        ).all()
+    return list(reversed(rows))
+
+
+def enqueue_external(
+    store: Store,
+    tenant: str,
+    instance_id: str,
+    kind: EventKind,
+    payload: dict[str, Any],
+    event_id: str | None = None,
+) -> tuple[AgentEvent, bool]:
+    """An orchestration or external event (EXTERNAL_EVENT_KINDS), durably queued."""
+    instance = get_instance(store, tenant, instance_id)
+    return queue.enqueue(
+        store,
+        tenant=tenant,
+        instance_id=instance_id,
+        kind=kind,
+        payload=payload,
+        event_id=f"external/{instance_id}/{event_id or uuid.uuid4().hex}",
+        generation=instance.generation,
+    )
+
+
+# -- decisions -------------------------------------------------------------------------------
+
+
+def list_decisions(
+    store: Store, tenant: str, status: AttentionStatus | None
+) -> list[AttentionRequest]:
+    with store.session() as db:
+        statement = select(AttentionRequest).where(col(AttentionRequest.tenant) == tenant)
+        if status is not None:
+            statement = statement.where(col(AttentionRequest.status) == status.value)
+        return list(
+            db.exec(
+                statement.order_by(
+                    col(AttentionRequest.created_at), col(AttentionRequest.decision_id)
+                )
+            ).all()
+        )
+
+
+def get_decision(store: Store, tenant: str, decision_id: str) -> AttentionRequest:
+    with store.session() as db:
+        row = db.get(AttentionRequest, decision_id)
+    if row is None or row.tenant != tenant:
+        raise DecisionNotFound(decision_id)
+    return row
+
+
+def respond(
+    store: Store,
+    journal: EventJournal,
+    tenant: str,
+    decision_id: str,
+    resolution: str,
+    notes: str | None,
+    responded_by: str | None,
+) -> tuple[AttentionRequest, bool]:
+    """Answer a decision (§2.4): a compare-and-swap open → resolved.
+
+    The same answer again (a retry, or N concurrent submissions) gets the same result;
+    a different one to a resolved request raises DecisionAlreadyResolved. Every
+    accepted call then applies an approved mode change (once per decision) and
+    enqueues the resume event `escalation/{decisionId}`: both are idempotent, so
+    a crash between the CAS and the enqueue is repaired by the client's retry, and
+    however many answers arrive the agent resumes once. Returns the row and whether
+    this call resolved it. Returns the instance to wake through `row.soa_instance_id`.
+    """
+    row = get_decision(store, tenant, decision_id)
+    now = now_utc()
+    with store.session() as db:
+        result = db.exec(
+            update(AttentionRequest)
+            .where(
+                col(AttentionRequest.decision_id) == decision_id,
+                col(AttentionRequest.status) == AttentionStatus.OPEN.value,
+            )
+            .values(
+                status=AttentionStatus.RESOLVED.value,
+                resolution=resolution,
+                resolution_notes=notes,
+                responded_by=responded_by,
+                resolved_at=now,
+            )
+        )
+        db.commit()
+        won = bool(result.rowcount == 1)
+    row = get_decision(store, tenant, decision_id)
+    if not won and (row.resolution, row.resolution_notes) != (resolution, notes):
+        raise DecisionAlreadyResolved(row)
+    _after_resolution(store, journal, row, announce=won)
+    return row, won
+
+
+def _after_resolution(
+    store: Store, journal: EventJournal, row: AttentionRequest, *, announce: bool
+) -> None:
+    instance_id = row.soa_instance_id
+    with store.session() as db:
+        instance = db.get(AgentInstance, instance_id)
+    if instance is None:
+        return
+    resolution = row.resolution or ""
+    if row.kind == AttentionKind.MODE_CHANGE.value and resolution == APPROVE:
+        mode = str(row.payload.get("mode", ""))
+        apply_mode_change(
+            store,
+            instance_id,
+            mode,
+            ModeChangeSource.APPROVAL,
+            row.responded_by,
+            decision_id=row.decision_id,
+            journal=journal if announce else None,
+        )
+    if announce:
+        journal.append(
+            agent_stream(row.tenant, instance_id),
+            DECISION,
+            decision_body(row) | {"event": "resolved"},
+        )
+    if row.kind == AttentionKind.STUCK.value and instance.status == AgentStatus.CLOSED.value:
+        # A closed agent has no heartbeat and reads no events: an operator restarts it.
+        return
+    queue.enqueue(
+        store,
+        tenant=row.tenant,
+        instance_id=instance_id,
+        kind=EventKind.OPERATOR_ANSWERED_ESCALATION,
+        payload={
+            "decisionId": row.decision_id,
+            "resolution": resolution,
+            "resolutionNotes": row.resolution_notes,
+        },
+        event_id=f"escalation/{row.decision_id}",
+        generation=instance.generation,
+    )
+
+
+def decision_body(row: AttentionRequest) -> dict[str, Any]:
+    return {
+        "decisionId": row.decision_id,
+        "kind": row.kind,
+        "source": row.source,
+        "soaInstanceId": row.soa_instance_id,
+        "title": row.title,
+        "body": row.body,
+        "options": row.options,
+        "payload": row.payload,
+        "status": row.status,
+        "resolution": row.resolution,
+        "resolutionNotes": row.resolution_notes,
+        "respondedBy": row.responded_by,
+        "createdAt": _iso(row.created_at),
+        "resolvedAt": _iso(row.resolved_at),
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    value = aware(value)
+    return value.isoformat() if value is not None else None

@@ -1,0 +1,233 @@
+"""The one writer of an agent's mode (spec standing-agents §2.5), and the catalogue seed.
+
+Modes are written only by a human: from the mode route (`source=ui`) or by approving a
+`soa_propose_mode_change` request (`source=approval`). Both go through
+`apply_mode_change`, which validates the mode against the agent's own catalogue (the
+`agent_modes` rows of its type; the code seed when the table has none), writes
+`active_mode` and one `agent_mode_change_events` row in one transaction, and journals
+`agent.mode_changed`. No tool reaches this module: the agent cannot change its mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from runtime.standing_agents.catalog import MODES, modes_of
+from runtime.standing_agents.contracts import (
+    AgentType,
+    ModeChangeSource,
+    ModeDefinition,
+    TickBudget,
+)
+from runtime.standing_agents.models import AgentInstance, AgentModeChange, AgentModeRow
+from runtime.store.engine import Store
+from runtime.store.journal import EventJournal
+from runtime.streams import agent_stream
+
+MODE_CHANGED = "agent.mode_changed"
+
+
+class UnknownMode(Exception):
+    """The mode is not in the agent type's catalogue; `allowed` lists the ones that are."""
+
+    def __init__(self, mode: str, allowed: list[str]) -> None:
+        super().__init__(f"unknown mode {mode!r}")
+        self.mode = mode
+        self.allowed = allowed
+
+
+class InstanceNotFound(Exception):
+    def __init__(self, instance_id: str) -> None:
+        super().__init__(f"no agent {instance_id!r}")
+        self.instance_id = instance_id
+
+
+@dataclass(frozen=True)
+class ModeChange:
+    """One row of the audit trail, as clients read it."""
+
+    instance_id: str
+    from_mode: str | None
+    to_mode: str
+    source: str
+    actor: str | None
+    decision_id: str | None
+    created_at: datetime
+
+
+def seed_modes(store: Store) -> int:
+    """Insert the code catalogue's modes missing from `agent_modes`; returns how many.
+
+    Idempotent (run at every API start): rows an operator edited are left as they are.
+    """
+    added = 0
+    with store.session() as db:
+        existing = {(row.agent_type, row.name) for row in db.exec(select(AgentModeRow)).all()}
+        for mode in MODES:
+            if (mode.agent_type.value, mode.name) in existing:
+                continue
+            db.add(_row_of(mode))
+            added += 1
+        try:
+            db.commit()
+        except IntegrityError:
+            # Another process seeded at the same moment: its rows are the same.
+            db.rollback()
+            return 0
+    return added
+
+
+def catalogue(store: Store, agent_type: AgentType) -> list[ModeDefinition]:
+    """The type's modes as stored, or the code seed when the table holds none of them."""
+    with store.session() as db:
+        rows = db.exec(
+            select(AgentModeRow)
+            .where(col(AgentModeRow.agent_type) == agent_type.value)
+            .order_by(col(AgentModeRow.name))
+        ).all()
+    if not rows:
+        return modes_of(agent_type)
+    return [_definition_of(row) for row in rows]
+
+
+def apply_mode_change(
+    store: Store,
+    instance_id: str,
+    to_mode: str,
+    source: ModeChangeSource,
+    actor: str | None,
+    decision_id: str | None = None,
+    *,
+    journal: EventJournal | None = None,
+) -> ModeChange:
+    """Set the agent's mode and record the change; the only path that writes a mode.
+
+    With `decision_id` (an approval), the change is recorded once per decision: a second
+    call for the same decision returns the first change and writes nothing.
+
+    Raises:
+        InstanceNotFound: no such agent.
+        UnknownMode: `to_mode` is not in the agent's catalogue.
+    """
+    now = datetime.now(UTC)
+    with store.session() as db:
+        instance = db.get(AgentInstance, instance_id)
+        if instance is None:
+            raise InstanceNotFound(instance_id)
+        if decision_id is not None:
+            earlier = _change_of_decision(db, decision_id)
+            if earlier is not None:
+                return earlier
+        allowed = [mode.name for mode in catalogue(store, AgentType(instance.agent_type))]
+        if to_mode not in allowed:
+            raise UnknownMode(to_mode, allowed)
+        change = AgentModeChange(
+            instance_id=instance_id,
+            tenant=instance.tenant,
+            from_mode=instance.active_mode,
+            to_mode=to_mode,
+            source=source.value,
+            actor=actor,
+            decision_id=decision_id,
+            created_at=now,
+        )
+        instance.active_mode = to_mode
+        instance.updated_at = now
+        db.add(instance)
+        db.add(change)
+        try:
+            db.commit()
+        except IntegrityError:
+            # The same approval applied concurrently: the decision_id is unique.
+            db.rollback()
+            if decision_id is not None:
+                earlier = _change_of_decision(db, decision_id)
+                if earlier is not None:
+                    return earlier
+            raise
+        tenant = instance.tenant
+    result = _public(change)
+    if journal is not None:
+        journal.append(agent_stream(tenant, instance_id), MODE_CHANGED, mode_change_body(result))
+    return result
+
+
+def mode_changes(store: Store, instance_id: str) -> list[ModeChange]:
+    """The audit trail of one agent, oldest first."""
+    with store.session() as db:
+        rows = db.exec(
+            select(AgentModeChange)
+            .where(col(AgentModeChange.instance_id) == instance_id)
+            .order_by(col(AgentModeChange.id))
+        ).all()
+    return [_public(row) for row in rows]
+
+
+def mode_change_body(change: ModeChange) -> dict[str, Any]:
+    """The wire shape of a change (route and journal alike)."""
+    return {
+        "from": change.from_mode,
+        "to": change.to_mode,
+        "source": change.source,
+        "actor": change.actor,
+        "decisionId": change.decision_id,
+        "createdAt": change.created_at.isoformat(),
+    }
+
+
+def _change_of_decision(db: Any, decision_id: str) -> ModeChange | None:
+    row = db.exec(
+        select(AgentModeChange).where(col(AgentModeChange.decision_id) == decision_id)
+    ).first()
+    return None if row is None else _public(row)
+
+
+def _public(row: AgentModeChange) -> ModeChange:
+    created = row.created_at
+    return ModeChange(
+        instance_id=row.instance_id,
+        from_mode=row.from_mode,
+        to_mode=row.to_mode,
+        source=row.source,
+        actor=row.actor,
+        decision_id=row.decision_id,
+        created_at=created if created.tzinfo is not None else created.replace(tzinfo=UTC),
+    )
+
+
+def _row_of(mode: ModeDefinition) -> AgentModeRow:
+    return AgentModeRow(
+        agent_type=mode.agent_type.value,
+        name=mode.name,
+        description=mode.description,
+        prompt_fragment=mode.prompt_fragment,
+        tools=list(mode.tools),
+        preset_id=mode.preset_id,
+        budget_override=(
+            mode.budget_override.model_dump() if mode.budget_override is not None else None
+        ),
+        is_default=mode.is_default,
+        system_seed=True,
+    )
+
+
+def _definition_of(row: AgentModeRow) -> ModeDefinition:
+    return ModeDefinition(
+        agent_type=AgentType(row.agent_type),
+        name=row.name,
+        description=row.description,
+        prompt_fragment=row.prompt_fragment,
+        tools=list(row.tools),
+        budget_override=(
+            TickBudget.model_validate(row.budget_override)
+            if row.budget_override is not None
+            else None
+        ),
+        preset_id=row.preset_id,
+        is_default=row.is_default,
+    )

@@ -1,0 +1,132 @@
+"""The coordination registry (spec §2.1b, §2.2, §3.9): who can take which work, per tenant.
+
+Durable in agentrt (table `agent_registry`), where the spec's is in memory: an API
+restart keeps the entries, and the TTL (`AGENTRT_REGISTRY_TTL_MS`, 5 min) still
+retires the ones that stop heart-beating. Strictly per tenant: every read and write
+is keyed by the tenant. The tenant's SOA is listed as registered without a row: its
+entry is derived from its `agent_instances` row while it is not Closed (its workflow
+is its heartbeat), so it can never expire out of the registry while it lives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlmodel import col, select
+
+from runtime.standing_agents.contracts import AgentStatus, AgentType
+from runtime.standing_agents.models import AgentInstance, RegistryEntry
+from runtime.store.engine import Store
+
+SOA_ROLE = "Coordinator"
+SOA_CAPABILITIES = ("orchestration", "decisions", "planning")
+
+
+@dataclass(frozen=True)
+class Registered:
+    agent_id: str
+    role: str
+    capabilities: list[str]
+    endpoint: str | None
+    last_heartbeat_at: datetime
+
+
+class NotRegistered(Exception):
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(f"agent {agent_id!r} is not registered (or expired)")
+        self.agent_id = agent_id
+
+
+def register(
+    store: Store,
+    tenant: str,
+    agent_id: str,
+    role: str,
+    capabilities: list[str],
+    endpoint: str | None,
+) -> Registered:
+    """Create or replace an entry (registering again is a heartbeat with new details)."""
+    now = datetime.now(UTC)
+    with store.session() as db:
+        row = db.get(RegistryEntry, (tenant, agent_id))
+        if row is None:
+            row = RegistryEntry(tenant=tenant, agent_id=agent_id, role=role, last_heartbeat_at=now)
+        row.role = role
+        row.capabilities = sorted(set(capabilities))
+        row.endpoint = endpoint
+        row.last_heartbeat_at = now
+        db.add(row)
+        db.commit()
+        return _public(row)
+
+
+def heartbeat(store: Store, tenant: str, agent_id: str, ttl: timedelta) -> Registered:
+    """Refresh an entry; an expired one must register again.
+
+    Raises:
+        NotRegistered: no live entry of that id in this tenant.
+    """
+    now = datetime.now(UTC)
+    with store.session() as db:
+        row = db.get(RegistryEntry, (tenant, agent_id))
+        if row is None or _aware(row.last_heartbeat_at) <= now - ttl:
+            raise NotRegistered(agent_id)
+        row.last_heartbeat_at = now
+        db.add(row)
+        db.commit()
+        return _public(row)
+
+
+def live_entries(
+    store: Store, tenant: str, ttl: timedelta, capability: str | None = None
+) -> list[Registered]:
+    """The tenant's entries heart-beaten within the TTL, the SOA's first; expired rows are
+    deleted on the way (the table holds only what could still be listed)."""
+    now = datetime.now(UTC)
+    cutoff = now - ttl
+    with store.session() as db:
+        rows = db.exec(select(RegistryEntry).where(col(RegistryEntry.tenant) == tenant)).all()
+        expired = [row for row in rows if _aware(row.last_heartbeat_at) <= cutoff]
+        for row in expired:
+            db.delete(row)
+        if expired:
+            db.commit()
+        soa = db.exec(
+            select(AgentInstance).where(
+                col(AgentInstance.tenant) == tenant,
+                col(AgentInstance.agent_type) == AgentType.SOA.value,
+                col(AgentInstance.status) != AgentStatus.CLOSED.value,
+            )
+        ).first()
+    entries = [_public(row) for row in rows if _aware(row.last_heartbeat_at) > cutoff]
+    entries.sort(key=lambda entry: entry.agent_id)
+    if soa is not None and all(entry.agent_id != soa.instance_id for entry in entries):
+        entries.insert(0, _soa_entry(soa))
+    if capability is not None:
+        entries = [entry for entry in entries if capability in entry.capabilities]
+    return entries
+
+
+def _soa_entry(soa: AgentInstance) -> Registered:
+    return Registered(
+        agent_id=soa.instance_id,
+        role=SOA_ROLE,
+        capabilities=list(SOA_CAPABILITIES),
+        endpoint=None,
+        last_heartbeat_at=_aware(soa.last_tick_at or soa.updated_at),
+    )
+
+
+def _public(row: RegistryEntry) -> Registered:
+    return Registered(
+        agent_id=row.agent_id,
+        role=row.role,
+        capabilities=list(row.capabilities),
+        endpoint=row.endpoint,
+        last_heartbeat_at=_aware(row.last_heartbeat_at),
+    )
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

@@ -1,0 +1,478 @@
+"""The store side of a tick: the lease, what a tick reads, and its one passivation write.
+
+`begin_tick` takes the lease with a compare-and-swap (`tick_in_progress`, same
+generation, status Active) and reads what the tick decides on. `complete_tick`
+writes everything a tick leaves behind in ONE transaction, idempotent by the
+event id (`uq_agent_ledger_event`): the ledger turn (hash-chained), its
+actions, the consumed event, the instance's counters, the next heartbeat, and
+on STUCK the close and its attention request. A retried or replayed complete
+finds its turn and writes nothing twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, update
+from sqlmodel import Session, col, select
+
+from runtime.llm.models import LlmCallAttempt
+from runtime.policy.agent_budget import (
+    CREDIT_WINDOW,
+    credit_allows,
+    foundational_active,
+    resolve_tick_budget,
+    settings_budget,
+)
+from runtime.policy.agent_cadence import next_heartbeat_delay_ms
+from runtime.policy.plan_hash import plan_input_hash
+from runtime.settings import Settings
+from runtime.standing_agents import catalog
+from runtime.standing_agents.configs import effective_credit
+from runtime.standing_agents.contracts import (
+    AgentStatus,
+    AgentType,
+    AttentionKind,
+    AttentionStatus,
+    EventKind,
+    ModeDefinition,
+    TickBudget,
+)
+from runtime.standing_agents.ledger_chain import turn_hash
+from runtime.standing_agents.models import (
+    AgentEventRow,
+    AgentInstance,
+    AgentLedgerAction,
+    AgentLedgerTurn,
+    AgentModeRow,
+    AttentionRequest,
+    SystemConfig,
+)
+from runtime.standing_agents.ops_digest import probe
+from runtime.standing_agents.queue import next_due
+from runtime.standing_agents.workflow_contracts import (
+    BeginTickInput,
+    BeginTickResult,
+    CompleteTickInput,
+    CompleteTickResult,
+    InstanceView,
+    NextEventResult,
+)
+from runtime.store.engine import Store
+from runtime.timestamps import aware_utc, iso_ms
+
+OWNER_KIND = "agent"
+
+
+def load_instance(store: Store, instance_id: str) -> InstanceView:
+    with store.session() as db:
+        row = db.get(AgentInstance, instance_id)
+        if row is None:
+            return InstanceView(exists=False)
+        return InstanceView(
+            status=row.status, active_mode=row.active_mode, generation=row.generation
+        )
+
+
+def heartbeat_event_id(instance_id: str, generation: int, seq: int, retry: int = 0) -> str:
+    """Deterministic: one heartbeat per (generation, last ledger seq)."""
+    base = f"tick/{instance_id}/{generation}/{seq}"
+    return base if retry == 0 else f"{base}/{retry}"
+
+
+def heartbeat_delay(settings: Settings, prior_idle_ticks: int) -> timedelta:
+    return timedelta(
+        milliseconds=next_heartbeat_delay_ms(
+            idle_heartbeat_enabled=settings.agent_idle_heartbeat_enabled,
+            heartbeat_ms=settings.agent_heartbeat_ms,
+            backoff_base_ms=settings.agent_backoff_base_ms,
+            backoff_factor=settings.agent_backoff_factor,
+            max_backoff_ms=settings.agent_max_backoff_ms,
+            prior_idle_ticks=prior_idle_ticks,
+        )
+    )
+
+
+def next_event(
+    store: Store, settings: Settings, tenant: str, instance_id: str, generation: int, now: datetime
+) -> NextEventResult:
+    """The next due event; first makes sure an Active instance has its one future heartbeat."""
+    with store.session() as db:
+        instance = db.get(AgentInstance, instance_id)
+        if instance is None or instance.generation != generation:
+            return NextEventResult()
+        if instance.status == AgentStatus.ACTIVE.value:
+            _ensure_heartbeat(db, settings, instance, now)
+            db.commit()
+    event, upcoming = next_due(store, instance_id, now, generation=generation)
+    return NextEventResult(event=event, wake_at=upcoming)
+
+
+def _ensure_heartbeat(
+    db: Session, settings: Settings, instance: AgentInstance, now: datetime
+) -> None:
+    pending = db.exec(
+        select(AgentEventRow.id).where(
+            col(AgentEventRow.instance_id) == instance.instance_id,
+            col(AgentEventRow.event_kind) == EventKind.AGENT_TICK.value,
+            col(AgentEventRow.consumed_at).is_(None),
+            col(AgentEventRow.generation) == instance.generation,
+        )
+    ).first()
+    if pending is not None:
+        return
+    visible_at = now + heartbeat_delay(settings, instance.consecutive_idle_ticks)
+    _add_heartbeat(db, instance, _last_seq(db, instance.instance_id), visible_at, now)
+
+
+def _add_heartbeat(
+    db: Session, instance: AgentInstance, seq: int, visible_at: datetime, now: datetime
+) -> None:
+    retry = 0
+    while True:
+        event_id = heartbeat_event_id(instance.instance_id, instance.generation, seq, retry)
+        taken = db.exec(
+            select(AgentEventRow.id).where(col(AgentEventRow.event_id) == event_id)
+        ).first()
+        if taken is None:
+            break
+        retry += 1
+    last = db.exec(
+        select(func.max(AgentEventRow.sequence_number)).where(
+            col(AgentEventRow.instance_id) == instance.instance_id
+        )
+    ).one()
+    db.add(
+        AgentEventRow(
+            event_id=event_id,
+            instance_id=instance.instance_id,
+            tenant=instance.tenant,
+            sequence_number=(last or 0) + 1,
+            event_kind=EventKind.AGENT_TICK.value,
+            payload={},
+            visible_at=visible_at,
+            generation=instance.generation,
+            created_at=now,
+        )
+    )
+    instance.next_tick_at = visible_at
+
+
+def _last_seq(db: Session, instance_id: str) -> int:
+    last = db.exec(
+        select(func.max(AgentLedgerTurn.seq)).where(col(AgentLedgerTurn.instance_id) == instance_id)
+    ).one()
+    return int(last or 0)
+
+
+def tenant_configs(store: Store, tenant: str) -> dict[str, Any]:
+    with store.session() as db:
+        rows = db.exec(select(SystemConfig).where(col(SystemConfig.tenant) == tenant)).all()
+        return {row.key: row.value for row in rows}
+
+
+def catalogue_of(store: Store, agent_type: AgentType) -> list[ModeDefinition]:
+    """The type's modes as stored (`agent_modes`), the code seed when none are."""
+    with store.session() as db:
+        rows = db.exec(
+            select(AgentModeRow).where(col(AgentModeRow.agent_type) == agent_type.value)
+        ).all()
+    if not rows:
+        return catalog.modes_of(agent_type)
+    return [
+        ModeDefinition(
+            agent_type=agent_type,
+            name=row.name,
+            description=row.description,
+            prompt_fragment=row.prompt_fragment,
+            tools=list(row.tools),
+            budget_override=(
+                TickBudget.model_validate(row.budget_override) if row.budget_override else None
+            ),
+            preset_id=row.preset_id,
+            is_default=row.is_default,
+        )
+        for row in rows
+    ]
+
+
+@dataclass(frozen=True)
+class Spend:
+    total_usd: float
+    oldest: datetime | None
+
+
+def spend_in_window(store: Store, tenant: str, now: datetime) -> Spend:
+    """What the tenant's agents spent on models in the credit window ending at `now`."""
+    since = now - CREDIT_WINDOW
+    with store.session() as db:
+        total, oldest = db.exec(
+            select(func.sum(LlmCallAttempt.cost_usd), func.min(LlmCallAttempt.created_at)).where(
+                col(LlmCallAttempt.tenant) == tenant,
+                col(LlmCallAttempt.owner_kind) == OWNER_KIND,
+                col(LlmCallAttempt.created_at) > since,
+                col(LlmCallAttempt.cost_usd) > 0,
+            )
+        ).one()
+    return Spend(float(total or 0.0), aware_utc(oldest) if oldest is not None else None)
+
+
+def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> BeginTickResult:
+    """The lease CAS, then everything the tick decides on (no transcript: the episode's)."""
+    with store.session() as db:
+        taken = db.execute(
+            update(AgentInstance)
+            .where(
+                col(AgentInstance.instance_id) == request.instance_id,
+                col(AgentInstance.generation) == request.generation,
+                col(AgentInstance.status) == AgentStatus.ACTIVE.value,
+            )
+            .values(tick_in_progress=True)
+        )
+        db.commit()
+        if taken.rowcount != 1:  # type: ignore[attr-defined]
+            return BeginTickResult(leased=False)
+        instance = db.get(AgentInstance, request.instance_id)
+        assert instance is not None
+    configs = tenant_configs(store, request.tenant)
+    ops = probe(store, request.tenant, request.now)
+    digest = plan_input_hash(request.event.kind.value, request.event.payload, str(ops["bucket"]))
+    mode: ModeDefinition | None = None
+    mode_error: str | None = None
+    try:
+        mode = catalog.resolve_mode(
+            request.agent_type, instance.active_mode, catalogue_of(store, request.agent_type)
+        )
+    except catalog.ModeCatalogError as err:
+        mode_error = str(err)
+    foundational = foundational_active(
+        instance.is_building_starting_workset, instance.workset_deadline_utc, request.now
+    )
+    budget = resolve_tick_budget(
+        configs=configs,
+        settings_layer=settings_budget(settings),
+        mode_override=mode.budget_override if mode is not None else None,
+        foundational=foundational,
+    )
+    credit = effective_credit(configs, settings)
+    spend = spend_in_window(store, request.tenant, request.now)
+    credit_ok = credit_allows(
+        enabled=credit.enabled,
+        weekly_cap_usd=credit.weekly_cap_usd,
+        spent_in_window_usd=spend.total_usd,
+    )
+    regenerates = None
+    if not credit_ok and spend.oldest is not None:
+        regenerates = spend.oldest + CREDIT_WINDOW
+    return BeginTickResult(
+        leased=True,
+        plan_hash=digest,
+        previous_hash=instance.last_plan_input_hash,
+        consecutive_idle_ticks=instance.consecutive_idle_ticks,
+        consecutive_blocked_turns=instance.consecutive_blocked_turns,
+        forced_replan_every=settings.forced_replan_every_n_idle_ticks,
+        max_blocked_turns=settings.max_consecutive_blocked_turns,
+        enforce_stuck_guard=settings.enforce_stuck_guard,
+        mode=mode,
+        mode_error=mode_error,
+        budget=budget,
+        foundational=foundational,
+        credit_ok=credit_ok,
+        credit_regenerates_at=regenerates,
+    )
+
+
+def turn_view(row: AgentLedgerTurn) -> dict[str, Any]:
+    """A ledger turn as the ledger route and its export show it (the chained fields + hash)."""
+    return {
+        "seq": row.seq,
+        "eventId": row.event_id,
+        "eventKind": row.event_kind,
+        "decisionKind": row.decision_kind,
+        "decision": row.decision,
+        "planInputHash": row.plan_input_hash,
+        "llmCallId": row.llm_call_id,
+        "servedModel": row.served_model,
+        "costUsd": float(row.cost_usd),
+        "createdAt": iso_ms(row.created_at),
+        "prevHash": row.prev_hash,
+        "hash": row.hash,
+    }
+
+
+@dataclass(frozen=True)
+class Completed:
+    result: CompleteTickResult
+    turn: dict[str, Any]
+    stuck_decision_id: str | None
+
+
+def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) -> Completed:
+    """The passivation write (one transaction); a second call returns the first's result."""
+    with store.session() as db:
+        existing = db.exec(
+            select(AgentLedgerTurn).where(
+                col(AgentLedgerTurn.instance_id) == request.instance_id,
+                col(AgentLedgerTurn.event_id) == request.event.event_id,
+            )
+        ).first()
+        instance = db.get(AgentInstance, request.instance_id)
+        if existing is not None or instance is None:
+            closed = instance is not None and instance.status == AgentStatus.CLOSED.value
+            seq = existing.seq if existing is not None else 0
+            next_at = instance.next_tick_at if instance is not None else None
+            return Completed(
+                CompleteTickResult(seq=seq, next_tick_at=next_at, closed=closed),
+                turn_view(existing) if existing is not None else {},
+                None,
+            )
+        seq = _last_seq(db, request.instance_id) + 1
+        previous = db.exec(
+            select(AgentLedgerTurn)
+            .where(
+                col(AgentLedgerTurn.instance_id) == request.instance_id,
+                col(AgentLedgerTurn.generation) == request.generation,
+            )
+            .order_by(col(AgentLedgerTurn.seq).desc())
+            .limit(1)
+        ).first()
+        prev_hash = previous.hash if previous is not None else None
+        decision = {
+            "actions": [_action_summary(a.model_dump(mode="json")) for a in request.actions],
+            "waitCondition": request.wait_condition,
+            "reasoningSummary": request.reasoning_summary,
+            "activeMode": request.active_mode,
+        }
+        row = AgentLedgerTurn(
+            instance_id=request.instance_id,
+            tenant=request.tenant,
+            seq=seq,
+            event_id=request.event.event_id,
+            event_kind=request.event.kind.value,
+            event_payload=request.event.payload,
+            decision_kind=request.decision_kind.value,
+            decision=decision,
+            wait_condition=request.wait_condition,
+            reasoning_summary=request.reasoning_summary,
+            plan_input_hash=request.plan_hash,
+            llm_call_id=request.llm_call_id,
+            served_model=request.served_model,
+            cost_usd=float(request.cost_usd),
+            active_mode=request.active_mode,
+            generation=request.generation,
+            created_at=request.now,
+            prev_hash=prev_hash,
+            hash="",
+        )
+        row.hash = turn_hash(prev_hash, turn_view(row))
+        db.add(row)
+        for ordinal, action in enumerate(request.actions):
+            db.add(
+                AgentLedgerAction(
+                    instance_id=request.instance_id,
+                    ledger_seq=seq,
+                    ordinal=ordinal,
+                    tool=action.tool,
+                    arguments=action.arguments,
+                    outcome=action.outcome.value,
+                    blocked_reason=action.blocked_reason,
+                    violations=list(action.violations),
+                    result=action.result,
+                )
+            )
+        _consume(db, request.event.event_id, request.now)
+        instance.consecutive_idle_ticks = request.consecutive_idle_ticks
+        instance.consecutive_blocked_turns = request.consecutive_blocked_turns
+        instance.last_plan_input_hash = request.plan_hash
+        instance.last_tick_at = request.now
+        instance.tick_in_progress = False
+        instance.updated_at = request.now
+        stuck_id: str | None = None
+        if request.close_stuck:
+            instance.status = AgentStatus.CLOSED.value
+            instance.next_tick_at = None
+            _consume_heartbeats(db, request.instance_id, request.now)
+            stuck_id = _raise_stuck(db, request)
+        elif instance.generation == request.generation:
+            _consume_heartbeats(db, request.instance_id, request.now)
+            visible_at = request.now + heartbeat_delay(settings, request.consecutive_idle_ticks)
+            if request.not_before is not None and request.not_before > visible_at:
+                visible_at = request.not_before
+            _add_heartbeat(db, instance, seq, visible_at, request.now)
+        db.add(instance)
+        db.commit()
+        return Completed(
+            CompleteTickResult(
+                seq=seq,
+                next_tick_at=instance.next_tick_at,
+                closed=request.close_stuck,
+            ),
+            turn_view(row),
+            stuck_id,
+        )
+
+
+def release_lease(store: Store, instance_id: str) -> None:
+    """A tick that records nothing (its lease was lost) leaves the flag down."""
+    with store.session() as db:
+        db.execute(
+            update(AgentInstance)
+            .where(col(AgentInstance.instance_id) == instance_id)
+            .values(tick_in_progress=False)
+        )
+        db.commit()
+
+
+def _action_summary(action: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "tool": action["tool"],
+        "outcome": action["outcome"],
+        "blockedReason": action.get("blocked_reason"),
+        "violations": action.get("violations") or [],
+    }
+
+
+def _consume(db: Session, event_id: str, now: datetime) -> None:
+    row = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).first()
+    if row is not None and row.consumed_at is None:
+        row.consumed_at = now
+        db.add(row)
+
+
+def _consume_heartbeats(db: Session, instance_id: str, now: datetime) -> None:
+    """Exactly one future heartbeat: the one this write adds replaces any left over."""
+    rows = db.exec(
+        select(AgentEventRow).where(
+            col(AgentEventRow.instance_id) == instance_id,
+            col(AgentEventRow.event_kind) == EventKind.AGENT_TICK.value,
+            col(AgentEventRow.consumed_at).is_(None),
+        )
+    ).all()
+    for row in rows:
+        row.consumed_at = now
+        db.add(row)
+
+
+def _raise_stuck(db: Session, request: CompleteTickInput) -> str:
+    op_id = f"stuck/{request.instance_id}/{request.event.event_id}"
+    decision_id = str(uuid.uuid5(uuid.NAMESPACE_URL, op_id))
+    db.add(
+        AttentionRequest(
+            decision_id=decision_id,
+            tenant=request.tenant,
+            kind=AttentionKind.STUCK.value,
+            source="soa",
+            soa_instance_id=request.instance_id,
+            title="Agent stuck: closed after repeated blocked turns",
+            body=request.stuck_reason or "The agent ended several turns in a row blocked.",
+            payload={"consecutiveBlockedTurns": request.consecutive_blocked_turns},
+            status=AttentionStatus.OPEN.value,
+            op_id=op_id,
+            created_at=request.now,
+        )
+    )
+    return decision_id

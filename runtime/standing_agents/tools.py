@@ -1,0 +1,658 @@
+"""The governed tools of standing agents (spec §3.8): schemas the model sees, and their effects.
+
+Every tool is real over agentrt's own data: memory is the agent's ledger and
+messages, telemetry is agentrt's health (ops digest), knowledge and research read
+the agent-tools gateway's investigation store, the workspace and the artifacts
+agents recorded. Every write carries the tool call's operation id in a unique
+`op_id` column, so a retried activity finds its row instead of writing a second.
+
+`soa_propose_task` needs Temporal (it submits a session prompt): `propose_task`
+here records the task row; the activity starts the session.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import SQLModel, col, or_, select
+
+from runtime.investigation.models import InvestigationClaim, InvestigationEvidence, Research
+from runtime.llm.contracts import ToolSpec
+from runtime.sessions.models import DaemonSession
+from runtime.standing_agents import catalog
+from runtime.standing_agents.contracts import (
+    AgentStatus,
+    AgentType,
+    AttentionKind,
+    AttentionStatus,
+    MessageDirection,
+)
+from runtime.standing_agents.models import (
+    AgentArtifact,
+    AgentInstance,
+    AgentLedgerTurn,
+    AgentMessage,
+    AgentTask,
+    AttentionRequest,
+)
+from runtime.standing_agents.ops_digest import probe
+from runtime.store.engine import Store
+from runtime.timestamps import iso_ms
+
+MAX_LIMIT = 50
+DEFAULT_LIMIT = 10
+MAX_TEXT = 20_000
+CODE_SEARCH_MAX_FILES = 5000
+CODE_SEARCH_MAX_BYTES = 512 * 1024
+
+
+class ToolInputError(ValueError):
+    """The model's arguments do not fit the tool: returned to it as an error outcome."""
+
+
+class BoundaryError(ValueError):
+    """A call outside what this agent may do (the boundary checks): returned blocked."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    store: Store
+    tenant: str
+    instance_id: str
+    agent_type: AgentType
+    generation: int
+    op_id: str
+    now: datetime
+    investigation_workspace: str
+    workspace_root: Path | None
+
+
+def _schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required or [],
+        "additionalProperties": False,
+    }
+
+
+_TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_TEXT}
+_LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
+_QUERY = _schema({"query": _TEXT, "limit": _LIMIT}, ["query"])
+
+SPECS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        ToolSpec(
+            name="agent_query_memory",
+            description="Your own memory: your past ledger turns and the operator chat.",
+            parameters=_schema(
+                {
+                    "kind": {"type": "string", "enum": ["turns", "messages", "all"]},
+                    "contains": {"type": "string", "maxLength": 200},
+                    "limit": _LIMIT,
+                }
+            ),
+        ),
+        ToolSpec(
+            name="soa_query_telemetry",
+            description="agentrt's own health over 24 h: failed model calls and tool "
+            "actions, blocked turns, closed agents.",
+            parameters=_schema({}),
+        ),
+        ToolSpec(
+            name="intelligence_knowledge_query",
+            description="Search the knowledge base (investigation evidence and claims, "
+            "knowledge you ingested).",
+            parameters=_QUERY,
+        ),
+        ToolSpec(
+            name="compliance_knowledge_query",
+            description="Search the compliance knowledge (ingested items and evidence).",
+            parameters=_QUERY,
+        ),
+        ToolSpec(
+            name="intelligence_code_search",
+            description="Search the tenant's workspace files for a literal string.",
+            parameters=_QUERY,
+        ),
+        ToolSpec(
+            name="orchestrator_research_get",
+            description="Research items: the ones agents recorded and the gateway's research.",
+            parameters=_schema({"researchId": {"type": "string"}, "limit": _LIMIT}),
+        ),
+        ToolSpec(
+            name="compliance_query_posture",
+            description="The compliance posture: dossiers, knowledge items, open decisions.",
+            parameters=_schema({}),
+        ),
+        ToolSpec(
+            name="compliance_dossier_list",
+            description="The recorded compliance dossiers (newest first).",
+            parameters=_schema({"limit": _LIMIT}),
+        ),
+        ToolSpec(
+            name="compliance_dossier_record",
+            description="Record a dossier chapter.",
+            parameters=_schema(
+                {"title": _TEXT, "content": _TEXT, "chapter": {"type": "string"}},
+                ["title", "content"],
+            ),
+        ),
+        ToolSpec(
+            name="compliance_dossier_translate",
+            description="Record a translation of a dossier.",
+            parameters=_schema(
+                {"dossierId": _TEXT, "language": _TEXT, "content": _TEXT},
+                ["dossierId", "language", "content"],
+            ),
+        ),
+        ToolSpec(
+            name="compliance_knowledge_ingest",
+            description="Add an item to the knowledge base.",
+            parameters=_schema(
+                {"title": _TEXT, "content": _TEXT, "tags": {"type": "array", "items": _TEXT}},
+                ["title", "content"],
+            ),
+        ),
+        ToolSpec(
+            name="orchestrator_research_create",
+            description="Record a research item (a question worth investigating).",
+            parameters=_schema(
+                {"title": _TEXT, "question": _TEXT, "notes": {"type": "string"}},
+                ["title", "question"],
+            ),
+        ),
+        ToolSpec(
+            name="soa_send_message",
+            description="Send a message to the operator (the chat transcript).",
+            parameters=_schema({"text": _TEXT}, ["text"]),
+        ),
+        ToolSpec(
+            name="soa_propose_decision",
+            description="Ask a human to decide (the decision queue). The answer comes back "
+            "as an OperatorAnsweredEscalation event.",
+            parameters=_schema(
+                {
+                    "title": _TEXT,
+                    "body": _TEXT,
+                    "options": {"type": "array", "items": _TEXT, "maxItems": 10},
+                },
+                ["title", "body"],
+            ),
+        ),
+        ToolSpec(
+            name="soa_propose_mode_change",
+            description="Propose a change of your operating mode to a human (never applied "
+            "by you).",
+            parameters=_schema({"mode": _TEXT, "reason": _TEXT}, ["mode", "reason"]),
+        ),
+        ToolSpec(
+            name="soa_propose_task",
+            description="Create a task: a coding-agent session prompt in the tenant's workspace.",
+            parameters=_schema({"title": _TEXT, "prompt": _TEXT}, ["title", "prompt"]),
+        ),
+        ToolSpec(
+            name="agent_workset_complete",
+            description="Declare your starting workset built (ends the foundational phase).",
+            parameters=_schema({}),
+        ),
+        ToolSpec(
+            name=catalog.PHASE_COMPLETE,
+            description="End this episode: the work of this event is done.",
+            parameters=_schema({"summary": {"type": "string", "maxLength": 2000}}),
+        ),
+        ToolSpec(
+            name=catalog.PHASE_BLOCKED,
+            description="End this episode blocked, with the reason.",
+            parameters=_schema({"reason": _TEXT}, ["reason"]),
+        ),
+    )
+}
+
+
+def specs_for(tools: list[str]) -> list[ToolSpec]:
+    return [SPECS[name] for name in tools if name in SPECS]
+
+
+def _text(arguments: dict[str, Any], key: str, *, required: bool = True) -> str:
+    value = arguments.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise ToolInputError(f"{key} must be a non-empty string")
+    return value[:MAX_TEXT]
+
+
+def _limit(arguments: dict[str, Any]) -> int:
+    value = arguments.get("limit", DEFAULT_LIMIT)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ToolInputError("limit must be a positive integer")
+    return min(value, MAX_LIMIT)
+
+
+def _op_uuid(op_id: str) -> str:
+    """A row id derived from the operation id: a retry computes the same one."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, op_id))
+
+
+def _insert_once(ctx: ToolContext, row: SQLModel, model: type[Any]) -> Any:
+    """Insert a row keyed by op_id; a retry returns the row the first attempt wrote."""
+    with ctx.store.session() as db:
+        existing = db.exec(select(model).where(col(model.op_id) == ctx.op_id)).first()
+        if existing is not None:
+            return existing
+        db.add(row)
+        try:
+            db.commit()
+        except IntegrityError:
+            db.rollback()
+            found = db.exec(select(model).where(col(model.op_id) == ctx.op_id)).first()
+            if found is None:
+                raise
+            return found
+        db.refresh(row)
+        return row
+
+
+# --- read-only ---------------------------------------------------------------------------
+
+
+def query_memory(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    kind = arguments.get("kind", "all")
+    if kind not in ("turns", "messages", "all"):
+        raise ToolInputError("kind must be turns, messages or all")
+    contains = str(arguments.get("contains") or "").lower()
+    limit = _limit(arguments)
+    out: dict[str, Any] = {}
+    with ctx.store.session() as db:
+        if kind in ("turns", "all"):
+            turns = db.exec(
+                select(AgentLedgerTurn)
+                .where(
+                    col(AgentLedgerTurn.instance_id) == ctx.instance_id,
+                    col(AgentLedgerTurn.generation) == ctx.generation,
+                )
+                .order_by(col(AgentLedgerTurn.seq).desc())
+                .limit(200)
+            ).all()
+            out["turns"] = [
+                {
+                    "seq": t.seq,
+                    "eventKind": t.event_kind,
+                    "decisionKind": t.decision_kind,
+                    "summary": t.reasoning_summary,
+                    "createdAt": iso_ms(t.created_at),
+                }
+                for t in turns
+                if not contains or contains in f"{t.event_payload} {t.reasoning_summary}".lower()
+            ][:limit]
+        if kind in ("messages", "all"):
+            messages = db.exec(
+                select(AgentMessage)
+                .where(col(AgentMessage.instance_id) == ctx.instance_id)
+                .order_by(col(AgentMessage.created_at).desc())
+                .limit(200)
+            ).all()
+            out["messages"] = [
+                {"direction": m.direction, "text": m.text[:500], "createdAt": iso_ms(m.created_at)}
+                for m in messages
+                if not contains or contains in m.text.lower()
+            ][:limit]
+    return out
+
+
+def query_telemetry(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    return probe(ctx.store, ctx.tenant, ctx.now)
+
+
+def _artifacts(ctx: ToolContext, kinds: list[str], needle: str, limit: int) -> list[dict[str, Any]]:
+    with ctx.store.session() as db:
+        rows = db.exec(
+            select(AgentArtifact)
+            .where(col(AgentArtifact.tenant) == ctx.tenant, col(AgentArtifact.kind).in_(kinds))
+            .order_by(col(AgentArtifact.created_at).desc())
+            .limit(500)
+        ).all()
+    found = [
+        {"artifactId": r.artifact_id, "kind": r.kind, "title": r.title, "body": r.body}
+        for r in rows
+        if not needle or needle in f"{r.title} {r.body}".lower()
+    ]
+    return found[:limit]
+
+
+def knowledge_query(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    needle = _text(arguments, "query").lower()
+    limit = _limit(arguments)
+    pattern = f"%{needle}%"
+    with ctx.store.session() as db:
+        evidence = db.exec(
+            select(InvestigationEvidence)
+            .where(
+                col(InvestigationEvidence.workspace) == ctx.investigation_workspace,
+                or_(
+                    col(InvestigationEvidence.title).ilike(pattern),
+                    col(InvestigationEvidence.summary).ilike(pattern),
+                    col(InvestigationEvidence.excerpt).ilike(pattern),
+                ),
+            )
+            .limit(limit)
+        ).all()
+        claims = db.exec(
+            select(InvestigationClaim)
+            .where(
+                col(InvestigationClaim.workspace) == ctx.investigation_workspace,
+                col(InvestigationClaim.text).ilike(pattern),
+            )
+            .limit(limit)
+        ).all()
+    return {
+        "evidence": [
+            {"evidenceId": e.evidence_id, "title": e.title, "summary": e.summary[:500]}
+            for e in evidence
+        ],
+        "claims": [{"claimId": c.claim_id, "text": c.text[:500]} for c in claims],
+        "knowledge": _artifacts(ctx, ["knowledge"], needle, limit),
+    }
+
+
+def code_search(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    needle = _text(arguments, "query")
+    limit = _limit(arguments)
+    root = ctx.workspace_root
+    if root is None or not root.is_dir():
+        return {"matches": [], "note": "no workspace is configured"}
+    matches: list[dict[str, Any]] = []
+    scanned = 0
+    for directory, dirs, files in os.walk(root):
+        # Hidden directories (.git, .data, .venv) hold no code worth showing the agent.
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "node_modules")
+        for name in sorted(files):
+            scanned += 1
+            if scanned > CODE_SEARCH_MAX_FILES or len(matches) >= limit:
+                return {"matches": matches, "truncated": True}
+            path = Path(directory) / name
+            try:
+                if path.stat().st_size > CODE_SEARCH_MAX_BYTES:
+                    continue
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            for number, line in enumerate(text.splitlines(), 1):
+                if needle in line:
+                    relative = path.relative_to(root).as_posix()
+                    matches.append({"path": relative, "line": number, "text": line.strip()[:200]})
+                    break
+    return {"matches": matches, "truncated": False}
+
+
+def research_get(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    limit = _limit(arguments)
+    wanted = arguments.get("researchId")
+    recorded = _artifacts(ctx, ["research"], "", MAX_LIMIT)
+    with ctx.store.session() as db:
+        query = select(Research).where(col(Research.workspace) == ctx.investigation_workspace)
+        if isinstance(wanted, str) and wanted:
+            query = query.where(col(Research.research_id) == wanted)
+        gateway = db.exec(query.order_by(col(Research.created_at).desc()).limit(limit)).all()
+    if isinstance(wanted, str) and wanted:
+        recorded = [r for r in recorded if r["artifactId"] == wanted]
+    return {
+        "recorded": recorded[:limit],
+        "gateway": [
+            {"researchId": r.research_id, "question": r.question, "state": r.state} for r in gateway
+        ],
+    }
+
+
+def query_posture(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    with ctx.store.session() as db:
+        artifacts = db.exec(
+            select(AgentArtifact.kind).where(col(AgentArtifact.tenant) == ctx.tenant)
+        ).all()
+        open_decisions = db.exec(
+            select(AttentionRequest.decision_id).where(
+                col(AttentionRequest.tenant) == ctx.tenant,
+                col(AttentionRequest.status) == AttentionStatus.OPEN.value,
+            )
+        ).all()
+    return {
+        "dossiers": sum(1 for k in artifacts if k == "dossier"),
+        "translations": sum(1 for k in artifacts if k == "dossier_translation"),
+        "knowledgeItems": sum(1 for k in artifacts if k == "knowledge"),
+        "openDecisions": len(open_decisions),
+    }
+
+
+def dossier_list(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"dossiers": _artifacts(ctx, ["dossier", "dossier_translation"], "", _limit(arguments))}
+
+
+# --- artifacts ---------------------------------------------------------------------------
+
+
+def _record(ctx: ToolContext, kind: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
+    row = AgentArtifact(
+        artifact_id=_op_uuid(ctx.op_id),
+        tenant=ctx.tenant,
+        instance_id=ctx.instance_id,
+        kind=kind,
+        title=title[:500],
+        body=body,
+        op_id=ctx.op_id,
+        created_at=ctx.now,
+    )
+    stored = _insert_once(ctx, row, AgentArtifact)
+    return {"artifactId": stored.artifact_id, "kind": kind}
+
+
+def dossier_record(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    body = {"content": _text(arguments, "content"), "chapter": arguments.get("chapter")}
+    return _record(ctx, "dossier", _text(arguments, "title"), body)
+
+
+def dossier_translate(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    dossier = _text(arguments, "dossierId")
+    language = _text(arguments, "language")
+    body = {"dossierId": dossier, "language": language, "content": _text(arguments, "content")}
+    return _record(ctx, "dossier_translation", f"{dossier} ({language})", body)
+
+
+def knowledge_ingest(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    tags = arguments.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise ToolInputError("tags must be a list of strings")
+    body = {"content": _text(arguments, "content"), "tags": tags}
+    return _record(ctx, "knowledge", _text(arguments, "title"), body)
+
+
+def research_create(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    body = {"question": _text(arguments, "question"), "notes": arguments.get("notes")}
+    return _record(ctx, "research", _text(arguments, "title"), body)
+
+
+# --- control verbs -----------------------------------------------------------------------
+
+
+def send_message(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    row = AgentMessage(
+        message_id=_op_uuid(ctx.op_id),
+        instance_id=ctx.instance_id,
+        tenant=ctx.tenant,
+        direction=MessageDirection.AGENT.value,
+        text=_text(arguments, "text"),
+        op_id=ctx.op_id,
+        created_at=ctx.now,
+    )
+    stored = _insert_once(ctx, row, AgentMessage)
+    return {"messageId": stored.message_id}
+
+
+def stored_message_row(store: Store, message_id: str) -> dict[str, Any] | None:
+    """A message as the transcript route and the `agent.message` journal event show it."""
+    with store.session() as db:
+        row = db.get(AgentMessage, message_id)
+        if row is None:
+            return None
+        return {
+            "messageId": row.message_id,
+            "direction": row.direction,
+            "text": row.text,
+            "createdAt": iso_ms(row.created_at),
+        }
+
+
+def _attention(
+    ctx: ToolContext,
+    kind: AttentionKind,
+    title: str,
+    body: str,
+    options: list[str] | None,
+    payload: dict[str, Any],
+) -> AttentionRequest:
+    row = AttentionRequest(
+        decision_id=_op_uuid(ctx.op_id),
+        tenant=ctx.tenant,
+        kind=kind.value,
+        source="soa",
+        soa_instance_id=ctx.instance_id,
+        title=title[:500],
+        body=body,
+        options=options,
+        payload=payload,
+        status=AttentionStatus.OPEN.value,
+        op_id=ctx.op_id,
+        created_at=ctx.now,
+    )
+    stored: AttentionRequest = _insert_once(ctx, row, AttentionRequest)
+    return stored
+
+
+def propose_decision(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    options = arguments.get("options")
+    if options is not None and (
+        not isinstance(options, list) or not all(isinstance(o, str) for o in options)
+    ):
+        raise ToolInputError("options must be a list of strings")
+    row = _attention(
+        ctx,
+        AttentionKind.DECISION,
+        _text(arguments, "title"),
+        _text(arguments, "body"),
+        options,
+        {},
+    )
+    return {"decisionId": row.decision_id, "status": row.status}
+
+
+def propose_mode_change(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    mode = _text(arguments, "mode")
+    reason = _text(arguments, "reason")
+    allowed = [m.name for m in catalog.modes_of(ctx.agent_type)]
+    if mode not in allowed:
+        raise ToolInputError(f"unknown mode {mode!r}; allowed: {', '.join(allowed)}")
+    row = _attention(
+        ctx,
+        AttentionKind.MODE_CHANGE,
+        f"Change mode to {mode}",
+        reason,
+        ["approve", "reject"],
+        {"mode": mode, "reason": reason},
+    )
+    return {"decisionId": row.decision_id, "status": row.status, "applied": False}
+
+
+def propose_task(ctx: ToolContext, arguments: dict[str, Any]) -> AgentTask:
+    """The task row (once per op id); the caller submits its session prompt."""
+    if ctx.agent_type != AgentType.SOA:
+        raise BoundaryError("soa_propose_task belongs to the SOA only")
+    row = AgentTask(
+        task_id=_op_uuid(ctx.op_id),
+        tenant=ctx.tenant,
+        instance_id=ctx.instance_id,
+        title=_text(arguments, "title")[:500],
+        prompt=_text(arguments, "prompt"),
+        op_id=ctx.op_id,
+        created_at=ctx.now,
+    )
+    stored: AgentTask = _insert_once(ctx, row, AgentTask)
+    return stored
+
+
+def ensure_task_session(store: Store, session_id: str, workspace_cwd: str, task_id: str) -> None:
+    """The task's session row in the registry (listed with the workspace's sessions)."""
+    with store.session() as db:
+        if db.get(DaemonSession, session_id) is None:
+            db.add(
+                DaemonSession(
+                    session_id=session_id,
+                    workspace_cwd=workspace_cwd,
+                    scope="thread",
+                    display_name=f"agent task {task_id}",
+                    created_at=datetime.now(UTC),
+                )
+            )
+            try:
+                db.commit()
+            except IntegrityError:
+                db.rollback()
+
+
+def set_task_session(store: Store, task_id: str, session_id: str, status: str) -> None:
+    with store.session() as db:
+        row = db.get(AgentTask, task_id)
+        if row is not None:
+            row.session_id = session_id
+            row.status = status
+            db.add(row)
+            db.commit()
+
+
+def workset_complete(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    with ctx.store.session() as db:
+        row = db.get(AgentInstance, ctx.instance_id)
+        if row is not None and row.status != AgentStatus.CLOSED.value:
+            row.is_building_starting_workset = False
+            db.add(row)
+            db.commit()
+    return {"foundational": False}
+
+
+def phase_complete(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"ended": "complete", "summary": str(arguments.get("summary") or "")[:2000]}
+
+
+def phase_blocked(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"ended": "blocked", "reason": _text(arguments, "reason")[:2000]}
+
+
+Handler = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
+
+HANDLERS: dict[str, Handler] = {
+    "agent_query_memory": query_memory,
+    "soa_query_telemetry": query_telemetry,
+    "intelligence_knowledge_query": knowledge_query,
+    "compliance_knowledge_query": knowledge_query,
+    "intelligence_code_search": code_search,
+    "orchestrator_research_get": research_get,
+    "compliance_query_posture": query_posture,
+    "compliance_dossier_list": dossier_list,
+    "compliance_dossier_record": dossier_record,
+    "compliance_dossier_translate": dossier_translate,
+    "compliance_knowledge_ingest": knowledge_ingest,
+    "orchestrator_research_create": research_create,
+    "soa_send_message": send_message,
+    "soa_propose_decision": propose_decision,
+    "soa_propose_mode_change": propose_mode_change,
+    "agent_workset_complete": workset_complete,
+    catalog.PHASE_COMPLETE: phase_complete,
+    catalog.PHASE_BLOCKED: phase_blocked,
+}

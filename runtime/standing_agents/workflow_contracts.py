@@ -1,0 +1,215 @@
+"""What crosses the boundary between StandingAgentWorkflow and its activities.
+
+The workflow calls activities by NAME (`StandingAgentActivity`), never importing
+them. Payloads are small: ids, counters, tool calls and outcomes. Transcripts,
+memory, the ops digest and tool results stay in the store and the journal
+(`agent_episode_stream`), so a months-long agent's history holds none of them.
+
+How the control side (the API) drives the workflow:
+- it writes the store first (the `agent_instances` row, events in
+  `agent_event_queue`), then starts the workflow with `StandingAgentInput` (id
+  `agent_workflow_id(tenant, instance_id)`, WorkflowAlreadyStarted is fine) or
+  sends it the signal `wake` (no payload);
+- the workflow re-reads the instance row at every loop, so status, mode and
+  generation changes need nothing but `wake`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from runtime.llm.contracts import ToolCall
+from runtime.standing_agents.contracts import (
+    ActionOutcome,
+    AgentEvent,
+    AgentType,
+    DecisionKind,
+    ModeDefinition,
+    TickBudget,
+)
+
+WAKE_SIGNAL = "wake"
+STATUS_QUERY = "status"
+# Ticks between two continue-as-new when the server does not suggest one earlier.
+DEFAULT_TICKS_PER_RUN = 500
+
+
+class StandingAgentActivity(StrEnum):
+    LOAD_INSTANCE = "agent.load_instance"  # local
+    NEXT_EVENT = "agent.next_event"  # local
+    BEGIN_TICK = "agent.begin_tick"
+    MODEL_STEP = "agent.model_step"
+    RUN_TOOL = "agent.run_tool"
+    COMPLETE_TICK = "agent.complete_tick"
+
+
+class CarriedState(BaseModel):
+    """What survives continue-as-new: the workflow's own counters (the rest is in the store)."""
+
+    ticks_total: int = 0
+    llm_calls_total: int = 0
+    tool_calls_total: int = 0
+    runs: int = 0
+
+
+class StandingAgentInput(BaseModel):
+    tenant: str
+    instance_id: str
+    agent_type: AgentType
+    state: CarriedState | None = None
+    # Continue-as-new after this many ticks in one run (the server may suggest it earlier).
+    max_ticks_per_run: int = DEFAULT_TICKS_PER_RUN
+
+
+class InstanceView(BaseModel):
+    """The instance row as the loop needs it (re-read at every iteration)."""
+
+    exists: bool = True
+    status: str = ""
+    active_mode: str | None = None
+    generation: int = 0
+
+
+class LoadInstanceInput(BaseModel):
+    instance_id: str
+
+
+class NextEventInput(BaseModel):
+    tenant: str
+    instance_id: str
+    generation: int
+    now: datetime
+
+
+class NextEventResult(BaseModel):
+    event: AgentEvent | None = None
+    # When the next event (at least the heartbeat) falls due; None: nothing pending.
+    wake_at: datetime | None = None
+
+
+class BeginTickInput(BaseModel):
+    tenant: str
+    instance_id: str
+    agent_type: AgentType
+    generation: int
+    event: AgentEvent
+    now: datetime
+
+
+class BeginTickResult(BaseModel):
+    """The lease was taken (or not), and what the tick needs to decide."""
+
+    leased: bool
+    plan_hash: str = ""
+    previous_hash: str | None = None
+    consecutive_idle_ticks: int = 0
+    consecutive_blocked_turns: int = 0
+    forced_replan_every: int = 20
+    max_blocked_turns: int = 3
+    enforce_stuck_guard: bool = True
+    # Mode resolution (fail-closed): either a mode or the reason there is none.
+    mode: ModeDefinition | None = None
+    mode_error: str | None = None
+    budget: TickBudget = Field(default_factory=TickBudget)
+    foundational: bool = False
+    credit_ok: bool = True
+    # When the oldest spend leaves the credit window (the gate reopens), if exhausted.
+    credit_regenerates_at: datetime | None = None
+
+
+class ModelStepInput(BaseModel):
+    tenant: str
+    instance_id: str
+    agent_type: AgentType
+    generation: int
+    event: AgentEvent
+    mode: ModeDefinition
+    call_id: str  # agent/{tenant}/{id}/{event_id}/llm{n}
+    step: int
+    nudge: bool = False  # append the synthetic nudge before asking
+    max_output_tokens: int | None = None
+    now: datetime
+
+
+class ModelStepResult(BaseModel):
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tokens: int = 0
+    cost_usd: float = 0.0
+    served_model: str | None = None
+    call_id: str
+
+
+class RunToolInput(BaseModel):
+    tenant: str
+    instance_id: str
+    agent_type: AgentType
+    generation: int
+    event_id: str
+    op_id: str  # agent/{tenant}/{id}/{event_id}/tool{n}/{call_id}
+    call: ToolCall
+    mode_tools: list[str]
+    # Set when the tick's budget is spent: the call is recorded blocked, not run.
+    exhausted_axis: str | None = None
+    now: datetime
+
+
+class ActionRecord(BaseModel):
+    """One tool call of a turn and its outcome (`agent_state_ledger_actions`)."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    outcome: ActionOutcome
+    blocked_reason: str | None = None
+    violations: list[str] = Field(default_factory=list)
+    result: dict[str, Any] | None = None
+
+
+class RunToolResult(BaseModel):
+    action: ActionRecord
+
+
+class CompleteTickInput(BaseModel):
+    """The single passivation write of a tick (idempotent by event id)."""
+
+    tenant: str
+    instance_id: str
+    generation: int
+    event: AgentEvent
+    now: datetime
+    decision_kind: DecisionKind
+    plan_hash: str
+    active_mode: str | None = None
+    actions: list[ActionRecord] = Field(default_factory=list)
+    wait_condition: str | None = None
+    reasoning_summary: str | None = None
+    llm_call_id: str | None = None
+    served_model: str | None = None
+    cost_usd: float = 0.0
+    consecutive_idle_ticks: int = 0
+    consecutive_blocked_turns: int = 0
+    close_stuck: bool = False
+    stuck_reason: str | None = None
+    # The next heartbeat no earlier than this (the credit window reopening).
+    not_before: datetime | None = None
+
+
+class CompleteTickResult(BaseModel):
+    seq: int
+    next_tick_at: datetime | None = None
+    closed: bool = False
+
+
+class AgentStatusView(BaseModel):
+    """The `status` query: what the loop is doing now (cheap, from workflow state)."""
+
+    instance_id: str
+    status: str
+    active_mode: str | None = None
+    generation: int = 0
+    phase: str = "starting"  # waiting | sleeping | ticking
+    current_event_id: str | None = None
+    state: CarriedState = Field(default_factory=CarriedState)

@@ -1,0 +1,388 @@
+"""StandingAgentWorkflow: one long-lived standing agent (spec standing-agents §3.3-§3.5).
+
+Id `agent/{tenant}/{instanceId}`: Temporal's id uniqueness makes it the single
+writer of the agent's turns. The store is the source of truth for status, mode,
+generation and the event queue; the loop re-reads the instance at every turn:
+
+    load the instance → not Active: wait for `wake` (no timer, costs nothing)
+                      → a due event: tick it
+                      → else: sleep until the next event's visible_at, or `wake`.
+
+An Active agent always has exactly one future AgentTick heartbeat in the queue
+(written by the next-event and complete-tick activities). A tick is: begin (the
+lease CAS and what to decide on) → idle (hash unchanged: no LLM call) or an
+episode (LLM calls and tool calls, each an activity keyed by an op id) → the
+one passivation write. Transcripts stay in the journal; history holds ids,
+counters and tool calls only, and the run continues as new before it grows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from runtime.policy.agent_budget import BudgetUsage, exhausted_axis
+    from runtime.policy.agent_decisions import map_decision
+    from runtime.policy.plan_hash import forced_replan_due, is_idle_tick
+    from runtime.policy.stuck_guard import after_turn
+    from runtime.standing_agents.catalog import (
+        ESCALATION_TOOLS,
+        PHASE_BLOCKED,
+        PHASE_COMPLETE,
+        SIDE_EFFECT_TOOLS,
+    )
+    from runtime.standing_agents.contracts import (
+        ActionOutcome,
+        AgentEvent,
+        AgentStatus,
+        agent_workflow_id,
+    )
+    from runtime.standing_agents.workflow_contracts import (
+        STATUS_QUERY,
+        WAKE_SIGNAL,
+        ActionRecord,
+        AgentStatusView,
+        BeginTickInput,
+        BeginTickResult,
+        CarriedState,
+        CompleteTickInput,
+        CompleteTickResult,
+        InstanceView,
+        LoadInstanceInput,
+        ModelStepInput,
+        ModelStepResult,
+        NextEventInput,
+        NextEventResult,
+        RunToolInput,
+        RunToolResult,
+        StandingAgentActivity,
+        StandingAgentInput,
+    )
+    from workflows.search_attributes import KIND, MODE, STATUS, TENANT
+
+_LOCAL = timedelta(minutes=1)
+_STORE_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=30)
+)
+# A model call costs money and may be slow: heartbeated, retried a few times.
+_MODEL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+)
+# Tool effects are idempotent by op id, so they retry until they land.
+_TOOL_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10)
+)
+
+
+@dataclass
+class _Episode:
+    """What an episode leaves for the ledger turn (small: tool calls and counters)."""
+
+    actions: list[ActionRecord] = field(default_factory=list)
+    llm_calls: int = 0
+    llm_call_id: str | None = None
+    served_model: str | None = None
+    cost_usd: float = 0.0
+    completed: bool = False
+    blocked: bool = False
+    summary: str | None = None
+    wait_condition: str | None = None
+
+
+def agent_id(request: StandingAgentInput) -> str:
+    return agent_workflow_id(request.tenant, request.instance_id)
+
+
+@workflow.defn(name="StandingAgentWorkflow")
+class StandingAgentWorkflow:
+    def __init__(self) -> None:
+        self._woken = False
+        self._view: AgentStatusView | None = None
+        self._shown: tuple[str, str | None] | None = None
+
+    @workflow.signal(name=WAKE_SIGNAL)
+    def wake(self) -> None:
+        """The store changed (an event, a status, a mode): look again."""
+        self._woken = True
+
+    @workflow.query(name=STATUS_QUERY)
+    def status(self) -> AgentStatusView | None:
+        return self._view
+
+    @workflow.run
+    async def run(self, request: StandingAgentInput) -> None:
+        state = request.state or CarriedState()
+        state = state.model_copy(update={"runs": state.runs + 1})
+        view = AgentStatusView(instance_id=request.instance_id, status="", state=state)
+        self._view = view
+        workflow.upsert_search_attributes(
+            [KIND.value_set("agent"), TENANT.value_set(request.tenant)]
+        )
+        ticks_this_run = 0
+        while True:
+            # Cleared before the read: a wake that lands after it is not lost.
+            self._woken = False
+            instance: InstanceView = await workflow.execute_local_activity(
+                StandingAgentActivity.LOAD_INSTANCE,
+                LoadInstanceInput(instance_id=request.instance_id),
+                result_type=InstanceView,
+                start_to_close_timeout=_LOCAL,
+                retry_policy=_STORE_RETRY,
+            )
+            if not instance.exists:
+                return  # the instance was deleted: nothing left to run
+            self._show(instance)
+            if self._continue_as_new_due(request, ticks_this_run):
+                break
+            if instance.status != AgentStatus.ACTIVE.value:
+                view.phase = "waiting"
+                await workflow.wait_condition(lambda: self._woken)
+                continue
+            found: NextEventResult = await workflow.execute_local_activity(
+                StandingAgentActivity.NEXT_EVENT,
+                NextEventInput(
+                    tenant=request.tenant,
+                    instance_id=request.instance_id,
+                    generation=instance.generation,
+                    now=workflow.now(),
+                ),
+                result_type=NextEventResult,
+                start_to_close_timeout=_LOCAL,
+                retry_policy=_STORE_RETRY,
+            )
+            if found.event is not None:
+                view.phase = "ticking"
+                view.current_event_id = found.event.event_id
+                state = await self._tick(request, instance, found.event, state)
+                view.state = state
+                view.current_event_id = None
+                ticks_this_run += 1
+                continue
+            view.phase = "sleeping"
+            timeout = found.wake_at - workflow.now() if found.wake_at is not None else None
+            if timeout is not None and timeout <= timedelta(0):
+                continue
+            try:
+                await workflow.wait_condition(lambda: self._woken, timeout=timeout)
+            except TimeoutError:
+                pass
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(request.model_copy(update={"state": state}))
+
+    def _continue_as_new_due(self, request: StandingAgentInput, ticks_this_run: int) -> bool:
+        return (
+            ticks_this_run >= request.max_ticks_per_run
+            or workflow.info().is_continue_as_new_suggested()
+        )
+
+    def _show(self, instance: InstanceView) -> None:
+        assert self._view is not None
+        self._view.status = instance.status
+        self._view.active_mode = instance.active_mode
+        self._view.generation = instance.generation
+        shown = (instance.status, instance.active_mode)
+        if shown != self._shown:
+            self._shown = shown
+            workflow.upsert_search_attributes(
+                [STATUS.value_set(instance.status), MODE.value_set(instance.active_mode or "")]
+            )
+
+    async def _tick(
+        self,
+        request: StandingAgentInput,
+        instance: InstanceView,
+        event: AgentEvent,
+        state: CarriedState,
+    ) -> CarriedState:
+        begin: BeginTickResult = await workflow.execute_activity(
+            StandingAgentActivity.BEGIN_TICK,
+            BeginTickInput(
+                tenant=request.tenant,
+                instance_id=request.instance_id,
+                agent_type=request.agent_type,
+                generation=instance.generation,
+                event=event,
+                now=workflow.now(),
+            ),
+            result_type=BeginTickResult,
+            start_to_close_timeout=timedelta(minutes=1),
+            retry_policy=_STORE_RETRY,
+        )
+        if not begin.leased:
+            return state  # stopped, reset or closed meanwhile: the loop looks again
+        idle = is_idle_tick(event.kind.value, begin.plan_hash, begin.previous_hash)
+        planned = not idle or forced_replan_due(
+            begin.consecutive_idle_ticks, begin.forced_replan_every
+        )
+        result = _Episode()
+        not_before = None
+        mode_name = begin.mode.name if begin.mode is not None else instance.active_mode
+        if not planned:
+            result.wait_condition = "idle: nothing changed since the last tick"
+        elif begin.mode is None:
+            # Fail closed: an unresolvable mode is a blocked turn with no LLM call.
+            result.blocked = True
+            result.summary = begin.mode_error
+            result.wait_condition = "mode_unresolved"
+        elif not begin.credit_ok:
+            result.wait_condition = "credit_exhausted: waiting for the weekly window"
+            not_before = begin.credit_regenerates_at
+        else:
+            result = await self._episode(request, instance, event, begin)
+        decision = map_decision(
+            event.kind,
+            llm_called=result.llm_calls > 0,
+            escalated=_any_ok(result.actions, ESCALATION_TOOLS),
+            acted_with_tool=_any_ok(result.actions, SIDE_EFFECT_TOOLS),
+            completed=result.completed,
+            blocked=result.blocked,
+        )
+        verdict = after_turn(
+            blocked=result.blocked,
+            consecutive_blocked=begin.consecutive_blocked_turns,
+            max_blocked=begin.max_blocked_turns,
+            enforce=begin.enforce_stuck_guard,
+        )
+        await workflow.execute_activity(
+            StandingAgentActivity.COMPLETE_TICK,
+            CompleteTickInput(
+                tenant=request.tenant,
+                instance_id=request.instance_id,
+                generation=instance.generation,
+                event=event,
+                now=workflow.now(),
+                decision_kind=decision,
+                plan_hash=begin.plan_hash,
+                active_mode=mode_name,
+                actions=result.actions,
+                wait_condition=result.wait_condition,
+                reasoning_summary=result.summary,
+                llm_call_id=result.llm_call_id,
+                served_model=result.served_model,
+                cost_usd=result.cost_usd,
+                consecutive_idle_ticks=0 if planned else begin.consecutive_idle_ticks + 1,
+                consecutive_blocked_turns=verdict.consecutive_blocked,
+                close_stuck=verdict.close,
+                stuck_reason=result.summary,
+                not_before=not_before,
+            ),
+            result_type=CompleteTickResult,
+            start_to_close_timeout=timedelta(minutes=1),
+            retry_policy=_STORE_RETRY,
+        )
+        return state.model_copy(
+            update={
+                "ticks_total": state.ticks_total + 1,
+                "llm_calls_total": state.llm_calls_total + result.llm_calls,
+                "tool_calls_total": state.tool_calls_total + len(result.actions),
+            }
+        )
+
+    async def _episode(
+        self,
+        request: StandingAgentInput,
+        instance: InstanceView,
+        event: AgentEvent,
+        begin: BeginTickResult,
+    ) -> _Episode:
+        """LLM calls and tool calls until phase_complete / phase_blocked / the budget."""
+        assert begin.mode is not None
+        mode = begin.mode
+        out = _Episode()
+        usage = BudgetUsage()
+        started = workflow.now()
+        prefix = f"agent/{request.tenant}/{request.instance_id}/{event.event_id}"
+        nudged = False
+        nudge_next = False
+        tool_number = 0
+        while True:
+            usage.seconds = (workflow.now() - started).total_seconds()
+            axis = exhausted_axis(begin.budget, usage)
+            if axis is not None:
+                out.wait_condition = f"budget_exhausted:{axis}"
+                return out
+            out.llm_calls += 1
+            step: ModelStepResult = await workflow.execute_activity(
+                StandingAgentActivity.MODEL_STEP,
+                ModelStepInput(
+                    tenant=request.tenant,
+                    instance_id=request.instance_id,
+                    agent_type=request.agent_type,
+                    generation=instance.generation,
+                    event=event,
+                    mode=mode,
+                    call_id=f"{prefix}/llm{out.llm_calls}",
+                    step=out.llm_calls,
+                    nudge=nudge_next,
+                    max_output_tokens=begin.budget.max_output_tokens_per_turn,
+                    now=workflow.now(),
+                ),
+                result_type=ModelStepResult,
+                start_to_close_timeout=timedelta(minutes=10),
+                heartbeat_timeout=timedelta(seconds=30),
+                retry_policy=_MODEL_RETRY,
+            )
+            nudge_next = False
+            usage.turns += 1
+            usage.tokens += step.tokens
+            usage.cost_usd += step.cost_usd
+            out.cost_usd += step.cost_usd
+            out.llm_call_id = step.call_id
+            out.served_model = step.served_model
+            if not step.tool_calls:
+                if nudged:
+                    out.wait_condition = "no tool call after the nudge"
+                    return out
+                nudged = nudge_next = True
+                continue
+            for call in step.tool_calls:
+                usage.seconds = (workflow.now() - started).total_seconds()
+                tool_number += 1
+                ran: RunToolResult = await workflow.execute_activity(
+                    StandingAgentActivity.RUN_TOOL,
+                    RunToolInput(
+                        tenant=request.tenant,
+                        instance_id=request.instance_id,
+                        agent_type=request.agent_type,
+                        generation=instance.generation,
+                        event_id=event.event_id,
+                        op_id=f"{prefix}/tool{tool_number}/{call.id}",
+                        call=call,
+                        mode_tools=mode.tools,
+                        exhausted_axis=exhausted_axis(begin.budget, usage),
+                        now=workflow.now(),
+                    ),
+                    result_type=RunToolResult,
+                    start_to_close_timeout=timedelta(minutes=5),
+                    heartbeat_timeout=timedelta(minutes=1),
+                    retry_policy=_TOOL_RETRY,
+                )
+                usage.tool_calls += 1
+                out.actions.append(ran.action)
+                if ran.action.outcome != ActionOutcome.OK:
+                    continue
+                if call.name == PHASE_COMPLETE:
+                    out.completed = True
+                    out.summary = _text(ran.action.result, "summary")
+                    out.wait_condition = "next_event"
+                    return out
+                if call.name == PHASE_BLOCKED:
+                    out.blocked = True
+                    out.summary = _text(ran.action.result, "reason")
+                    out.wait_condition = f"blocked: {out.summary}"
+                    return out
+
+
+def _any_ok(actions: list[ActionRecord], names: frozenset[str]) -> bool:
+    return any(a.outcome == ActionOutcome.OK and a.tool in names for a in actions)
+
+
+def _text(result: dict[str, object] | None, key: str) -> str | None:
+    value = (result or {}).get(key)
+    return str(value) if value else None
