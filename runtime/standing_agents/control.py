@@ -21,6 +21,7 @@ from sqlmodel import col, delete, select
 
 from runtime.settings import Settings
 from runtime.standing_agents import queue
+from runtime.standing_agents.agent_journal import DECISION, MESSAGE, STATUS, append_agent_event
 from runtime.standing_agents.catalog import default_mode
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
@@ -43,15 +44,11 @@ from runtime.standing_agents.modes import InstanceNotFound, apply_mode_change
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 from runtime.store.tenants import feature_enabled, set_feature
-from runtime.streams import agent_stream
 
 # §3.6: a new instance builds its starting workset within 24 h (the foundational phase).
 FOUNDATIONAL_WINDOW = timedelta(hours=24)
 APPROVE = "approve"
 
-MESSAGE = "agent.message"
-DECISION = "agent.decision"
-STATUS = "agent.status"
 
 __all__ = ["InstanceNotFound"]
 
@@ -314,8 +311,10 @@ def _seed_initialized(store: Store, instance: AgentInstance, event_id: str) -> N
 
 
 def _journal_status(journal: EventJournal, instance: AgentInstance, *, reset: bool = False) -> None:
-    journal.append(
-        agent_stream(instance.tenant, instance.instance_id),
+    append_agent_event(
+        journal,
+        instance.tenant,
+        instance.instance_id,
         STATUS,
         {"status": instance.status, "generation": instance.generation, "reset": reset},
     )
@@ -375,7 +374,7 @@ def post_message(
         generation=instance.generation,
     )
     if created:
-        journal.append(agent_stream(tenant, instance_id), MESSAGE, message_body(row))
+        append_agent_event(journal, tenant, instance_id, MESSAGE, message_body(row))
     return row, created
 
 
@@ -525,8 +524,10 @@ def _after_resolution(
             journal=journal if announce else None,
         )
     if announce:
-        journal.append(
-            agent_stream(row.tenant, instance_id),
+        append_agent_event(
+            journal,
+            row.tenant,
+            instance_id,
             DECISION,
             decision_body(row) | {"event": "resolved"},
         )

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
+from runtime.standing_agents.agent_journal import MODE_CHANGED, append_agent_event
 from runtime.standing_agents.catalog import MODES, modes_of
 from runtime.standing_agents.contracts import (
     AgentType,
@@ -27,9 +28,6 @@ from runtime.standing_agents.contracts import (
 from runtime.standing_agents.models import AgentInstance, AgentModeChange, AgentModeRow
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
-from runtime.streams import agent_stream
-
-MODE_CHANGED = "agent.mode_changed"
 
 
 class UnknownMode(Exception):
@@ -116,16 +114,21 @@ def apply_mode_change(
     """
     now = datetime.now(UTC)
     with store.session() as db:
-        instance = db.get(AgentInstance, instance_id)
-        if instance is None:
+        found = db.get(AgentInstance, instance_id)
+        if found is None:
             raise InstanceNotFound(instance_id)
         if decision_id is not None:
             earlier = _change_of_decision(db, decision_id)
             if earlier is not None:
                 return earlier
-        allowed = [mode.name for mode in catalogue(store, AgentType(instance.agent_type))]
-        if to_mode not in allowed:
-            raise UnknownMode(to_mode, allowed)
+    # Read before the write transaction: SQLite allows one writer, and this is a read.
+    allowed = [mode.name for mode in catalogue(store, AgentType(found.agent_type))]
+    if to_mode not in allowed:
+        raise UnknownMode(to_mode, allowed)
+    with store.session() as db:
+        instance = db.get(AgentInstance, instance_id)
+        if instance is None:
+            raise InstanceNotFound(instance_id)
         change = AgentModeChange(
             instance_id=instance_id,
             tenant=instance.tenant,
@@ -153,7 +156,7 @@ def apply_mode_change(
         tenant = instance.tenant
     result = _public(change)
     if journal is not None:
-        journal.append(agent_stream(tenant, instance_id), MODE_CHANGED, mode_change_body(result))
+        append_agent_event(journal, tenant, instance_id, MODE_CHANGED, mode_change_body(result))
     return result
 
 
