@@ -652,8 +652,13 @@
     return node;
   }
 
+  /** Who answers decisions and changes modes: recorded with each (respondedBy, actor). */
+  function operatorName() {
+    return $('responded-by').value.trim() || 'operator';
+  }
+
   async function respond(decision, resolution, notes, buttons) {
-    const respondedBy = $('responded-by').value.trim() || 'operator';
+    const respondedBy = operatorName();
     buttons.forEach((node) => { node.disabled = true; });
     note('decision-message', 'Answering…');
     try {
@@ -700,7 +705,7 @@
     if (!mode || !state.agentId) return;
     note('mode-message', `Switching to ${mode}…`);
     try {
-      await api('POST', `${agentPath()}/mode`, { mode });
+      await api('POST', `${agentPath()}/mode`, { mode, actor: operatorName() });
       if (current(generation)) note('mode-message', `Mode ${mode} applies from the next tick.`);
     } catch (err) {
       if (!current(generation)) return;
@@ -725,7 +730,8 @@
       const item = el('li', null,
         el('div', 'head', el('span', 'kind', `${str(change.from) || '—'} → ${str(change.to)}`),
           el('span', 'chip', str(change.source))),
-        el('div', 'hint', `${str(change.actor)} · ${formatTime(change.createdAt)}`));
+        el('div', 'hint', [change.actor ? `by ${str(change.actor)}` : '', formatTime(change.createdAt)]
+          .filter(Boolean).join(' · ')));
       item.dataset.source = str(change.source);
       item.dataset.to = str(change.to);
       item.dataset.testid = 'mode-change';
@@ -745,8 +751,9 @@
         const value = body ? body.value : null;
         return [key, value === null || value === undefined ? 'not set' : JSON.stringify(value)];
       } catch (err) {
-        if (err instanceof ApiFailure && err.status === 404) return [key, 'not set'];
-        return [key, 'unavailable: ' + explain(err)];
+        // An unset key answers 404 with its code; a 404 without one means no such route.
+        if (err instanceof ApiFailure && err.status === 404 && err.code) return [key, 'not set'];
+        return [key, err instanceof ApiFailure ? `unavailable (${err.status || 'no answer'})` : 'unavailable'];
       }
     }));
     if (tenant !== state.tenant) return;

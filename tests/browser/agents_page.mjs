@@ -9,6 +9,7 @@
 // for the agent to resume, then changes the mode. Checks the resolution over the API too.
 // Prints one JSON line and exits 0 on success; exits 1 with a message otherwise.
 // Uses the system Chromium (CHROMIUM_PATH, default /usr/bin/chromium): never downloads one.
+// SCREENSHOT=file.png keeps a picture of the page at the end.
 
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
@@ -183,6 +184,7 @@ async function run(page, problems) {
   const shown = await page.evaluate(() => ({
     turns: [...document.querySelectorAll('#ledger > li')].map((li) => li.dataset.eventKind),
     budgets: document.querySelectorAll('[data-testid="budgets"] > tr').length,
+    budgetValues: [...document.querySelectorAll('[data-testid="budgets"] > tr')].map((tr) => tr.textContent),
     spend: document.querySelector('[data-testid="spend"]')?.textContent,
     connection: document.querySelector('[data-testid="connection"]')?.textContent,
   }));
@@ -192,6 +194,7 @@ async function run(page, problems) {
   if (!shownHello) throw new Failure('the operator message is not shown as text');
 
   await assertNoInjection(page, 'at the end');
+  if (process.env.SCREENSHOT) await page.screenshot({ path: process.env.SCREENSHOT, fullPage: true });
   if (problems.length) throw new Failure(`the page reported problems:\n  ${problems.join('\n  ')}`);
   return {
     ok: true,
@@ -229,6 +232,8 @@ async function main() {
       if (message.type() === 'error' || /Content Security Policy/i.test(message.text())) {
         // The tenant is off until enabled: its first listing answers 403, as designed.
         if (/status of 403/.test(message.text())) return;
+        // An unset budget key answers 404: the page shows "not set".
+        if (/status of 404/.test(message.text()) && /\/config\//.test(message.location()?.url || '')) return;
         const where = message.location()?.url;
         problems.push(`console ${message.type()}: ${message.text()}${where ? ` (${where})` : ''}`);
       }
