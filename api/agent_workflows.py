@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +22,7 @@ from sqlmodel import col, select
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+from api.temporal import TemporalConnector, is_unavailable
 from runtime.settings import Settings
 from runtime.standing_agents.contracts import AgentStatus, agent_workflow_id
 from runtime.standing_agents.models import AgentEventRow, AgentInstance
@@ -80,12 +82,17 @@ async def wake(client: Client, settings: Settings, instance: AgentInstance) -> N
     )
 
 
-async def wake_quietly(client: Client, settings: Settings, instance: AgentInstance) -> bool:
-    """Wake after a committed store write: a failure is logged, the sweeper retries it."""
+async def wake_quietly(
+    connector: TemporalConnector, settings: Settings, instance: AgentInstance
+) -> bool:
+    """Wake after a committed store write. Temporal being down is no error for the route
+    (its write is durable): the failure is logged and the sweeper wakes the agent later."""
     try:
-        await wake(client, settings, instance)
+        await wake(await connector.get(), settings, instance)
         return True
-    except Exception:
+    except Exception as err:
+        if is_unavailable(err):
+            connector.mark_down()  # the next route gets a fast answer until it is back
         log.warning(
             "waking agent %s failed; the sweeper will retry", instance.instance_id, exc_info=True
         )
@@ -144,12 +151,17 @@ async def sweep_once(
                 targets.setdefault(row.instance_id, row)
     woken = 0
     for row in targets.values():
-        if await wake_quietly(client, settings, row):
+        try:
+            await wake(client, settings, row)
             woken += 1
+        except Exception:
+            log.warning("sweeper could not wake agent %s", row.instance_id, exc_info=True)
     return woken
 
 
-async def run_sweeper(get_client: Any, settings: Settings, store: Store) -> None:
+async def run_sweeper(
+    get_client: Callable[[], Awaitable[Client]], settings: Settings, store: Store
+) -> None:
     """The sweeper loop of the API process (cancelled at shutdown)."""
     passes = 0
     while True:

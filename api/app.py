@@ -19,6 +19,7 @@ from api.agent_workflows import run_sweeper
 from api.errors import LastResort, install_error_handlers
 from api.openapi import install_openapi
 from api.routes import (
+    agent_config,
     agent_stream,
     agent_tools,
     agents,
@@ -135,6 +136,7 @@ def create_app(
     app.include_router(agent_stream.router)
     app.include_router(decisions.router)
     app.include_router(registry.router)
+    app.include_router(agent_config.router)
 
     # add_middleware wraps what is already there: add the innermost first.
     app.add_middleware(LastResort)

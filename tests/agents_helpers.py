@@ -159,9 +159,14 @@ AgentsFactory = Callable[..., Awaitable[AgentsDaemon]]
 
 @pytest.fixture
 async def agents(
-    api: ApiFactory, dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    api: ApiFactory,
+    dev_env: WorkflowEnvironment,
+    task_queue: str,
+    tmp_path: Path,
+    database_url: str,
 ) -> AsyncIterator[AgentsFactory]:
-    """The API (in process, bearer token set) and a real worker on a fresh task queue."""
+    """The API (in process, bearer token set) and a real worker on a fresh task queue,
+    on SQLite, and on PostgreSQL when AGENTRT_TEST_POSTGRES_URL is set."""
     stack = AsyncExitStack()
 
     async def make(*, token: str | None = TOKEN, **overrides: Any) -> AgentsDaemon:
@@ -171,6 +176,7 @@ async def agents(
             "data_dir": tmp_path / ".data",
             "task_queue": task_queue,
             "workspace": workspace,
+            "database_url": database_url,
         }
         if token:
             values["token"] = token

@@ -23,6 +23,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from runtime.policy.agent_budget import BudgetUsage, exhausted_axis
@@ -34,11 +35,13 @@ with workflow.unsafe.imports_passed_through():
         PHASE_BLOCKED,
         PHASE_COMPLETE,
         SIDE_EFFECT_TOOLS,
+        default_mode,
     )
     from runtime.standing_agents.contracts import (
         ActionOutcome,
         AgentEvent,
         AgentStatus,
+        AgentType,
         agent_workflow_id,
     )
     from runtime.standing_agents.workflow_contracts import (
@@ -65,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 _LOCAL = timedelta(minutes=1)
+_MIN_WAIT = timedelta(milliseconds=20)
 _STORE_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=30)
 )
@@ -74,9 +78,12 @@ _MODEL_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=5,
 )
-# Tool effects are idempotent by op id, so they retry until they land.
+# Tool effects are idempotent by op id, so retrying is safe; a tool still failing after
+# that many tries ends the episode (the turn records it) instead of wedging the agent.
 _TOOL_RETRY = RetryPolicy(
-    initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10)
+    initial_interval=timedelta(milliseconds=200),
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=20,
 )
 
 
@@ -104,7 +111,8 @@ class StandingAgentWorkflow:
     def __init__(self) -> None:
         self._woken = False
         self._view: AgentStatusView | None = None
-        self._shown: tuple[str, str | None] | None = None
+        self._shown: tuple[str, str] | None = None
+        self._agent_type = AgentType.SOA
 
     @workflow.signal(name=WAKE_SIGNAL)
     def wake(self) -> None:
@@ -168,6 +176,9 @@ class StandingAgentWorkflow:
             timeout = found.wake_at - workflow.now() if found.wake_at is not None else None
             if timeout is not None and timeout <= timedelta(0):
                 continue
+            if timeout is not None:
+                # A sub-millisecond wait (clocks of µs precision) would be a 0 ms timer.
+                timeout = max(timeout, _MIN_WAIT)
             try:
                 await workflow.wait_condition(lambda: self._woken, timeout=timeout)
             except TimeoutError:
@@ -186,11 +197,12 @@ class StandingAgentWorkflow:
         self._view.status = instance.status
         self._view.active_mode = instance.active_mode
         self._view.generation = instance.generation
-        shown = (instance.status, instance.active_mode)
+        mode = instance.active_mode or default_mode(self._agent_type)
+        shown = (instance.status, mode)
         if shown != self._shown:
             self._shown = shown
             workflow.upsert_search_attributes(
-                [STATUS.value_set(instance.status), MODE.value_set(instance.active_mode or "")]
+                [STATUS.value_set(instance.status), MODE.value_set(mode)]
             )
 
     async def _tick(
@@ -284,6 +296,29 @@ class StandingAgentWorkflow:
             }
         )
 
+    async def _model_step(self, request: ModelStepInput) -> ModelStepResult:
+        result: ModelStepResult = await workflow.execute_activity(
+            StandingAgentActivity.MODEL_STEP,
+            request,
+            result_type=ModelStepResult,
+            start_to_close_timeout=timedelta(minutes=10),
+            # Heartbeated every 2 s: a lost worker's call is retried within 10 s.
+            heartbeat_timeout=timedelta(seconds=10),
+            retry_policy=_MODEL_RETRY,
+        )
+        return result
+
+    async def _run_tool(self, request: RunToolInput) -> RunToolResult:
+        result: RunToolResult = await workflow.execute_activity(
+            StandingAgentActivity.RUN_TOOL,
+            request,
+            result_type=RunToolResult,
+            start_to_close_timeout=timedelta(minutes=5),
+            heartbeat_timeout=timedelta(seconds=10),
+            retry_policy=_TOOL_RETRY,
+        )
+        return result
+
     async def _episode(
         self,
         request: StandingAgentInput,
@@ -308,26 +343,27 @@ class StandingAgentWorkflow:
                 out.wait_condition = f"budget_exhausted:{axis}"
                 return out
             out.llm_calls += 1
-            step: ModelStepResult = await workflow.execute_activity(
-                StandingAgentActivity.MODEL_STEP,
-                ModelStepInput(
-                    tenant=request.tenant,
-                    instance_id=request.instance_id,
-                    agent_type=request.agent_type,
-                    generation=instance.generation,
-                    event=event,
-                    mode=mode,
-                    call_id=f"{prefix}/llm{out.llm_calls}",
-                    step=out.llm_calls,
-                    nudge=nudge_next,
-                    max_output_tokens=begin.budget.max_output_tokens_per_turn,
-                    now=workflow.now(),
-                ),
-                result_type=ModelStepResult,
-                start_to_close_timeout=timedelta(minutes=10),
-                heartbeat_timeout=timedelta(seconds=30),
-                retry_policy=_MODEL_RETRY,
-            )
+            try:
+                step = await self._model_step(
+                    ModelStepInput(
+                        tenant=request.tenant,
+                        instance_id=request.instance_id,
+                        agent_type=request.agent_type,
+                        generation=instance.generation,
+                        event=event,
+                        mode=mode,
+                        call_id=f"{prefix}/llm{out.llm_calls}",
+                        step=out.llm_calls,
+                        nudge=nudge_next,
+                        max_output_tokens=begin.budget.max_output_tokens_per_turn,
+                        now=workflow.now(),
+                    )
+                )
+            except ActivityError as err:
+                # The provider refused (bad key, bad request) or kept failing: the turn
+                # records it and the agent waits for its next event, alive.
+                out.wait_condition = f"model_error: {_cause(err)}"[:200]
+                return out
             nudge_next = False
             usage.turns += 1
             usage.tokens += step.tokens
@@ -344,25 +380,32 @@ class StandingAgentWorkflow:
             for call in step.tool_calls:
                 usage.seconds = (workflow.now() - started).total_seconds()
                 tool_number += 1
-                ran: RunToolResult = await workflow.execute_activity(
-                    StandingAgentActivity.RUN_TOOL,
-                    RunToolInput(
-                        tenant=request.tenant,
-                        instance_id=request.instance_id,
-                        agent_type=request.agent_type,
-                        generation=instance.generation,
-                        event_id=event.event_id,
-                        op_id=f"{prefix}/tool{tool_number}/{call.id}",
-                        call=call,
-                        mode_tools=mode.tools,
-                        exhausted_axis=exhausted_axis(begin.budget, usage),
-                        now=workflow.now(),
-                    ),
-                    result_type=RunToolResult,
-                    start_to_close_timeout=timedelta(minutes=5),
-                    heartbeat_timeout=timedelta(minutes=1),
-                    retry_policy=_TOOL_RETRY,
-                )
+                try:
+                    ran = await self._run_tool(
+                        RunToolInput(
+                            tenant=request.tenant,
+                            instance_id=request.instance_id,
+                            agent_type=request.agent_type,
+                            generation=instance.generation,
+                            event_id=event.event_id,
+                            op_id=f"{prefix}/tool{tool_number}/{call.id}",
+                            call=call,
+                            mode_tools=mode.tools,
+                            exhausted_axis=exhausted_axis(begin.budget, usage),
+                            now=workflow.now(),
+                        )
+                    )
+                except ActivityError as err:
+                    out.actions.append(
+                        ActionRecord(
+                            tool=call.name,
+                            arguments=call.arguments,
+                            outcome=ActionOutcome.ERROR,
+                            result={"error": _cause(err)[:500]},
+                        )
+                    )
+                    out.wait_condition = f"tool_failed: {call.name}"
+                    return out
                 usage.tool_calls += 1
                 out.actions.append(ran.action)
                 if ran.action.outcome != ActionOutcome.OK:
@@ -377,6 +420,11 @@ class StandingAgentWorkflow:
                     out.summary = _text(ran.action.result, "reason")
                     out.wait_condition = f"blocked: {out.summary}"
                     return out
+
+
+def _cause(err: ActivityError) -> str:
+    cause = err.cause
+    return str(cause) if cause is not None else str(err)
 
 
 def _any_ok(actions: list[ActionRecord], names: frozenset[str]) -> bool:

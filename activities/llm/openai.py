@@ -71,12 +71,15 @@ class OpenAIProvider:
         model: str,
         api_key: str | None = None,
         stream: bool = True,
+        max_tokens: int | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         client: httpx.AsyncClient | None = None,
     ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.stream = stream
+        # The output cap of one reply (a standing agent's per-turn budget); None: the server's.
+        self.max_tokens = max_tokens
         self._api_key = api_key
         self._timeout = timeout
         # Without a client each call opens its own: an activity may run on any
@@ -112,6 +115,8 @@ class OpenAIProvider:
             body["tools"] = [to_wire_tool(t) for t in tools]
         if self.stream:
             body["stream_options"] = {"include_usage": True}
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
         return body
 
     async def _post(

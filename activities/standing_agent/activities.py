@@ -22,17 +22,19 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 
 from activities.heartbeat import heartbeating
-from activities.llm import ChatMessage, ModelError, ModelProvider
+from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvider
 from activities.llm.scripted import MODEL_NAME as SCRIPTED
 from activities.llm.scripted_agent import ScriptedAgentModel
 from activities.standing_agent import llm_record
 from activities.standing_agent.pricing import price_usd
 from runtime.llm.active import active_model
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules, violations
+from runtime.sessions import registry
 from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
 from runtime.standing_agents import episode, ticks, tools
+from runtime.standing_agents.agent_journal import entry_data
 from runtime.standing_agents.catalog import PLANNING_SITE
 from runtime.standing_agents.contracts import ActionOutcome, AgentType
 from runtime.standing_agents.workflow_contracts import (
@@ -108,14 +110,14 @@ class StandingAgentActivities:
         if done.turn:
             await self.journal.aappend_many(
                 stream,
-                [NewEvent(type="agent.turn", data=done.turn)],
+                [NewEvent(type="agent.turn", data=entry_data(done.turn))],
                 dedupe_key=f"turn/{request.event.event_id}",
             )
         if done.result.closed:
             status = {"instanceId": request.instance_id, "status": "Closed", "reason": "stuck"}
             await self.journal.aappend_many(
                 stream,
-                [NewEvent(type="agent.status", data=status)],
+                [NewEvent(type="agent.status", data=entry_data(status))],
                 dedupe_key=f"status/{request.event.event_id}",
             )
         if done.stuck_decision_id is not None:
@@ -178,7 +180,7 @@ class StandingAgentActivities:
             )
         entries = (await self.journal.aread(transcript, 0, 100_000)).entries
         messages = [ChatMessage.model_validate(e.data) for e in entries if e.type == "message"]
-        provider = self._provider()
+        provider = self._provider(request.max_output_tokens)
         specs = tools.specs_for(request.mode.tools)
         owner = llm_record.CallOwner(
             call_id=request.call_id,
@@ -221,9 +223,19 @@ class StandingAgentActivities:
         )
         return reply, cost
 
-    def _provider(self) -> ModelProvider:
+    def _provider(self, max_output_tokens: int | None) -> ModelProvider:
         # The sessions' scripted model answers prompts; agents need one that ends episodes.
-        return self.scripted if self.provider.name == SCRIPTED else self.provider
+        if self.provider.name == SCRIPTED:
+            return self.scripted
+        if isinstance(self.provider, OpenAIProvider) and max_output_tokens is not None:
+            # The tick's per-turn output cap (16,384 in the foundational phase).
+            return OpenAIProvider(
+                base_url=self.settings.openai_base_url,
+                model=self.provider.model,
+                api_key=self.settings.openai_api_key,
+                max_tokens=max_output_tokens,
+            )
+        return self.provider
 
     @activity.defn(name=StandingAgentActivity.RUN_TOOL)
     async def run_tool(self, request: RunToolInput) -> RunToolResult:
@@ -253,6 +265,9 @@ class StandingAgentActivities:
             return ActionRecord(**base, outcome=ActionOutcome.BLOCKED, blocked_reason=BLOCK_UNKNOWN)
         if call.name not in request.mode_tools:
             return ActionRecord(**base, outcome=ActionOutcome.BLOCKED, blocked_reason=BLOCK_MODE)
+        problem = tools.argument_problem(call.name, call.arguments)
+        if problem is not None:
+            return ActionRecord(**base, outcome=ActionOutcome.ERROR, result={"error": problem})
         configs = await asyncio.to_thread(ticks.tenant_configs, self.store, request.tenant)
         try:
             rules = parse_rules(configs.get(CONSTITUTION_KEY) or [])
@@ -282,9 +297,11 @@ class StandingAgentActivities:
         )
         try:
             if call.name == "soa_propose_task":
-                result = await self._propose_task(context, call.arguments)
+                result = await heartbeating(self._propose_task(context, call.arguments))
             else:
-                result = await asyncio.to_thread(tools.HANDLERS[call.name], context, call.arguments)
+                result = await heartbeating(
+                    asyncio.to_thread(tools.HANDLERS[call.name], context, call.arguments)
+                )
         except tools.ToolInputError as err:
             return ActionRecord(**base, outcome=ActionOutcome.ERROR, result={"error": str(err)})
         except tools.BoundaryError as err:
@@ -304,7 +321,7 @@ class StandingAgentActivities:
             if row is not None:
                 await self.journal.aappend_many(
                     agent_stream(request.tenant, request.instance_id),
-                    [NewEvent(type="agent.message", data=row)],
+                    [NewEvent(type="agent.message", data=entry_data(row))],
                     dedupe_key=f"message/{result['messageId']}",
                 )
         elif tool in ("soa_propose_decision", "soa_propose_mode_change"):
@@ -319,7 +336,7 @@ class StandingAgentActivities:
         data = {"decisionId": decision_id, "kind": kind, "status": "open", "event": "raised"}
         await self.journal.aappend_many(
             agent_stream(tenant, instance_id),
-            [NewEvent(type="agent.decision", data=data)],
+            [NewEvent(type="agent.decision", data=entry_data(data))],
             dedupe_key=f"decision/{decision_id}/raised",
         )
 
@@ -334,6 +351,13 @@ class StandingAgentActivities:
             raise tools.BoundaryError(f"the prompt exceeds {TASK_PROMPT_MAX} characters")
         task = await asyncio.to_thread(tools.propose_task, context, arguments)
         if task.session_id is None:
+            live = await asyncio.to_thread(registry.count_live, self.store)
+            if live >= self.settings.max_sessions:
+                # The daemon's session cap holds for agents too; the task row stays
+                # "created" (an open item the agent sees) without a session.
+                raise tools.BoundaryError(
+                    f"the daemon runs its maximum of {self.settings.max_sessions} sessions"
+                )
             session_id = await self._submit_task(task.task_id, task.prompt)
             await asyncio.to_thread(
                 tools.set_task_session, self.store, task.task_id, session_id, "submitted"

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from starlette.responses import StreamingResponse
 
 from api.agent_workflows import wake, wake_quietly
-from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
+from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from api.openapi import errors
@@ -173,11 +173,11 @@ async def _transition(
     store: StoreDep,
     journal: JournalDep,
     settings: SettingsDep,
-    client: TemporalDep,
+    connector: ConnectorDep,
 ) -> AgentView:
     transition = await run_control(fn, store, journal, tenant, instance_id)
     if transition.changed:
-        await wake_quietly(client, settings, transition.instance)
+        await wake_quietly(connector, settings, transition.instance)
     return agent_view(transition.instance)
 
 
@@ -188,10 +188,12 @@ async def start_agent(
     store: StoreDep,
     journal: JournalDep,
     settings: SettingsDep,
-    client: TemporalDep,
+    connector: ConnectorDep,
 ) -> AgentView:
     """Paused or Closed → Active, seeded with AgentInitialized; Active: unchanged."""
-    return await _transition(control.start, tenant, instance_id, store, journal, settings, client)
+    return await _transition(
+        control.start, tenant, instance_id, store, journal, settings, connector
+    )
 
 
 @router.post("/{instance_id}/stop", dependencies=MUTATION, responses=errors(400, 401, 403, 404))
@@ -201,10 +203,10 @@ async def stop_agent(
     store: StoreDep,
     journal: JournalDep,
     settings: SettingsDep,
-    client: TemporalDep,
+    connector: ConnectorDep,
 ) -> AgentView:
     """Active → Paused (events keep queueing; nothing is planned until start)."""
-    return await _transition(control.stop, tenant, instance_id, store, journal, settings, client)
+    return await _transition(control.stop, tenant, instance_id, store, journal, settings, connector)
 
 
 @router.post(
@@ -216,12 +218,12 @@ async def reset_agent(
     store: StoreDep,
     journal: JournalDep,
     settings: SettingsDep,
-    client: TemporalDep,
+    connector: ConnectorDep,
 ) -> AgentView:
     """A new generation: memory (ledger) and counters start over, pending events are
     drained, AgentInitialized reseeded. 409 `tick_in_progress` while a tick runs."""
     row = await run_control(control.reset, store, journal, tenant, instance_id)
-    await wake_quietly(client, settings, row)
+    await wake_quietly(connector, settings, row)
     return agent_view(row)
 
 
@@ -241,14 +243,14 @@ async def post_message(
     store: StoreDep,
     journal: JournalDep,
     settings: SettingsDep,
-    client: TemporalDep,
+    connector: ConnectorDep,
 ) -> MessageAccepted:
     """Persist the operator's message and queue it as OperatorMessage (202: durably queued)."""
     row, created = await run_control(
         control.post_message, store, journal, tenant, instance_id, body.text, body.messageId
     )
     instance = await run_control(control.get_instance, store, tenant, instance_id)
-    await wake_quietly(client, settings, instance)
+    await wake_quietly(connector, settings, instance)
     return MessageAccepted(messageId=control.client_message_id(row), duplicate=not created)
 
 
@@ -278,7 +280,7 @@ async def post_event(
     instance_id: InstancePath,
     store: StoreDep,
     settings: SettingsDep,
-    client: TemporalDep,
+    connector: ConnectorDep,
 ) -> EventAccepted:
     """An orchestration or external event; the other kinds have their own routes."""
     if body.kind not in EXTERNAL_EVENT_KINDS:
@@ -294,7 +296,7 @@ async def post_event(
         control.enqueue_external, store, tenant, instance_id, body.kind, body.payload, body.eventId
     )
     instance = await run_control(control.get_instance, store, tenant, instance_id)
-    await wake_quietly(client, settings, instance)
+    await wake_quietly(connector, settings, instance)
     return EventAccepted(
         eventId=event.event_id,
         kind=event.kind.value,
@@ -314,7 +316,7 @@ async def set_mode(
     store: StoreDep,
     journal: JournalDep,
     settings: SettingsDep,
-    client: TemporalDep,
+    connector: ConnectorDep,
 ) -> ModeSet:
     """An operator sets the mode (`source=ui`); it applies from the next tick."""
     await run_control(control.get_instance, store, tenant, instance_id)
@@ -327,7 +329,7 @@ async def set_mode(
     change = await run_control(apply)
     instance = await run_control(control.get_instance, store, tenant, instance_id)
     # The workflow updates its AgentrtMode search attribute when it next reads the row.
-    await wake_quietly(client, settings, instance)
+    await wake_quietly(connector, settings, instance)
     return ModeSet(instanceId=instance_id, activeMode=change.to_mode, change=_change_view(change))
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 
 from api.agent_workflows import wake_quietly
-from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
+from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
@@ -67,7 +67,7 @@ async def respond(
     store: StoreDep,
     journal: JournalDep,
     settings: SettingsDep,
-    client: TemporalDep,
+    connector: ConnectorDep,
 ) -> DecisionView:
     """Answer a decision (`approve`, `reject` or free text); the same answer again gets
     the same body, a different one to a resolved decision is a 409."""
@@ -98,5 +98,5 @@ async def respond(
         instance = await asyncio.to_thread(control.get_instance, store, tenant, row.soa_instance_id)
     except control.InstanceNotFound:
         return _view(row)
-    await wake_quietly(client, settings, instance)
+    await wake_quietly(connector, settings, instance)
     return _view(row)

@@ -13,7 +13,7 @@ import asyncio
 from fastapi import APIRouter, Depends
 
 from api.agent_workflows import wake_quietly
-from api.deps import SettingsDep, StoreDep, TemporalDep
+from api.deps import ConnectorDep, SettingsDep, StoreDep
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.routes.agents_models import FeatureBody, FeatureState
@@ -48,14 +48,14 @@ async def put_standing_agents(
     tenant: TenantPath,
     store: StoreDep,
     settings: SettingsDep,
-    client: TemporalDep,
+    connector: ConnectorDep,
 ) -> FeatureState:
     soa = await asyncio.to_thread(
         control.set_standing_agents, store, settings, tenant, body.enabled
     )
     if soa is not None:
         # Starts the SOA's workflow (signal-with-start); the sweeper retries a failure.
-        await wake_quietly(client, settings, soa)
+        await wake_quietly(connector, settings, soa)
     else:
         soa = await asyncio.to_thread(control.tenant_soa, store, tenant)
     return FeatureState(

@@ -10,6 +10,7 @@ API's sweeper wakes the agent again), never loses it. Events carry dedupe ids
 from __future__ import annotations
 
 import hashlib
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,6 +24,7 @@ from runtime.settings import Settings
 from runtime.standing_agents import queue
 from runtime.standing_agents.agent_journal import DECISION, MESSAGE, STATUS, append_agent_event
 from runtime.standing_agents.catalog import default_mode
+from runtime.standing_agents.configs import validate_config
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
     AgentEvent,
@@ -39,8 +41,9 @@ from runtime.standing_agents.models import (
     AgentInstance,
     AgentMessage,
     AttentionRequest,
+    SystemConfig,
 )
-from runtime.standing_agents.modes import InstanceNotFound, apply_mode_change
+from runtime.standing_agents.modes import InstanceNotFound, UnknownMode, apply_mode_change
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 from runtime.store.tenants import feature_enabled, set_feature
@@ -51,6 +54,7 @@ APPROVE = "approve"
 
 
 __all__ = ["InstanceNotFound"]
+log = logging.getLogger(__name__)
 
 
 class SoaAlreadyExists(Exception):
@@ -475,7 +479,7 @@ def respond(
     enqueues the resume event `escalation/{decisionId}`: both are idempotent, so
     a crash between the CAS and the enqueue is repaired by the client's retry, and
     however many answers arrive the agent resumes once. Returns the row and whether
-    this call resolved it. Returns the instance to wake through `row.soa_instance_id`.
+    this call resolved it (the caller wakes `row.soa_instance_id`).
     """
     row = get_decision(store, tenant, decision_id)
     now = now_utc()
@@ -514,15 +518,20 @@ def _after_resolution(
     resolution = row.resolution or ""
     if row.kind == AttentionKind.MODE_CHANGE.value and resolution == APPROVE:
         mode = str(row.payload.get("mode", ""))
-        apply_mode_change(
-            store,
-            instance_id,
-            mode,
-            ModeChangeSource.APPROVAL,
-            row.responded_by,
-            decision_id=row.decision_id,
-            journal=journal if announce else None,
-        )
+        try:
+            apply_mode_change(
+                store,
+                instance_id,
+                mode,
+                ModeChangeSource.APPROVAL,
+                row.responded_by,
+                decision_id=row.decision_id,
+                journal=journal if announce else None,
+            )
+        except UnknownMode:
+            # The catalogue changed since the proposal: the answer still reaches the
+            # agent (its resume says approve), the mode stays as it is.
+            log.warning("approved mode %r is not in the catalogue of %s", mode, instance_id)
     if announce:
         append_agent_event(
             journal,
@@ -571,3 +580,30 @@ def decision_body(row: AttentionRequest) -> dict[str, Any]:
 def _iso(value: datetime | None) -> str | None:
     value = aware(value)
     return value.isoformat() if value is not None else None
+
+
+# -- system_configs ---------------------------------------------------------------------------
+
+
+def get_config(store: Store, tenant: str, key: str) -> SystemConfig | None:
+    with store.session() as db:
+        return db.get(SystemConfig, (tenant, key))
+
+
+def put_config(store: Store, tenant: str, key: str, value: Any) -> SystemConfig:
+    """Store a validated value (live: the next tick reads it).
+
+    Raises:
+        UnknownConfigKey, ValueError: from `validate_config`.
+    """
+    normalised = validate_config(key, value)
+    now = now_utc()
+    with store.session() as db:
+        row = db.get(SystemConfig, (tenant, key))
+        if row is None:
+            row = SystemConfig(tenant=tenant, key=key, value=normalised, updated_at=now)
+        row.value = normalised
+        row.updated_at = now
+        db.add(row)
+        db.commit()
+        return row

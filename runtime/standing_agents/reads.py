@@ -16,6 +16,7 @@ from sqlmodel import col, select
 from runtime.llm.models import LlmCallAttempt
 from runtime.standing_agents.models import AgentInstance, AgentLedgerTurn
 from runtime.store.engine import Store
+from runtime.timestamps import iso_ms
 
 EXPORT_PAGE = 500
 
@@ -63,7 +64,7 @@ def turn_body(turn: AgentLedgerTurn) -> dict[str, Any]:
         "servedModel": turn.served_model,
         "costUsd": turn.cost_usd,
         "activeMode": turn.active_mode,
-        "createdAt": _aware(turn.created_at).isoformat(),
+        "createdAt": iso_ms(_aware(turn.created_at)),
         "prevHash": turn.prev_hash,
         "hash": turn.hash,
     }

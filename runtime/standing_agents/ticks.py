@@ -322,13 +322,27 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
         ).first()
         instance = db.get(AgentInstance, request.instance_id)
         if existing is not None or instance is None:
-            closed = instance is not None and instance.status == AgentStatus.CLOSED.value
+            # A retry after the commit: the same answer, so its journal events (deduped)
+            # are appended if the first attempt died before appending them.
             seq = existing.seq if existing is not None else 0
             next_at = instance.next_tick_at if instance is not None else None
+            stuck = db.exec(
+                select(AttentionRequest.decision_id).where(
+                    col(AttentionRequest.op_id) == _stuck_op_id(request)
+                )
+            ).first()
             return Completed(
-                CompleteTickResult(seq=seq, next_tick_at=next_at, closed=closed),
+                CompleteTickResult(seq=seq, next_tick_at=next_at, closed=stuck is not None),
                 turn_view(existing) if existing is not None else {},
-                None,
+                stuck,
+            )
+        if instance.generation != request.generation:
+            # Reset meanwhile: the reset won, this tick records nothing.
+            instance.tick_in_progress = False
+            db.add(instance)
+            db.commit()
+            return Completed(
+                CompleteTickResult(seq=0, next_tick_at=instance.next_tick_at), {}, None
             )
         seq = _last_seq(db, request.instance_id) + 1
         previous = db.exec(
@@ -356,7 +370,7 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
             event_payload=request.event.payload,
             decision_kind=request.decision_kind.value,
             decision=decision,
-            wait_condition=request.wait_condition,
+            wait_condition=_bounded(request.wait_condition, 200),
             reasoning_summary=request.reasoning_summary,
             plan_input_hash=request.plan_hash,
             llm_call_id=request.llm_call_id,
@@ -376,10 +390,10 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
                     instance_id=request.instance_id,
                     ledger_seq=seq,
                     ordinal=ordinal,
-                    tool=action.tool,
+                    tool=action.tool[:120],  # the model may invent any name
                     arguments=action.arguments,
                     outcome=action.outcome.value,
-                    blocked_reason=action.blocked_reason,
+                    blocked_reason=_bounded(action.blocked_reason, 400),
                     violations=list(action.violations),
                     result=action.result,
                 )
@@ -397,7 +411,7 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
             instance.next_tick_at = None
             _consume_heartbeats(db, request.instance_id, request.now)
             stuck_id = _raise_stuck(db, request)
-        elif instance.generation == request.generation:
+        else:
             _consume_heartbeats(db, request.instance_id, request.now)
             visible_at = request.now + heartbeat_delay(settings, request.consecutive_idle_ticks)
             if request.not_before is not None and request.not_before > visible_at:
@@ -425,6 +439,11 @@ def release_lease(store: Store, instance_id: str) -> None:
             .values(tick_in_progress=False)
         )
         db.commit()
+
+
+def _bounded(text: str | None, limit: int) -> str | None:
+    # Column widths (PostgreSQL enforces them): the full text stays in the decision JSON.
+    return text[:limit] if text is not None else None
 
 
 def _action_summary(action: Mapping[str, Any]) -> dict[str, Any]:
@@ -457,8 +476,12 @@ def _consume_heartbeats(db: Session, instance_id: str, now: datetime) -> None:
         db.add(row)
 
 
+def _stuck_op_id(request: CompleteTickInput) -> str:
+    return f"stuck/{request.instance_id}/{request.event.event_id}"
+
+
 def _raise_stuck(db: Session, request: CompleteTickInput) -> str:
-    op_id = f"stuck/{request.instance_id}/{request.event.event_id}"
+    op_id = _stuck_op_id(request)
     decision_id = str(uuid.uuid5(uuid.NAMESPACE_URL, op_id))
     db.add(
         AttentionRequest(

@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, col, or_, select
 
@@ -220,6 +222,18 @@ SPECS: dict[str, ToolSpec] = {
 
 def specs_for(tools: list[str]) -> list[ToolSpec]:
     return [SPECS[name] for name in tools if name in SPECS]
+
+
+_VALIDATORS = {name: Draft202012Validator(spec.parameters) for name, spec in SPECS.items()}
+
+
+def argument_problem(tool: str, arguments: dict[str, Any]) -> str | None:
+    """Why the arguments do not fit the schema the model was shown (None: they fit)."""
+    error = best_match(_VALIDATORS[tool].iter_errors(arguments))
+    if error is None:
+        return None
+    where = "/".join(str(part) for part in error.absolute_path) or "arguments"
+    return f"{where}: {error.message}"[:500]
 
 
 def _text(arguments: dict[str, Any], key: str, *, required: bool = True) -> str:

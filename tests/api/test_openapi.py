@@ -15,7 +15,7 @@ import pytest
 from api.app import create_app
 from runtime.settings import Settings
 
-NOT_JSON = {"text/event-stream", "text/html"}
+NOT_JSON = {"text/event-stream", "text/html", "application/x-ndjson"}
 
 
 @pytest.fixture(scope="module")

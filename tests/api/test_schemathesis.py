@@ -45,6 +45,7 @@ from tests.conftest import ApiFactory, free_port
 from worker import build_worker
 
 TOKEN = "schemathesis-token"
+AGENTS_TENANT = "schemathesis"
 EXAMPLES_PER_OPERATION = 25
 CHECKS = [
     not_a_server_error,
@@ -54,7 +55,11 @@ CHECKS = [
     response_schema_conformance,
 ]
 # An SSE stream never ends on its own; its 4xx are covered by tests/api/test_session_events.py.
-SKIPPED = {("GET", "/session/{session_id}/events")}
+SKIPPED = {
+    ("GET", "/session/{session_id}/events"),
+    # Covered by tests/api/test_agents_api.py (over uvicorn, with replay).
+    ("GET", "/api/v1/tenants/{tenant}/agents/{instance_id}/stream"),
+}
 # A long poll waits up to `wait` seconds when nothing happens: keep the run short.
 OVERRIDES: dict[tuple[str, str], dict[str, Any]] = {
     ("GET", "/api/v1/agent-tools/events"): {"query": {"wait": 0}},
@@ -122,6 +127,12 @@ async def live(
                 headers={"Origin": origin, "X-CSRF-Token": csrf, "Cookie": cookie},
             )
             assert turn.status_code == 202, turn.text
+            # A tenant with standing agents on, so agent routes can reach a real agent.
+            enabled = await client.put(
+                f"/api/v1/tenants/{AGENTS_TENANT}/features/standing-agents",
+                json={"enabled": True},
+            )
+            assert enabled.status_code == 200, enabled.text
         yield Live(
             base_url=base_url,
             headers={
@@ -130,7 +141,12 @@ async def live(
                 "X-CSRF-Token": csrf,
                 "Cookie": cookie,
             },
-            objects={"session_id": session_id, "turn_id": turn.json()["turn_id"]},
+            objects={
+                "session_id": session_id,
+                "turn_id": turn.json()["turn_id"],
+                "tenant": AGENTS_TENANT,
+                "instance_id": enabled.json()["soaInstanceId"],
+            },
         )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -25,6 +26,8 @@ README = (ROOT / "README.md").read_text()
 RECIPE = re.compile(r"<!-- recipe: ([a-z-]+) -->\n```sh\n(.*?)```", re.DOTALL)
 RECIPES = dict(RECIPE.findall(README))
 README_URL = "http://127.0.0.1:4170"
+# Recipes of strict mutation routes: they run against a daemon with a token.
+TOKEN_RECIPES = {"standing-agents"}
 
 
 def _section(title: str) -> str:
@@ -83,7 +86,13 @@ def test_the_investigation_example_loads(tmp_path: Path) -> None:
 
 
 def test_the_recipes_are_all_there() -> None:
-    assert set(RECIPES) == {"agent-tools", "agent-tools-model", "session", "session-tool"}
+    assert set(RECIPES) == {
+        "agent-tools",
+        "agent-tools-model",
+        "session",
+        "session-tool",
+        "standing-agents",
+    }
     for text in RECIPES.values():
         assert text.startswith(f"A={README_URL}\n")
 
@@ -96,6 +105,8 @@ def test_the_recipes_run_against_agentrt_up(tmp_path: Path) -> None:
         _wait_http(f"{up.api_url}/health")
         _wait_worker_live(up.api_url)
         for name, recipe in RECIPES.items():
+            if name in TOKEN_RECIPES:
+                continue
             work = tmp_path / name
             work.mkdir()
             done = subprocess.run(
@@ -123,3 +134,33 @@ def test_the_recipes_run_against_agentrt_up(tmp_path: Path) -> None:
     workspace = tmp_path.resolve() / ".data" / "workspace"
     assert (workspace / "hello.txt").read_text() == "hi\n"
     assert f'"workspaceCwd": "{workspace}"' in tool
+
+
+def test_the_standing_agents_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
+    if shutil.which("curl") is None or shutil.which("jq") is None:
+        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
+    token = "readme-token"
+    with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token}) as up:
+        _wait_http(f"{up.api_url}/health")
+        done = subprocess.run(
+            [
+                "bash",
+                "-euo",
+                "pipefail",
+                "-c",
+                RECIPES["standing-agents"].replace(README_URL, up.api_url),
+            ],
+            cwd=tmp_path,
+            env={**os.environ, "AGENTRT_TOKEN": token},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    out = done.stdout
+    assert "agent: Hello, I am your standing agent." in out
+    assert "agent: Received your message: How are things?" in out
+    assert '{"status":"resolved","resolution":"approve"}' in out
+    assert '"Incident"' in out
+    assert '{"from":"Strategic","to":"Incident","source":"ui"}' in out
+    assert '"eventKind":"AgentInitialized"' in out

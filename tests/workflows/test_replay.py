@@ -40,4 +40,5 @@ def test_there_are_histories_to_replay() -> None:
         "turn",
         "turn-before-decision-signal",
         "device-flow",
+        "standing-agent",
     }

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m tests.workflows.histories.record [name ...]
 
-With names (`session`, `turn`, `device-flow`), only those are recorded.
+With names (`session`, `turn`, `device-flow`, `standing-agent`), only those are recorded.
 
 Keep the histories of earlier code (rename them, e.g. `turn-before-decision-signal.json`)
 when recording new ones: workflows started then may still be running, and their
@@ -18,6 +18,7 @@ import json
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +30,14 @@ from temporalio.testing import WorkflowEnvironment
 from api.app import create_app
 from runtime.investigation.demo import ensure_demo
 from runtime.settings import Settings
+from runtime.standing_agents.contracts import EventKind
+from runtime.standing_agents.models import AgentInstance
 from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.temporal import ensure_search_attributes, temporal_cli_path
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.fakes.device_idp import FakeIdP
 from tests.session_helpers import Daemon, write_prompt
+from tests.workflows import standing_agent_support as sa
 from worker import build_worker
 from workflows.device_flow import device_flow_workflow_id
 from workflows.session import session_workflow_id
@@ -107,6 +111,35 @@ async def _device_flow_run(
     return device_flow_workflow_id(workspace, "idp"), first
 
 
+async def _standing_agent_run(client: Client, store: Store, task_queue: str) -> tuple[str, str]:
+    """An agent's first run: greeted, chatted, escalated, blocked by the rail, then after
+    `max_ticks_per_run` ticks continued as new (the recorded run is the first)."""
+    agent = sa.create_instance(store, datetime.now(UTC))
+    handle = await sa.start(client, agent, task_queue, max_ticks_per_run=4)
+    first_run = (await handle.describe()).run_id
+    await sa.wait_turns(store, agent, 1)
+    script = "\n".join(
+        [
+            '/call agent_query_memory {"limit": 3}',
+            '/call soa_propose_decision {"title": "Ship?", "body": "Ready."}',
+            '/call compliance_dossier_record {"title": "t", "content": "c"}',
+        ]
+    )
+    for count, text in ((2, "hello"), (3, script), (4, '/call phase_blocked {"reason": "x"}')):
+        await sa.send(
+            store, handle, agent, EventKind.OPERATOR_MESSAGE, {"text": text}, datetime.now(UTC)
+        )
+        await sa.wait_turns(store, agent, count)
+    await _finished(client, handle.id, first_run)
+    # Deleting the instance ends the next run too.
+    with store.session() as db:
+        row = db.get(AgentInstance, agent)
+        db.delete(row)
+        db.commit()
+    await client.get_workflow_handle(handle.id).signal("wake")
+    return handle.id, first_run
+
+
 async def _finished(client: Client, workflow_id: str, run_id: str | None = None) -> None:
     deadline = time.monotonic() + 60
     handle = client.get_workflow_handle(workflow_id, run_id=run_id)
@@ -156,7 +189,7 @@ async def record(names: list[str] | None = None) -> None:
             ):
                 http.headers["Authorization"] = "Bearer record"
                 daemon = Daemon(http, workspace.resolve(), EventJournal(store))
-                wanted = set(names or ("session", "turn", "device-flow"))
+                wanted = set(names or ("session", "turn", "device-flow", "standing-agent"))
                 runs: dict[str, tuple[str, str | None]] = {}
                 if "session" in wanted:
                     runs["session"] = (await _session_run(daemon), None)
@@ -166,6 +199,10 @@ async def record(names: list[str] | None = None) -> None:
                 if "device-flow" in wanted:
                     # The first run (deviceFlowId is the run id): approved, then released.
                     runs["device-flow"] = await _device_flow_run(http, idp, settings.workspace_cwd)
+                if "standing-agent" in wanted:
+                    runs["standing-agent"] = await _standing_agent_run(
+                        env.client, store, settings.task_queue
+                    )
                 for name, (workflow_id, run_id) in runs.items():
                     handle = env.client.get_workflow_handle(workflow_id, run_id=run_id)
                     await _finished(env.client, workflow_id, run_id)

@@ -1,0 +1,74 @@
+"""Live configuration of a tenant's agents: /api/v1/tenants/{tenant}/config/{key}.
+
+`system_configs` rows (budgets `AgentDispatcher:*`, the weekly credit, the constitution
+rules `constitution.rules`), validated per key by runtime/standing_agents/configs.py;
+a change applies at the agents' next tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Depends
+
+from api.deps import StoreDep
+from api.errors import ApiError
+from api.input_bounds import StrictJsonRoute
+from api.openapi import errors
+from api.routes.agents_models import ConfigBody, ConfigValue
+from api.routes.standing_common import ConfigKeyPath, TenantPath
+from api.security import require_configured_token
+from runtime.standing_agents import control
+from runtime.standing_agents.configs import KNOWN_KEYS, UnknownConfigKey
+from runtime.standing_agents.models import SystemConfig
+
+router = APIRouter(prefix="/api/v1/tenants/{tenant}/config", route_class=StrictJsonRoute)
+
+
+def _unknown(key: str) -> ApiError:
+    return ApiError(
+        404,
+        {
+            "error": f'Unknown config key "{key}"',
+            "code": "unknown_config_key",
+            "allowed": sorted(KNOWN_KEYS),
+        },
+    )
+
+
+def _view(tenant: str, key: str, row: SystemConfig | None) -> ConfigValue:
+    updated = control.aware(row.updated_at) if row is not None else None
+    return ConfigValue(
+        tenant=tenant,
+        key=key,
+        value=row.value if row is not None else None,
+        updatedAt=updated.isoformat() if updated is not None else None,
+    )
+
+
+@router.get("/{key}", responses=errors(400, 404))
+async def get_config(tenant: TenantPath, key: ConfigKeyPath, store: StoreDep) -> ConfigValue:
+    """The stored value; `null` when unset (the settings or the code default apply)."""
+    if key not in KNOWN_KEYS:
+        raise _unknown(key)
+    row = await asyncio.to_thread(control.get_config, store, tenant, key)
+    return _view(tenant, key, row)
+
+
+@router.put(
+    "/{key}",
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401, 404),
+)
+async def put_config(
+    body: ConfigBody, tenant: TenantPath, key: ConfigKeyPath, store: StoreDep
+) -> ConfigValue:
+    try:
+        row = await asyncio.to_thread(control.put_config, store, tenant, key, body.value)
+    except UnknownConfigKey:
+        raise _unknown(key) from None
+    except ValueError as err:
+        raise ApiError(
+            400, {"error": str(err), "code": "invalid_config_value", "key": key}
+        ) from None
+    return _view(tenant, key, row)

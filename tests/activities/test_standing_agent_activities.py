@@ -1,0 +1,353 @@
+"""The standing agent's activities: retried tool calls and model steps act once; the
+governance rail blocks (never raises); the scripted agent planner."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio.testing import ActivityEnvironment
+
+from activities.llm import ChatMessage, OpenAIProvider, ScriptedModel, ToolCall
+from activities.llm.scripted_agent import GREETING, next_call
+from activities.standing_agent import StandingAgentActivities
+from runtime.sessions.models import DaemonSession
+from runtime.settings import Settings
+from runtime.standing_agents import catalog, ticks
+from runtime.standing_agents.contracts import (
+    ActionOutcome,
+    AgentEvent,
+    AgentType,
+    DecisionKind,
+    EventKind,
+)
+from runtime.standing_agents.episode import event_message
+from runtime.standing_agents.ledger_chain import turn_hash
+from runtime.standing_agents.models import SystemConfig
+from runtime.standing_agents.workflow_contracts import (
+    ActionRecord,
+    CompleteTickInput,
+    ModelStepInput,
+    RunToolInput,
+)
+from runtime.store import EventJournal, Store
+from runtime.streams import agent_episode_stream, agent_stream
+from tests.fakes.openai_server import FakeOpenAI
+from tests.workflows import standing_agent_support as sa
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def _activities(store: Store, tmp_path: Path) -> StandingAgentActivities:
+    settings = Settings(data_dir=tmp_path, workspace=tmp_path)
+    return StandingAgentActivities(store, EventJournal(store), ScriptedModel(), settings)
+
+
+def _event(kind: EventKind, **payload: Any) -> AgentEvent:
+    return AgentEvent(
+        event_id=f"e/{kind.value}", sequence_number=1, kind=kind, payload=payload, visible_at=NOW
+    )
+
+
+def _tool(
+    instance_id: str,
+    call: ToolCall,
+    *,
+    agent_type: AgentType = AgentType.SOA,
+    mode: str | None = None,
+    op: str = "op-1",
+) -> RunToolInput:
+    resolved = catalog.resolve_mode(agent_type, mode)
+    return RunToolInput(
+        tenant=sa.TENANT,
+        instance_id=instance_id,
+        agent_type=agent_type,
+        generation=0,
+        event_id="e/1",
+        op_id=f"agent/{sa.TENANT}/{instance_id}/e/1/tool1/{op}",
+        call=call,
+        mode_tools=resolved.tools,
+        now=NOW,
+    )
+
+
+async def test_a_retried_tool_call_writes_its_message_once(store: Store, tmp_path: Path) -> None:
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    call = ToolCall(id="call_1", name="soa_send_message", arguments={"text": "hello"})
+    first = await env.run(activities.run_tool, _tool(agent, call))
+    env.info = dataclasses.replace(env.info, attempt=2)
+    again = await env.run(activities.run_tool, _tool(agent, call))
+    assert first.action.outcome == again.action.outcome == "ok"
+    assert first.action.result == again.action.result
+    assert [m.text for m in sa.messages(store, agent)] == ["hello"]
+    journal = EventJournal(store)
+    events = journal.read(agent_stream(sa.TENANT, agent)).entries
+    assert [e.type for e in events] == ["agent.message"]
+    body = events[0].data["data"]  # the session stream's envelope
+    assert body["direction"] == "agent" and body["text"] == "hello"
+    transcript = journal.read(agent_episode_stream(sa.TENANT, agent, "e/1")).entries
+    assert len(transcript) == 1  # the tool message, once
+    # The same decision proposed twice (a retry) is one attention request.
+    decision = ToolCall(
+        id="call_2", name="soa_propose_decision", arguments={"title": "t", "body": "b"}
+    )
+    one = await env.run(activities.run_tool, _tool(agent, decision, op="op-2"))
+    two = await env.run(activities.run_tool, _tool(agent, decision, op="op-2"))
+    assert one.action.result == two.action.result
+    assert len(sa.attention(store, agent)) == 1
+
+
+async def test_a_retried_model_step_is_paid_once(store: Store, tmp_path: Path) -> None:
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    request = ModelStepInput(
+        tenant=sa.TENANT,
+        instance_id=agent,
+        agent_type=AgentType.SOA,
+        generation=0,
+        event=_event(EventKind.AGENT_INITIALIZED),
+        mode=catalog.resolve_mode(AgentType.SOA, None),
+        call_id=f"agent/{sa.TENANT}/{agent}/init/llm1",
+        step=1,
+        now=NOW,
+    )
+    first = await env.run(activities.model_step, request)
+    env.info = dataclasses.replace(env.info, attempt=2)
+    again = await env.run(activities.model_step, request)
+    assert first == again
+    assert [c.name for c in first.tool_calls] == ["soa_send_message"]
+    attempts = sa.llm_attempts(store, agent)
+    assert len(attempts) == 1
+    assert attempts[0].site == "Agent:Planning" and attempts[0].owner_kind == "agent"
+    assert attempts[0].cost_usd == 0.0  # scripted is free
+    transcript = EventJournal(store).read(
+        agent_episode_stream(sa.TENANT, agent, "e/AgentInitialized")
+    )
+    roles = [e.data["role"] for e in transcript.entries]
+    assert roles == ["system", "user", "user", "assistant"]  # opening once, answer once
+
+
+async def test_the_rail_blocks_and_never_raises(store: Store, tmp_path: Path) -> None:
+    agent = sa.create_instance(store, NOW, agent_type=AgentType.COMPLIANCE)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    task = ToolCall(id="c1", name="soa_propose_task", arguments={"title": "t", "prompt": "p"})
+    outside = await env.run(
+        activities.run_tool, _tool(agent, task, agent_type=AgentType.COMPLIANCE, op="a")
+    )
+    assert outside.action.outcome == "blocked"
+    assert outside.action.blocked_reason == "tool_not_in_mode"
+    with store.session() as db:
+        rules = [{"id": "no-secrets", "pattern": "(?i)password", "tools": ["soa_send_message"]}]
+        db.add(
+            SystemConfig(tenant=sa.TENANT, key="constitution.rules", value=rules, updated_at=NOW)
+        )
+        db.commit()
+    leak = ToolCall(id="c2", name="soa_send_message", arguments={"text": "the Password is 1234"})
+    blocked = await env.run(
+        activities.run_tool, _tool(agent, leak, agent_type=AgentType.COMPLIANCE, op="b")
+    )
+    assert blocked.action.outcome == "blocked"
+    assert blocked.action.blocked_reason == "constitution_violation"
+    assert blocked.action.violations == ["no-secrets"]
+    assert sa.messages(store, agent) == []
+    budget = _tool(
+        agent,
+        ToolCall(id="c3", name="soa_send_message", arguments={"text": "hi"}),
+        agent_type=AgentType.COMPLIANCE,
+        op="c",
+    )
+    spent = await env.run(
+        activities.run_tool, budget.model_copy(update={"exhausted_axis": "tokens"})
+    )
+    assert spent.action.blocked_reason == "budget_exhausted:tokens"
+    mode = ToolCall(
+        id="c4", name="soa_propose_mode_change", arguments={"mode": "Nope", "reason": "r"}
+    )
+    bad = await env.run(
+        activities.run_tool, _tool(agent, mode, agent_type=AgentType.COMPLIANCE, op="d")
+    )
+    assert bad.action.outcome == "error"  # validated against the catalogue, not applied
+    good = ToolCall(
+        id="c5", name="soa_propose_mode_change", arguments={"mode": "Research", "reason": "r"}
+    )
+    ok = await env.run(
+        activities.run_tool, _tool(agent, good, agent_type=AgentType.COMPLIANCE, op="e")
+    )
+    assert ok.action.outcome == "ok" and ok.action.result is not None
+    assert ok.action.result["applied"] is False
+    assert sa.instance(store, agent).active_mode is None
+    # Arguments outside the schema the model was shown: an error outcome, told to the model.
+    empty = ToolCall(id="c6", name="soa_send_message", arguments={"txt": "hi"})
+    wrong = await env.run(
+        activities.run_tool, _tool(agent, empty, agent_type=AgentType.COMPLIANCE, op="f")
+    )
+    assert wrong.action.outcome == "error" and wrong.action.result is not None
+    assert "text" in wrong.action.result["error"]
+
+
+def test_no_mode_outside_the_soa_offers_propose_task() -> None:
+    for mode in catalog.MODES:
+        if mode.agent_type != AgentType.SOA:
+            assert "soa_propose_task" not in mode.tools
+
+
+def _episode(event: AgentEvent, *answers: ChatMessage) -> list[ChatMessage]:
+    return [ChatMessage(role="system", content="s"), event_message(event), *answers]
+
+
+def _calls(messages: list[ChatMessage]) -> list[ToolCall]:
+    """Drive the scripted planner to the end of its episode."""
+    issued: list[ToolCall] = []
+    while (call := next_call(messages)) is not None:
+        issued.append(call)
+        messages = [*messages, ChatMessage(role="assistant", tool_calls=[call])]
+        messages.append(ChatMessage(role="tool", content="{}", tool_call_id=call.id))
+    return issued
+
+
+def test_the_scripted_planner_greets_answers_and_follows_call_lines() -> None:
+    init = _calls(_episode(_event(EventKind.AGENT_INITIALIZED)))
+    assert [(c.name, c.arguments) for c in init] == [
+        ("soa_send_message", {"text": GREETING}),
+        ("phase_complete", {"summary": "done"}),
+    ]
+    chat = _calls(_episode(_event(EventKind.OPERATOR_MESSAGE, text="how are you?")))
+    assert chat[0].name == "soa_send_message" and "how are you?" in chat[0].arguments["text"]
+    assert chat[1].name == "phase_complete"
+    script = 'please\n/call agent_query_memory {"limit": 2}\n/call phase_blocked {"reason": "x"}'
+    scripted = _calls(_episode(_event(EventKind.OPERATOR_MESSAGE, text=script)))
+    assert [c.name for c in scripted] == ["agent_query_memory", "phase_blocked"]
+    answered = _event(
+        EventKind.OPERATOR_ANSWERED_ESCALATION,
+        decisionId="d1",
+        resolution="approve",
+        resolutionNotes='/call soa_send_message {"text": "resuming"}',
+    )
+    resumed = _calls(_episode(answered))
+    assert [c.name for c in resumed] == ["soa_send_message", "phase_complete"]
+    heartbeat = _calls(_episode(_event(EventKind.AGENT_TICK)))
+    assert [c.name for c in heartbeat] == ["phase_complete"]
+    assert len({c.id for c in scripted}) == len(scripted)
+
+
+async def test_a_retried_complete_tick_records_one_turn_and_one_stuck_request(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    event = _event(EventKind.OPERATOR_MESSAGE, text="x")
+    request = CompleteTickInput(
+        tenant=sa.TENANT,
+        instance_id=agent,
+        generation=0,
+        event=event,
+        now=NOW,
+        decision_kind=DecisionKind.WAITING_FOR_EVENT,
+        plan_hash="h",
+        consecutive_blocked_turns=3,
+        close_stuck=True,
+        stuck_reason="blocked thrice",
+    )
+    first = await env.run(activities.complete_tick, request)
+    again = await env.run(activities.complete_tick, request)
+    assert first == again and first.closed and first.seq == 1
+    assert len(sa.turns(store, agent)) == 1
+    assert [a.kind for a in sa.attention(store, agent)] == ["stuck"]
+    assert sa.pending_ticks(store, agent) == []
+    stream = EventJournal(store).read(agent_stream(sa.TENANT, agent)).entries
+    assert [e.type for e in stream] == ["agent.turn", "agent.status", "agent.decision"]
+    turn = sa.turns(store, agent)[0]
+    assert turn.prev_hash is None
+    assert turn.hash == turn_hash(None, ticks.turn_view(turn))
+
+
+async def test_workset_complete_ends_the_foundational_phase(store: Store, tmp_path: Path) -> None:
+    agent = sa.create_instance(store, NOW, foundational=True)
+    activities = _activities(store, tmp_path)
+    call = ToolCall(id="c1", name="agent_workset_complete", arguments={})
+    done = await ActivityEnvironment().run(activities.run_tool, _tool(agent, call))
+    assert done.action.outcome == "ok"
+    assert sa.instance(store, agent).is_building_starting_workset is False
+
+
+async def test_the_per_turn_output_cap_reaches_the_openai_endpoint(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW, foundational=True)
+    with FakeOpenAI() as fake:
+        fake.queue_tool_calls([{"name": "phase_complete", "arguments": {}}], model="gpt-4o")
+        settings = Settings(
+            data_dir=tmp_path,
+            workspace=tmp_path,
+            model_provider="openai",
+            openai_base_url=fake.base_url,
+        )
+        provider = OpenAIProvider(base_url=fake.base_url, model="gpt-4o")
+        activities = StandingAgentActivities(store, EventJournal(store), provider, settings)
+        request = ModelStepInput(
+            tenant=sa.TENANT,
+            instance_id=agent,
+            agent_type=AgentType.SOA,
+            generation=0,
+            event=_event(EventKind.AGENT_INITIALIZED),
+            mode=catalog.resolve_mode(AgentType.SOA, None),
+            call_id="c/llm1",
+            step=1,
+            max_output_tokens=16_384,
+            now=NOW,
+        )
+        step = await ActivityEnvironment().run(activities.model_step, request)
+        assert fake.requests[0].body["max_tokens"] == 16_384
+        assert "soa_propose_task" in [t["function"]["name"] for t in fake.requests[0].body["tools"]]
+    assert [c.name for c in step.tool_calls] == ["phase_complete"]
+    (attempt,) = sa.llm_attempts(store, agent)
+    assert attempt.served_model == "gpt-4o" and attempt.cost_usd > 0
+    assert attempt.price_version is not None and attempt.price_version.startswith("genai-prices")
+
+
+async def test_telemetry_counts_the_last_24_hours(store: Store, tmp_path: Path) -> None:
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    failed = ActionRecord(
+        tool="compliance_dossier_list", outcome=ActionOutcome.ERROR, result={"error": "x"}
+    )
+    for n, at in enumerate((NOW - timedelta(days=2), NOW - timedelta(hours=1))):
+        request = CompleteTickInput(
+            tenant=sa.TENANT,
+            instance_id=agent,
+            generation=0,
+            event=_event(EventKind.EXTERNAL_SIGNAL_RECEIVED).model_copy(
+                update={"event_id": f"signal/{n}"}
+            ),
+            now=at,
+            decision_kind=DecisionKind.WAITING_FOR_EVENT,
+            plan_hash="h",
+            actions=[failed],
+        )
+        await env.run(activities.complete_tick, request)
+    call = ToolCall(id="t", name="soa_query_telemetry", arguments={})
+    seen = await env.run(activities.run_tool, _tool(agent, call))
+    assert seen.action.result is not None
+    assert seen.action.result["failedToolActions"] == 1  # the old one is out of the window
+    assert seen.action.result["bucket"] == "degraded"
+
+
+async def test_a_task_beyond_the_session_cap_is_blocked(store: Store, tmp_path: Path) -> None:
+    agent = sa.create_instance(store, NOW)
+    with store.session() as db:
+        db.add(DaemonSession(session_id="s1", workspace_cwd="/w", scope="thread", created_at=NOW))
+        db.commit()
+    settings = Settings(data_dir=tmp_path, workspace=tmp_path, max_sessions=1)
+    activities = StandingAgentActivities(store, EventJournal(store), ScriptedModel(), settings)
+    call = ToolCall(id="c1", name="soa_propose_task", arguments={"title": "t", "prompt": "p"})
+    refused = await ActivityEnvironment().run(activities.run_tool, _tool(agent, call))
+    assert refused.action.outcome == "blocked"
+    assert (refused.action.blocked_reason or "").startswith("outside_boundary")

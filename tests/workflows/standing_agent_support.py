@@ -1,0 +1,257 @@
+"""Helpers of the standing-agent tests: an instance as the API would create it, store reads."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import col, select
+from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from activities.llm import ModelProvider, ScriptedModel
+from runtime import temporal
+from runtime.llm.models import LlmCallAttempt
+from runtime.settings import Settings
+from runtime.standing_agents.contracts import (
+    AgentStatus,
+    AgentType,
+    EventKind,
+    agent_workflow_id,
+)
+from runtime.standing_agents.models import (
+    AgentEventRow,
+    AgentInstance,
+    AgentLedgerAction,
+    AgentLedgerTurn,
+    AgentMessage,
+    AttentionRequest,
+)
+from runtime.standing_agents.queue import enqueue
+from runtime.standing_agents.workflow_contracts import StandingAgentInput
+from runtime.store import Store
+from worker import build_worker
+from workflows.standing_agent import StandingAgentWorkflow
+
+TENANT = "acme"
+
+
+@pytest.fixture
+async def agent_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping server per test: long skips after another test's terminated agent
+    workflow broke the shared server's sleep (h2 protocol errors)."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal.test_server_path()),
+        data_converter=pydantic_data_converter,
+    )
+    await temporal.ensure_search_attributes(env.client)
+    async with env:
+        yield env
+
+
+@asynccontextmanager
+async def running(
+    env: WorkflowEnvironment,
+    store: Store,
+    tmp_path: Path,
+    task_queue: str,
+    provider: ModelProvider | None = None,
+    **settings: Any,
+) -> AsyncIterator[Store]:
+    """A worker on `store` (the conftest's: SQLite, and PostgreSQL when configured)."""
+    config = Settings(task_queue=task_queue, data_dir=tmp_path, workspace=tmp_path, **settings)
+    async with build_worker(env.client, config, store, provider or ScriptedModel()):
+        yield store
+
+
+async def stop(handle: WorkflowHandle[Any, Any]) -> None:
+    # A workflow left on a queue nobody polls would stop the server from skipping time.
+    await handle.terminate("test over")
+
+
+def create_instance(
+    store: Store,
+    now: datetime,
+    *,
+    agent_type: AgentType = AgentType.SOA,
+    foundational: bool = False,
+) -> str:
+    """The row and the AgentInitialized event, as the API writes them before starting."""
+    instance_id = uuid.uuid4().hex[:12]
+    with store.session() as db:
+        db.add(
+            AgentInstance(
+                instance_id=instance_id,
+                tenant=TENANT,
+                agent_type=agent_type.value,
+                status=AgentStatus.ACTIVE.value,
+                active_mode=None,
+                is_building_starting_workset=foundational,
+                workset_deadline_utc=now + timedelta(hours=24),
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        db.commit()
+    enqueue(
+        store,
+        tenant=TENANT,
+        instance_id=instance_id,
+        kind=EventKind.AGENT_INITIALIZED,
+        payload={},
+        event_id=f"init/{instance_id}/0",
+        visible_at=now,
+    )
+    return instance_id
+
+
+async def start(
+    client: Client,
+    instance_id: str,
+    task_queue: str,
+    *,
+    agent_type: AgentType = AgentType.SOA,
+    max_ticks_per_run: int = 500,
+) -> WorkflowHandle[Any, Any]:
+    return await client.start_workflow(
+        StandingAgentWorkflow.run,
+        StandingAgentInput(
+            tenant=TENANT,
+            instance_id=instance_id,
+            agent_type=agent_type,
+            max_ticks_per_run=max_ticks_per_run,
+        ),
+        id=agent_workflow_id(TENANT, instance_id),
+        task_queue=task_queue,
+        # As the API starts it: the agent type in the memo, for the Web UI.
+        memo={"agentType": agent_type.value},
+    )
+
+
+async def send(
+    store: Store,
+    handle: WorkflowHandle[Any, Any],
+    instance_id: str,
+    kind: EventKind,
+    payload: dict[str, Any],
+    now: datetime,
+) -> str:
+    """Enqueue an event then wake the workflow (the API's two steps)."""
+    event_id = f"test/{uuid.uuid4().hex}"
+    enqueue(
+        store,
+        tenant=TENANT,
+        instance_id=instance_id,
+        kind=kind,
+        payload=payload,
+        event_id=event_id,
+        visible_at=now,
+    )
+    await handle.signal("wake")
+    return event_id
+
+
+def turns(store: Store, instance_id: str) -> list[AgentLedgerTurn]:
+    with store.session() as db:
+        return list(
+            db.exec(
+                select(AgentLedgerTurn)
+                .where(col(AgentLedgerTurn.instance_id) == instance_id)
+                .order_by(col(AgentLedgerTurn.seq))
+            ).all()
+        )
+
+
+def actions(store: Store, instance_id: str, seq: int) -> list[AgentLedgerAction]:
+    with store.session() as db:
+        return list(
+            db.exec(
+                select(AgentLedgerAction)
+                .where(
+                    col(AgentLedgerAction.instance_id) == instance_id,
+                    col(AgentLedgerAction.ledger_seq) == seq,
+                )
+                .order_by(col(AgentLedgerAction.ordinal))
+            ).all()
+        )
+
+
+def instance(store: Store, instance_id: str) -> AgentInstance:
+    with store.session() as db:
+        row = db.get(AgentInstance, instance_id)
+        assert row is not None
+        return row
+
+
+def pending_ticks(store: Store, instance_id: str) -> list[AgentEventRow]:
+    with store.session() as db:
+        return list(
+            db.exec(
+                select(AgentEventRow).where(
+                    col(AgentEventRow.instance_id) == instance_id,
+                    col(AgentEventRow.event_kind) == EventKind.AGENT_TICK.value,
+                    col(AgentEventRow.consumed_at).is_(None),
+                )
+            ).all()
+        )
+
+
+def llm_attempts(store: Store, instance_id: str) -> list[LlmCallAttempt]:
+    with store.session() as db:
+        return list(
+            db.exec(select(LlmCallAttempt).where(col(LlmCallAttempt.owner_id) == instance_id)).all()
+        )
+
+
+def messages(store: Store, instance_id: str) -> list[AgentMessage]:
+    with store.session() as db:
+        return list(
+            db.exec(
+                select(AgentMessage)
+                .where(col(AgentMessage.instance_id) == instance_id)
+                .order_by(col(AgentMessage.created_at))
+            ).all()
+        )
+
+
+def attention(store: Store, instance_id: str) -> list[AttentionRequest]:
+    with store.session() as db:
+        return list(
+            db.exec(
+                select(AttentionRequest).where(col(AttentionRequest.soa_instance_id) == instance_id)
+            ).all()
+        )
+
+
+async def wait_turns(store: Store, instance_id: str, count: int, timeout: float = 60) -> None:
+    """Until the ledger holds `count` turns (real time: the worker is working)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(turns(store, instance_id)) >= count:
+            return
+        await asyncio.sleep(0.05)
+    got = len(turns(store, instance_id))
+    with store.session() as db:
+        waiting = db.exec(
+            select(AgentEventRow).where(
+                col(AgentEventRow.instance_id) == instance_id,
+                col(AgentEventRow.consumed_at).is_(None),
+            )
+        ).all()
+    row = instance(store, instance_id)
+    raise AssertionError(
+        f"{count} turns never arrived (got {got}); tick_in_progress={row.tick_in_progress}, "
+        f"unconsumed: {[(e.event_id, e.event_kind, e.visible_at) for e in waiting]}"
+    )
+
+
+def aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

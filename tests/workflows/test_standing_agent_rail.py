@@ -1,0 +1,318 @@
+"""The governance rail and the humans, through the workflow: blocked calls on the ledger,
+a bad mode fails closed, the nudge, escalate-and-resume, a task as a session prompt."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import select
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from activities.llm import ChatMessage, ModelError, ModelReply, ToolSpec, Usage
+from activities.llm.contracts import DeltaCallback
+from runtime.sessions.models import DaemonSession
+from runtime.standing_agents.contracts import AgentStatus, DecisionKind, EventKind
+from runtime.standing_agents.models import AgentInstance, AgentTask, SystemConfig
+from runtime.standing_agents.queue import drain, enqueue
+from runtime.store import EventJournal, Store
+from runtime.streams import agent_stream, session_stream
+from tests.workflows import standing_agent_support as sa
+from tests.workflows.standing_agent_support import agent_env
+from workflows.search_attributes import STATUS
+
+__all__ = ["agent_env"]
+
+
+def _calls(*lines: tuple[str, dict[str, object]]) -> dict[str, str]:
+    return {"text": "\n".join(f"/call {name} {json.dumps(args)}" for name, args in lines)}
+
+
+async def test_blocked_calls_are_on_the_ledger_with_their_reasons(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        rules = [{"id": "no-prod", "pattern": "(?i)production", "tools": ["soa_propose_task"]}]
+        with store.session() as db:
+            db.add(
+                SystemConfig(
+                    tenant=sa.TENANT, key="constitution.rules", value=rules, updated_at=now
+                )
+            )
+            db.commit()
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        script = _calls(
+            ("soa_propose_task", {"title": "deploy", "prompt": "deploy to production"}),
+            ("compliance_dossier_record", {"title": "t", "content": "c"}),
+            ("soa_send_message", {"text": "I could not do either"}),
+        )
+        await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, script, now)
+        await sa.wait_turns(store, agent, 2)
+        turn = sa.turns(store, agent)[1]
+        recorded = sa.actions(store, agent, turn.seq)
+        assert [(a.tool, a.outcome) for a in recorded] == [
+            ("soa_propose_task", "blocked"),
+            ("compliance_dossier_record", "blocked"),
+            ("soa_send_message", "ok"),
+            ("phase_complete", "ok"),
+        ]
+        assert recorded[0].blocked_reason == "constitution_violation"
+        assert recorded[0].violations == ["no-prod"]
+        assert recorded[1].blocked_reason == "tool_not_in_mode"
+        assert turn.decision["actions"][0]["violations"] == ["no-prod"]
+        assert turn.decision["activeMode"] == "Strategic"
+        assert turn.decision_kind == DecisionKind.MESSAGE_ACKNOWLEDGED.value
+        with store.session() as db:
+            assert db.exec(select(AgentTask)).all() == []
+        await sa.stop(handle)
+
+
+async def test_an_unknown_mode_fails_closed_without_a_model_call(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        with store.session() as db:
+            row = db.get(AgentInstance, agent)
+            assert row is not None
+            row.active_mode = "Rogue"
+            db.add(row)
+            db.commit()
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        turn = sa.turns(store, agent)[0]
+        assert turn.llm_call_id is None
+        assert turn.wait_condition == "mode_unresolved"
+        assert sa.llm_attempts(store, agent) == []
+        assert sa.instance(store, agent).consecutive_blocked_turns == 1
+        await sa.stop(handle)
+
+
+class SilentModel:
+    """A model that only ever talks: the episode nudges it once, then ends."""
+
+    name = "silent"
+
+    async def complete(
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        *,
+        on_delta: DeltaCallback | None = None,
+    ) -> ModelReply:
+        return ModelReply(
+            content="I think all is well.",
+            tool_calls=[],
+            finish_reason="stop",
+            requested_model="silent",
+            served_model="silent",
+            usage=Usage(prompt_tokens=10, completion_tokens=5),
+        )
+
+
+async def test_a_turn_without_tool_calls_gets_one_nudge(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue, provider=SilentModel()):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        assert len(sa.llm_attempts(store, agent)) == 2  # the answer, and one after the nudge
+        turn = sa.turns(store, agent)[0]
+        assert turn.wait_condition == "no tool call after the nudge"
+        await sa.stop(handle)
+
+
+async def test_an_escalation_is_answered_and_resumed(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        ask = _calls(("soa_propose_decision", {"title": "Ship?", "body": "Ready to ship."}))
+        await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, ask, now)
+        await sa.wait_turns(store, agent, 2)
+        assert sa.turns(store, agent)[1].decision_kind == DecisionKind.ESCALATED.value
+        (request,) = sa.attention(store, agent)
+        assert (request.kind, request.source, request.status) == ("decision", "soa", "open")
+        answer = {
+            "decisionId": request.decision_id,
+            "resolution": "approve",
+            "resolutionNotes": "go ahead",
+        }
+        await sa.send(store, handle, agent, EventKind.OPERATOR_ANSWERED_ESCALATION, answer, now)
+        await sa.wait_turns(store, agent, 3)
+        assert sa.turns(store, agent)[2].decision_kind == DecisionKind.ESCALATION_RESUMED.value
+        # The journal events follow the ledger's commit (same activity, just after).
+        types: list[str] = []
+        deadline = time.monotonic() + 30
+        while types.count("agent.turn") < 3 and time.monotonic() < deadline:
+            stream = EventJournal(store).read(agent_stream(sa.TENANT, agent)).entries
+            types = [e.type for e in stream]
+            await asyncio.sleep(0.05)
+        assert types.count("agent.turn") == 3
+        assert "agent.decision" in types and "agent.message" in types
+        await sa.stop(handle)
+
+
+async def test_a_proposed_task_is_a_session_prompt_in_the_workspace(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        task = _calls(("soa_propose_task", {"title": "Tidy", "prompt": "list the files"}))
+        await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, task, now)
+        await sa.wait_turns(store, agent, 2)
+        turn = sa.turns(store, agent)[1]
+        assert turn.decision_kind == DecisionKind.ACTED_WITH_TOOL.value
+        with store.session() as db:
+            (row,) = db.exec(select(AgentTask)).all()
+            assert row.session_id is not None and row.status == "submitted"
+            session = db.get(DaemonSession, row.session_id)
+            assert session is not None
+        # The session ran the prompt (the scripted model echoes it) to its end.
+        journal = EventJournal(store)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            types = [e.type for e in journal.read(session_stream(row.session_id)).entries]
+            if "turn_complete" in types:
+                break
+            await asyncio.sleep(0.1)
+        assert "turn_complete" in types
+        session_handle = agent_env.client.get_workflow_handle(f"session/{row.session_id}")
+        await session_handle.terminate("test over")
+        await sa.stop(handle)
+
+
+class RefusingModel:
+    """A provider that refuses every call (a bad key): the agent must survive it."""
+
+    name = "refusing"
+
+    async def complete(
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        *,
+        on_delta: DeltaCallback | None = None,
+    ) -> ModelReply:
+        raise ModelError("HTTP 401: invalid key", status=401)
+
+
+async def test_a_refused_model_call_is_recorded_and_the_agent_lives_on(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue, provider=RefusingModel()):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        turn = sa.turns(store, agent)[0]
+        assert (turn.wait_condition or "").startswith("model_error:")
+        (attempt,) = sa.llm_attempts(store, agent)
+        assert attempt.outcome == "auth_error" and attempt.http_status == 401
+        assert len(sa.pending_ticks(store, agent)) == 1
+        description = await handle.describe()
+        assert description.status is not None and description.status.name == "RUNNING"
+        await sa.stop(handle)
+
+
+async def test_a_reset_starts_a_new_generation_and_a_new_chain(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        # The API's reset: CAS on the generation (no tick running), drain, reseed, wake.
+        with store.session() as db:
+            row = db.get(AgentInstance, agent)
+            assert row is not None and row.tick_in_progress is False
+            row.generation = 1
+            row.last_plan_input_hash = None
+            row.is_building_starting_workset = True
+            db.add(row)
+            db.commit()
+        drain(store, agent, now)
+        enqueue(
+            store,
+            tenant=sa.TENANT,
+            instance_id=agent,
+            kind=EventKind.AGENT_INITIALIZED,
+            payload={},
+            event_id=f"init/{agent}/1",
+            generation=1,
+            visible_at=now,
+        )
+        await handle.signal("wake")
+        await sa.wait_turns(store, agent, 2)
+        first, second = sa.turns(store, agent)
+        assert (first.generation, second.generation) == (0, 1)
+        assert second.prev_hash is None  # the chain starts over
+        pending = sa.pending_ticks(store, agent)
+        assert [p.generation for p in pending] == [1]
+        assert len(sa.messages(store, agent)) == 2  # greeted again
+        await sa.stop(handle)
+
+
+async def test_a_paused_agent_waits_for_start_without_ticking(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        _set_status(store, agent, AgentStatus.PAUSED)
+        await handle.signal("wake")
+        await _wait_attribute(handle, "Paused")
+        hello = {"text": "still there?"}
+        await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, hello, now)
+        await agent_env.sleep(timedelta(days=3))  # the heartbeat falls due, paused
+        assert len(sa.turns(store, agent)) == 1
+        _set_status(store, agent, AgentStatus.ACTIVE)
+        await handle.signal("wake")
+        # The message's turn; the overdue heartbeat is replaced by the next one, 24 h on.
+        await sa.wait_turns(store, agent, 2)
+        kinds = [t.event_kind for t in sa.turns(store, agent)]
+        assert kinds == ["AgentInitialized", "OperatorMessage"]
+        (pending,) = sa.pending_ticks(store, agent)
+        turn = sa.turns(store, agent)[1]
+        assert sa.aware(pending.visible_at) == sa.aware(turn.created_at) + timedelta(hours=24)
+        await _wait_attribute(handle, "Active")
+        await sa.stop(handle)
+
+
+def _set_status(store: Store, agent: str, status: AgentStatus) -> None:
+    with store.session() as db:
+        row = db.get(AgentInstance, agent)
+        assert row is not None
+        row.status = status.value
+        db.add(row)
+        db.commit()
+
+
+async def _wait_attribute(handle: WorkflowHandle[Any, Any], status: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        described = await handle.describe()
+        if described.typed_search_attributes.get(STATUS) == status:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"AgentrtStatus never became {status}")
