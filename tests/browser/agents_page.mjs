@@ -181,6 +181,15 @@ async function run(page, problems) {
     await page.waitForFunction((mode) => document.querySelector('[data-testid="agent-mode"]')?.textContent === mode, NEW_MODE);
   });
 
+  // 5. A budget set on the page (system_configs, live from the next tick).
+  await step(page, 'set a budget', async () => {
+    await page.locator(byTestId('budget-key')).selectOption('AgentDispatcher:TickMaxTurns');
+    await page.locator(byTestId('budget-value')).fill('12');
+    await page.locator(byTestId('budget-save')).click();
+    await page.waitForFunction(() => document.querySelector(
+      '[data-testid="budgets"] > tr[data-key="AgentDispatcher:TickMaxTurns"] > td:last-child')?.textContent === '12');
+  });
+
   const shown = await page.evaluate(() => ({
     turns: [...document.querySelectorAll('#ledger > li')].map((li) => li.dataset.eventKind),
     budgets: document.querySelectorAll('[data-testid="budgets"] > tr').length,
