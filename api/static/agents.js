@@ -618,6 +618,12 @@
     const from = [str(decision.source), decision.soaInstanceId ? 'agent ' + str(decision.soaInstanceId) : '']
       .filter(Boolean).join(' · ');
     if (from) item.append(el('div', 'hint', from));
+    if (Array.isArray(decision.options) && decision.options.length) {
+      item.append(el('div', 'hint', 'options: ' + decision.options.map(str).join(', ')));
+    }
+    if (decision.kind === 'mode_change' && status === 'open') {
+      item.append(el('div', 'hint', 'Approve applies the mode (source "approval") before the agent resumes.'));
+    }
     if (status !== 'open') {
       const answer = el('div', 'hint resolution', `${status}: ${str(decision.resolution)}`);
       answer.dataset.testid = 'decision-resolution';

@@ -6,7 +6,8 @@
 // starts and greets), chats with it (a message with an HTML injection attempt: the scripted
 // model answers through soa_send_message and the reply must appear), makes it raise a
 // decision (a `/call soa_propose_decision` line), approves the decision on the page and waits
-// for the agent to resume, then changes the mode. Checks the resolution over the API too.
+// for the agent to resume, changes the mode, approves a mode change the agent proposes, and
+// sets a budget. Checks the resolution over the API too.
 // Prints one JSON line and exits 0 on success; exits 1 with a message otherwise.
 // Uses the system Chromium (CHROMIUM_PATH, default /usr/bin/chromium): never downloads one.
 // SCREENSHOT=file.png keeps a picture of the page at the end.
@@ -179,6 +180,18 @@ async function run(page, problems) {
     await page.locator(byTestId('mode-apply')).click();
     await page.locator(`#mode-changes > li[data-source="ui"][data-to="${NEW_MODE}"]`).waitFor();
     await page.waitForFunction((mode) => document.querySelector('[data-testid="agent-mode"]')?.textContent === mode, NEW_MODE);
+  });
+
+  // 4b. A mode change the agent proposes, approved on the page: the audit says "approval".
+  const proposal = `/call soa_propose_mode_change ${JSON.stringify({ mode: 'Incident', reason: 'A drill.' })}`;
+  await step(page, 'approve a proposed mode change', async () => {
+    await page.locator(byTestId('chat-text')).fill(proposal);
+    await page.locator(byTestId('chat-send')).click();
+    const open = '#decisions > li[data-status="open"][data-kind="mode_change"]';
+    await page.locator(open).first().waitFor({ timeout: STEP_TIMEOUT });
+    await page.locator(`${open} ${byTestId('decision-approve')}`).first().click();
+    await page.locator('#mode-changes > li[data-source="approval"][data-to="Incident"]').waitFor({ timeout: STEP_TIMEOUT });
+    await page.waitForFunction(() => document.querySelector('[data-testid="agent-mode"]')?.textContent === 'Incident');
   });
 
   // 5. A budget set on the page (system_configs, live from the next tick).
