@@ -26,7 +26,9 @@
   // The routes' path bounds: a bad tenant id is refused here rather than by a 400.
   const TENANT_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
   const POLL_MS = 3000; // while the live stream is down
+  const SAFETY_POLL_MS = 10000; // while it is up
   const REFRESH_DEBOUNCE_MS = 150;
+  const LATE_REFRESH_MS = 1000;
   const RESOLVED_SHOWN = 10;
 
   const state = {
@@ -41,7 +43,7 @@
     streamLive: false,
     lastEventId: null,
     refreshTimer: null,
-    pollTimer: null,
+    lateRefreshTimer: null,
   };
 
   const $ = (id) => document.getElementById(id);
@@ -344,6 +346,7 @@
     $('transcript').replaceChildren();
     $('ledger').replaceChildren();
     $('mode-changes').replaceChildren();
+    $('mode-select').dataset.filled = '';
     state.lastLedgerSeq = -1;
   }
 
@@ -692,6 +695,10 @@
 
   function fillModes(agentType, activeMode) {
     const select = $('mode-select');
+    // Refreshes come often: rebuilding the list each time would undo the operator's choice.
+    const filled = `${agentType}/${activeMode}`;
+    if (select.dataset.filled === filled) return;
+    select.dataset.filled = filled;
     const modes = catalogueModes(agentType);
     if (activeMode && !modes.some((mode) => mode.name === activeMode)) modes.unshift({ name: activeMode, description: '' });
     select.replaceChildren(...modes.map((mode) => {
@@ -796,36 +803,58 @@
     state.streamAbort = null;
     state.streamLive = false;
     state.lastEventId = null;
-    if (state.refreshTimer) clearTimeout(state.refreshTimer);
-    state.refreshTimer = null;
+    for (const name of ['refreshTimer', 'lateRefreshTimer']) {
+      if (state[name]) clearTimeout(state[name]);
+      state[name] = null;
+    }
   }
 
-  /** Many frames arrive together (a replay, a turn with its messages): one refresh for all. */
+  /** Many frames arrive together (a replay, a turn with its messages): one refresh for all,
+   * and one more a second later, in case a frame came before its write was readable. */
   function scheduleRefresh(generation) {
-    if (!current(generation) || state.refreshTimer) return;
-    state.refreshTimer = setTimeout(async () => {
-      state.refreshTimer = null;
-      if (!current(generation)) return;
-      await Promise.all([refreshAgent(generation), loadDecisions(), loadAgents(null)]);
-    }, REFRESH_DEBOUNCE_MS);
+    if (!current(generation)) return;
+    const refresh = async () => {
+      if (current(generation)) await Promise.all([refreshAgent(generation), loadDecisions(), loadAgents(null)]);
+    };
+    if (!state.refreshTimer) {
+      state.refreshTimer = setTimeout(() => {
+        state.refreshTimer = null;
+        refresh();
+      }, REFRESH_DEBOUNCE_MS);
+    }
+    if (!state.lateRefreshTimer) {
+      state.lateRefreshTimer = setTimeout(() => {
+        state.lateRefreshTimer = null;
+        refresh();
+      }, LATE_REFRESH_MS);
+    }
   }
 
-  /** The agent's SSE stream while it answers; polling whenever it does not. */
-  async function follow(generation) {
+  /** The agent's SSE stream, and polling beside it: often while the stream is down, now
+   * and then while it is up (a frame missed for whatever reason is caught up). */
+  function follow(generation) {
+    followStream(generation);
+    poll(generation);
+  }
+
+  async function poll(generation) {
+    while (current(generation)) {
+      await sleep(state.streamLive ? SAFETY_POLL_MS : POLL_MS);
+      if (current(generation)) await Promise.all([refreshAgent(generation), loadDecisions()]);
+    }
+  }
+
+  async function followStream(generation) {
     let backoff = 1000;
     while (current(generation)) {
       const outcome = await readStream(generation);
       if (!current(generation)) return;
       if (outcome === 'unsupported') {
         setConnection('ok', 'polling every ' + POLL_MS / 1000 + ' s');
-      } else {
-        setConnection('error', 'stream closed — polling, reconnecting');
+        return;
       }
-      const until = Date.now() + (outcome === 'unsupported' ? 60000 : backoff);
-      while (current(generation) && Date.now() < until) {
-        await sleep(POLL_MS);
-        if (current(generation)) await Promise.all([refreshAgent(generation), loadDecisions()]);
-      }
+      setConnection('error', 'stream closed — polling, reconnecting');
+      await sleep(backoff);
       backoff = Math.min(backoff * 2, 30000);
     }
   }

@@ -42,6 +42,8 @@ async function snapshot(page) {
         agentMessage: read('agent-message'),
         chatMessage: read('chat-message'),
         decisionMessage: read('decision-message'),
+        mode: read('agent-mode'),
+        modeMessage: read('mode-message'),
         transcript: [...document.querySelectorAll('#transcript > li')]
           .map((li) => `${li.dataset.direction}: ${li.querySelector('.text')?.textContent}`).slice(-6),
         ledger: [...document.querySelectorAll('#ledger > li')]
