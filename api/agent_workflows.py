@@ -5,9 +5,10 @@ Routes write the store first and wake the workflow second. A wake-up is one
 signal-with-start of `wake` (no payload): it signals a running workflow, or starts it
 and signals it, so an instance whose workflow is gone is brought back by the same
 call. When Temporal does not answer, the event waits in `agent_event_queue`; the
-sweeper (at start-up and every few seconds) wakes instances with due events left
-unconsumed for a while and starts the workflow of any non-Closed instance whose
-workflow is not running. Nothing is lost between a store write and a signal.
+`Sweeper` starts, at API start-up, the workflow of any open instance whose workflow is
+not running, and every few seconds retries the failed wake-ups and wakes instances
+with due events left unconsumed for a while. Nothing is lost between a store write
+and a signal.
 """
 
 from __future__ import annotations
@@ -15,45 +16,58 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated
 
+from fastapi import Depends, Request
 from sqlmodel import col, select
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+from api.deps import ConnectorDep, SettingsDep
 from api.temporal import TemporalConnector, is_unavailable
 from runtime.settings import Settings
-from runtime.standing_agents.contracts import AgentStatus, agent_workflow_id
+from runtime.standing_agents.contracts import (
+    STANDING_AGENTS_FEATURE,
+    AgentStatus,
+    AgentType,
+    agent_workflow_id,
+)
 from runtime.standing_agents.models import AgentEventRow, AgentInstance
+from runtime.standing_agents.workflow_contracts import (
+    WAKE_SIGNAL,
+    WORKFLOW_NAME,
+    StandingAgentInput,
+)
 from runtime.store.engine import Store
+from runtime.store.tenants import TenantFeature
 from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 log = logging.getLogger(__name__)
 
-# By name: the workflow and its signal are the worker's (workflows/standing_agent.py).
-WORKFLOW_NAME = "StandingAgentWorkflow"
-WAKE_SIGNAL = "wake"
 AGENT_KIND = "agent"
 WAKE_TIMEOUT = 10.0
 
 SWEEP_INTERVAL = 5.0
 # A due event older than this was not taken by a wake-up: wake the agent again.
 STALE_EVENT_AGE = timedelta(seconds=5)
-# The running-workflow check lists workflows (one visibility query): every Nth sweep.
-RUNNING_CHECK_EVERY = 6
+# An agent the sweeper signalled is not signalled again for a while (a storm, a worker
+# outage: its events wait either way, and each signal adds to its history).
+REWAKE_AFTER = timedelta(seconds=60)
+# Backoff of the retries of a failed wake-up.
+RETRY_BASE = timedelta(seconds=5)
+RETRY_MAX = timedelta(minutes=5)
 # Instances younger than this are being started by their own route.
 YOUNG_INSTANCE = timedelta(seconds=10)
 
 
-def workflow_input(instance: AgentInstance) -> dict[str, Any]:
-    """`StandingAgentInput(tenant, instance_id, agent_type, state=None)` on the wire."""
-    return {
-        "tenant": instance.tenant,
-        "instance_id": instance.instance_id,
-        "agent_type": instance.agent_type,
-        "state": None,
-    }
+def workflow_input(instance: AgentInstance) -> StandingAgentInput:
+    return StandingAgentInput(
+        tenant=instance.tenant,
+        instance_id=instance.instance_id,
+        agent_type=AgentType(instance.agent_type),
+    )
 
 
 async def wake(client: Client, settings: Settings, instance: AgentInstance) -> None:
@@ -83,31 +97,78 @@ async def wake(client: Client, settings: Settings, instance: AgentInstance) -> N
 
 
 async def wake_quietly(
-    connector: TemporalConnector, settings: Settings, instance: AgentInstance
+    connector: TemporalConnector,
+    settings: Settings,
+    instance: AgentInstance,
+    retries: WakeRetries | None = None,
 ) -> bool:
     """Wake after a committed store write. Temporal being down is no error for the route
-    (its write is durable): the failure is logged and the sweeper wakes the agent later."""
+    (its write is durable): the failure is logged and the instance is put in `retries`,
+    which the sweeper wakes with backoff."""
     try:
         await wake(await connector.get(), settings, instance)
+        if retries is not None:
+            retries.succeeded(instance.instance_id)
         return True
     except Exception as err:
         if is_unavailable(err):
             connector.mark_down()  # the next route gets a fast answer until it is back
+        if retries is not None:
+            retries.failed(instance.instance_id, datetime.now(UTC))
         log.warning(
             "waking agent %s failed; the sweeper will retry", instance.instance_id, exc_info=True
         )
         return False
 
 
+@dataclass
+class _Retry:
+    attempts: int
+    due: datetime
+
+
+class WakeRetries:
+    """Instances whose wake-up failed, each retried with exponential backoff (in memory:
+    after an API restart, the start-up repair finds them instead)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, _Retry] = {}
+
+    def failed(self, instance_id: str, now: datetime) -> None:
+        attempts = self._pending[instance_id].attempts + 1 if instance_id in self._pending else 1
+        delay = min(RETRY_BASE * 2 ** (attempts - 1), RETRY_MAX)
+        self._pending[instance_id] = _Retry(attempts, now + delay)
+
+    def succeeded(self, instance_id: str) -> None:
+        self._pending.pop(instance_id, None)
+
+    def due(self, now: datetime) -> list[str]:
+        return [key for key, retry in self._pending.items() if retry.due <= now]
+
+    def __contains__(self, instance_id: object) -> bool:
+        return instance_id in self._pending
+
+
 def stale_instances(store: Store, now: datetime) -> list[AgentInstance]:
-    """Non-Closed instances with a due event of their generation left unconsumed."""
+    """Active instances of enabled tenants, between ticks, with a due event of their
+    generation left unconsumed.
+
+    A Paused agent keeps its events until it is started (the start wakes it), an agent
+    in the middle of a tick takes its next event when the tick ends, and a disabled
+    tenant's agents do not tick: waking any of them would only add a workflow task and
+    a history event every pass.
+    """
     cutoff = now - STALE_EVENT_AGE
     with store.session() as db:
         rows = db.exec(
             select(AgentInstance)
             .join(AgentEventRow, col(AgentEventRow.instance_id) == col(AgentInstance.instance_id))
+            .join(TenantFeature, col(TenantFeature.tenant) == col(AgentInstance.tenant))
             .where(
-                col(AgentInstance.status) != AgentStatus.CLOSED.value,
+                col(TenantFeature.feature) == STANDING_AGENTS_FEATURE,
+                col(TenantFeature.enabled).is_(True),
+                col(AgentInstance.status) == AgentStatus.ACTIVE.value,
+                col(AgentInstance.tick_in_progress).is_(False),
                 col(AgentEventRow.consumed_at).is_(None),
                 col(AgentEventRow.generation) == col(AgentInstance.generation),
                 col(AgentEventRow.visible_at) <= cutoff,
@@ -119,14 +180,26 @@ def stale_instances(store: Store, now: datetime) -> list[AgentInstance]:
 
 
 def open_instances(store: Store, now: datetime) -> list[AgentInstance]:
+    """Non-Closed instances of enabled tenants (past their own route's start)."""
     with store.session() as db:
         return list(
             db.exec(
-                select(AgentInstance).where(
+                select(AgentInstance)
+                .join(TenantFeature, col(TenantFeature.tenant) == col(AgentInstance.tenant))
+                .where(
+                    col(TenantFeature.feature) == STANDING_AGENTS_FEATURE,
+                    col(TenantFeature.enabled).is_(True),
                     col(AgentInstance.status) != AgentStatus.CLOSED.value,
                     col(AgentInstance.created_at) <= now - YOUNG_INSTANCE,
                 )
             ).all()
+        )
+
+
+def instances_by_id(store: Store, ids: list[str]) -> list[AgentInstance]:
+    with store.session() as db:
+        return list(
+            db.exec(select(AgentInstance).where(col(AgentInstance.instance_id).in_(ids))).all()
         )
 
 
@@ -138,42 +211,108 @@ async def running_workflow_ids(client: Client) -> set[str]:
     return ids
 
 
-async def sweep_once(
-    client: Client, settings: Settings, store: Store, *, check_running: bool
-) -> int:
-    """One pass; returns how many agents it woke."""
-    now = datetime.now(UTC)
-    targets = {row.instance_id: row for row in await asyncio.to_thread(stale_instances, store, now)}
-    if check_running:
+class Sweeper:
+    """The API's repair of lost wake-ups.
+
+    - At start-up, once: every non-Closed agent of an enabled tenant whose workflow is
+      not running is woken (signal-with-start starts it). This is the one pass that
+      lists workflows and loads every open instance.
+    - Every SWEEP_INTERVAL: the instances whose wake-up failed (`retries`, backoff),
+      and the Active agents with a due event left unconsumed, each signalled at most
+      once per REWAKE_AFTER (during a storm or a worker outage, a signal every pass
+      would only grow their histories).
+    """
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+        self.retries = WakeRetries()
+        self._last_woken: dict[str, datetime] = {}
+
+    async def repair_running(self, client: Client) -> int:
+        """Start the workflow of every open instance that has none; returns how many."""
+        now = datetime.now(UTC)
         running = await running_workflow_ids(client)
-        for row in await asyncio.to_thread(open_instances, store, now):
-            if agent_workflow_id(row.tenant, row.instance_id) not in running:
+        rows = await asyncio.to_thread(open_instances, self.store, now)
+        missing = [
+            row for row in rows if agent_workflow_id(row.tenant, row.instance_id) not in running
+        ]
+        return await self._wake_all(client, missing, now)
+
+    async def sweep_once(self, client: Client) -> int:
+        """One periodic pass; returns how many agents it woke."""
+        now = datetime.now(UTC)
+        targets: dict[str, AgentInstance] = {}
+        due = self.retries.due(now)
+        if due:
+            for row in await asyncio.to_thread(instances_by_id, self.store, due):
+                targets[row.instance_id] = row
+            for gone in set(due) - set(targets):
+                self.retries.succeeded(gone)  # deleted meanwhile: nothing to wake
+        for row in await asyncio.to_thread(stale_instances, self.store, now):
+            last = self._last_woken.get(row.instance_id)
+            if last is None or now - last >= REWAKE_AFTER:
                 targets.setdefault(row.instance_id, row)
-    woken = 0
-    for row in targets.values():
-        try:
-            await wake(client, settings, row)
-            woken += 1
-        except Exception:
-            log.warning("sweeper could not wake agent %s", row.instance_id, exc_info=True)
-    return woken
+        # Forget old marks so the map holds only recent wake-ups.
+        self._last_woken = {
+            key: at for key, at in self._last_woken.items() if now - at < REWAKE_AFTER
+        }
+        return await self._wake_all(client, list(targets.values()), now)
+
+    async def _wake_all(self, client: Client, rows: list[AgentInstance], now: datetime) -> int:
+        woken = 0
+        for row in rows:
+            self._last_woken[row.instance_id] = now
+            try:
+                await wake(client, self.settings, row)
+                self.retries.succeeded(row.instance_id)
+                woken += 1
+            except Exception:
+                self.retries.failed(row.instance_id, now)
+                log.warning("sweeper could not wake agent %s", row.instance_id, exc_info=True)
+        return woken
+
+    async def run(self, get_client: Callable[[], Awaitable[Client]]) -> None:
+        """The sweeper loop of the API process (cancelled at shutdown): the start-up
+        repair until it succeeds once, then the periodic pass."""
+        repaired = False
+        while True:
+            try:
+                client: Client = await get_client()
+                if not repaired:
+                    woken = await self.repair_running(client)
+                    repaired = True
+                else:
+                    woken = await self.sweep_once(client)
+                if woken:
+                    log.info("sweeper woke %d standing agent(s)", woken)
+            except Exception:
+                # Temporal or the store is down: the next pass tries again.
+                log.debug("agent sweeper pass failed", exc_info=True)
+            await asyncio.sleep(SWEEP_INTERVAL)
 
 
-async def run_sweeper(
-    get_client: Callable[[], Awaitable[Client]], settings: Settings, store: Store
-) -> None:
-    """The sweeper loop of the API process (cancelled at shutdown)."""
-    passes = 0
-    while True:
-        try:
-            client: Client = await get_client()
-            woken = await sweep_once(
-                client, settings, store, check_running=passes % RUNNING_CHECK_EVERY == 0
-            )
-            if woken:
-                log.info("sweeper woke %d standing agent(s)", woken)
-            passes += 1
-        except Exception:
-            # Temporal or the store is down: the next pass tries again.
-            log.debug("agent sweeper pass failed", exc_info=True)
-        await asyncio.sleep(SWEEP_INTERVAL)
+def get_sweeper(request: Request) -> Sweeper:
+    sweeper: Sweeper = request.app.state.agent_sweeper
+    return sweeper
+
+
+class Waker:
+    """What a route needs to wake an agent after its write (a failure goes to the retries)."""
+
+    def __init__(
+        self, connector: TemporalConnector, settings: Settings, retries: WakeRetries
+    ) -> None:
+        self.connector = connector
+        self.settings = settings
+        self.retries = retries
+
+    async def __call__(self, instance: AgentInstance) -> bool:
+        return await wake_quietly(self.connector, self.settings, instance, self.retries)
+
+
+def get_waker(request: Request, connector: ConnectorDep, settings: SettingsDep) -> Waker:
+    return Waker(connector, settings, get_sweeper(request).retries)
+
+
+WakerDep = Annotated[Waker, Depends(get_waker)]

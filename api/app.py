@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api.access_log import AccessLog
-from api.agent_workflows import run_sweeper
+from api.agent_workflows import Sweeper
 from api.errors import LastResort, install_error_handlers
 from api.openapi import install_openapi
 from api.routes import (
@@ -88,7 +88,8 @@ def create_app(
         warmup = asyncio.create_task(_warm_up(connector))
         await asyncio.to_thread(seed_modes, app.state.store)
         # Repairs a wake-up lost between a store write and its signal (api/agent_workflows).
-        sweeper = asyncio.create_task(run_sweeper(connector.get, settings, app.state.store))
+        app.state.agent_sweeper = Sweeper(settings, app.state.store)
+        sweeper = asyncio.create_task(app.state.agent_sweeper.run(connector.get))
         try:
             yield
         finally:

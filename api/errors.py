@@ -32,6 +32,7 @@ from runtime.failures import UPDATE_EXPIRED, WireError, decode_failure
 log = logging.getLogger(__name__)
 
 INVALID_JSON = {"error": "Invalid JSON in request body"}
+NOT_AN_OBJECT = "Request body must be a JSON object (Content-Type: application/json)"
 # The spec's 5xx shape (JSON-RPC style): `{"error": "Internal error", "code": -32000, "data"}`.
 INTERNAL_ERROR_CODE = -32000
 
@@ -161,6 +162,10 @@ async def _validation_error(_request: Request, exc: Exception) -> Response:
     if any(err.get("type") == "json_invalid" for err in errors):
         return json_error(400, INVALID_JSON)
     first = errors[0] if errors else {}
+    if tuple(first.get("loc", ())) == ("body",) and first.get("type") == "model_attributes_type":
+        # Not a JSON object: an array, a string, or a form body sent without
+        # `Content-Type: application/json` (curl's -d default), which FastAPI leaves unparsed.
+        return json_error(400, {"error": NOT_AN_OBJECT, "code": "invalid_request"})
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
     message = first.get("msg", "Invalid request")
     return json_error(

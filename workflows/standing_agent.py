@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.standing_agents.workflow_contracts import (
         STATUS_QUERY,
         WAKE_SIGNAL,
+        WORKFLOW_NAME,
         ActionRecord,
         AgentStatusView,
         BeginTickInput,
@@ -106,7 +107,7 @@ def agent_id(request: StandingAgentInput) -> str:
     return agent_workflow_id(request.tenant, request.instance_id)
 
 
-@workflow.defn(name="StandingAgentWorkflow")
+@workflow.defn(name=WORKFLOW_NAME)
 class StandingAgentWorkflow:
     def __init__(self) -> None:
         self._woken = False

@@ -2,7 +2,8 @@
 
 `system_configs` rows (budgets `AgentDispatcher:*`, the weekly credit, the constitution
 rules `constitution.rules`), validated per key by runtime/standing_agents/configs.py;
-a change applies at the agents' next tick.
+a change applies at the agents' next tick. A tenant whose feature is off answers 403
+`feature_disabled`, like its other agent routes.
 """
 
 from __future__ import annotations
@@ -11,15 +12,16 @@ import asyncio
 
 from fastapi import APIRouter, Depends
 
-from api.deps import StoreDep
+from api.deps import SettingsDep, StoreDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
-from api.routes.agents_models import ConfigBody, ConfigValue
-from api.routes.standing_common import ConfigKeyPath, TenantPath
+from api.routes.agents_models import ConfigBody, ConfigList, ConfigValue
+from api.routes.standing_common import ConfigKeyPath, EnabledTenant
 from api.security import require_configured_token
+from runtime.settings import Settings
 from runtime.standing_agents import control
-from runtime.standing_agents.configs import KNOWN_KEYS, UnknownConfigKey
+from runtime.standing_agents.configs import KNOWN_KEYS, UnknownConfigKey, effective_value
 from runtime.standing_agents.models import SystemConfig
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/config", route_class=StrictJsonRoute)
@@ -36,32 +38,50 @@ def _unknown(key: str) -> ApiError:
     )
 
 
-def _view(tenant: str, key: str, row: SystemConfig | None) -> ConfigValue:
-    updated = control.aware(row.updated_at) if row is not None else None
+def _view(tenant: str, key: str, row: SystemConfig | None, settings: Settings) -> ConfigValue:
+    value = row.value if row is not None else None
     return ConfigValue(
         tenant=tenant,
         key=key,
-        value=row.value if row is not None else None,
-        updatedAt=updated.isoformat() if updated is not None else None,
+        value=value,
+        effective=effective_value(key, value, settings),
+        updatedAt=control.iso(row.updated_at) if row is not None else None,
     )
 
 
-@router.get("/{key}", responses=errors(400, 404))
-async def get_config(tenant: TenantPath, key: ConfigKeyPath, store: StoreDep) -> ConfigValue:
-    """The stored value; `null` when unset (the settings or the code default apply)."""
+@router.get("", responses=errors(400, 403))
+async def list_configs(tenant: EnabledTenant, store: StoreDep, settings: SettingsDep) -> ConfigList:
+    """Every known key, with its stored value (null when unset) and the value in force."""
+    rows = await asyncio.to_thread(control.tenant_configs, store, tenant)
+    return ConfigList(
+        tenant=tenant,
+        configs=[_view(tenant, key, rows.get(key), settings) for key in sorted(KNOWN_KEYS)],
+    )
+
+
+@router.get("/{key}", responses=errors(400, 403, 404))
+async def get_config(
+    tenant: EnabledTenant, key: ConfigKeyPath, store: StoreDep, settings: SettingsDep
+) -> ConfigValue:
+    """The stored value (`null` when unset) and `effective`, what a tick uses: the
+    stored value, else the settings layer, else the code default."""
     if key not in KNOWN_KEYS:
         raise _unknown(key)
     row = await asyncio.to_thread(control.get_config, store, tenant, key)
-    return _view(tenant, key, row)
+    return _view(tenant, key, row, settings)
 
 
 @router.put(
     "/{key}",
     dependencies=[Depends(require_configured_token)],
-    responses=errors(400, 401, 404),
+    responses=errors(400, 401, 403, 404),
 )
 async def put_config(
-    body: ConfigBody, tenant: TenantPath, key: ConfigKeyPath, store: StoreDep
+    body: ConfigBody,
+    tenant: EnabledTenant,
+    key: ConfigKeyPath,
+    store: StoreDep,
+    settings: SettingsDep,
 ) -> ConfigValue:
     try:
         row = await asyncio.to_thread(control.put_config, store, tenant, key, body.value)
@@ -71,4 +91,4 @@ async def put_config(
         raise ApiError(
             400, {"error": str(err), "code": "invalid_config_value", "key": key}
         ) from None
-    return _view(tenant, key, row)
+    return _view(tenant, key, row, settings)

@@ -17,8 +17,8 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Depends, Query, Response
 from starlette.responses import StreamingResponse
 
-from api.agent_workflows import wake, wake_quietly
-from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep
+from api.agent_workflows import WakerDep, wake
+from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from api.openapi import errors
@@ -41,7 +41,7 @@ from api.routes.agents_models import (
     ModeChangeView,
     ModeSet,
 )
-from api.routes.standing_common import EnabledTenant, InstancePath, agent_not_found
+from api.routes.standing_common import EnabledTenant, InstancePath, TenantPath, agent_not_found
 from api.security import require_configured_token
 from runtime.standing_agents import control, reads
 from runtime.standing_agents.contracts import (
@@ -62,6 +62,8 @@ from runtime.standing_agents.modes import (
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/agents", route_class=StrictJsonRoute)
 MUTATION = [Depends(require_configured_token)]
+# An event's payload is stored in the queue and read into the agent's prompt: 64 KB of JSON.
+MAX_EVENT_PAYLOAD_BYTES = 64 * 1024
 T = TypeVar("T")
 
 
@@ -99,11 +101,6 @@ async def run_control(fn: Callable[..., T], *args: Any) -> T:
         ) from None
 
 
-def _iso(value: datetime | None) -> str | None:
-    value = control.aware(value)
-    return value.isoformat() if value is not None else None
-
-
 def agent_view(row: AgentInstance) -> AgentView:
     now = datetime.now(UTC)
     return AgentView(
@@ -113,15 +110,15 @@ def agent_view(row: AgentInstance) -> AgentView:
         status=row.status,
         activeMode=row.active_mode,
         foundational=control.is_foundational(row, now),
-        worksetDeadline=_iso(row.workset_deadline_utc),
+        worksetDeadline=control.iso(row.workset_deadline_utc),
         consecutiveIdleTicks=row.consecutive_idle_ticks,
         consecutiveBlockedTurns=row.consecutive_blocked_turns,
-        nextTickAt=_iso(row.next_tick_at),
-        lastTickAt=_iso(row.last_tick_at),
+        nextTickAt=control.iso(row.next_tick_at),
+        lastTickAt=control.iso(row.last_tick_at),
         tickInProgress=row.tick_in_progress,
         generation=row.generation,
         workflowId=agent_workflow_id(row.tenant, row.instance_id),
-        createdAt=_iso(row.created_at) or "",
+        createdAt=control.iso(row.created_at) or "",
     )
 
 
@@ -172,12 +169,11 @@ async def _transition(
     instance_id: str,
     store: StoreDep,
     journal: JournalDep,
-    settings: SettingsDep,
-    connector: ConnectorDep,
+    waker: WakerDep,
 ) -> AgentView:
     transition = await run_control(fn, store, journal, tenant, instance_id)
     if transition.changed:
-        await wake_quietly(connector, settings, transition.instance)
+        await waker(transition.instance)
     return agent_view(transition.instance)
 
 
@@ -187,26 +183,25 @@ async def start_agent(
     instance_id: InstancePath,
     store: StoreDep,
     journal: JournalDep,
-    settings: SettingsDep,
-    connector: ConnectorDep,
+    waker: WakerDep,
 ) -> AgentView:
     """Paused or Closed → Active, seeded with AgentInitialized; Active: unchanged."""
-    return await _transition(
-        control.start, tenant, instance_id, store, journal, settings, connector
-    )
+    return await _transition(control.start, tenant, instance_id, store, journal, waker)
 
 
-@router.post("/{instance_id}/stop", dependencies=MUTATION, responses=errors(400, 401, 403, 404))
+@router.post("/{instance_id}/stop", dependencies=MUTATION, responses=errors(400, 401, 404))
 async def stop_agent(
-    tenant: EnabledTenant,
+    tenant: TenantPath,
     instance_id: InstancePath,
     store: StoreDep,
     journal: JournalDep,
-    settings: SettingsDep,
-    connector: ConnectorDep,
+    waker: WakerDep,
 ) -> AgentView:
-    """Active → Paused (events keep queueing; nothing is planned until start)."""
-    return await _transition(control.stop, tenant, instance_id, store, journal, settings, connector)
+    """Active → Paused (events keep queueing; nothing is planned until start).
+
+    Reachable while the tenant's feature is off (every other agent route answers 403
+    there): an operator can always stop an agent."""
+    return await _transition(control.stop, tenant, instance_id, store, journal, waker)
 
 
 @router.post(
@@ -217,13 +212,12 @@ async def reset_agent(
     instance_id: InstancePath,
     store: StoreDep,
     journal: JournalDep,
-    settings: SettingsDep,
-    connector: ConnectorDep,
+    waker: WakerDep,
 ) -> AgentView:
     """A new generation: memory (ledger) and counters start over, pending events are
     drained, AgentInitialized reseeded. 409 `tick_in_progress` while a tick runs."""
     row = await run_control(control.reset, store, journal, tenant, instance_id)
-    await wake_quietly(connector, settings, row)
+    await waker(row)
     return agent_view(row)
 
 
@@ -242,15 +236,14 @@ async def post_message(
     instance_id: InstancePath,
     store: StoreDep,
     journal: JournalDep,
-    settings: SettingsDep,
-    connector: ConnectorDep,
+    waker: WakerDep,
 ) -> MessageAccepted:
     """Persist the operator's message and queue it as OperatorMessage (202: durably queued)."""
     row, created = await run_control(
         control.post_message, store, journal, tenant, instance_id, body.text, body.messageId
     )
     instance = await run_control(control.get_instance, store, tenant, instance_id)
-    await wake_quietly(connector, settings, instance)
+    await waker(instance)
     return MessageAccepted(messageId=control.client_message_id(row), duplicate=not created)
 
 
@@ -272,31 +265,44 @@ async def get_messages(
     "/{instance_id}/events",
     status_code=202,
     dependencies=MUTATION,
-    responses=errors(400, 401, 403, 404),
+    responses=errors(400, 401, 403, 404, 413),
 )
 async def post_event(
     body: EventBody,
     tenant: EnabledTenant,
     instance_id: InstancePath,
     store: StoreDep,
-    settings: SettingsDep,
-    connector: ConnectorDep,
+    waker: WakerDep,
 ) -> EventAccepted:
     """An orchestration or external event; the other kinds have their own routes."""
-    if body.kind not in EXTERNAL_EVENT_KINDS:
+    postable = {kind.value: kind for kind in EXTERNAL_EVENT_KINDS}
+    kind = postable.get(body.kind)
+    if kind is None:
         raise ApiError(
             400,
             {
                 "error": f'Event kind "{body.kind}" cannot be posted here',
                 "code": "invalid_event_kind",
-                "allowed": sorted(EXTERNAL_EVENT_KINDS),
+                "allowed": sorted(postable),
+            },
+        )
+    size = len(json.dumps(body.payload, separators=(",", ":")).encode("utf-8"))
+    if size > MAX_EVENT_PAYLOAD_BYTES:
+        raise ApiError(
+            413,
+            {
+                "error": f"The event payload is {size} bytes of JSON; at most "
+                f"{MAX_EVENT_PAYLOAD_BYTES} are accepted",
+                "code": "payload_too_large",
+                "limit": MAX_EVENT_PAYLOAD_BYTES,
+                "size": size,
             },
         )
     event, created = await run_control(
-        control.enqueue_external, store, tenant, instance_id, body.kind, body.payload, body.eventId
+        control.enqueue_external, store, tenant, instance_id, kind, body.payload, body.eventId
     )
     instance = await run_control(control.get_instance, store, tenant, instance_id)
-    await wake_quietly(connector, settings, instance)
+    await waker(instance)
     return EventAccepted(
         eventId=event.event_id,
         kind=event.kind.value,
@@ -315,8 +321,7 @@ async def set_mode(
     instance_id: InstancePath,
     store: StoreDep,
     journal: JournalDep,
-    settings: SettingsDep,
-    connector: ConnectorDep,
+    waker: WakerDep,
 ) -> ModeSet:
     """An operator sets the mode (`source=ui`); it applies from the next tick."""
     await run_control(control.get_instance, store, tenant, instance_id)
@@ -329,7 +334,7 @@ async def set_mode(
     change = await run_control(apply)
     instance = await run_control(control.get_instance, store, tenant, instance_id)
     # The workflow updates its AgentrtMode search attribute when it next reads the row.
-    await wake_quietly(connector, settings, instance)
+    await waker(instance)
     return ModeSet(instanceId=instance_id, activeMode=change.to_mode, change=_change_view(change))
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from runtime.standing_agents.contracts import AgentType, EventKind
+from runtime.standing_agents.contracts import AgentType
 
 Capability = Annotated[str, Field(min_length=1, max_length=100)]
 
@@ -18,7 +18,8 @@ class _Body(BaseModel):
 
 
 class FeatureBody(_Body):
-    enabled: bool
+    # Strict: "no", 1 or "off" are refused, not read as booleans.
+    enabled: StrictBool
 
 
 class AgentCreate(_Body):
@@ -34,7 +35,9 @@ class MessageBody(_Body):
 
 
 class EventBody(_Body):
-    kind: EventKind
+    # A string, checked by the route against the postable kinds (EXTERNAL_EVENT_KINDS):
+    # an enum here would answer with every kind, those the route refuses included.
+    kind: str = Field(max_length=100)
     payload: dict[str, Any] = Field(default_factory=dict)
     # The client's dedupe id: the same eventId again enqueues nothing.
     eventId: str | None = Field(
@@ -208,8 +211,16 @@ class DecisionList(BaseModel):
 class ConfigValue(BaseModel):
     tenant: str
     key: str
+    # The stored value; null when unset.
     value: Any
+    # What a tick uses: the stored value, else the settings layer, else the code default.
+    effective: Any
     updatedAt: str | None
+
+
+class ConfigList(BaseModel):
+    tenant: str
+    configs: list[ConfigValue]
 
 
 class RegistryAgent(BaseModel):

@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
-from api.agent_workflows import wake_quietly
-from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
+from api.agent_workflows import WakerDep
+from api.deps import JournalDep, StoreDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
@@ -66,8 +66,7 @@ async def respond(
     decision_id: DecisionPath,
     store: StoreDep,
     journal: JournalDep,
-    settings: SettingsDep,
-    connector: ConnectorDep,
+    waker: WakerDep,
 ) -> DecisionView:
     """Answer a decision (`approve`, `reject` or free text); the same answer again gets
     the same body, a different one to a resolved decision is a 409."""
@@ -98,5 +97,5 @@ async def respond(
         instance = await asyncio.to_thread(control.get_instance, store, tenant, row.soa_instance_id)
     except control.InstanceNotFound:
         return _view(row)
-    await wake_quietly(connector, settings, instance)
+    await waker(instance)
     return _view(row)

@@ -22,6 +22,7 @@ from api.routes.standing_common import EnabledTenant, RegistryIdPath
 from api.security import require_configured_token
 from runtime.standing_agents import registry_store
 from runtime.standing_agents.registry_store import Registered
+from runtime.timestamps import iso_ms
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/registry", route_class=StrictJsonRoute)
 MUTATION = [Depends(require_configured_token)]
@@ -33,7 +34,7 @@ def _view(entry: Registered) -> RegistryAgent:
         role=entry.role,
         capabilities=entry.capabilities,
         endpoint=entry.endpoint,
-        lastHeartbeatAt=entry.last_heartbeat_at.isoformat(),
+        lastHeartbeatAt=iso_ms(entry.last_heartbeat_at),
     )
 
 
@@ -41,17 +42,29 @@ def _ttl(ms: int) -> timedelta:
     return timedelta(milliseconds=ms)
 
 
-@router.post("", status_code=201, dependencies=MUTATION, responses=errors(400, 401, 403))
+@router.post("", status_code=201, dependencies=MUTATION, responses=errors(400, 401, 403, 409))
 async def register(body: RegisterBody, tenant: EnabledTenant, store: StoreDep) -> RegistryAgent:
-    entry = await asyncio.to_thread(
-        registry_store.register,
-        store,
-        tenant,
-        body.agentId,
-        body.role,
-        body.capabilities,
-        body.endpoint,
-    )
+    """Register (or re-register) an agent; ids starting with `soa-` are the SOA's (409)."""
+    try:
+        entry = await asyncio.to_thread(
+            registry_store.register,
+            store,
+            tenant,
+            body.agentId,
+            body.role,
+            body.capabilities,
+            body.endpoint,
+        )
+    except registry_store.ReservedAgentId:
+        raise ApiError(
+            409,
+            {
+                "error": f'Agent ids starting with "{registry_store.RESERVED_PREFIX}" are '
+                "reserved for the tenant's SOA",
+                "code": "agent_id_reserved",
+                "agentId": body.agentId,
+            },
+        ) from None
     return _view(entry)
 
 

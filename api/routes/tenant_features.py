@@ -12,8 +12,8 @@ import asyncio
 
 from fastapi import APIRouter, Depends
 
-from api.agent_workflows import wake_quietly
-from api.deps import ConnectorDep, SettingsDep, StoreDep
+from api.agent_workflows import WakerDep
+from api.deps import SettingsDep, StoreDep
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.routes.agents_models import FeatureBody, FeatureState
@@ -48,16 +48,17 @@ async def put_standing_agents(
     tenant: TenantPath,
     store: StoreDep,
     settings: SettingsDep,
-    connector: ConnectorDep,
+    waker: WakerDep,
 ) -> FeatureState:
-    soa = await asyncio.to_thread(
+    """Enable or disable; enabling wakes the tenant's open agents (their workflows
+    stopped ticking while it was off), and bootstraps the SOA."""
+    to_wake = await asyncio.to_thread(
         control.set_standing_agents, store, settings, tenant, body.enabled
     )
-    if soa is not None:
-        # Starts the SOA's workflow (signal-with-start); the sweeper retries a failure.
-        await wake_quietly(connector, settings, soa)
-    else:
-        soa = await asyncio.to_thread(control.tenant_soa, store, tenant)
+    for instance in to_wake:
+        # Starts a workflow that is not running (signal-with-start); a failure is retried.
+        await waker(instance)
+    soa = await asyncio.to_thread(control.tenant_soa, store, tenant)
     return FeatureState(
         tenant=tenant,
         feature=STANDING_AGENTS_FEATURE,

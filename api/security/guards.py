@@ -9,7 +9,8 @@ from api.errors import ApiError
 TOKEN_REQUIRED = {
     "code": "token_required",
     "error": "This route mutates state and requires a configured bearer token: "
-    "restart the daemon with --token or QWEN_SERVER_TOKEN",
+    "restart the daemon with --token, AGENTRT_TOKEN or QWEN_SERVER_TOKEN "
+    "(e.g. AGENTRT_TOKEN=secret make run)",
 }
 
 

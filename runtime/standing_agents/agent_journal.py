@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime.store.journal import EventJournal, JournalEntry
+from runtime.store.journal_contracts import NewEvent
 from runtime.streams import agent_stream
 
 TURN = "agent.turn"
@@ -30,3 +31,17 @@ def append_agent_event(
     journal: EventJournal, tenant: str, instance_id: str, type: str, body: Mapping[str, Any]
 ) -> JournalEntry:
     return journal.append(agent_stream(tenant, instance_id), type, entry_data(body))
+
+
+def append_agent_event_once(
+    journal: EventJournal,
+    tenant: str,
+    instance_id: str,
+    type: str,
+    body: Mapping[str, Any],
+    dedupe_key: str,
+) -> JournalEntry:
+    """Append unless an entry with `dedupe_key` is already on the stream: the control side
+    journals on every call (a retry after a crash writes what was lost, never a double)."""
+    event = NewEvent(type=type, data=entry_data(body))
+    return journal.append_many(agent_stream(tenant, instance_id), [event], dedupe_key=dedupe_key)[0]

@@ -7,12 +7,12 @@ store (normalised) or raises `UnknownConfigKey` (404/400 for the route) or `Valu
 
 | key                                  | value                                          |
 |--------------------------------------|------------------------------------------------|
-| AgentDispatcher:TickMaxTokens        | integer > 0, or null to clear                  |
-| AgentDispatcher:TickMaxToolCalls     | integer > 0, or null to clear                  |
-| AgentDispatcher:TickMaxSeconds       | number > 0, or null to clear                   |
-| AgentDispatcher:TickMaxCostUsd       | number > 0, or null to clear                   |
-| AgentDispatcher:TickMaxTurns         | integer > 0, or null to clear                  |
-| AgentDispatcher:WeeklyCreditUsd      | number >= 0, or null to clear                  |
+| AgentDispatcher:TickMaxTokens        | integer in 1..10,000,000, or null to clear     |
+| AgentDispatcher:TickMaxToolCalls     | integer in 1..10,000, or null to clear         |
+| AgentDispatcher:TickMaxSeconds       | number in (0, 86,400], or null to clear        |
+| AgentDispatcher:TickMaxCostUsd       | number in (0, 100,000], or null to clear       |
+| AgentDispatcher:TickMaxTurns         | integer in 1..10,000, or null to clear         |
+| AgentDispatcher:WeeklyCreditUsd      | number in [0, 1,000,000], or null to clear     |
 | CreditEnforcementEnabled             | boolean, or null to clear                      |
 | constitution.rules                   | [{"id", "pattern", "tools"}] (see constitution)|
 """
@@ -23,7 +23,13 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
-from runtime.policy.agent_budget import CONFIG_KEYS, INTEGER_AXES, CreditSettings
+from runtime.policy.agent_budget import (
+    CONFIG_KEYS,
+    INTEGER_AXES,
+    CreditSettings,
+    config_axis_value,
+    settings_budget,
+)
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
 
 if TYPE_CHECKING:
@@ -31,6 +37,16 @@ if TYPE_CHECKING:
 
 WEEKLY_CREDIT_KEY: Final = "AgentDispatcher:WeeklyCreditUsd"
 CREDIT_ENFORCEMENT_KEY: Final = "CreditEnforcementEnabled"
+
+# Upper bounds: a value past them is a typo (or a unit slip), not a budget.
+AXIS_MAX: Final[dict[str, int | float]] = {
+    "max_tokens": 10_000_000,
+    "max_tool_calls": 10_000,
+    "max_turns": 10_000,
+    "max_seconds": 86_400,
+    "max_cost_usd": 100_000,
+}
+WEEKLY_CREDIT_MAX: Final = 1_000_000
 
 KNOWN_KEYS: Final[frozenset[str]] = frozenset(
     {*CONFIG_KEYS, WEEKLY_CREDIT_KEY, CREDIT_ENFORCEMENT_KEY, CONSTITUTION_KEY}
@@ -72,18 +88,41 @@ def validate_config(key: str, value: Any) -> Any:
             raise ValueError(f"{key} must be true, false or null")
         return value
     if key == WEEKLY_CREDIT_KEY:
-        if not _is_number(value) or value < 0:
-            raise ValueError(f"{key} must be a number of dollars >= 0, or null")
+        if not _is_number(value) or not 0 <= value <= WEEKLY_CREDIT_MAX:
+            raise ValueError(
+                f"{key} must be a number of dollars from 0 to {WEEKLY_CREDIT_MAX:,}, or null"
+            )
         return float(value)
     axis = CONFIG_KEYS[key]
+    top = AXIS_MAX[axis]
     if axis in INTEGER_AXES:
         whole = _is_number(value) and float(value).is_integer()
-        if not whole or value <= 0:
-            raise ValueError(f"{key} must be a whole number > 0, or null")
+        if not whole or not 0 < value <= top:
+            raise ValueError(f"{key} must be a whole number from 1 to {top:,}, or null")
         return int(value)
-    if not _is_number(value) or value <= 0:
-        raise ValueError(f"{key} must be a number > 0, or null")
+    if not _is_number(value) or not 0 < value <= top:
+        raise ValueError(f"{key} must be a number > 0 and <= {top:,}, or null")
     return float(value)
+
+
+def effective_value(key: str, stored: Any, settings: Settings) -> Any:
+    """What a tick uses for `key`: the stored value when usable, else the settings
+    layer, else the code default (the same fallbacks as the tick's own resolution)."""
+    if key in CONFIG_KEYS:
+        axis = CONFIG_KEYS[key]
+        usable = config_axis_value(axis, stored)
+        return usable if usable is not None else getattr(settings_budget(settings), axis)
+    if key == CONSTITUTION_KEY:
+        try:
+            return [rule.model_dump() for rule in parse_rules(stored)]
+        except ValueError:
+            return []  # a malformed hand-edited row: no rules apply (as in a tick)
+    credit = effective_credit({key: stored}, settings)
+    if key == CREDIT_ENFORCEMENT_KEY:
+        return credit.enabled
+    if key == WEEKLY_CREDIT_KEY:
+        return credit.weekly_cap_usd
+    raise UnknownConfigKey(key)
 
 
 def effective_credit(configs: Mapping[str, Any], settings: Settings) -> CreditSettings:

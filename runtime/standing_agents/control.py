@@ -12,17 +12,24 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, delete, select
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Session, col, delete, select
 
+from runtime.policy.agent_budget import foundational_active, foundational_deadline
 from runtime.settings import Settings
 from runtime.standing_agents import queue
-from runtime.standing_agents.agent_journal import DECISION, MESSAGE, STATUS, append_agent_event
+from runtime.standing_agents.agent_journal import (
+    DECISION,
+    MESSAGE,
+    STATUS,
+    append_agent_event_once,
+)
 from runtime.standing_agents.catalog import default_mode
 from runtime.standing_agents.configs import validate_config
 from runtime.standing_agents.contracts import (
@@ -43,18 +50,27 @@ from runtime.standing_agents.models import (
     AttentionRequest,
     SystemConfig,
 )
-from runtime.standing_agents.modes import InstanceNotFound, UnknownMode, apply_mode_change
+from runtime.standing_agents.modes import (
+    InstanceNotFound,
+    ModeChange,
+    UnknownMode,
+    allowed_modes,
+    apply_mode_change_in,
+    journal_mode_change,
+)
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 from runtime.store.tenants import feature_enabled, set_feature
+from runtime.timestamps import iso_ms
 
-# §3.6: a new instance builds its starting workset within 24 h (the foundational phase).
-FOUNDATIONAL_WINDOW = timedelta(hours=24)
 APPROVE = "approve"
 
 
 __all__ = ["InstanceNotFound"]
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+# A unique-key race is retried this many times (each retry finds the winner's rows).
+_MAX_RACES = 20
 
 
 class SoaAlreadyExists(Exception):
@@ -95,11 +111,9 @@ def now_utc() -> datetime:
     return datetime.now(UTC)
 
 
-def aware(value: datetime | None) -> datetime | None:
-    # SQLite hands back naive datetimes; everything agentrt stores is UTC.
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
+def iso(value: datetime | None) -> str | None:
+    """The wire format of every agent timestamp (the ledger chain's: ms, `Z`)."""
+    return iso_ms(value) if value is not None else None
 
 
 def soa_instance_id(tenant: str) -> str:
@@ -109,8 +123,27 @@ def soa_instance_id(tenant: str) -> str:
 
 
 def is_foundational(instance: AgentInstance, now: datetime) -> bool:
-    deadline = aware(instance.workset_deadline_utc)
-    return instance.is_building_starting_workset and deadline is not None and now < deadline
+    return foundational_active(
+        instance.is_building_starting_workset, instance.workset_deadline_utc, now
+    )
+
+
+def _transaction(store: Store, write: Callable[[Session], T]) -> T:
+    """Run `write` in one transaction and commit; a unique-key race (a concurrent retry of
+    the same call, a sequence number taken) rolls back and runs it again, and the second
+    run finds what the first writer committed."""
+    for _ in range(_MAX_RACES):
+        with store.session() as db:
+            try:
+                result = write(db)
+                db.commit()
+            except (IntegrityError, OperationalError) as err:
+                db.rollback()
+                if not queue.is_retryable(err):
+                    raise
+                continue
+            return result
+    raise RuntimeError("a control write kept racing another writer")
 
 
 # -- instances ------------------------------------------------------------------------------
@@ -154,7 +187,7 @@ def create_instance(
         status=status.value,
         active_mode=default_mode(agent_type),
         is_building_starting_workset=True,
-        workset_deadline_utc=now + FOUNDATIONAL_WINDOW,
+        workset_deadline_utc=foundational_deadline(now),
         generation=0,
         created_at=now,
         updated_at=now,
@@ -162,12 +195,13 @@ def create_instance(
     with store.session() as db:
         db.add(row)
         try:
+            db.flush()
+            if status is AgentStatus.ACTIVE:
+                _seed_initialized(db, row, f"init/{instance_id}/0")
             db.commit()
         except IntegrityError:
             db.rollback()
             raise SoaAlreadyExists(instance_id) from None
-    if status is AgentStatus.ACTIVE:
-        _seed_initialized(store, row, f"init/{instance_id}/0")
     return row
 
 
@@ -186,20 +220,25 @@ def tenant_soa(store: Store, tenant: str) -> AgentInstance | None:
 
 def set_standing_agents(
     store: Store, settings: Settings, tenant: str, enabled: bool
-) -> AgentInstance | None:
-    """Set the tenant flag; enabling with auto-bootstrap ensures the tenant's SOA.
+) -> list[AgentInstance]:
+    """Set the tenant flag; enabling it (with auto-bootstrap) ensures the tenant's SOA.
 
-    Returns the SOA when one was created now or exists (so the caller (re)starts its
-    workflow), None otherwise.
+    Returns the agents to wake: on enabling, every non-Closed agent of the tenant (the
+    SOA created now among them), since their workflows stopped ticking while the tenant
+    was off; nothing on disabling.
     """
     set_feature(store, tenant, STANDING_AGENTS_FEATURE, enabled)
-    if not enabled or not settings.standing_agents_auto_bootstrap:
-        return None
-    status = AgentStatus.ACTIVE if settings.standing_agents_idle_by_default else AgentStatus.PAUSED
-    try:
-        return create_instance(store, tenant, AgentType.SOA, status)
-    except SoaAlreadyExists:
-        return tenant_soa(store, tenant)
+    if not enabled:
+        return []
+    if settings.standing_agents_auto_bootstrap:
+        status = (
+            AgentStatus.ACTIVE if settings.standing_agents_idle_by_default else AgentStatus.PAUSED
+        )
+        try:
+            create_instance(store, tenant, AgentType.SOA, status)
+        except SoaAlreadyExists:
+            pass
+    return [row for row in list_instances(store, tenant) if row.status != AgentStatus.CLOSED.value]
 
 
 def standing_agents_enabled(store: Store, tenant: str) -> bool:
@@ -208,44 +247,56 @@ def standing_agents_enabled(store: Store, tenant: str) -> bool:
 
 def start(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> Transition:
     """Paused or Closed → Active (a Closed agent re-opens with its counters reset), seeded
-    with `AgentInitialized`. Already Active: nothing changes."""
+    with `AgentInitialized` in the same transaction. Already Active: nothing changes."""
     instance = get_instance(store, tenant, instance_id)
     now = now_utc()
     values: dict[str, Any] = {"status": AgentStatus.ACTIVE.value, "updated_at": now}
     if instance.status == AgentStatus.CLOSED.value:
         values.update(consecutive_idle_ticks=0, consecutive_blocked_turns=0)
-    changed = _cas_status(
-        store, instance_id, {AgentStatus.PAUSED, AgentStatus.CLOSED}, values, instance.status
-    )
+    seed = f"init/{instance_id}/{instance.generation}/{uuid.uuid4().hex[:12]}"
+
+    def write(db: Session) -> bool:
+        if instance.status not in (AgentStatus.PAUSED.value, AgentStatus.CLOSED.value):
+            return False
+        # The event first, the instance row second (see queue.enqueue_in); a lost CAS
+        # takes the seed back with it.
+        _seed_initialized(db, instance, seed)
+        if not _cas_status(
+            db,
+            instance_id,
+            {AgentStatus.PAUSED, AgentStatus.CLOSED},
+            values,
+            instance.status,
+            generation=instance.generation,  # a reset meanwhile would orphan the seed
+        ):
+            db.rollback()
+            return False
+        return True
+
+    changed = _transaction(store, write)
     instance = get_instance(store, tenant, instance_id)
-    if changed:
-        _seed_initialized(
-            store, instance, f"init/{instance_id}/{instance.generation}/{uuid.uuid4().hex[:12]}"
-        )
-        _journal_status(journal, instance)
+    _journal_status(journal, instance)
     return Transition(instance, changed)
 
 
 def stop(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> Transition:
     """Active → Paused. Paused or Closed: nothing changes."""
     instance = get_instance(store, tenant, instance_id)
-    changed = _cas_status(
+    values: dict[str, Any] = {"status": AgentStatus.PAUSED.value, "updated_at": now_utc()}
+    changed = _transaction(
         store,
-        instance_id,
-        {AgentStatus.ACTIVE},
-        {"status": AgentStatus.PAUSED.value, "updated_at": now_utc()},
-        instance.status,
+        lambda db: _cas_status(db, instance_id, {AgentStatus.ACTIVE}, values, instance.status),
     )
     instance = get_instance(store, tenant, instance_id)
-    if changed:
-        _journal_status(journal, instance)
+    _journal_status(journal, instance)
     return Transition(instance, changed)
 
 
 def reset(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> AgentInstance:
     """A new generation: counters and plan hash cleared, foundational phase again, pending
-    events drained, `AgentInitialized` seeded. The older generations' ledger stays in the
-    table (audit) but the routes show the current one: the agent's memory starts over.
+    events drained, `AgentInitialized` seeded, all in one transaction. The older
+    generations' ledger stays in the table (audit) but the routes show the current one:
+    the agent's memory starts over.
 
     Raises:
         TickInProgress: the workflow holds the tick lease; try again when the tick ends.
@@ -264,47 +315,55 @@ def reset(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
             consecutive_blocked_turns=0,
             last_plan_input_hash=None,
             is_building_starting_workset=True,
-            workset_deadline_utc=now + FOUNDATIONAL_WINDOW,
+            workset_deadline_utc=foundational_deadline(now),
             updated_at=now,
         )
     )
-    with store.session() as db:
-        result = db.exec(statement)
-        db.commit()
-        if result.rowcount != 1:
+
+    def write(db: Session) -> None:
+        if db.exec(statement).rowcount != 1:
             raise TickInProgress()
-    queue.drain(store, instance_id, now)
+        queue.drain_in(db, instance_id, now)
+        row = _row(db, instance_id)
+        _seed_initialized(db, row, f"init/{instance_id}/{row.generation}")
+
+    _transaction(store, write)
     instance = get_instance(store, tenant, instance_id)
-    _seed_initialized(store, instance, f"init/{instance_id}/{instance.generation}")
     _journal_status(journal, instance, reset=True)
     return instance
 
 
+def _row(db: Session, instance_id: str) -> AgentInstance:
+    row = db.get(AgentInstance, instance_id, populate_existing=True)
+    if row is None:
+        raise InstanceNotFound(instance_id)
+    return row
+
+
 def _cas_status(
-    store: Store,
+    db: Session,
     instance_id: str,
     from_statuses: set[AgentStatus],
     values: dict[str, Any],
     current: str,
+    *,
+    generation: int | None = None,
 ) -> bool:
     if current not in {status.value for status in from_statuses}:
         return False
-    with store.session() as db:
-        result = db.exec(
-            update(AgentInstance)
-            .where(
-                col(AgentInstance.instance_id) == instance_id,
-                col(AgentInstance.status) == current,
-            )
-            .values(**values)
-        )
-        db.commit()
-        return bool(result.rowcount == 1)
+    statement = update(AgentInstance).where(
+        col(AgentInstance.instance_id) == instance_id,
+        col(AgentInstance.status) == current,
+    )
+    if generation is not None:
+        statement = statement.where(col(AgentInstance.generation) == generation)
+    result = db.exec(statement.values(**values))
+    return bool(result.rowcount == 1)
 
 
-def _seed_initialized(store: Store, instance: AgentInstance, event_id: str) -> None:
-    queue.enqueue(
-        store,
+def _seed_initialized(db: Session, instance: AgentInstance, event_id: str) -> None:
+    queue.enqueue_in(
+        db,
         tenant=instance.tenant,
         instance_id=instance.instance_id,
         kind=EventKind.AGENT_INITIALIZED,
@@ -315,12 +374,17 @@ def _seed_initialized(store: Store, instance: AgentInstance, event_id: str) -> N
 
 
 def _journal_status(journal: EventJournal, instance: AgentInstance, *, reset: bool = False) -> None:
-    append_agent_event(
+    """`agent.status` on every call, keyed by the transition it reports (the row's status,
+    generation and `updated_at`): a retry after a crash writes the entry that was lost,
+    and a repeat of an applied transition writes nothing."""
+    key = f"status/{instance.generation}/{instance.status}/{iso(instance.updated_at)}"
+    append_agent_event_once(
         journal,
         instance.tenant,
         instance.instance_id,
         STATUS,
         {"status": instance.status, "generation": instance.generation, "reset": reset},
+        key,
     )
 
 
@@ -335,60 +399,53 @@ def post_message(
     text: str,
     client_message_id: str | None = None,
 ) -> tuple[AgentMessage, bool]:
-    """Persist an operator message and enqueue it as `OperatorMessage`; returns the
-    message and whether it is new (a retry with the same `messageId` adds nothing)."""
+    """Persist an operator message and enqueue it as `OperatorMessage` in one transaction;
+    returns the message and whether it is new (a retry with the same `messageId` adds
+    nothing, and journals `agent.message` only if the first call's entry was lost)."""
     instance = get_instance(store, tenant, instance_id)
-    row_id = uuid.uuid4().hex
     # The wire id is the client's when given (its retry key), else the row's own.
+    row_id = uuid.uuid4().hex
     message_id = client_message_id or row_id
     op_id = f"operator/{instance_id}/{message_id}"
-    row = AgentMessage(
-        message_id=row_id,
-        instance_id=instance_id,
-        tenant=tenant,
-        direction=MessageDirection.OPERATOR.value,
-        text=text,
-        op_id=op_id,
-        created_at=now_utc(),
-    )
-    created = True
-    with store.session() as db:
+
+    def write(db: Session) -> tuple[AgentMessage, bool]:
         existing = db.exec(select(AgentMessage).where(col(AgentMessage.op_id) == op_id)).first()
+        row = existing or AgentMessage(
+            message_id=row_id,
+            instance_id=instance_id,
+            tenant=tenant,
+            direction=MessageDirection.OPERATOR.value,
+            text=text,
+            op_id=op_id,
+            created_at=now_utc(),
+        )
         if existing is None:
             db.add(row)
-            try:
-                db.commit()
-            except IntegrityError:
-                db.rollback()
-                existing = db.exec(
-                    select(AgentMessage).where(col(AgentMessage.op_id) == op_id)
-                ).first()
-                if existing is None:
-                    raise
-        if existing is not None:
-            row, created = existing, False
-    # Enqueued on a retry too (deduped by id): a crash after the insert loses nothing.
-    queue.enqueue(
-        store,
-        tenant=tenant,
-        instance_id=instance_id,
-        kind=EventKind.OPERATOR_MESSAGE,
-        payload={"messageId": message_id, "text": row.text},
-        event_id=f"message/{instance_id}/{message_id}",
-        generation=instance.generation,
+            db.flush()
+        queue.enqueue_in(
+            db,
+            tenant=tenant,
+            instance_id=instance_id,
+            kind=EventKind.OPERATOR_MESSAGE,
+            payload={"messageId": message_id, "text": row.text},
+            event_id=f"message/{instance_id}/{message_id}",
+            generation=instance.generation,
+        )
+        return row, existing is None
+
+    row, created = _transaction(store, write)
+    append_agent_event_once(
+        journal, tenant, instance_id, MESSAGE, message_body(row), f"message/{row.message_id}"
     )
-    if created:
-        append_agent_event(journal, tenant, instance_id, MESSAGE, message_body(row))
     return row, created
 
 
 def message_body(row: AgentMessage) -> dict[str, Any]:
-    created = aware(row.created_at)
     return {
         "messageId": client_message_id(row),
         "direction": row.direction,
         "text": row.text,
-        "createdAt": created.isoformat() if created else None,
+        "createdAt": iso(row.created_at),
     }
 
 
@@ -473,17 +530,21 @@ def respond(
 ) -> tuple[AttentionRequest, bool]:
     """Answer a decision (§2.4): a compare-and-swap open → resolved.
 
-    The same answer again (a retry, or N concurrent submissions) gets the same result;
-    a different one to a resolved request raises DecisionAlreadyResolved. Every
-    accepted call then applies an approved mode change (once per decision) and
-    enqueues the resume event `escalation/{decisionId}`: both are idempotent, so
-    a crash between the CAS and the enqueue is repaired by the client's retry, and
-    however many answers arrive the agent resumes once. Returns the row and whether
-    this call resolved it (the caller wakes `row.soa_instance_id`).
+    One transaction holds the CAS, an approved mode change (once per decision) and the
+    resume event `escalation/{decisionId}` (deduped): they commit together or not at
+    all. The same answer again (a retry, or N concurrent submissions) gets the same
+    result and journals nothing twice; a different one to a resolved request raises
+    DecisionAlreadyResolved. Returns the row and whether this call resolved it (the
+    caller wakes `row.soa_instance_id`).
     """
     row = get_decision(store, tenant, decision_id)
-    now = now_utc()
     with store.session() as db:
+        instance = db.get(AgentInstance, row.soa_instance_id)
+    # The catalogue is read before the write transaction (SQLite has one writer).
+    allowed = allowed_modes(store, AgentType(instance.agent_type)) if instance else []
+    now = now_utc()
+
+    def write(db: Session) -> tuple[AttentionRequest, bool, ModeChange | None]:
         result = db.exec(
             update(AttentionRequest)
             .where(
@@ -498,64 +559,70 @@ def respond(
                 resolved_at=now,
             )
         )
-        db.commit()
         won = bool(result.rowcount == 1)
-    row = get_decision(store, tenant, decision_id)
-    if not won and (row.resolution, row.resolution_notes) != (resolution, notes):
-        raise DecisionAlreadyResolved(row)
-    _after_resolution(store, journal, row, announce=won)
+        current = db.get(AttentionRequest, decision_id, populate_existing=True)
+        assert current is not None  # read above; decisions are never deleted
+        if not won and (current.resolution, current.resolution_notes) != (resolution, notes):
+            raise DecisionAlreadyResolved(current)
+        return current, won, _after_resolution(db, current, allowed)
+
+    row, won, change = _transaction(store, write)
+    if change is not None:
+        journal_mode_change(journal, change)
+    append_agent_event_once(
+        journal,
+        row.tenant,
+        row.soa_instance_id,
+        DECISION,
+        decision_body(row) | {"event": "resolved"},
+        f"decision/{row.decision_id}/resolved",
+    )
     return row, won
 
 
-def _after_resolution(
-    store: Store, journal: EventJournal, row: AttentionRequest, *, announce: bool
-) -> None:
-    instance_id = row.soa_instance_id
-    with store.session() as db:
-        instance = db.get(AgentInstance, instance_id)
+def _after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) -> ModeChange | None:
+    """Inside respond's transaction: enqueue the resume, then apply an approved mode
+    change (events before the instance row: see queue.enqueue_in)."""
+    instance = db.get(AgentInstance, row.soa_instance_id)
     if instance is None:
-        return
+        return None
     resolution = row.resolution or ""
-    if row.kind == AttentionKind.MODE_CHANGE.value and resolution == APPROVE:
-        mode = str(row.payload.get("mode", ""))
-        try:
-            apply_mode_change(
-                store,
-                instance_id,
-                mode,
-                ModeChangeSource.APPROVAL,
-                row.responded_by,
-                decision_id=row.decision_id,
-                journal=journal if announce else None,
-            )
-        except UnknownMode:
-            # The catalogue changed since the proposal: the answer still reaches the
-            # agent (its resume says approve), the mode stays as it is.
-            log.warning("approved mode %r is not in the catalogue of %s", mode, instance_id)
-    if announce:
-        append_agent_event(
-            journal,
-            row.tenant,
-            instance_id,
-            DECISION,
-            decision_body(row) | {"event": "resolved"},
-        )
-    if row.kind == AttentionKind.STUCK.value and instance.status == AgentStatus.CLOSED.value:
-        # A closed agent has no heartbeat and reads no events: an operator restarts it.
-        return
-    queue.enqueue(
-        store,
-        tenant=row.tenant,
-        instance_id=instance_id,
-        kind=EventKind.OPERATOR_ANSWERED_ESCALATION,
-        payload={
-            "decisionId": row.decision_id,
-            "resolution": resolution,
-            "resolutionNotes": row.resolution_notes,
-        },
-        event_id=f"escalation/{row.decision_id}",
-        generation=instance.generation,
+    # A closed agent has no heartbeat and reads no events: an operator restarts it.
+    closed_stuck = (
+        row.kind == AttentionKind.STUCK.value and instance.status == AgentStatus.CLOSED.value
     )
+    if not closed_stuck:
+        queue.enqueue_in(
+            db,
+            tenant=row.tenant,
+            instance_id=instance.instance_id,
+            kind=EventKind.OPERATOR_ANSWERED_ESCALATION,
+            payload={
+                "decisionId": row.decision_id,
+                "resolution": resolution,
+                "resolutionNotes": row.resolution_notes,
+            },
+            event_id=f"escalation/{row.decision_id}",
+            generation=instance.generation,
+        )
+    if row.kind != AttentionKind.MODE_CHANGE.value or resolution != APPROVE:
+        return None
+    mode = str(row.payload.get("mode", ""))
+    try:
+        return apply_mode_change_in(
+            db,
+            instance.instance_id,
+            mode,
+            ModeChangeSource.APPROVAL,
+            row.responded_by,
+            decision_id=row.decision_id,
+            allowed=allowed,
+        )
+    except UnknownMode:
+        # The catalogue changed since the proposal: the answer still reaches the
+        # agent (its resume says approve), the mode stays as it is.
+        log.warning("approved mode %r is not in the catalogue of %s", mode, instance.instance_id)
+        return None
 
 
 def decision_body(row: AttentionRequest) -> dict[str, Any]:
@@ -572,14 +639,9 @@ def decision_body(row: AttentionRequest) -> dict[str, Any]:
         "resolution": row.resolution,
         "resolutionNotes": row.resolution_notes,
         "respondedBy": row.responded_by,
-        "createdAt": _iso(row.created_at),
-        "resolvedAt": _iso(row.resolved_at),
+        "createdAt": iso(row.created_at),
+        "resolvedAt": iso(row.resolved_at),
     }
-
-
-def _iso(value: datetime | None) -> str | None:
-    value = aware(value)
-    return value.isoformat() if value is not None else None
 
 
 # -- system_configs ---------------------------------------------------------------------------
@@ -588,6 +650,12 @@ def _iso(value: datetime | None) -> str | None:
 def get_config(store: Store, tenant: str, key: str) -> SystemConfig | None:
     with store.session() as db:
         return db.get(SystemConfig, (tenant, key))
+
+
+def tenant_configs(store: Store, tenant: str) -> dict[str, SystemConfig]:
+    with store.session() as db:
+        rows = db.exec(select(SystemConfig).where(col(SystemConfig.tenant) == tenant)).all()
+    return {row.key: row for row in rows}
 
 
 def put_config(store: Store, tenant: str, key: str, value: Any) -> SystemConfig:

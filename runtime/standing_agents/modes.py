@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
-from runtime.standing_agents.agent_journal import MODE_CHANGED, append_agent_event
+from runtime.standing_agents.agent_journal import MODE_CHANGED, append_agent_event_once
 from runtime.standing_agents.catalog import MODES, modes_of
 from runtime.standing_agents.contracts import (
     AgentType,
@@ -28,6 +28,7 @@ from runtime.standing_agents.contracts import (
 from runtime.standing_agents.models import AgentInstance, AgentModeChange, AgentModeRow
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
+from runtime.timestamps import aware_utc, iso_ms
 
 
 class UnknownMode(Exception):
@@ -49,6 +50,8 @@ class InstanceNotFound(Exception):
 class ModeChange:
     """One row of the audit trail, as clients read it."""
 
+    change_id: int
+    tenant: str
     instance_id: str
     from_mode: str | None
     to_mode: str
@@ -106,58 +109,95 @@ def apply_mode_change(
     """Set the agent's mode and record the change; the only path that writes a mode.
 
     With `decision_id` (an approval), the change is recorded once per decision: a second
-    call for the same decision returns the first change and writes nothing.
+    call for the same decision returns the first change and writes nothing (and journals
+    it again under the same dedupe key: a journal entry lost to a crash is written then).
 
     Raises:
         InstanceNotFound: no such agent.
         UnknownMode: `to_mode` is not in the agent's catalogue.
     """
-    now = datetime.now(UTC)
     with store.session() as db:
         found = db.get(AgentInstance, instance_id)
-        if found is None:
-            raise InstanceNotFound(instance_id)
-        if decision_id is not None:
-            earlier = _change_of_decision(db, decision_id)
-            if earlier is not None:
-                return earlier
+    if found is None:
+        raise InstanceNotFound(instance_id)
     # Read before the write transaction: SQLite allows one writer, and this is a read.
-    allowed = [mode.name for mode in catalogue(store, AgentType(found.agent_type))]
-    if to_mode not in allowed:
-        raise UnknownMode(to_mode, allowed)
+    allowed = allowed_modes(store, AgentType(found.agent_type))
     with store.session() as db:
-        instance = db.get(AgentInstance, instance_id)
-        if instance is None:
-            raise InstanceNotFound(instance_id)
-        change = AgentModeChange(
-            instance_id=instance_id,
-            tenant=instance.tenant,
-            from_mode=instance.active_mode,
-            to_mode=to_mode,
-            source=source.value,
-            actor=actor,
-            decision_id=decision_id,
-            created_at=now,
-        )
-        instance.active_mode = to_mode
-        instance.updated_at = now
-        db.add(instance)
-        db.add(change)
         try:
+            change = apply_mode_change_in(
+                db, instance_id, to_mode, source, actor, decision_id, allowed=allowed
+            )
             db.commit()
         except IntegrityError:
             # The same approval applied concurrently: the decision_id is unique.
             db.rollback()
-            if decision_id is not None:
-                earlier = _change_of_decision(db, decision_id)
-                if earlier is not None:
-                    return earlier
-            raise
-        tenant = instance.tenant
-    result = _public(change)
+            earlier = _change_of_decision(db, decision_id) if decision_id is not None else None
+            if earlier is None:
+                raise
+            change = earlier
     if journal is not None:
-        append_agent_event(journal, tenant, instance_id, MODE_CHANGED, mode_change_body(result))
-    return result
+        journal_mode_change(journal, change)
+    return change
+
+
+def allowed_modes(store: Store, agent_type: AgentType) -> list[str]:
+    return [mode.name for mode in catalogue(store, agent_type)]
+
+
+def apply_mode_change_in(
+    db: Session,
+    instance_id: str,
+    to_mode: str,
+    source: ModeChangeSource,
+    actor: str | None,
+    decision_id: str | None = None,
+    *,
+    allowed: list[str],
+) -> ModeChange:
+    """`apply_mode_change` inside the caller's transaction (the caller commits), with the
+    catalogue's mode names read beforehand (`allowed_modes`).
+
+    Raises:
+        InstanceNotFound, UnknownMode: as `apply_mode_change`.
+    """
+    instance = db.get(AgentInstance, instance_id)
+    if instance is None:
+        raise InstanceNotFound(instance_id)
+    if decision_id is not None:
+        earlier = _change_of_decision(db, decision_id)
+        if earlier is not None:
+            return earlier
+    if to_mode not in allowed:
+        raise UnknownMode(to_mode, allowed)
+    now = datetime.now(UTC)
+    change = AgentModeChange(
+        instance_id=instance_id,
+        tenant=instance.tenant,
+        from_mode=instance.active_mode,
+        to_mode=to_mode,
+        source=source.value,
+        actor=actor,
+        decision_id=decision_id,
+        created_at=now,
+    )
+    instance.active_mode = to_mode
+    instance.updated_at = now
+    db.add(instance)
+    db.add(change)
+    db.flush()  # gives the change its id (the journal's dedupe key)
+    return _public(change)
+
+
+def journal_mode_change(journal: EventJournal, change: ModeChange) -> None:
+    """`agent.mode_changed`, once per change row however often it is called."""
+    append_agent_event_once(
+        journal,
+        change.tenant,
+        change.instance_id,
+        MODE_CHANGED,
+        mode_change_body(change),
+        f"mode-change/{change.change_id}",
+    )
 
 
 def mode_changes(store: Store, instance_id: str) -> list[ModeChange]:
@@ -179,7 +219,7 @@ def mode_change_body(change: ModeChange) -> dict[str, Any]:
         "source": change.source,
         "actor": change.actor,
         "decisionId": change.decision_id,
-        "createdAt": change.created_at.isoformat(),
+        "createdAt": iso_ms(change.created_at),
     }
 
 
@@ -191,15 +231,16 @@ def _change_of_decision(db: Any, decision_id: str) -> ModeChange | None:
 
 
 def _public(row: AgentModeChange) -> ModeChange:
-    created = row.created_at
     return ModeChange(
+        change_id=row.id or 0,
+        tenant=row.tenant,
         instance_id=row.instance_id,
         from_mode=row.from_mode,
         to_mode=row.to_mode,
         source=row.source,
         actor=row.actor,
         decision_id=row.decision_id,
-        created_at=created if created.tzinfo is not None else created.replace(tzinfo=UTC),
+        created_at=aware_utc(row.created_at),
     )
 
 

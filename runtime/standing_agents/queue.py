@@ -15,14 +15,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Session, col, select
 
 from runtime.standing_agents.contracts import AgentEvent, EventKind
 from runtime.standing_agents.models import AgentEventRow
 from runtime.store.engine import Store
+from runtime.timestamps import aware_utc
 
 _MAX_SEQ_RACES = 20
+# PostgreSQL: deadlock_detected, serialization_failure.
+_RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
 
 
 def to_event(row: AgentEventRow) -> AgentEvent:
@@ -31,7 +34,7 @@ def to_event(row: AgentEventRow) -> AgentEvent:
         sequence_number=row.sequence_number,
         kind=EventKind(row.event_kind),
         payload=row.payload,
-        visible_at=_aware(row.visible_at),
+        visible_at=aware_utc(row.visible_at),
     )
 
 
@@ -46,41 +49,85 @@ def enqueue(
     visible_at: datetime | None = None,
     generation: int = 0,
 ) -> tuple[AgentEvent, bool]:
-    """Record an event; returns it and whether it is new (False: the id was known)."""
-    now = datetime.now(UTC)
+    """Record an event in its own transaction; returns it and whether it is new (False:
+    the id was known)."""
     for _ in range(_MAX_SEQ_RACES):
         with store.session() as db:
-            existing = db.exec(
-                select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)
-            ).first()
-            if existing is not None:
-                return to_event(existing), False
-            last = db.exec(
-                select(func.max(AgentEventRow.sequence_number)).where(
-                    col(AgentEventRow.instance_id) == instance_id
-                )
-            ).one()
-            row = AgentEventRow(
-                event_id=event_id,
-                instance_id=instance_id,
-                tenant=tenant,
-                sequence_number=(last or 0) + 1,
-                event_kind=kind.value,
-                payload=payload,
-                visible_at=visible_at or now,
-                generation=generation,
-                created_at=now,
-            )
-            db.add(row)
             try:
+                event, created = enqueue_in(
+                    db,
+                    tenant=tenant,
+                    instance_id=instance_id,
+                    kind=kind,
+                    payload=payload,
+                    event_id=event_id,
+                    visible_at=visible_at,
+                    generation=generation,
+                )
                 db.commit()
-            except IntegrityError:
+            except (IntegrityError, OperationalError) as err:
                 # Another writer took this sequence number or this event id: look again.
                 db.rollback()
+                if not is_retryable(err):
+                    raise
                 continue
-            db.refresh(row)
-            return to_event(row), True
+            return event, created
     raise RuntimeError(f"could not allocate a sequence number for agent {instance_id}")
+
+
+def is_retryable(err: Exception) -> bool:
+    """A unique-key race, or PostgreSQL's deadlock / serialization abort: the whole
+    transaction can run again (nothing of it was committed)."""
+    if isinstance(err, IntegrityError):
+        return True
+    code = getattr(getattr(err, "orig", None), "sqlstate", None)
+    return code in _RETRYABLE_SQLSTATES
+
+
+def enqueue_in(
+    db: Session,
+    *,
+    tenant: str,
+    instance_id: str,
+    kind: EventKind,
+    payload: dict[str, Any],
+    event_id: str,
+    visible_at: datetime | None = None,
+    generation: int = 0,
+) -> tuple[AgentEvent, bool]:
+    """Record an event inside the caller's open transaction (the caller commits), so the
+    event and the write it belongs to (a message, a resolved decision) commit together.
+
+    A concurrent writer that took the same sequence number or `event_id` surfaces as an
+    IntegrityError (at flush or commit): the caller retries its whole transaction
+    (`is_retryable`), and the retry finds the event or the next number. The instance
+    row is not locked here: the tick's completion inserts its heartbeat before it
+    updates that row, and the opposite order here would deadlock against it. For the
+    same reason a caller writes its events before it updates the instance row.
+    """
+    existing = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).first()
+    if existing is not None:
+        return to_event(existing), False
+    last = db.exec(
+        select(func.max(AgentEventRow.sequence_number)).where(
+            col(AgentEventRow.instance_id) == instance_id
+        )
+    ).one()
+    now = datetime.now(UTC)
+    row = AgentEventRow(
+        event_id=event_id,
+        instance_id=instance_id,
+        tenant=tenant,
+        sequence_number=(last or 0) + 1,
+        event_kind=kind.value,
+        payload=payload,
+        visible_at=visible_at or now,
+        generation=generation,
+        created_at=now,
+    )
+    db.add(row)
+    db.flush()
+    return to_event(row), True
 
 
 def next_due(
@@ -109,7 +156,7 @@ def next_due(
         ).first()
         return (
             to_event(due) if due is not None else None,
-            _aware(upcoming.visible_at) if upcoming is not None else None,
+            aware_utc(upcoming.visible_at) if upcoming is not None else None,
         )
 
 
@@ -141,19 +188,20 @@ def pending_of_kind(store: Store, instance_id: str, kind: EventKind) -> list[Age
 def drain(store: Store, instance_id: str, now: datetime) -> int:
     """Consume every pending event of an instance (reset, close); returns how many."""
     with store.session() as db:
-        rows = db.exec(
-            select(AgentEventRow).where(
-                col(AgentEventRow.instance_id) == instance_id,
-                col(AgentEventRow.consumed_at).is_(None),
-            )
-        ).all()
-        for row in rows:
-            row.consumed_at = now
-            db.add(row)
+        drained = drain_in(db, instance_id, now)
         db.commit()
-        return len(rows)
+        return drained
 
 
-def _aware(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; everything agentrt stores is UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+def drain_in(db: Session, instance_id: str, now: datetime) -> int:
+    """`drain` inside the caller's transaction (the caller commits)."""
+    rows = db.exec(
+        select(AgentEventRow).where(
+            col(AgentEventRow.instance_id) == instance_id,
+            col(AgentEventRow.consumed_at).is_(None),
+        )
+    ).all()
+    for row in rows:
+        row.consumed_at = now
+        db.add(row)
+    return len(rows)

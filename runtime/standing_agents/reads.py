@@ -8,7 +8,6 @@ stay in the table for audit.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlmodel import col, select
@@ -64,7 +63,7 @@ def turn_body(turn: AgentLedgerTurn) -> dict[str, Any]:
         "servedModel": turn.served_model,
         "costUsd": turn.cost_usd,
         "activeMode": turn.active_mode,
-        "createdAt": iso_ms(_aware(turn.created_at)),
+        "createdAt": iso_ms(turn.created_at),
         "prevHash": turn.prev_hash,
         "hash": turn.hash,
     }
@@ -102,9 +101,5 @@ def attempt_body(row: LlmCallAttempt) -> dict[str, Any]:
         "httpStatus": row.http_status,
         "durationMs": row.duration_ms,
         "error": row.error,
-        "createdAt": _aware(row.created_at).isoformat(),
+        "createdAt": iso_ms(row.created_at),
     }
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

@@ -18,8 +18,11 @@ from sqlmodel import col, select
 from runtime.standing_agents.contracts import AgentStatus, AgentType
 from runtime.standing_agents.models import AgentInstance, RegistryEntry
 from runtime.store.engine import Store
+from runtime.timestamps import aware_utc
 
 SOA_ROLE = "Coordinator"
+# The SOA's id (control.soa_instance_id) starts with it: no client entry may shadow it.
+RESERVED_PREFIX = "soa-"
 SOA_CAPABILITIES = ("orchestration", "decisions", "planning")
 
 
@@ -30,6 +33,12 @@ class Registered:
     capabilities: list[str]
     endpoint: str | None
     last_heartbeat_at: datetime
+
+
+class ReservedAgentId(Exception):
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(f"agent ids starting with {RESERVED_PREFIX!r} are reserved for the SOA")
+        self.agent_id = agent_id
 
 
 class NotRegistered(Exception):
@@ -46,7 +55,13 @@ def register(
     capabilities: list[str],
     endpoint: str | None,
 ) -> Registered:
-    """Create or replace an entry (registering again is a heartbeat with new details)."""
+    """Create or replace an entry (registering again is a heartbeat with new details).
+
+    Raises:
+        ReservedAgentId: the id could shadow the tenant's SOA entry.
+    """
+    if agent_id.startswith(RESERVED_PREFIX):
+        raise ReservedAgentId(agent_id)
     now = datetime.now(UTC)
     with store.session() as db:
         row = db.get(RegistryEntry, (tenant, agent_id))
@@ -70,7 +85,7 @@ def heartbeat(store: Store, tenant: str, agent_id: str, ttl: timedelta) -> Regis
     now = datetime.now(UTC)
     with store.session() as db:
         row = db.get(RegistryEntry, (tenant, agent_id))
-        if row is None or _aware(row.last_heartbeat_at) <= now - ttl:
+        if row is None or aware_utc(row.last_heartbeat_at) <= now - ttl:
             raise NotRegistered(agent_id)
         row.last_heartbeat_at = now
         db.add(row)
@@ -87,7 +102,7 @@ def live_entries(
     cutoff = now - ttl
     with store.session() as db:
         rows = db.exec(select(RegistryEntry).where(col(RegistryEntry.tenant) == tenant)).all()
-        expired = [row for row in rows if _aware(row.last_heartbeat_at) <= cutoff]
+        expired = [row for row in rows if aware_utc(row.last_heartbeat_at) <= cutoff]
         for row in expired:
             db.delete(row)
         if expired:
@@ -99,22 +114,29 @@ def live_entries(
                 col(AgentInstance.status) != AgentStatus.CLOSED.value,
             )
         ).first()
-    entries = [_public(row) for row in rows if _aware(row.last_heartbeat_at) > cutoff]
+    entries = [_public(row) for row in rows if aware_utc(row.last_heartbeat_at) > cutoff]
     entries.sort(key=lambda entry: entry.agent_id)
     if soa is not None and all(entry.agent_id != soa.instance_id for entry in entries):
-        entries.insert(0, _soa_entry(soa))
+        entries.insert(0, _soa_entry(soa, now))
     if capability is not None:
         entries = [entry for entry in entries if capability in entry.capabilities]
     return entries
 
 
-def _soa_entry(soa: AgentInstance) -> Registered:
+def _soa_entry(soa: AgentInstance, now: datetime) -> Registered:
+    """The SOA's derived entry. Its heartbeat is its workflow: `now` while it is Active
+    (it ticks, or waits for its next heartbeat), else its last tick (its creation when it
+    never ticked), so a paused SOA shows since when it has been quiet."""
+    if soa.status == AgentStatus.ACTIVE.value:
+        beat = now
+    else:
+        beat = aware_utc(soa.last_tick_at or soa.created_at)
     return Registered(
         agent_id=soa.instance_id,
         role=SOA_ROLE,
         capabilities=list(SOA_CAPABILITIES),
         endpoint=None,
-        last_heartbeat_at=_aware(soa.last_tick_at or soa.updated_at),
+        last_heartbeat_at=beat,
     )
 
 
@@ -124,9 +146,5 @@ def _public(row: RegistryEntry) -> Registered:
         role=row.role,
         capabilities=list(row.capabilities),
         endpoint=row.endpoint,
-        last_heartbeat_at=_aware(row.last_heartbeat_at),
+        last_heartbeat_at=aware_utc(row.last_heartbeat_at),
     )
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

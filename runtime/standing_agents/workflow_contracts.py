@@ -32,6 +32,8 @@ from runtime.standing_agents.contracts import (
     TickBudget,
 )
 
+# The workflow type, its one signal and its query, by name (the API starts and wakes it).
+WORKFLOW_NAME = "StandingAgentWorkflow"
 WAKE_SIGNAL = "wake"
 STATUS_QUERY = "status"
 # Ticks between two continue-as-new when the server does not suggest one earlier.

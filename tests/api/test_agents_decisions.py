@@ -9,6 +9,8 @@ from typing import Any
 
 from sqlmodel import col, select
 
+from runtime.policy.agent_budget import settings_budget
+from runtime.standing_agents.configs import KNOWN_KEYS
 from runtime.standing_agents.contracts import AttentionKind
 from runtime.standing_agents.ledger_chain import verify_chain
 from runtime.standing_agents.models import AgentEventRow, AgentLedgerTurn
@@ -130,14 +132,29 @@ async def test_config_is_validated_per_key(agents: AgentsFactory) -> None:
     d = await agents()
     tenant = d.tenant()
     url = f"{d.base(tenant)}/config/AgentDispatcher:TickMaxToolCalls"
-    assert (await d.client.get(url)).json()["value"] is None
+    # Like every agent route, a disabled tenant's config answers 403 (writes included).
+    for refused in (await d.client.get(url), await d.client.put(url, json={"value": 3})):
+        assert refused.status_code == 403 and refused.json()["code"] == "feature_disabled"
+    await d.enable(tenant)
+    unset = (await d.client.get(url)).json()
+    # Unset: the value in force is the settings layer's, else the code default.
+    assert unset["value"] is None
+    assert unset["effective"] == settings_budget(d.settings).max_tool_calls
     put = await d.client.put(url, json={"value": 12})
     assert put.status_code == 200, put.text
-    assert put.json()["value"] == 12
+    assert put.json()["value"] == 12 and put.json()["effective"] == 12
     assert (await d.client.get(url)).json()["value"] == 12
     bad = await d.client.put(url, json={"value": "many"})
     assert bad.status_code == 400
     assert bad.json()["code"] == "invalid_config_value"
+    huge = await d.client.put(url, json={"value": 10_001})
+    assert huge.status_code == 400 and "10,000" in huge.json()["error"]
+    listed = (await d.client.get(f"{d.base(tenant)}/config")).json()["configs"]
+    assert {entry["key"] for entry in listed} == set(KNOWN_KEYS)
+    by_key = {entry["key"]: entry for entry in listed}
+    assert by_key["AgentDispatcher:TickMaxToolCalls"]["effective"] == 12
+    assert by_key["CreditEnforcementEnabled"]["value"] is None
+    assert by_key["CreditEnforcementEnabled"]["effective"] is d.settings.credit_enforcement_enabled
     rules = [{"id": "no-prod", "pattern": "prod", "tools": ["soa_propose_task"]}]
     constitution = await d.client.put(
         f"{d.base(tenant)}/config/constitution.rules", json={"value": rules}

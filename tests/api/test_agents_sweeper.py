@@ -13,7 +13,7 @@ import httpx
 from sqlmodel import col, select
 from temporalio.testing import WorkflowEnvironment
 
-from api.agent_workflows import STALE_EVENT_AGE, YOUNG_INSTANCE, sweep_once
+from api.agent_workflows import STALE_EVENT_AGE, YOUNG_INSTANCE, Sweeper
 from api.app import create_app
 from runtime.settings import Settings
 from runtime.standing_agents import control, queue
@@ -54,7 +54,7 @@ async def test_an_agent_whose_workflow_never_started_is_started(agents: AgentsFa
         row.instance_id, created_at=datetime.now(UTC) - YOUNG_INSTANCE - timedelta(seconds=1)
     )
     client = await d.client.app.state.temporal.get()  # type: ignore[attr-defined]
-    woken = await sweep_once(client, d.settings, d.store, check_running=True)
+    woken = await Sweeper(d.settings, d.store).repair_running(client)
     assert woken >= 1
     await d.wait_until(
         lambda: "AgentInitialized" in _turn_kinds(d, row.instance_id), "the first turn"
@@ -78,7 +78,7 @@ async def test_a_due_event_left_unconsumed_wakes_its_agent(agents: AgentsFactory
     )
     _age_event(d, event.event_id, STALE_EVENT_AGE + timedelta(seconds=1))
     client = await d.client.app.state.temporal.get()  # type: ignore[attr-defined]
-    await sweep_once(client, d.settings, d.store, check_running=False)
+    await Sweeper(d.settings, d.store).sweep_once(client)
     await d.wait_until(
         lambda: "MissionStateChanged" in _turn_kinds(d, soa), "the lost event's turn"
     )
@@ -122,7 +122,10 @@ async def test_while_temporal_is_down_writes_are_kept_and_delivered_later(
         for row in d.events(soa):
             _age_event(d, row.event_id, STALE_EVENT_AGE + timedelta(seconds=1))
         await stack.enter_async_context(build_worker(dev_env.client, settings, store))
-        await sweep_once(dev_env.client, settings, store, check_running=True)
+        sweeper: Sweeper = app.state.agent_sweeper
+        # The routes' failed wake-ups were kept for a retry.
+        assert soa in sweeper.retries
+        await sweeper.sweep_once(dev_env.client)
         await d.wait_until(
             lambda: {"AgentInitialized", "OperatorMessage"} <= set(_turn_kinds(d, soa)),
             "both turns",

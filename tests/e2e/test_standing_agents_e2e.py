@@ -164,6 +164,8 @@ def test_enable_chat_decide_change_mode_and_restart(tmp_path: Path) -> None:
             lambda: any("Still there?" in text for text in _agent_messages(api, soa)),
             "the answer after the restart",
         )
+        # The reply is written during the episode; its ledger turn when the tick completes.
+        _until(lambda: len(_turn_kinds(api, soa)) > before["turns"], "the turn of that answer")
         export = api.client.get(f"/agents/{soa}/ledger/export")
         assert export.status_code == 200
         chain = tmp_path / "ledger.ndjson"
