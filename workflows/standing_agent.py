@@ -19,7 +19,7 @@ counters and tool calls only, and the run continues as new before it grows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -39,12 +39,14 @@ with workflow.unsafe.imports_passed_through():
     )
     from runtime.standing_agents.contracts import (
         ActionOutcome,
-        AgentEvent,
         AgentStatus,
         AgentType,
+        EventKind,
         agent_workflow_id,
     )
     from runtime.standing_agents.workflow_contracts import (
+        ACTION_SUMMARY_MAX,
+        HISTORY_GUARD_REASON,
         STATUS_QUERY,
         WAKE_SIGNAL,
         WORKFLOW_NAME,
@@ -55,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         CarriedState,
         CompleteTickInput,
         CompleteTickResult,
+        EventRef,
         InstanceView,
         LoadInstanceInput,
         ModelStepInput,
@@ -99,8 +102,13 @@ class _Episode:
     cost_usd: float = 0.0
     completed: bool = False
     blocked: bool = False
+    # A real phase_blocked turn (or the history guard): what the STUCK guard counts.
+    phase_blocked: bool = False
     summary: str | None = None
     wait_condition: str | None = None
+    # The weekly credit ran out before a model call: when it regenerates.
+    credit_stopped: bool = False
+    credit_regenerates_at: datetime | None = None
 
 
 def agent_id(request: StandingAgentInput) -> str:
@@ -126,6 +134,7 @@ class StandingAgentWorkflow:
 
     @workflow.run
     async def run(self, request: StandingAgentInput) -> None:
+        self._agent_type = request.agent_type
         state = request.state or CarriedState()
         state = state.model_copy(update={"runs": state.runs + 1})
         view = AgentStatusView(instance_id=request.instance_id, status="", state=state)
@@ -149,7 +158,8 @@ class StandingAgentWorkflow:
             self._show(instance)
             if self._continue_as_new_due(request, ticks_this_run):
                 break
-            if instance.status != AgentStatus.ACTIVE.value:
+            if instance.status != AgentStatus.ACTIVE.value or not instance.feature_enabled:
+                # Paused, closed, or its tenant's feature is off: no timer, only `wake`.
                 view.phase = "waiting"
                 await workflow.wait_condition(lambda: self._woken)
                 continue
@@ -210,7 +220,7 @@ class StandingAgentWorkflow:
         self,
         request: StandingAgentInput,
         instance: InstanceView,
-        event: AgentEvent,
+        event: EventRef,
         state: CarriedState,
     ) -> CarriedState:
         begin: BeginTickResult = await workflow.execute_activity(
@@ -245,9 +255,17 @@ class StandingAgentWorkflow:
             result.wait_condition = "mode_unresolved"
         elif not begin.credit_ok:
             result.wait_condition = "credit_exhausted: waiting for the weekly window"
-            not_before = begin.credit_regenerates_at
+            result.credit_stopped = True
+            result.credit_regenerates_at = begin.credit_regenerates_at
         else:
             result = await self._episode(request, instance, event, begin)
+        if result.credit_stopped:
+            not_before = result.credit_regenerates_at
+        # Only a heartbeat is consumed unanswered when the credit is spent; anything else
+        # waits, unconsumed, for the window to regenerate.
+        defer = (
+            result.credit_stopped and result.llm_calls == 0 and event.kind != EventKind.AGENT_TICK
+        )
         decision = map_decision(
             event.kind,
             llm_called=result.llm_calls > 0,
@@ -257,7 +275,9 @@ class StandingAgentWorkflow:
             blocked=result.blocked,
         )
         verdict = after_turn(
-            blocked=result.blocked,
+            # An unresolvable mode is blocked but not the agent's doing: only phase_blocked
+            # (and the history guard) count towards STUCK.
+            blocked=result.phase_blocked,
             consecutive_blocked=begin.consecutive_blocked_turns,
             max_blocked=begin.max_blocked_turns,
             enforce=begin.enforce_stuck_guard,
@@ -284,6 +304,7 @@ class StandingAgentWorkflow:
                 close_stuck=verdict.close,
                 stuck_reason=result.summary,
                 not_before=not_before,
+                defer=defer,
             ),
             result_type=CompleteTickResult,
             start_to_close_timeout=timedelta(minutes=1),
@@ -324,7 +345,7 @@ class StandingAgentWorkflow:
         self,
         request: StandingAgentInput,
         instance: InstanceView,
-        event: AgentEvent,
+        event: EventRef,
         begin: BeginTickResult,
     ) -> _Episode:
         """LLM calls and tool calls until phase_complete / phase_blocked / the budget."""
@@ -342,6 +363,11 @@ class StandingAgentWorkflow:
             axis = exhausted_axis(begin.budget, usage)
             if axis is not None:
                 out.wait_condition = f"budget_exhausted:{axis}"
+                return out
+            if out.llm_calls >= request.max_model_turns:
+                out.blocked = out.phase_blocked = True
+                out.summary = HISTORY_GUARD_REASON
+                out.wait_condition = f"blocked: {HISTORY_GUARD_REASON}"
                 return out
             out.llm_calls += 1
             try:
@@ -364,6 +390,12 @@ class StandingAgentWorkflow:
                 # The provider refused (bad key, bad request) or kept failing: the turn
                 # records it and the agent waits for its next event, alive.
                 out.wait_condition = f"model_error: {_cause(err)}"[:200]
+                return out
+            if step.credit_exhausted:
+                out.llm_calls -= 1  # no call was made
+                out.wait_condition = "credit_exhausted: waiting for the weekly window"
+                out.credit_stopped = True
+                out.credit_regenerates_at = step.credit_regenerates_at
                 return out
             nudge_next = False
             usage.turns += 1
@@ -402,7 +434,7 @@ class StandingAgentWorkflow:
                             tool=call.name,
                             arguments=call.arguments,
                             outcome=ActionOutcome.ERROR,
-                            result={"error": _cause(err)[:500]},
+                            summary=_cause(err)[:ACTION_SUMMARY_MAX],
                         )
                     )
                     out.wait_condition = f"tool_failed: {call.name}"
@@ -413,12 +445,12 @@ class StandingAgentWorkflow:
                     continue
                 if call.name == PHASE_COMPLETE:
                     out.completed = True
-                    out.summary = _text(ran.action.result, "summary")
+                    out.summary = ran.action.summary
                     out.wait_condition = "next_event"
                     return out
                 if call.name == PHASE_BLOCKED:
-                    out.blocked = True
-                    out.summary = _text(ran.action.result, "reason")
+                    out.blocked = out.phase_blocked = True
+                    out.summary = ran.action.summary
                     out.wait_condition = f"blocked: {out.summary}"
                     return out
 
@@ -430,8 +462,3 @@ def _cause(err: ActivityError) -> str:
 
 def _any_ok(actions: list[ActionRecord], names: frozenset[str]) -> bool:
     return any(a.outcome == ActionOutcome.OK and a.tool in names for a in actions)
-
-
-def _text(result: dict[str, object] | None, key: str) -> str | None:
-    value = (result or {}).get(key)
-    return str(value) if value else None

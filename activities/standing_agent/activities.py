@@ -33,11 +33,13 @@ from runtime.sessions import registry
 from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
-from runtime.standing_agents import episode, ticks, tools
+from runtime.standing_agents import episode, queue, ticks, tools
 from runtime.standing_agents.agent_journal import entry_data
-from runtime.standing_agents.catalog import PLANNING_SITE
-from runtime.standing_agents.contracts import ActionOutcome, AgentType
+from runtime.standing_agents.catalog import PHASE_BLOCKED, PHASE_COMPLETE, PLANNING_SITE
+from runtime.standing_agents.contracts import ActionOutcome
 from runtime.standing_agents.workflow_contracts import (
+    ACTION_ENTRY,
+    ACTION_SUMMARY_MAX,
     ActionRecord,
     BeginTickInput,
     BeginTickResult,
@@ -65,6 +67,10 @@ BLOCK_UNKNOWN = "unknown_tool"
 BLOCK_CONSTITUTION = "constitution_violation"
 BLOCK_CONSTITUTION_INVALID = "constitution_invalid"
 BLOCK_BOUNDARY = "outside_boundary"
+BLOCK_CONSTITUTION_TIMEOUT = "constitution_timeout"
+# The constitution's regexes run in a thread, bounded: a catastrophic pattern blocks the
+# call instead of stalling the worker's event loop (and every workflow on it).
+CONSTITUTION_TIMEOUT_S = 2.0
 TASK_PROMPT_MAX = 20_000
 RESULT_LIMIT = 4000
 
@@ -105,7 +111,10 @@ class StandingAgentActivities:
 
     @activity.defn(name=StandingAgentActivity.COMPLETE_TICK)
     async def complete_tick(self, request: CompleteTickInput) -> CompleteTickResult:
-        done = await asyncio.to_thread(ticks.complete_tick, self.store, self.settings, request)
+        stored = await self._stored_actions(request) if request.actions else {}
+        done = await asyncio.to_thread(
+            ticks.complete_tick, self.store, self.settings, request, stored
+        )
         stream = agent_stream(request.tenant, request.instance_id)
         if done.turn:
             await self.journal.aappend_many(
@@ -126,6 +135,14 @@ class StandingAgentActivities:
             )
         return done.result
 
+    async def _stored_actions(self, request: CompleteTickInput) -> dict[str, dict[str, Any]]:
+        """The full results the tool activities wrote to the episode journal, by op id."""
+        transcript = agent_episode_stream(
+            request.tenant, request.instance_id, request.event.event_id
+        )
+        entries = (await self.journal.aread(transcript, 0, 100_000)).entries
+        return {str(e.data.get("opId")): dict(e.data) for e in entries if e.type == ACTION_ENTRY}
+
     # --- the episode ---------------------------------------------------------------------
 
     @activity.defn(name=StandingAgentActivity.MODEL_STEP)
@@ -136,6 +153,16 @@ class StandingAgentActivities:
             request.tenant, request.instance_id, request.event.event_id
         )
         if stored is None:
+            # The week's credit, re-checked before every call against the spend so far.
+            gate = await asyncio.to_thread(
+                ticks.credit_gate, self.store, self.settings, request.tenant, request.now
+            )
+            if not gate.ok:
+                return ModelStepResult(
+                    credit_exhausted=True,
+                    credit_regenerates_at=gate.regenerates_at,
+                    call_id=request.call_id,
+                )
             reply, cost = await self._call_model(request, transcript)
         else:
             reply, cost = stored
@@ -155,6 +182,9 @@ class StandingAgentActivities:
 
     async def _call_model(self, request: ModelStepInput, transcript: str) -> tuple[Any, float]:
         if request.step == 1:
+            row = await asyncio.to_thread(ticks.event_row, self.store, request.event.event_id)
+            if row is None:
+                raise ApplicationError("the event is gone", non_retryable=True)
             opening = await asyncio.to_thread(
                 episode.opening,
                 self.store,
@@ -162,7 +192,7 @@ class StandingAgentActivities:
                 instance_id=request.instance_id,
                 agent_type=request.agent_type,
                 generation=request.generation,
-                event=request.event,
+                event=queue.to_event(row),
                 mode=request.mode,
                 now=request.now,
             )
@@ -191,6 +221,9 @@ class StandingAgentActivities:
             requested_model=active_model(self.settings).model_id,
         )
         attempt = activity.info().attempt
+        await asyncio.to_thread(
+            llm_record.begin_attempt, self.store, owner, attempt=attempt, now=request.now
+        )
         started = time.monotonic()
         try:
             reply = await heartbeating(provider.complete(messages, specs))
@@ -240,50 +273,74 @@ class StandingAgentActivities:
     @activity.defn(name=StandingAgentActivity.RUN_TOOL)
     async def run_tool(self, request: RunToolInput) -> RunToolResult:
         """One governed tool call: checks, effect under the op id, result to the transcript."""
-        action = await self._governed(request)
+        action, result = await self._governed(request)
         transcript = agent_episode_stream(request.tenant, request.instance_id, request.event_id)
-        body = action.result if action.outcome == ActionOutcome.OK else _blocked_body(action)
+        body = result if action.outcome == ActionOutcome.OK else _blocked_body(action, result)
         text = json.dumps(body, default=str)[:RESULT_LIMIT]
         message = ChatMessage(role="tool", content=text, tool_call_id=request.call.id)
+        # The full result stays here (the complete-tick write copies it to the ledger's
+        # actions); history carries the bounded outcome only.
+        stored = {**action.model_dump(mode="json"), "opId": request.op_id, "result": result}
         await self.journal.aappend_many(
             transcript,
             [NewEvent(type="message", data=message.model_dump(mode="json"))],
             dedupe_key=f"tool/{request.op_id}",
         )
-        return RunToolResult(action=action)
-
-    async def _governed(self, request: RunToolInput) -> ActionRecord:
-        call = request.call
-        base = {"tool": call.name, "arguments": call.arguments}
-        if request.exhausted_axis is not None:
-            return ActionRecord(
-                **base,
-                outcome=ActionOutcome.BLOCKED,
-                blocked_reason=f"{BLOCK_BUDGET}:{request.exhausted_axis}",
+        await self.journal.aappend_many(
+            transcript,
+            [NewEvent(type=ACTION_ENTRY, data=stored)],
+            dedupe_key=f"action/{request.op_id}",
+        )
+        return RunToolResult(
+            action=action.model_copy(
+                update={"op_id": request.op_id, "summary": _summary(request.call.name, result)}
             )
+        )
+
+    async def _governed(self, request: RunToolInput) -> tuple[ActionRecord, dict[str, Any] | None]:
+        """The checks, then the effect; (the bounded outcome, the full result)."""
+        call = request.call
+
+        def blocked(reason: str, broken: list[str] | None = None) -> ActionRecord:
+            return ActionRecord(
+                tool=call.name,
+                arguments=call.arguments,
+                outcome=ActionOutcome.BLOCKED,
+                blocked_reason=reason,
+                violations=broken or [],
+            )
+
+        def failed(error: str) -> tuple[ActionRecord, dict[str, Any]]:
+            record = ActionRecord(
+                tool=call.name, arguments=call.arguments, outcome=ActionOutcome.ERROR
+            )
+            return record, {"error": error}
+
+        if request.exhausted_axis is not None:
+            return blocked(f"{BLOCK_BUDGET}:{request.exhausted_axis}"), None
         if call.name not in tools.SPECS:
-            return ActionRecord(**base, outcome=ActionOutcome.BLOCKED, blocked_reason=BLOCK_UNKNOWN)
+            return blocked(BLOCK_UNKNOWN), None
         if call.name not in request.mode_tools:
-            return ActionRecord(**base, outcome=ActionOutcome.BLOCKED, blocked_reason=BLOCK_MODE)
+            return blocked(BLOCK_MODE), None
         problem = tools.argument_problem(call.name, call.arguments)
         if problem is not None:
-            return ActionRecord(**base, outcome=ActionOutcome.ERROR, result={"error": problem})
+            return failed(problem)
         configs = await asyncio.to_thread(ticks.tenant_configs, self.store, request.tenant)
         try:
             rules = parse_rules(configs.get(CONSTITUTION_KEY) or [])
         except ValueError:
             # Fail closed: rules that cannot be read block every governed call.
-            return ActionRecord(
-                **base, outcome=ActionOutcome.BLOCKED, blocked_reason=BLOCK_CONSTITUTION_INVALID
+            return blocked(BLOCK_CONSTITUTION_INVALID), None
+        try:
+            broken = await asyncio.wait_for(
+                asyncio.to_thread(violations, rules, call.name, call.arguments),
+                timeout=CONSTITUTION_TIMEOUT_S,
             )
-        broken = violations(rules, call.name, call.arguments)
+        except TimeoutError:
+            # Fail closed; the thread finishes on its own, the event loop is free meanwhile.
+            return blocked(BLOCK_CONSTITUTION_TIMEOUT), None
         if broken:
-            return ActionRecord(
-                **base,
-                outcome=ActionOutcome.BLOCKED,
-                blocked_reason=BLOCK_CONSTITUTION,
-                violations=broken,
-            )
+            return blocked(BLOCK_CONSTITUTION, broken), None
         context = tools.ToolContext(
             store=self.store,
             tenant=request.tenant,
@@ -303,13 +360,12 @@ class StandingAgentActivities:
                     asyncio.to_thread(tools.HANDLERS[call.name], context, call.arguments)
                 )
         except tools.ToolInputError as err:
-            return ActionRecord(**base, outcome=ActionOutcome.ERROR, result={"error": str(err)})
+            return failed(str(err))
         except tools.BoundaryError as err:
-            return ActionRecord(
-                **base, outcome=ActionOutcome.BLOCKED, blocked_reason=f"{BLOCK_BOUNDARY}: {err}"
-            )
+            return blocked(f"{BLOCK_BOUNDARY}: {err}"), None
         await self._journal_effect(request, call.name, result)
-        return ActionRecord(**base, outcome=ActionOutcome.OK, result=result)
+        ok = ActionRecord(tool=call.name, arguments=call.arguments, outcome=ActionOutcome.OK)
+        return ok, result
 
     async def _journal_effect(
         self, request: RunToolInput, tool: str, result: dict[str, Any]
@@ -344,20 +400,20 @@ class StandingAgentActivities:
         self, context: tools.ToolContext, arguments: dict[str, Any]
     ) -> dict[str, Any]:
         """The boundary checks, the task row (once per op id), then its session prompt."""
-        if context.agent_type != AgentType.SOA:
-            raise tools.BoundaryError("soa_propose_task belongs to the SOA only")
         prompt = arguments.get("prompt")
         if isinstance(prompt, str) and len(prompt) > TASK_PROMPT_MAX:
             raise tools.BoundaryError(f"the prompt exceeds {TASK_PROMPT_MAX} characters")
-        task = await asyncio.to_thread(tools.propose_task, context, arguments)
-        if task.session_id is None:
+        tools.require_soa(context)
+        task = await asyncio.to_thread(tools.stored_task, self.store, context.op_id)
+        if task is None:
+            # Every boundary before the row: a blocked call leaves no open task behind.
             live = await asyncio.to_thread(registry.count_live, self.store)
             if live >= self.settings.max_sessions:
-                # The daemon's session cap holds for agents too; the task row stays
-                # "created" (an open item the agent sees) without a session.
                 raise tools.BoundaryError(
                     f"the daemon runs its maximum of {self.settings.max_sessions} sessions"
                 )
+            task = await asyncio.to_thread(tools.propose_task, context, arguments)
+        if task.session_id is None:
             session_id = await self._submit_task(task.task_id, task.prompt)
             await asyncio.to_thread(
                 tools.set_task_session, self.store, task.task_id, session_id, "submitted"
@@ -419,7 +475,17 @@ class StandingAgentActivities:
         return session_id
 
 
-def _blocked_body(action: ActionRecord) -> dict[str, Any]:
+def _blocked_body(action: ActionRecord, result: dict[str, Any] | None) -> dict[str, Any]:
     if action.outcome == ActionOutcome.ERROR:
-        return action.result or {"error": "the tool failed"}
+        return result or {"error": "the tool failed"}
     return {"blockedReason": action.blocked_reason, "violations": action.violations}
+
+
+def _summary(tool: str, result: dict[str, Any] | None) -> str | None:
+    """What history carries of a result: a phase tool's summary/reason, else its start."""
+    if result is None:
+        return None
+    if tool in (PHASE_COMPLETE, PHASE_BLOCKED):
+        text = result.get("summary") or result.get("reason")
+        return str(text)[:ACTION_SUMMARY_MAX] if text else None
+    return json.dumps(result, default=str)[:ACTION_SUMMARY_MAX]

@@ -10,14 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
+from sqlmodel import col
 
 from runtime.llm.contracts import ModelReply
 from runtime.llm.models import LlmCall, LlmCallAttempt
+from runtime.standing_agents.ticks import OWNER_KIND
 from runtime.store.engine import Store
 
-OWNER_KIND = "agent"
 PURPOSE = "AgentPlanning"
+# An attempt between its HTTP request and its answer. A worker killed meanwhile leaves
+# it so; the retry marks it ORPHANED (spend unknown) rather than leaving no record.
+IN_FLIGHT = "in_flight"
+ORPHANED = "timeout"
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,22 @@ def stored_reply(store: Store, call_id: str) -> tuple[ModelReply, float] | None:
         if row is None or row.reply is None:
             return None
         return ModelReply.model_validate(row.reply), float(row.cost_usd)
+
+
+def begin_attempt(store: Store, owner: CallOwner, *, attempt: int, now: datetime) -> None:
+    """Before the HTTP call: earlier attempts still in flight died with their worker."""
+    with store.session() as db:
+        db.execute(
+            update(LlmCallAttempt)
+            .where(
+                col(LlmCallAttempt.call_id) == owner.call_id,
+                col(LlmCallAttempt.outcome) == IN_FLIGHT,
+                col(LlmCallAttempt.ordinal) != attempt,
+            )
+            .values(outcome=ORPHANED, error="the worker died during the call: spend unknown")
+        )
+        db.merge(_attempt(owner, attempt, now, 0, outcome=IN_FLIGHT))
+        db.commit()
 
 
 def record_success(

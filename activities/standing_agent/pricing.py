@@ -8,6 +8,8 @@ The built-in `scripted` model is free.
 
 from __future__ import annotations
 
+import logging
+
 from genai_prices import Usage as PriceUsage
 from genai_prices import __version__ as PRICES_VERSION
 from genai_prices import calc_price
@@ -15,6 +17,10 @@ from genai_prices import calc_price
 from runtime.llm.contracts import Usage
 
 SCRIPTED = "scripted"
+UNKNOWN_PRICE = "unknown"
+log = logging.getLogger(__name__)
+# Models already warned about (once per model per worker process).
+_unpriced: set[str] = set()
 
 
 def price_usd(provider: str, served_model: str, usage: Usage) -> tuple[float, str]:
@@ -27,5 +33,8 @@ def price_usd(provider: str, served_model: str, usage: Usage) -> tuple[float, st
             model_ref=served_model,
         )
     except LookupError:
-        return 0.0, "unknown"
+        if served_model not in _unpriced:
+            _unpriced.add(served_model)
+            log.warning("no price known for model %r: its calls are recorded at 0", served_model)
+        return 0.0, UNKNOWN_PRICE
     return float(price.total_price), f"genai-prices {PRICES_VERSION}"

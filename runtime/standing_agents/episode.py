@@ -10,10 +10,11 @@ after a `Text:` line — the only part the scripted model reads for `/call` line
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlmodel import col, select
+from sqlalchemy import func
+from sqlmodel import Session, col, select
 
 from runtime.llm.contracts import ChatMessage
 from runtime.standing_agents import catalog
@@ -24,10 +25,15 @@ from runtime.standing_agents.contracts import (
     EventKind,
     ModeDefinition,
 )
-from runtime.standing_agents.models import AgentLedgerTurn, AgentTask, AttentionRequest
+from runtime.standing_agents.models import (
+    AgentEventRow,
+    AgentLedgerTurn,
+    AgentTask,
+    AttentionRequest,
+)
 from runtime.standing_agents.ops_digest import probe
 from runtime.store.engine import Store
-from runtime.timestamps import iso_ms
+from runtime.timestamps import aware_utc, iso_ms
 
 MEMORY_TURNS = 12
 EVENT_PREFIX = "Event: "
@@ -70,12 +76,32 @@ def event_message(event: AgentEvent) -> ChatMessage:
     return ChatMessage(role="user", content="\n".join(lines))
 
 
-def roster(store: Store, instance_id: str) -> dict[str, Any]:
-    """Open items: tasks it created that are not done, escalations it raised still open."""
+def generation_start(db: Session, instance_id: str, generation: int) -> datetime:
+    """When the instance's current generation began: its first queued event (the
+    AgentInitialized the API writes at creation and at every reset). Rows without a
+    generation of their own (messages, tasks, escalations) count from there: a reset
+    clears the agent's memory."""
+    first = db.exec(
+        select(func.min(AgentEventRow.created_at)).where(
+            col(AgentEventRow.instance_id) == instance_id,
+            col(AgentEventRow.generation) == generation,
+        )
+    ).one()
+    return aware_utc(first) if first is not None else datetime.min.replace(tzinfo=UTC)
+
+
+def roster(store: Store, instance_id: str, generation: int) -> dict[str, Any]:
+    """Open items of the current generation: tasks it created that are not done,
+    escalations it raised still open."""
     with store.session() as db:
+        since = generation_start(db, instance_id, generation)
         tasks = db.exec(
             select(AgentTask)
-            .where(col(AgentTask.instance_id) == instance_id, col(AgentTask.status) != "done")
+            .where(
+                col(AgentTask.instance_id) == instance_id,
+                col(AgentTask.status) != "done",
+                col(AgentTask.created_at) >= since,
+            )
             .order_by(col(AgentTask.created_at))
             .limit(50)
         ).all()
@@ -84,6 +110,7 @@ def roster(store: Store, instance_id: str) -> dict[str, Any]:
             .where(
                 col(AttentionRequest.soa_instance_id) == instance_id,
                 col(AttentionRequest.status) == AttentionStatus.OPEN.value,
+                col(AttentionRequest.created_at) >= since,
             )
             .order_by(col(AttentionRequest.created_at))
             .limit(50)
@@ -133,7 +160,7 @@ def opening(
     now: datetime,
 ) -> list[ChatMessage]:
     context = {
-        "openItems": roster(store, instance_id),
+        "openItems": roster(store, instance_id, generation),
         "opsDigest": probe(store, tenant, now),
         "memory": memory(store, instance_id, generation),
         "activeMode": mode.name,

@@ -160,31 +160,6 @@ def next_due(
         )
 
 
-def consume(store: Store, event_id: str, now: datetime) -> None:
-    """Mark an event consumed (idempotent: a consumed event keeps its first timestamp)."""
-    with store.session() as db:
-        row = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).first()
-        if row is not None and row.consumed_at is None:
-            row.consumed_at = now
-            db.add(row)
-            db.commit()
-
-
-def pending_of_kind(store: Store, instance_id: str, kind: EventKind) -> list[AgentEvent]:
-    """Unconsumed events of one kind (e.g. the one pending AgentTick heartbeat)."""
-    with store.session() as db:
-        rows = db.exec(
-            select(AgentEventRow)
-            .where(
-                col(AgentEventRow.instance_id) == instance_id,
-                col(AgentEventRow.event_kind) == kind.value,
-                col(AgentEventRow.consumed_at).is_(None),
-            )
-            .order_by(col(AgentEventRow.visible_at))
-        ).all()
-        return [to_event(row) for row in rows]
-
-
 def drain(store: Store, instance_id: str, now: datetime) -> int:
     """Consume every pending event of an instance (reset, close); returns how many."""
     with store.session() as db:

@@ -34,13 +34,12 @@ from runtime.settings import Settings
 from runtime.standing_agents import catalog
 from runtime.standing_agents.configs import effective_credit
 from runtime.standing_agents.contracts import (
+    STANDING_AGENTS_FEATURE,
     AgentStatus,
-    AgentType,
     AttentionKind,
     AttentionStatus,
     EventKind,
     ModeDefinition,
-    TickBudget,
 )
 from runtime.standing_agents.ledger_chain import turn_hash
 from runtime.standing_agents.models import (
@@ -48,10 +47,10 @@ from runtime.standing_agents.models import (
     AgentInstance,
     AgentLedgerAction,
     AgentLedgerTurn,
-    AgentModeRow,
     AttentionRequest,
     SystemConfig,
 )
+from runtime.standing_agents.modes import catalogue
 from runtime.standing_agents.ops_digest import probe
 from runtime.standing_agents.queue import next_due
 from runtime.standing_agents.workflow_contracts import (
@@ -59,12 +58,15 @@ from runtime.standing_agents.workflow_contracts import (
     BeginTickResult,
     CompleteTickInput,
     CompleteTickResult,
+    EventRef,
     InstanceView,
     NextEventResult,
 )
 from runtime.store.engine import Store
+from runtime.store.tenants import feature_enabled
 from runtime.timestamps import aware_utc, iso_ms
 
+# `llm_call(_attempt).owner_kind` of a standing agent's model calls (spend is their sum).
 OWNER_KIND = "agent"
 
 
@@ -73,9 +75,28 @@ def load_instance(store: Store, instance_id: str) -> InstanceView:
         row = db.get(AgentInstance, instance_id)
         if row is None:
             return InstanceView(exists=False)
-        return InstanceView(
+        view = InstanceView(
             status=row.status, active_mode=row.active_mode, generation=row.generation
         )
+        tenant = row.tenant
+    # Spec §3.2: an agent of a tenant whose feature is off does not tick (the API wakes
+    # the tenant's agents when the flag is turned back on).
+    view.feature_enabled = feature_enabled(store, tenant, FEATURE)
+    return view
+
+
+FEATURE = STANDING_AGENTS_FEATURE
+
+
+def event_row(store: Store, event_id: str) -> AgentEventRow | None:
+    """The stored event (its payload never crosses workflow history)."""
+    with store.session() as db:
+        return db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).first()
+
+
+def event_payload(store: Store, event_id: str) -> dict[str, Any]:
+    row = event_row(store, event_id)
+    return dict(row.payload) if row is not None else {}
 
 
 def heartbeat_event_id(instance_id: str, generation: int, seq: int, retry: int = 0) -> str:
@@ -109,7 +130,12 @@ def next_event(
             _ensure_heartbeat(db, settings, instance, now)
             db.commit()
     event, upcoming = next_due(store, instance_id, now, generation=generation)
-    return NextEventResult(event=event, wake_at=upcoming)
+    ref = None
+    if event is not None:
+        ref = EventRef(
+            event_id=event.event_id, sequence_number=event.sequence_number, kind=event.kind
+        )
+    return NextEventResult(event=ref, wake_at=upcoming)
 
 
 def _ensure_heartbeat(
@@ -175,31 +201,6 @@ def tenant_configs(store: Store, tenant: str) -> dict[str, Any]:
         return {row.key: row.value for row in rows}
 
 
-def catalogue_of(store: Store, agent_type: AgentType) -> list[ModeDefinition]:
-    """The type's modes as stored (`agent_modes`), the code seed when none are."""
-    with store.session() as db:
-        rows = db.exec(
-            select(AgentModeRow).where(col(AgentModeRow.agent_type) == agent_type.value)
-        ).all()
-    if not rows:
-        return catalog.modes_of(agent_type)
-    return [
-        ModeDefinition(
-            agent_type=agent_type,
-            name=row.name,
-            description=row.description,
-            prompt_fragment=row.prompt_fragment,
-            tools=list(row.tools),
-            budget_override=(
-                TickBudget.model_validate(row.budget_override) if row.budget_override else None
-            ),
-            preset_id=row.preset_id,
-            is_default=row.is_default,
-        )
-        for row in rows
-    ]
-
-
 @dataclass(frozen=True)
 class Spend:
     total_usd: float
@@ -223,6 +224,8 @@ def spend_in_window(store: Store, tenant: str, now: datetime) -> Spend:
 
 def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> BeginTickResult:
     """The lease CAS, then everything the tick decides on (no transcript: the episode's)."""
+    if not feature_enabled(store, request.tenant, FEATURE):
+        return BeginTickResult(leased=False)  # spec §3.2: the tenant's agents do not tick
     with store.session() as db:
         taken = db.execute(
             update(AgentInstance)
@@ -240,12 +243,13 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
         assert instance is not None
     configs = tenant_configs(store, request.tenant)
     ops = probe(store, request.tenant, request.now)
-    digest = plan_input_hash(request.event.kind.value, request.event.payload, str(ops["bucket"]))
+    payload = event_payload(store, request.event.event_id)
+    digest = plan_input_hash(request.event.kind.value, payload, str(ops["bucket"]))
     mode: ModeDefinition | None = None
     mode_error: str | None = None
     try:
         mode = catalog.resolve_mode(
-            request.agent_type, instance.active_mode, catalogue_of(store, request.agent_type)
+            request.agent_type, instance.active_mode, catalogue(store, request.agent_type)
         )
     except catalog.ModeCatalogError as err:
         mode_error = str(err)
@@ -258,16 +262,11 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
         mode_override=mode.budget_override if mode is not None else None,
         foundational=foundational,
     )
-    credit = effective_credit(configs, settings)
-    spend = spend_in_window(store, request.tenant, request.now)
-    credit_ok = credit_allows(
-        enabled=credit.enabled,
-        weekly_cap_usd=credit.weekly_cap_usd,
-        spent_in_window_usd=spend.total_usd,
-    )
-    regenerates = None
-    if not credit_ok and spend.oldest is not None:
-        regenerates = spend.oldest + CREDIT_WINDOW
+    gate = credit_gate(store, settings, request.tenant, request.now, configs)
+    if foundational and gate.remaining_usd is not None and budget.max_cost_usd is None:
+        # The foundational phase has no per-tick limit but the week's credit: its cost
+        # axis is what is left of it (re-checked before every model call as well).
+        budget = budget.model_copy(update={"max_cost_usd": gate.remaining_usd})
     return BeginTickResult(
         leased=True,
         plan_hash=digest,
@@ -281,9 +280,41 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
         mode_error=mode_error,
         budget=budget,
         foundational=foundational,
-        credit_ok=credit_ok,
-        credit_regenerates_at=regenerates,
+        credit_ok=gate.ok,
+        credit_regenerates_at=gate.regenerates_at,
     )
+
+
+@dataclass(frozen=True)
+class CreditGate:
+    ok: bool
+    # What is left of the weekly cap (None: the credit gate is off).
+    remaining_usd: float | None
+    regenerates_at: datetime | None
+
+
+def credit_gate(
+    store: Store,
+    settings: Settings,
+    tenant: str,
+    now: datetime,
+    configs: Mapping[str, Any] | None = None,
+) -> CreditGate:
+    """The tenant's weekly credit against what its agents spent in the window."""
+    credit = effective_credit(
+        configs if configs is not None else tenant_configs(store, tenant), settings
+    )
+    spend = spend_in_window(store, tenant, now)
+    ok = credit_allows(
+        enabled=credit.enabled,
+        weekly_cap_usd=credit.weekly_cap_usd,
+        spent_in_window_usd=spend.total_usd,
+    )
+    regenerates = None
+    if not ok and spend.oldest is not None:
+        regenerates = spend.oldest + CREDIT_WINDOW
+    remaining = max(0.0, credit.weekly_cap_usd - spend.total_usd) if credit.enabled else None
+    return CreditGate(ok=ok, remaining_usd=remaining, regenerates_at=regenerates)
 
 
 def turn_view(row: AgentLedgerTurn) -> dict[str, Any]:
@@ -311,8 +342,18 @@ class Completed:
     stuck_decision_id: str | None
 
 
-def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) -> Completed:
-    """The passivation write (one transaction); a second call returns the first's result."""
+def complete_tick(
+    store: Store,
+    settings: Settings,
+    request: CompleteTickInput,
+    stored_actions: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Completed:
+    """The passivation write (one transaction); a second call returns the first's result.
+
+    `stored_actions` are the full tool results the tool activities wrote (by op id):
+    the ledger's actions are recorded from them, never from workflow history.
+    """
+    stored_actions = stored_actions or {}
     with store.session() as db:
         existing = db.exec(
             select(AgentLedgerTurn).where(
@@ -344,6 +385,24 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
             return Completed(
                 CompleteTickResult(seq=0, next_tick_at=instance.next_tick_at), {}, None
             )
+        event = db.exec(
+            select(AgentEventRow).where(col(AgentEventRow.event_id) == request.event.event_id)
+        ).first()
+        if request.defer:
+            # Credit spent: the event stays unconsumed until the window regenerates; no
+            # turn is recorded for the deferral (the answer's turn comes when it is read).
+            visible_at = request.not_before or request.now + heartbeat_delay(
+                settings, instance.consecutive_idle_ticks
+            )
+            if event is not None and event.consumed_at is None:
+                event.visible_at = visible_at
+                db.add(event)
+            instance.tick_in_progress = False
+            db.add(instance)
+            db.commit()
+            return Completed(
+                CompleteTickResult(seq=0, next_tick_at=instance.next_tick_at), {}, None
+            )
         seq = _last_seq(db, request.instance_id) + 1
         previous = db.exec(
             select(AgentLedgerTurn)
@@ -355,10 +414,11 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
             .limit(1)
         ).first()
         prev_hash = previous.hash if previous is not None else None
+        reasoning = _full_summary(request, stored_actions) or request.reasoning_summary
         decision = {
             "actions": [_action_summary(a.model_dump(mode="json")) for a in request.actions],
             "waitCondition": request.wait_condition,
-            "reasoningSummary": request.reasoning_summary,
+            "reasoningSummary": reasoning,
             "activeMode": request.active_mode,
         }
         row = AgentLedgerTurn(
@@ -367,11 +427,11 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
             seq=seq,
             event_id=request.event.event_id,
             event_kind=request.event.kind.value,
-            event_payload=request.event.payload,
+            event_payload=dict(event.payload) if event is not None else {},
             decision_kind=request.decision_kind.value,
             decision=decision,
             wait_condition=_bounded(request.wait_condition, 200),
-            reasoning_summary=request.reasoning_summary,
+            reasoning_summary=reasoning,
             plan_input_hash=request.plan_hash,
             llm_call_id=request.llm_call_id,
             served_model=request.served_model,
@@ -385,6 +445,7 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
         row.hash = turn_hash(prev_hash, turn_view(row))
         db.add(row)
         for ordinal, action in enumerate(request.actions):
+            full = stored_actions.get(action.op_id or "") or {}
             db.add(
                 AgentLedgerAction(
                     instance_id=request.instance_id,
@@ -395,10 +456,12 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
                     outcome=action.outcome.value,
                     blocked_reason=_bounded(action.blocked_reason, 400),
                     violations=list(action.violations),
-                    result=action.result,
+                    result=_action_result(action.summary, full),
                 )
             )
-        _consume(db, request.event.event_id, request.now)
+        if event is not None and event.consumed_at is None:
+            event.consumed_at = request.now
+            db.add(event)
         instance.consecutive_idle_ticks = request.consecutive_idle_ticks
         instance.consecutive_blocked_turns = request.consecutive_blocked_turns
         instance.last_plan_input_hash = request.plan_hash
@@ -430,20 +493,35 @@ def complete_tick(store: Store, settings: Settings, request: CompleteTickInput) 
         )
 
 
-def release_lease(store: Store, instance_id: str) -> None:
-    """A tick that records nothing (its lease was lost) leaves the flag down."""
-    with store.session() as db:
-        db.execute(
-            update(AgentInstance)
-            .where(col(AgentInstance.instance_id) == instance_id)
-            .values(tick_in_progress=False)
-        )
-        db.commit()
-
-
 def _bounded(text: str | None, limit: int) -> str | None:
     # Column widths (PostgreSQL enforces them): the full text stays in the decision JSON.
     return text[:limit] if text is not None else None
+
+
+def _action_result(summary: str | None, full: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The full result the tool activity stored; else the bounded summary history carried."""
+    result = full.get("result")
+    if isinstance(result, dict):
+        return result
+    return {"summary": summary} if summary is not None else None
+
+
+def _full_summary(
+    request: CompleteTickInput, stored_actions: Mapping[str, Mapping[str, Any]]
+) -> str | None:
+    """A phase tool's full summary or reason (history carries it bounded)."""
+    for action in reversed(request.actions):
+        if action.outcome.value != "ok" or action.tool not in (
+            catalog.PHASE_COMPLETE,
+            catalog.PHASE_BLOCKED,
+        ):
+            continue
+        result = (stored_actions.get(action.op_id or "") or {}).get("result")
+        if isinstance(result, dict):
+            text = result.get("summary") or result.get("reason")
+            if text:
+                return str(text)
+    return None
 
 
 def _action_summary(action: Mapping[str, Any]) -> dict[str, Any]:
@@ -453,13 +531,6 @@ def _action_summary(action: Mapping[str, Any]) -> dict[str, Any]:
         "blockedReason": action.get("blocked_reason"),
         "violations": action.get("violations") or [],
     }
-
-
-def _consume(db: Session, event_id: str, now: datetime) -> None:
-    row = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).first()
-    if row is not None and row.consumed_at is None:
-        row.consumed_at = now
-        db.add(row)
 
 
 def _consume_heartbeats(db: Session, instance_id: str, now: datetime) -> None:

@@ -36,6 +36,7 @@ from runtime.standing_agents.contracts import (
     AttentionStatus,
     MessageDirection,
 )
+from runtime.standing_agents.episode import generation_start
 from runtime.standing_agents.models import (
     AgentArtifact,
     AgentInstance,
@@ -44,6 +45,7 @@ from runtime.standing_agents.models import (
     AgentTask,
     AttentionRequest,
 )
+from runtime.standing_agents.modes import catalogue
 from runtime.standing_agents.ops_digest import probe
 from runtime.store.engine import Store
 from runtime.timestamps import iso_ms
@@ -309,9 +311,14 @@ def query_memory(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
                 if not contains or contains in f"{t.event_payload} {t.reasoning_summary}".lower()
             ][:limit]
         if kind in ("messages", "all"):
+            # The current generation's only: a reset clears the agent's memory.
+            since = generation_start(db, ctx.instance_id, ctx.generation)
             messages = db.exec(
                 select(AgentMessage)
-                .where(col(AgentMessage.instance_id) == ctx.instance_id)
+                .where(
+                    col(AgentMessage.instance_id) == ctx.instance_id,
+                    col(AgentMessage.created_at) >= since,
+                )
                 .order_by(col(AgentMessage.created_at).desc())
                 .limit(200)
             ).all()
@@ -570,7 +577,8 @@ def propose_decision(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, A
 def propose_mode_change(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     mode = _text(arguments, "mode")
     reason = _text(arguments, "reason")
-    allowed = [m.name for m in catalog.modes_of(ctx.agent_type)]
+    # The catalogue approval validates against (stored modes, code seed fallback).
+    allowed = [m.name for m in catalogue(ctx.store, ctx.agent_type)]
     if mode not in allowed:
         raise ToolInputError(f"unknown mode {mode!r}; allowed: {', '.join(allowed)}")
     row = _attention(
@@ -584,10 +592,22 @@ def propose_mode_change(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str
     return {"decisionId": row.decision_id, "status": row.status, "applied": False}
 
 
-def propose_task(ctx: ToolContext, arguments: dict[str, Any]) -> AgentTask:
-    """The task row (once per op id); the caller submits its session prompt."""
+def require_soa(ctx: ToolContext) -> None:
+    """soa_propose_task's first boundary (the only place it is checked)."""
     if ctx.agent_type != AgentType.SOA:
         raise BoundaryError("soa_propose_task belongs to the SOA only")
+
+
+def stored_task(store: Store, op_id: str) -> AgentTask | None:
+    """The task an earlier attempt of this call wrote, if any."""
+    with store.session() as db:
+        return db.exec(select(AgentTask).where(col(AgentTask.op_id) == op_id)).first()
+
+
+def propose_task(ctx: ToolContext, arguments: dict[str, Any]) -> AgentTask:
+    """The task row (once per op id), written after every boundary check passed; the
+    caller submits its session prompt."""
+    require_soa(ctx)
     row = AgentTask(
         task_id=_op_uuid(ctx.op_id),
         tenant=ctx.tenant,

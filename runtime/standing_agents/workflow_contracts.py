@@ -25,9 +25,9 @@ from pydantic import BaseModel, Field
 from runtime.llm.contracts import ToolCall
 from runtime.standing_agents.contracts import (
     ActionOutcome,
-    AgentEvent,
     AgentType,
     DecisionKind,
+    EventKind,
     ModeDefinition,
     TickBudget,
 )
@@ -38,6 +38,15 @@ WAKE_SIGNAL = "wake"
 STATUS_QUERY = "status"
 # Ticks between two continue-as-new when the server does not suggest one earlier.
 DEFAULT_TICKS_PER_RUN = 500
+# History guard (every phase, whatever the budget): an episode ends blocked with reason
+# HISTORY_GUARD_REASON after this many model turns, so one episode's history stays bounded
+# even when every budget axis is unlimited (the foundational phase).
+MAX_MODEL_TURNS_PER_EPISODE = 200
+HISTORY_GUARD_REASON = "history_guard"
+# What a tool call's outcome carries through history: a bounded summary of its result
+# (the full result is in the episode journal, `ACTION_ENTRY` entries, keyed by op id).
+ACTION_SUMMARY_MAX = 500
+ACTION_ENTRY = "action"
 
 
 class StandingAgentActivity(StrEnum):
@@ -65,6 +74,8 @@ class StandingAgentInput(BaseModel):
     state: CarriedState | None = None
     # Continue-as-new after this many ticks in one run (the server may suggest it earlier).
     max_ticks_per_run: int = DEFAULT_TICKS_PER_RUN
+    # The history guard's model turns per episode (tests lower it; see the constant).
+    max_model_turns: int = MAX_MODEL_TURNS_PER_EPISODE
 
 
 class InstanceView(BaseModel):
@@ -72,6 +83,8 @@ class InstanceView(BaseModel):
 
     exists: bool = True
     status: str = ""
+    # False when the tenant's `standing-agents` feature is off: the agent does not tick.
+    feature_enabled: bool = True
     active_mode: str | None = None
     generation: int = 0
 
@@ -87,8 +100,16 @@ class NextEventInput(BaseModel):
     now: datetime
 
 
+class EventRef(BaseModel):
+    """An event as it crosses history: its identity only (activities read the payload)."""
+
+    event_id: str
+    sequence_number: int
+    kind: EventKind
+
+
 class NextEventResult(BaseModel):
-    event: AgentEvent | None = None
+    event: EventRef | None = None
     # When the next event (at least the heartbeat) falls due; None: nothing pending.
     wake_at: datetime | None = None
 
@@ -98,7 +119,7 @@ class BeginTickInput(BaseModel):
     instance_id: str
     agent_type: AgentType
     generation: int
-    event: AgentEvent
+    event: EventRef
     now: datetime
 
 
@@ -128,7 +149,7 @@ class ModelStepInput(BaseModel):
     instance_id: str
     agent_type: AgentType
     generation: int
-    event: AgentEvent
+    event: EventRef
     mode: ModeDefinition
     call_id: str  # agent/{tenant}/{id}/{event_id}/llm{n}
     step: int
@@ -138,6 +159,9 @@ class ModelStepInput(BaseModel):
 
 
 class ModelStepResult(BaseModel):
+    # Set when the weekly credit was spent before this call: no call was made.
+    credit_exhausted: bool = False
+    credit_regenerates_at: datetime | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tokens: int = 0
     cost_usd: float = 0.0
@@ -160,14 +184,20 @@ class RunToolInput(BaseModel):
 
 
 class ActionRecord(BaseModel):
-    """One tool call of a turn and its outcome (`agent_state_ledger_actions`)."""
+    """One tool call of a turn and its bounded outcome (what history carries).
+
+    The full result is written by the tool activity to the episode journal under
+    `op_id`; the complete-tick write copies it into `agent_state_ledger_actions`.
+    """
 
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     outcome: ActionOutcome
     blocked_reason: str | None = None
     violations: list[str] = Field(default_factory=list)
-    result: dict[str, Any] | None = None
+    op_id: str | None = None
+    # At most ACTION_SUMMARY_MAX characters (phase tools: their summary or reason).
+    summary: str | None = None
 
 
 class RunToolResult(BaseModel):
@@ -180,7 +210,7 @@ class CompleteTickInput(BaseModel):
     tenant: str
     instance_id: str
     generation: int
-    event: AgentEvent
+    event: EventRef
     now: datetime
     decision_kind: DecisionKind
     plan_hash: str
@@ -197,6 +227,9 @@ class CompleteTickInput(BaseModel):
     stuck_reason: str | None = None
     # The next heartbeat no earlier than this (the credit window reopening).
     not_before: datetime | None = None
+    # Credit exhausted before any model call on a non-heartbeat event: record no turn,
+    # leave the event unconsumed and visible again at `not_before` (spec §3.4.9).
+    defer: bool = False
 
 
 class CompleteTickResult(BaseModel):

@@ -4,18 +4,25 @@ governance rail blocks (never raises); the scripted agent planner."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+from sqlmodel import col, select
 from temporalio.testing import ActivityEnvironment
 
 from activities.llm import ChatMessage, OpenAIProvider, ScriptedModel, ToolCall
 from activities.llm.scripted_agent import GREETING, next_call
-from activities.standing_agent import StandingAgentActivities
+from activities.standing_agent import StandingAgentActivities, llm_record
+from activities.standing_agent import activities as agent_activities
+from activities.standing_agent.pricing import price_usd
+from runtime.llm.contracts import Usage
 from runtime.sessions.models import DaemonSession
 from runtime.settings import Settings
-from runtime.standing_agents import catalog, ticks
+from runtime.standing_agents import catalog, episode, modes, ticks
 from runtime.standing_agents.contracts import (
     ActionOutcome,
     AgentEvent,
@@ -25,10 +32,19 @@ from runtime.standing_agents.contracts import (
 )
 from runtime.standing_agents.episode import event_message
 from runtime.standing_agents.ledger_chain import turn_hash
-from runtime.standing_agents.models import SystemConfig
+from runtime.standing_agents.models import (
+    AgentEventRow,
+    AgentInstance,
+    AgentModeRow,
+    AgentTask,
+    SystemConfig,
+)
+from runtime.standing_agents.queue import enqueue
 from runtime.standing_agents.workflow_contracts import (
+    ACTION_SUMMARY_MAX,
     ActionRecord,
     CompleteTickInput,
+    EventRef,
     ModelStepInput,
     RunToolInput,
 )
@@ -45,10 +61,26 @@ def _activities(store: Store, tmp_path: Path) -> StandingAgentActivities:
     return StandingAgentActivities(store, EventJournal(store), ScriptedModel(), settings)
 
 
-def _event(kind: EventKind, **payload: Any) -> AgentEvent:
+def _agent_event(kind: EventKind, **payload: Any) -> AgentEvent:
     return AgentEvent(
         event_id=f"e/{kind.value}", sequence_number=1, kind=kind, payload=payload, visible_at=NOW
     )
+
+
+def _event(
+    store: Store, agent: str, kind: EventKind, event_id: str | None = None, **payload: Any
+) -> EventRef:
+    """The event queued (activities read its payload from the store) and its reference."""
+    stored, _ = enqueue(
+        store,
+        tenant=sa.TENANT,
+        instance_id=agent,
+        kind=kind,
+        payload=payload,
+        event_id=event_id or f"e/{kind.value}",
+        visible_at=NOW,
+    )
+    return EventRef(event_id=stored.event_id, sequence_number=stored.sequence_number, kind=kind)
 
 
 def _tool(
@@ -82,7 +114,7 @@ async def test_a_retried_tool_call_writes_its_message_once(store: Store, tmp_pat
     env.info = dataclasses.replace(env.info, attempt=2)
     again = await env.run(activities.run_tool, _tool(agent, call))
     assert first.action.outcome == again.action.outcome == "ok"
-    assert first.action.result == again.action.result
+    assert first.action == again.action
     assert [m.text for m in sa.messages(store, agent)] == ["hello"]
     journal = EventJournal(store)
     events = journal.read(agent_stream(sa.TENANT, agent)).entries
@@ -90,14 +122,16 @@ async def test_a_retried_tool_call_writes_its_message_once(store: Store, tmp_pat
     body = events[0].data["data"]  # the session stream's envelope
     assert body["direction"] == "agent" and body["text"] == "hello"
     transcript = journal.read(agent_episode_stream(sa.TENANT, agent, "e/1")).entries
-    assert len(transcript) == 1  # the tool message, once
+    # The tool message and the full result (the ledger's copy), once each.
+    assert [e.type for e in transcript] == ["message", "action"]
+    assert transcript[1].data["result"] == {"messageId": sa.messages(store, agent)[0].message_id}
     # The same decision proposed twice (a retry) is one attention request.
     decision = ToolCall(
         id="call_2", name="soa_propose_decision", arguments={"title": "t", "body": "b"}
     )
     one = await env.run(activities.run_tool, _tool(agent, decision, op="op-2"))
     two = await env.run(activities.run_tool, _tool(agent, decision, op="op-2"))
-    assert one.action.result == two.action.result
+    assert one.action == two.action
     assert len(sa.attention(store, agent)) == 1
 
 
@@ -110,7 +144,7 @@ async def test_a_retried_model_step_is_paid_once(store: Store, tmp_path: Path) -
         instance_id=agent,
         agent_type=AgentType.SOA,
         generation=0,
-        event=_event(EventKind.AGENT_INITIALIZED),
+        event=_event(store, agent, EventKind.AGENT_INITIALIZED),
         mode=catalog.resolve_mode(AgentType.SOA, None),
         call_id=f"agent/{sa.TENANT}/{agent}/init/llm1",
         step=1,
@@ -179,16 +213,16 @@ async def test_the_rail_blocks_and_never_raises(store: Store, tmp_path: Path) ->
     ok = await env.run(
         activities.run_tool, _tool(agent, good, agent_type=AgentType.COMPLIANCE, op="e")
     )
-    assert ok.action.outcome == "ok" and ok.action.result is not None
-    assert ok.action.result["applied"] is False
+    assert ok.action.outcome == "ok" and ok.action.summary is not None
+    assert '"applied": false' in ok.action.summary
     assert sa.instance(store, agent).active_mode is None
     # Arguments outside the schema the model was shown: an error outcome, told to the model.
     empty = ToolCall(id="c6", name="soa_send_message", arguments={"txt": "hi"})
     wrong = await env.run(
         activities.run_tool, _tool(agent, empty, agent_type=AgentType.COMPLIANCE, op="f")
     )
-    assert wrong.action.outcome == "error" and wrong.action.result is not None
-    assert "text" in wrong.action.result["error"]
+    assert wrong.action.outcome == "error" and wrong.action.summary is not None
+    assert "text" in wrong.action.summary
 
 
 def test_no_mode_outside_the_soa_offers_propose_task() -> None:
@@ -212,18 +246,18 @@ def _calls(messages: list[ChatMessage]) -> list[ToolCall]:
 
 
 def test_the_scripted_planner_greets_answers_and_follows_call_lines() -> None:
-    init = _calls(_episode(_event(EventKind.AGENT_INITIALIZED)))
+    init = _calls(_episode(_agent_event(EventKind.AGENT_INITIALIZED)))
     assert [(c.name, c.arguments) for c in init] == [
         ("soa_send_message", {"text": GREETING}),
         ("phase_complete", {"summary": "done"}),
     ]
-    chat = _calls(_episode(_event(EventKind.OPERATOR_MESSAGE, text="how are you?")))
+    chat = _calls(_episode(_agent_event(EventKind.OPERATOR_MESSAGE, text="how are you?")))
     assert chat[0].name == "soa_send_message" and "how are you?" in chat[0].arguments["text"]
     assert chat[1].name == "phase_complete"
     script = 'please\n/call agent_query_memory {"limit": 2}\n/call phase_blocked {"reason": "x"}'
-    scripted = _calls(_episode(_event(EventKind.OPERATOR_MESSAGE, text=script)))
+    scripted = _calls(_episode(_agent_event(EventKind.OPERATOR_MESSAGE, text=script)))
     assert [c.name for c in scripted] == ["agent_query_memory", "phase_blocked"]
-    answered = _event(
+    answered = _agent_event(
         EventKind.OPERATOR_ANSWERED_ESCALATION,
         decisionId="d1",
         resolution="approve",
@@ -231,7 +265,7 @@ def test_the_scripted_planner_greets_answers_and_follows_call_lines() -> None:
     )
     resumed = _calls(_episode(answered))
     assert [c.name for c in resumed] == ["soa_send_message", "phase_complete"]
-    heartbeat = _calls(_episode(_event(EventKind.AGENT_TICK)))
+    heartbeat = _calls(_episode(_agent_event(EventKind.AGENT_TICK)))
     assert [c.name for c in heartbeat] == ["phase_complete"]
     assert len({c.id for c in scripted}) == len(scripted)
 
@@ -242,7 +276,7 @@ async def test_a_retried_complete_tick_records_one_turn_and_one_stuck_request(
     agent = sa.create_instance(store, NOW)
     activities = _activities(store, tmp_path)
     env = ActivityEnvironment()
-    event = _event(EventKind.OPERATOR_MESSAGE, text="x")
+    event = _event(store, agent, EventKind.OPERATOR_MESSAGE, text="x")
     request = CompleteTickInput(
         tenant=sa.TENANT,
         instance_id=agent,
@@ -296,7 +330,7 @@ async def test_the_per_turn_output_cap_reaches_the_openai_endpoint(
             instance_id=agent,
             agent_type=AgentType.SOA,
             generation=0,
-            event=_event(EventKind.AGENT_INITIALIZED),
+            event=_event(store, agent, EventKind.AGENT_INITIALIZED),
             mode=catalog.resolve_mode(AgentType.SOA, None),
             call_id="c/llm1",
             step=1,
@@ -316,17 +350,13 @@ async def test_telemetry_counts_the_last_24_hours(store: Store, tmp_path: Path) 
     agent = sa.create_instance(store, NOW)
     activities = _activities(store, tmp_path)
     env = ActivityEnvironment()
-    failed = ActionRecord(
-        tool="compliance_dossier_list", outcome=ActionOutcome.ERROR, result={"error": "x"}
-    )
+    failed = ActionRecord(tool="compliance_dossier_list", outcome=ActionOutcome.ERROR, summary="x")
     for n, at in enumerate((NOW - timedelta(days=2), NOW - timedelta(hours=1))):
         request = CompleteTickInput(
             tenant=sa.TENANT,
             instance_id=agent,
             generation=0,
-            event=_event(EventKind.EXTERNAL_SIGNAL_RECEIVED).model_copy(
-                update={"event_id": f"signal/{n}"}
-            ),
+            event=_event(store, agent, EventKind.EXTERNAL_SIGNAL_RECEIVED, f"signal/{n}"),
             now=at,
             decision_kind=DecisionKind.WAITING_FOR_EVENT,
             plan_hash="h",
@@ -335,9 +365,10 @@ async def test_telemetry_counts_the_last_24_hours(store: Store, tmp_path: Path) 
         await env.run(activities.complete_tick, request)
     call = ToolCall(id="t", name="soa_query_telemetry", arguments={})
     seen = await env.run(activities.run_tool, _tool(agent, call))
-    assert seen.action.result is not None
-    assert seen.action.result["failedToolActions"] == 1  # the old one is out of the window
-    assert seen.action.result["bucket"] == "degraded"
+    assert seen.action.summary is not None
+    seen_result = json.loads(seen.action.summary)
+    assert seen_result["failedToolActions"] == 1  # the old one is out of the window
+    assert seen_result["bucket"] == "degraded"
 
 
 async def test_a_task_beyond_the_session_cap_is_blocked(store: Store, tmp_path: Path) -> None:
@@ -351,3 +382,215 @@ async def test_a_task_beyond_the_session_cap_is_blocked(store: Store, tmp_path: 
     refused = await ActivityEnvironment().run(activities.run_tool, _tool(agent, call))
     assert refused.action.outcome == "blocked"
     assert (refused.action.blocked_reason or "").startswith("outside_boundary")
+    with store.session() as db:  # the boundary before the row: no open task in the roster
+        assert db.exec(select(AgentTask).where(col(AgentTask.instance_id) == agent)).all() == []
+
+
+async def test_a_large_tool_result_stays_out_of_history_and_reaches_the_ledger(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    for n in range(3):  # turns whose long summaries make agent_query_memory's result large
+        earlier = _event(store, agent, EventKind.EXTERNAL_SIGNAL_RECEIVED, f"signal/{n}")
+        await env.run(
+            activities.complete_tick,
+            CompleteTickInput(
+                tenant=sa.TENANT,
+                instance_id=agent,
+                generation=0,
+                event=earlier,
+                now=NOW,
+                decision_kind=DecisionKind.PLANNED,
+                plan_hash="h",
+                reasoning_summary="r" * 3000,
+            ),
+        )
+    event = _event(store, agent, EventKind.OPERATOR_MESSAGE, "e/1", text="remember?")
+    call = ToolCall(id="m", name="agent_query_memory", arguments={"kind": "turns"})
+    ran = await env.run(activities.run_tool, _tool(agent, call))
+    # What history carries is bounded, whatever the result's size.
+    assert ran.action.summary is not None and len(ran.action.summary) <= ACTION_SUMMARY_MAX
+    assert len(ran.model_dump_json()) < 2 * ACTION_SUMMARY_MAX
+    done = await env.run(
+        activities.complete_tick,
+        CompleteTickInput(
+            tenant=sa.TENANT,
+            instance_id=agent,
+            generation=0,
+            event=event,
+            now=NOW,
+            decision_kind=DecisionKind.ACTED_WITH_TOOL,
+            plan_hash="h2",
+            actions=[ran.action],
+        ),
+    )
+    (stored,) = sa.actions(store, agent, done.seq)
+    assert stored.result is not None
+    assert [t["summary"] for t in stored.result["turns"]] == ["r" * 3000] * 3
+    # The turn's payload is read from the queue, not from history.
+    assert sa.turns(store, agent)[-1].event_payload == {"text": "remember?"}
+
+
+async def test_the_credit_is_rechecked_before_every_model_call(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW)
+    settings = Settings(data_dir=tmp_path, workspace=tmp_path, agent_weekly_credit_usd=0.0)
+    activities = StandingAgentActivities(store, EventJournal(store), ScriptedModel(), settings)
+    request = ModelStepInput(
+        tenant=sa.TENANT,
+        instance_id=agent,
+        agent_type=AgentType.SOA,
+        generation=0,
+        event=_event(store, agent, EventKind.AGENT_INITIALIZED),
+        mode=catalog.resolve_mode(AgentType.SOA, None),
+        call_id="c/llm7",
+        step=7,
+        now=NOW,
+    )
+    step = await ActivityEnvironment().run(activities.model_step, request)
+    assert step.credit_exhausted and step.tool_calls == []
+    assert sa.llm_attempts(store, agent) == []
+
+
+async def test_an_attempt_killed_mid_call_is_recorded_as_a_timeout(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    call_id = f"agent/{sa.TENANT}/{agent}/init/llm1"
+    owner = llm_record.CallOwner(
+        call_id=call_id,
+        tenant=sa.TENANT,
+        instance_id=agent,
+        site="Agent:Planning",
+        provider="scripted",
+        requested_model="scripted",
+    )
+    # The first attempt's worker died between its request and its answer.
+    llm_record.begin_attempt(store, owner, attempt=1, now=NOW)
+    assert [a.outcome for a in sa.llm_attempts(store, agent)] == ["in_flight"]
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, attempt=2)
+    request = ModelStepInput(
+        tenant=sa.TENANT,
+        instance_id=agent,
+        agent_type=AgentType.SOA,
+        generation=0,
+        event=_event(store, agent, EventKind.AGENT_INITIALIZED),
+        mode=catalog.resolve_mode(AgentType.SOA, None),
+        call_id=call_id,
+        step=1,
+        now=NOW,
+    )
+    await env.run(activities.model_step, request)
+    attempts = sorted(sa.llm_attempts(store, agent), key=lambda a: a.ordinal)
+    assert [(a.ordinal, a.outcome) for a in attempts] == [(1, "timeout"), (2, "ok")]
+
+
+def test_an_unknown_model_costs_zero_with_an_unknown_price_version(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    usage = Usage(prompt_tokens=1000, completion_tokens=10)
+    with caplog.at_level(logging.WARNING):
+        first = price_usd("openai", "no-such-model-xyz", usage)
+        again = price_usd("openai", "no-such-model-xyz", usage)
+    assert first == again == (0.0, "unknown")
+    assert sum("no-such-model-xyz" in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_a_catastrophic_constitution_pattern_blocks_instead_of_stalling(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agent_activities, "CONSTITUTION_TIMEOUT_S", 0.01)
+    agent = sa.create_instance(store, NOW)
+    with store.session() as db:
+        rules = [{"id": "redos", "pattern": "^(a+)+$", "tools": ["soa_send_message"]}]
+        db.add(
+            SystemConfig(tenant=sa.TENANT, key="constitution.rules", value=rules, updated_at=NOW)
+        )
+        db.commit()
+    call = ToolCall(id="c", name="soa_send_message", arguments={"text": "a" * 22 + "!"})
+    ran = await ActivityEnvironment().run(_activities(store, tmp_path).run_tool, _tool(agent, call))
+    assert ran.action.outcome == "blocked"
+    assert ran.action.blocked_reason == "constitution_timeout"
+    assert sa.messages(store, agent) == []
+
+
+async def test_memory_and_open_items_start_over_with_a_new_generation(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW)
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+    said = ToolCall(id="s", name="soa_send_message", arguments={"text": "old generation"})
+    await env.run(activities.run_tool, _tool(agent, said, op="old-msg"))
+    ask = ToolCall(id="d", name="soa_propose_decision", arguments={"title": "old", "body": "b"})
+    await env.run(activities.run_tool, _tool(agent, ask, op="old-decision"))
+    # A reset (as the API does it): the generation bumped, its AgentInitialized queued later.
+    with store.session() as db:
+        row = db.get(AgentInstance, agent)
+        assert row is not None
+        row.generation = 1
+        db.add(row)
+        db.commit()
+    later = NOW + timedelta(minutes=1)
+    enqueue(
+        store,
+        tenant=sa.TENANT,
+        instance_id=agent,
+        kind=EventKind.AGENT_INITIALIZED,
+        payload={},
+        event_id=f"init/{agent}/1",
+        visible_at=later,
+        generation=1,
+    )
+    with store.session() as db:  # queued after everything of generation 0
+        event = db.exec(
+            select(AgentEventRow).where(col(AgentEventRow.event_id) == f"init/{agent}/1")
+        ).one()
+        event.created_at = later
+        db.add(event)
+        db.commit()
+    recall = ToolCall(id="q", name="agent_query_memory", arguments={"kind": "messages"})
+    request = _tool(agent, recall, op="recall").model_copy(update={"generation": 1, "now": later})
+    seen = await env.run(activities.run_tool, request)
+    assert seen.action.summary is not None
+    assert json.loads(seen.action.summary)["messages"] == []
+    assert episode.roster(store, agent, 1) == {"tasks": [], "escalations": []}
+    assert [a.title for a in sa.attention(store, agent)] == ["old"]  # still there, for humans
+
+
+async def test_a_mode_proposal_is_validated_against_the_catalogue_approval_uses(
+    store: Store, tmp_path: Path
+) -> None:
+    agent = sa.create_instance(store, NOW, agent_type=AgentType.COMPLIANCE)
+    with store.session() as db:  # the type's stored catalogue, which replaces the code seed
+        db.add(
+            AgentModeRow(
+                agent_type=AgentType.COMPLIANCE.value,
+                name="Audit",
+                description="d",
+                prompt_fragment="p",
+                tools=["soa_send_message"],
+                is_default=True,
+                system_seed=False,
+            )
+        )
+        db.commit()
+    assert [m.name for m in modes.catalogue(store, AgentType.COMPLIANCE)] == ["Audit"]
+    activities = _activities(store, tmp_path)
+    env = ActivityEnvironment()
+
+    def propose(mode: str, op: str) -> RunToolInput:
+        call = ToolCall(
+            id=op, name="soa_propose_mode_change", arguments={"mode": mode, "reason": "r"}
+        )
+        return _tool(agent, call, agent_type=AgentType.COMPLIANCE, op=op)
+
+    stored = await env.run(activities.run_tool, propose("Audit", "a"))
+    assert stored.action.outcome == "ok"
+    seed_only = await env.run(activities.run_tool, propose("Research", "b"))
+    assert seed_only.action.outcome == "error"  # approval would refuse it too

@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from runtime import temporal
 from runtime.llm.models import LlmCallAttempt
 from runtime.settings import Settings
 from runtime.standing_agents.contracts import (
+    STANDING_AGENTS_FEATURE,
     AgentStatus,
     AgentType,
     EventKind,
@@ -36,8 +37,13 @@ from runtime.standing_agents.models import (
     AttentionRequest,
 )
 from runtime.standing_agents.queue import enqueue
-from runtime.standing_agents.workflow_contracts import StandingAgentInput
+from runtime.standing_agents.workflow_contracts import (
+    MAX_MODEL_TURNS_PER_EPISODE,
+    StandingAgentInput,
+)
 from runtime.store import Store
+from runtime.store.tenants import set_feature
+from runtime.timestamps import aware_utc
 from worker import build_worker
 from workflows.standing_agent import StandingAgentWorkflow
 
@@ -83,8 +89,11 @@ def create_instance(
     *,
     agent_type: AgentType = AgentType.SOA,
     foundational: bool = False,
+    feature: bool = True,
 ) -> str:
-    """The row and the AgentInitialized event, as the API writes them before starting."""
+    """The row and the AgentInitialized event, as the API writes them before starting
+    (the tenant's `standing-agents` feature on unless `feature` is False)."""
+    set_feature(store, TENANT, STANDING_AGENTS_FEATURE, feature)
     instance_id = uuid.uuid4().hex[:12]
     with store.session() as db:
         db.add(
@@ -120,6 +129,7 @@ async def start(
     *,
     agent_type: AgentType = AgentType.SOA,
     max_ticks_per_run: int = 500,
+    max_model_turns: int = MAX_MODEL_TURNS_PER_EPISODE,
 ) -> WorkflowHandle[Any, Any]:
     return await client.start_workflow(
         StandingAgentWorkflow.run,
@@ -128,6 +138,7 @@ async def start(
             instance_id=instance_id,
             agent_type=agent_type,
             max_ticks_per_run=max_ticks_per_run,
+            max_model_turns=max_model_turns,
         ),
         id=agent_workflow_id(TENANT, instance_id),
         task_queue=task_queue,
@@ -253,5 +264,4 @@ async def wait_turns(store: Store, instance_id: str, count: int, timeout: float 
     )
 
 
-def aware(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+aware = aware_utc

@@ -3,10 +3,14 @@ STUCK, the foundational deadline, the credit window and continue-as-new."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from sqlmodel import col, select
 from temporalio.testing import WorkflowEnvironment
 
 from activities.llm.contracts import (
@@ -24,7 +28,7 @@ from runtime.standing_agents.contracts import (
     DecisionKind,
     EventKind,
 )
-from runtime.standing_agents.models import SystemConfig
+from runtime.standing_agents.models import AgentEventRow, SystemConfig
 from runtime.store import Store
 from tests.workflows import standing_agent_support as sa
 from tests.workflows.standing_agent_support import agent_env
@@ -45,6 +49,23 @@ async def _advance_to_next_tick(env: WorkflowEnvironment, store: Store, instance
     now = await env.get_current_time()
     await env.sleep(max(sa.aware(pending[0].visible_at) - now, timedelta(0)) + timedelta(seconds=1))
     await sa.wait_turns(store, instance_id, before + 1)
+
+
+async def _wait_event(
+    store: Store, event_id: str, ready: Callable[[AgentEventRow], bool], timeout: float = 60
+) -> AgentEventRow:
+    """Poll the queued event until `ready` holds (the workflow works asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with store.session() as db:
+            row = db.exec(
+                select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)
+            ).first()
+        if row is not None and ready(row):
+            return row
+        if time.monotonic() > deadline:
+            raise AssertionError(f"event {event_id} never reached the expected state: {row}")
+        await asyncio.sleep(0.05)
 
 
 async def test_heartbeat_every_24h_and_an_unchanged_tick_calls_no_model(
@@ -235,20 +256,30 @@ async def test_an_exhausted_credit_skips_the_model_until_the_window_regenerates(
         # The greeting's call spent the tick's dollar budget too: one call, then it ended.
         assert len(sa.llm_attempts(store, agent)) == 1
         hello = {"text": "are you there?"}
-        await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, hello, now)
-        await sa.wait_turns(store, agent, 2)
+        sent = await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, hello, now)
+        spent_at = sa.aware(sa.llm_attempts(store, agent)[0].created_at)
+        regenerates = spent_at + timedelta(days=7)
+        # The message is not consumed unanswered: it waits, unconsumed, for the window to
+        # regenerate, and the deferral records no turn (spec §3.4.9).
+        deferred = await _wait_event(store, sent, lambda e: sa.aware(e.visible_at) == regenerates)
+        assert deferred.consumed_at is None
+        assert len(sa.turns(store, agent)) == 1
+        assert len(sa.llm_attempts(store, agent)) == 1
+        # The heartbeat is consumed with a gated turn, the next one at the regeneration.
+        await _advance_to_next_tick(agent_env, store, agent)
         gated = sa.turns(store, agent)[1]
+        assert gated.event_kind == EventKind.AGENT_TICK.value
         assert gated.llm_call_id is None
         assert "credit" in (gated.wait_condition or "")
         assert len(sa.llm_attempts(store, agent)) == 1
-        # The next heartbeat waits for the window to regenerate (7 days after the spend).
         pending = sa.pending_ticks(store, agent)
         assert len(pending) == 1
-        spent_at = sa.aware(sa.llm_attempts(store, agent)[0].created_at)
-        assert sa.aware(pending[0].visible_at) == spent_at + timedelta(days=7)
+        assert sa.aware(pending[0].visible_at) == regenerates
         await _advance_to_next_tick(agent_env, store, agent)
-        regenerated = sa.turns(store, agent)[2]
-        assert regenerated.llm_call_id is not None
+        answered = sa.turns(store, agent)[2]
+        assert answered.event_id == sent
+        assert answered.event_payload == hello
+        assert answered.llm_call_id is not None
         assert len(sa.llm_attempts(store, agent)) > 1
         await sa.stop(handle)
 

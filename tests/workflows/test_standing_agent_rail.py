@@ -14,17 +14,25 @@ from sqlmodel import select
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.llm import ChatMessage, ModelError, ModelReply, ToolSpec, Usage
+from activities.llm import ChatMessage, ModelError, ModelReply, ToolCall, ToolSpec, Usage
 from activities.llm.contracts import DeltaCallback
 from runtime.sessions.models import DaemonSession
-from runtime.standing_agents.contracts import AgentStatus, DecisionKind, EventKind
+from runtime.standing_agents.contracts import (
+    STANDING_AGENTS_FEATURE,
+    AgentStatus,
+    AgentType,
+    DecisionKind,
+    EventKind,
+)
 from runtime.standing_agents.models import AgentInstance, AgentTask, SystemConfig
 from runtime.standing_agents.queue import drain, enqueue
 from runtime.store import EventJournal, Store
+from runtime.store.tenants import set_feature
 from runtime.streams import agent_stream, session_stream
 from tests.workflows import standing_agent_support as sa
 from tests.workflows.standing_agent_support import agent_env
-from workflows.search_attributes import STATUS
+from workflows.search_attributes import MODE, STATUS
+from workflows.standing_agent import StandingAgentWorkflow
 
 __all__ = ["agent_env"]
 
@@ -93,7 +101,8 @@ async def test_an_unknown_mode_fails_closed_without_a_model_call(
         assert turn.llm_call_id is None
         assert turn.wait_condition == "mode_unresolved"
         assert sa.llm_attempts(store, agent) == []
-        assert sa.instance(store, agent).consecutive_blocked_turns == 1
+        # Blocked, but not by the agent: only phase_blocked counts towards STUCK.
+        assert sa.instance(store, agent).consecutive_blocked_turns == 0
         await sa.stop(handle)
 
 
@@ -229,6 +238,17 @@ async def test_a_refused_model_call_is_recorded_and_the_agent_lives_on(
         assert len(sa.pending_ticks(store, agent)) == 1
         description = await handle.describe()
         assert description.status is not None and description.status.name == "RUNNING"
+        # An operator message the model cannot answer: consumed with its turn, and its
+        # text stays visible there (nothing silently lost).
+        question = {"messageId": "m1", "text": "anyone home?"}
+        sent = await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, question, now)
+        await sa.wait_turns(store, agent, 2)
+        answered = sa.turns(store, agent)[1]
+        assert answered.event_id == sent
+        assert answered.event_kind == EventKind.OPERATOR_MESSAGE.value
+        assert answered.decision_kind == DecisionKind.WAITING_FOR_EVENT.value
+        assert answered.event_payload == question
+        assert (answered.wait_condition or "").startswith("model_error:")
         await sa.stop(handle)
 
 
@@ -316,3 +336,84 @@ async def _wait_attribute(handle: WorkflowHandle[Any, Any], status: str) -> None
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"AgentrtStatus never became {status}")
+
+
+class LoopingModel:
+    """A model that only ever reads its memory: nothing but the history guard stops it."""
+
+    name = "looping"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        *,
+        on_delta: DeltaCallback | None = None,
+    ) -> ModelReply:
+        self.calls += 1
+        call = ToolCall(id=f"c{self.calls}", name="agent_query_memory", arguments={})
+        return ModelReply(
+            content="",
+            tool_calls=[call],
+            finish_reason="tool_calls",
+            requested_model="looping",
+            served_model="looping",
+            usage=Usage(prompt_tokens=10, completion_tokens=5),
+        )
+
+
+async def test_the_history_guard_ends_an_unbounded_foundational_episode_blocked(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue, provider=LoopingModel()):
+        now = await agent_env.get_current_time()
+        # The foundational phase: every per-tick axis unlimited.
+        agent = sa.create_instance(store, now, foundational=True)
+        handle = await sa.start(agent_env.client, agent, task_queue, max_model_turns=4)
+        await sa.wait_turns(store, agent, 1)
+        turn = sa.turns(store, agent)[0]
+        assert turn.decision_kind == DecisionKind.WAITING_FOR_EVENT.value
+        assert turn.reasoning_summary == "history_guard"
+        assert len(sa.llm_attempts(store, agent)) == 4
+        assert sa.instance(store, agent).consecutive_blocked_turns == 1
+        await sa.stop(handle)
+
+
+async def test_an_agent_of_a_tenant_without_the_feature_does_not_tick(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now, feature=False)
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        deadline = time.monotonic() + 30
+        while (status := await handle.query(StandingAgentWorkflow.status)) is None or (
+            status.phase != "waiting"
+        ):
+            assert time.monotonic() < deadline, "the workflow never waited"
+            await asyncio.sleep(0.05)
+        assert sa.turns(store, agent) == []
+        assert sa.llm_attempts(store, agent) == []
+        # The flag back on (the API wakes the tenant's agents): the agent ticks.
+        set_feature(store, sa.TENANT, STANDING_AGENTS_FEATURE, True)
+        await handle.signal("wake")
+        await sa.wait_turns(store, agent, 1)
+        await sa.stop(handle)
+
+
+async def test_a_compliance_agent_without_a_mode_shows_its_default_mode(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now, agent_type=AgentType.COMPLIANCE)
+        handle = await sa.start(
+            agent_env.client, agent, task_queue, agent_type=AgentType.COMPLIANCE
+        )
+        await sa.wait_turns(store, agent, 1)
+        described = await handle.describe()
+        assert described.typed_search_attributes.get(MODE) == "Cadence"
+        await sa.stop(handle)
