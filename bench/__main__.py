@@ -1,4 +1,5 @@
-"""`python -m bench NAME [--runs N] [--warmup W]` and `python -m bench --list`."""
+"""`python -m bench NAME [--runs N] [--warmup W] [--agents N --storm M --idle-seconds S]` and
+`python -m bench --list`."""
 
 from __future__ import annotations
 
@@ -43,6 +44,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         + ")",
     )
     parser.add_argument("--warmup", type=_non_negative, default=2, help="unmeasured runs first")
+    parser.add_argument(
+        "--agents", type=_positive, default=None, help="standing-agents: agents (default 10000)"
+    )
+    parser.add_argument(
+        "--storm",
+        type=_positive,
+        default=None,
+        help="standing-agents: agents due at once in the heartbeat storm (default 1000)",
+    )
+    parser.add_argument(
+        "--idle-seconds",
+        type=_positive,
+        default=None,
+        help="standing-agents: length of each idle CPU window (default 10)",
+    )
     args = parser.parse_args(argv)
     if not args.list and args.name is None:
         parser.error("a benchmark name is required (or --list)")
@@ -58,7 +74,13 @@ def main(argv: list[str] | None = None) -> int:
             print(name)
         return 0
     runs: int = getattr(args, "runs", None) or RUNS.get(args.name, RUNS_DEFAULT)
-    options = BenchOptions(runs=runs, warmup=args.warmup)
+    options = BenchOptions(
+        runs=runs,
+        warmup=args.warmup,
+        agents=args.agents,
+        storm=args.storm,
+        idle_seconds=args.idle_seconds,
+    )
     report = asyncio.run(BENCHMARKS[args.name](options))
     print(format_report(report))
     return 0

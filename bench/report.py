@@ -17,6 +17,10 @@ from bench.stats import Summary, percentile, ratio, summarize
 class BenchOptions:
     runs: int
     warmup: int
+    # Scale of the benchmarks that take one (standing-agents); None: their own default.
+    agents: int | None = None
+    storm: int | None = None
+    idle_seconds: float | None = None
 
 
 @dataclass(frozen=True)

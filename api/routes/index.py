@@ -34,6 +34,8 @@ code {{ background: #f3f3f3; padding: 0 .2em; }}
 <ul>
 <li><a href="/ui/agent-tools">Agent tools</a>: ask about the demo investigation, watch the
 tool calls, approve or deny the proposed research.</li>
+<li><a href="/ui/agents">Standing agents</a>: a tenant's agents, their ledger and transcript,
+chat with them, answer their decisions, change their mode.</li>
 <li><a href="/docs">API documentation</a> (every route, its body and its errors;
 <a href="/openapi.json">/openapi.json</a>).</li>
 <li>{temporal}</li>

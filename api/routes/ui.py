@@ -1,4 +1,5 @@
-"""GET /ui/agent-tools: the agent-tools page (one HTML file and one plain script, no build).
+"""GET /ui/agent-tools and /ui/agents: the agent-tools and standing-agents pages (one HTML
+file and one plain script each, no build).
 
 The page only talks to this server (`connect-src 'self'`), loads nothing from
 elsewhere, and renders every string from the API as text; the Content-Security-Policy
@@ -8,10 +9,14 @@ below forbids inline scripts, so an injected tag could not run even if it were p
 from __future__ import annotations
 
 from functools import cache
+from html import escape
 from pathlib import Path
 
 from fastapi import APIRouter
 from fastapi.responses import Response
+
+from runtime.standing_agents.catalog import MODES
+from runtime.standing_agents.contracts import AgentType
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -68,3 +73,40 @@ async def agent_tools_script() -> Response:
 @router.api_route("/agent-tools.svg", methods=["GET", "HEAD"])
 async def agent_tools_icon() -> Response:
     return Response(ICON_SVG, media_type="image/svg+xml", headers=SECURITY_HEADERS)
+
+
+# Where the server puts the mode catalogue in agents.html (the page has no route to read it).
+MODE_CATALOGUE_MARK = b"<!-- mode catalogue -->"
+
+
+def _mode_options() -> bytes:
+    """The code seed of agent_modes as <optgroup>s, one per agent type: escaped data only."""
+    groups = []
+    for agent_type in AgentType:
+        options = "".join(
+            f'<option value="{escape(mode.name)}" title="{escape(mode.description)}">'
+            f"{escape(mode.name)}</option>"
+            for mode in MODES
+            if mode.agent_type == agent_type
+        )
+        groups.append(f'<optgroup label="{escape(agent_type.value)}">{options}</optgroup>')
+    return "".join(groups).encode()
+
+
+@cache
+def _agents_page() -> bytes:
+    return _asset("agents.html").replace(MODE_CATALOGUE_MARK, _mode_options(), 1)
+
+
+@router.api_route("/agents", methods=["GET", "HEAD"])
+async def agents_page() -> Response:
+    return Response(_agents_page(), media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
+
+
+@router.api_route("/agents.js", methods=["GET", "HEAD"])
+async def agents_script() -> Response:
+    return Response(
+        _asset("agents.js"),
+        media_type="text/javascript; charset=utf-8",
+        headers=SECURITY_HEADERS,
+    )

@@ -27,7 +27,16 @@ def bearer_matches(authorization: str | None, token: str) -> bool:
 
 # Static page assets carry no data; like the reference daemon's /demo page they load
 # without the bearer on loopback binds, and the page then sends the token the user enters.
-STATIC_PAGE_PATHS = frozenset({"/", "/ui/agent-tools", "/ui/agent-tools.js", "/ui/agent-tools.svg"})
+STATIC_PAGE_PATHS = frozenset(
+    {
+        "/",
+        "/ui/agent-tools",
+        "/ui/agent-tools.js",
+        "/ui/agent-tools.svg",
+        "/ui/agents",
+        "/ui/agents.js",
+    }
+)
 
 
 class BearerAuth:

@@ -1,0 +1,979 @@
+// The standing-agents page: a tenant's agents, their ledger (live), transcript and chat,
+// the tenant's open decisions, the mode with its audit, budgets and spend.
+//
+// Plain script, no build step, nothing loaded from elsewhere. Every string that comes
+// from the API (messages, titles, ledger payloads, ids) is put in the page as text:
+// through textContent, Node.append(string) or data-* attributes, never parsed as markup.
+// Mutations carry the daemon's bearer token (the agent routes' security chain: bearer
+// when configured, refused with token_required on a tokenless daemon).
+'use strict';
+
+(function () {
+  const API = '/api/v1';
+  // The agent-tools page keeps its token under the same key: one token per tab.
+  const TOKEN_KEY = 'agentrt.apiToken';
+  const RECENT_KEY = 'agentrt.agents.recentTenants';
+  const FEATURE = 'standing-agents';
+  const BUDGET_KEYS = [
+    'AgentDispatcher:TickMaxTokens',
+    'AgentDispatcher:TickMaxToolCalls',
+    'AgentDispatcher:TickMaxSeconds',
+    'AgentDispatcher:TickMaxCostUsd',
+    'AgentDispatcher:TickMaxTurns',
+  ];
+  const LEDGER_PAGE = 200;
+  const CALLS_READ = 1000; // the route's largest page: spend sums every attempt read
+  // The routes' path bounds: a bad tenant id is refused here rather than by a 400.
+  const TENANT_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+  const POLL_MS = 3000; // while the live stream is down
+  const SAFETY_POLL_MS = 10000; // while it is up
+  const REFRESH_DEBOUNCE_MS = 150;
+  const LATE_REFRESH_MS = 1000;
+  const RESOLVED_SHOWN = 10;
+
+  const state = {
+    tenant: null,
+    agentId: null,
+    agent: null,
+    // Bumped whenever the tenant or the agent changes: stale answers and loops stop.
+    generation: 0,
+    // Ledger seqs start at 0; the route reads turns with seq > after (-1: all).
+    lastLedgerSeq: -1,
+    streamAbort: null,
+    streamLive: false,
+    lastEventId: null,
+    refreshTimer: null,
+    lateRefreshTimer: null,
+  };
+
+  const $ = (id) => document.getElementById(id);
+  const enc = encodeURIComponent;
+
+  // -- DOM helpers (text only) ------------------------------------------------------------
+
+  /** An element with a class and children; strings become text nodes. */
+  function el(tag, className, ...children) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    for (const child of children) {
+      if (child !== null && child !== undefined) node.append(child);
+    }
+    return node;
+  }
+
+  function setText(id, value) {
+    $(id).textContent = value === null || value === undefined ? '' : String(value);
+  }
+
+  function str(value) {
+    return value === null || value === undefined ? '' : String(value);
+  }
+
+  function short(value, max) {
+    const text = typeof value === 'string' ? value : JSON.stringify(value);
+    return text.length > max ? text.slice(0, max - 1) + '…' : text;
+  }
+
+  function showBanner(message) {
+    const banner = $('banner');
+    banner.textContent = message;
+    banner.hidden = !message;
+  }
+
+  function note(id, text, kind) {
+    const node = $(id);
+    node.textContent = text || '';
+    node.dataset.kind = kind || 'info';
+  }
+
+  function setConnection(stateName, message) {
+    const node = $('connection');
+    node.dataset.state = stateName;
+    node.textContent = message;
+  }
+
+  function formatTime(timestamp) {
+    if (!timestamp) return '';
+    const date = new Date(timestamp);
+    if (Number.isNaN(date.getTime())) return String(timestamp);
+    return date.toLocaleString([], { hour12: false });
+  }
+
+  function sleep(ms) {
+    return new Promise((resolve) => setTimeout(resolve, ms));
+  }
+
+  // -- the API ------------------------------------------------------------------------------
+
+  class ApiFailure extends Error {
+    constructor(status, body) {
+      super((body && body.error) || `HTTP ${status}`);
+      this.status = status;
+      this.code = (body && body.code) || null;
+      this.body = body;
+    }
+
+    describe() {
+      return `${this.status}${this.code ? ' ' + this.code : ''}: ${this.message}`;
+    }
+  }
+
+  function token() {
+    try {
+      return sessionStorage.getItem(TOKEN_KEY) || '';
+    } catch (_err) {
+      return '';
+    }
+  }
+
+  function authHeaders(extra) {
+    const headers = { Accept: 'application/json', ...(extra || {}) };
+    const bearer = token();
+    if (bearer) headers.Authorization = 'Bearer ' + bearer;
+    return headers;
+  }
+
+  async function api(method, path, body) {
+    const headers = authHeaders();
+    const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
+    if (method !== 'GET') {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body === undefined ? {} : body);
+    }
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (err) {
+      throw new ApiFailure(0, { error: 'The server did not answer (' + err.message + ')', code: 'network' });
+    }
+    const text = await response.text();
+    let data = null;
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch (_err) {
+        data = { error: short(text, 300) };
+      }
+    }
+    if (!response.ok) throw new ApiFailure(response.status, data);
+    return data;
+  }
+
+  function explain(err) {
+    if (err instanceof ApiFailure) {
+      if (err.code === 'token_required') {
+        return 'This daemon runs without a bearer token, and agent changes need one: '
+          + 'restart it with --token (or QWEN_SERVER_TOKEN) and enter the token above.';
+      }
+      if (err.status === 401) return 'Unauthorized: this daemon needs its bearer token (API token, at the top).';
+      if (err.code === 'feature_disabled') return 'Standing agents are not enabled for this tenant.';
+      return err.describe();
+    }
+    return String(err && err.message ? err.message : err);
+  }
+
+  function tenantPath() {
+    return `${API}/tenants/${enc(state.tenant)}`;
+  }
+
+  function agentPath(agentId) {
+    return `${tenantPath()}/agents/${enc(agentId || state.agentId)}`;
+  }
+
+  /** False once the tenant or the agent changed: an answer for the old one is dropped. */
+  function current(generation) {
+    return generation === state.generation;
+  }
+
+  // -- tenant -------------------------------------------------------------------------------
+
+  function recentTenants() {
+    try {
+      const list = JSON.parse(localStorage.getItem(RECENT_KEY) || '[]');
+      return Array.isArray(list) ? list.filter((item) => typeof item === 'string') : [];
+    } catch (_err) {
+      return [];
+    }
+  }
+
+  function remember(tenant) {
+    const list = [tenant, ...recentTenants().filter((item) => item !== tenant)].slice(0, 10);
+    try {
+      localStorage.setItem(RECENT_KEY, JSON.stringify(list));
+    } catch (_err) {
+      // No storage: the list is a convenience only.
+    }
+    renderRecent();
+  }
+
+  function renderRecent() {
+    $('recent-tenants').replaceChildren(...recentTenants().map((tenant) => {
+      const option = document.createElement('option');
+      option.value = tenant;
+      return option;
+    }));
+  }
+
+  function rememberLocation() {
+    const params = new URLSearchParams();
+    if (state.tenant) params.set('tenant', state.tenant);
+    if (state.agentId) params.set('agent', state.agentId);
+    history.replaceState(null, '', '#' + params.toString());
+  }
+
+  async function openTenant(tenant, agentId) {
+    stopLive();
+    state.generation += 1;
+    state.tenant = tenant;
+    state.agentId = null;
+    state.agent = null;
+    $('tenant').value = tenant;
+    showBanner('');
+    hideAgent();
+    remember(tenant);
+    rememberLocation();
+    setConnection('pending', `tenant ${tenant}`);
+    $('budget-save').disabled = false;
+    await Promise.all([loadAgents(agentId), loadBudgets(), loadDecisions()]);
+  }
+
+  async function setFeature(enabled) {
+    if (!state.tenant) return;
+    $('feature-enable').disabled = true;
+    $('feature-disable').disabled = true;
+    setText('feature-state', enabled ? 'Enabling…' : 'Disabling…');
+    try {
+      await api('PUT', `${tenantPath()}/features/${FEATURE}`, { enabled });
+    } catch (err) {
+      setText('feature-state', 'Could not change the feature: ' + explain(err));
+      $('feature-enable').disabled = false;
+      $('feature-disable').disabled = false;
+      return;
+    }
+    if (!enabled) {
+      stopLive();
+      state.generation += 1;
+      state.agentId = null;
+      hideAgent();
+    }
+    await loadAgents(null);
+    await loadDecisions();
+  }
+
+  function featureState(enabled, text) {
+    setText('feature-state', text);
+    $('feature-enable').disabled = enabled;
+    $('feature-disable').disabled = !enabled;
+    $('agent-create').disabled = !enabled;
+  }
+
+  // -- agents -------------------------------------------------------------------------------
+
+  async function loadAgents(preferred) {
+    const generation = state.generation;
+    let body;
+    try {
+      body = await api('GET', `${tenantPath()}/agents`);
+    } catch (err) {
+      if (!current(generation)) return;
+      $('agents').replaceChildren();
+      $('agents-empty').hidden = false;
+      if (err instanceof ApiFailure && err.code === 'feature_disabled') {
+        featureState(false, `Standing agents are off for tenant ${state.tenant}.`);
+        setText('agents-empty', 'Enable standing agents to see them.');
+      } else {
+        featureState(false, '');
+        setText('agents-empty', 'Could not list the agents: ' + explain(err));
+        $('feature-enable').disabled = false;
+      }
+      return;
+    }
+    if (!current(generation)) return;
+    const agents = Array.isArray(body && body.agents) ? body.agents : [];
+    featureState(true, `Standing agents are on for tenant ${state.tenant}.`);
+    $('agents').replaceChildren(...agents.map(agentItem));
+    $('agents-empty').hidden = agents.length > 0;
+    setText('agents-empty', 'No agent yet.');
+    if (!state.agentId && agents.length) {
+      const wanted = agents.find((agent) => agent.instanceId === preferred)
+        || agents.find((agent) => agent.agentType === 'Soa') || agents[0];
+      selectAgent(String(wanted.instanceId));
+    } else {
+      markCurrentAgent();
+    }
+  }
+
+  function agentItem(agent) {
+    const id = str(agent.instanceId);
+    const status = el('span', 'status', str(agent.status));
+    status.dataset.status = str(agent.status);
+    const item = el('li', null,
+      el('div', null, el('strong', null, str(agent.agentType)), ' · ', status),
+      el('div', 'sub mono', id),
+      el('div', 'sub', 'mode ' + str(agent.activeMode)));
+    item.dataset.instanceId = id;
+    item.dataset.testid = 'agent-item';
+    item.tabIndex = 0;
+    item.addEventListener('click', () => selectAgent(id));
+    item.addEventListener('keydown', (event) => {
+      if (event.key === 'Enter') selectAgent(id);
+    });
+    return item;
+  }
+
+  function markCurrentAgent() {
+    for (const item of $('agents').children) {
+      item.classList.toggle('current', item.dataset.instanceId === state.agentId);
+    }
+  }
+
+  async function createAgent() {
+    const agentType = $('new-agent-type').value;
+    $('agent-create').disabled = true;
+    try {
+      const created = await api('POST', `${tenantPath()}/agents`, { agentType });
+      await loadAgents(null);
+      if (created && created.instanceId) selectAgent(String(created.instanceId));
+    } catch (err) {
+      showBanner('Could not create the agent: ' + explain(err));
+    } finally {
+      $('agent-create').disabled = false;
+    }
+  }
+
+  function hideAgent() {
+    for (const id of ['agent-panel', 'chat-panel', 'ledger-panel', 'mode-panel']) $(id).hidden = true;
+    $('transcript').replaceChildren();
+    $('ledger').replaceChildren();
+    $('mode-changes').replaceChildren();
+    $('mode-select').dataset.filled = '';
+    state.lastLedgerSeq = -1;
+  }
+
+  function selectAgent(agentId) {
+    stopLive();
+    state.generation += 1;
+    state.agentId = agentId;
+    state.agent = null;
+    hideAgent();
+    for (const id of ['agent-panel', 'chat-panel', 'ledger-panel', 'mode-panel']) $(id).hidden = false;
+    ['agent-message', 'chat-message', 'mode-message'].forEach((id) => note(id, ''));
+    $('transcript-empty').hidden = false;
+    $('ledger-empty').hidden = false;
+    markCurrentAgent();
+    rememberLocation();
+    refreshAgent(state.generation);
+    follow(state.generation);
+  }
+
+  function refreshAgent(generation) {
+    return Promise.all([
+      loadAgent(generation), loadMessages(generation), loadLedger(generation),
+      loadModeChanges(generation), loadSpend(generation),
+    ]);
+  }
+
+  async function loadAgent(generation) {
+    let agent;
+    try {
+      agent = await api('GET', agentPath());
+    } catch (err) {
+      if (current(generation)) note('agent-message', 'Could not read the agent: ' + explain(err), 'error');
+      return;
+    }
+    if (!current(generation)) return;
+    state.agent = agent;
+    setText('agent-id', agent.instanceId);
+    setText('agent-type', agent.agentType);
+    setText('agent-status', agent.status);
+    $('agent-status').dataset.status = str(agent.status);
+    setText('agent-mode', agent.activeMode);
+    setText('agent-foundational', agent.foundational
+      ? `yes, until ${formatTime(agent.worksetDeadline)}` : 'no');
+    setText('agent-counters', `${str(agent.consecutiveIdleTicks)} idle ticks · ${str(agent.consecutiveBlockedTurns)} blocked turns`);
+    setText('agent-next', agent.nextTickAt ? formatTime(agent.nextTickAt) : '—');
+    setText('agent-workflow', agent.workflowId);
+    $('agent-start').disabled = agent.status === 'Active';
+    $('agent-stop').disabled = agent.status !== 'Active';
+    fillModes(str(agent.agentType), str(agent.activeMode));
+    // The list shows status and mode too: keep it in step with what was just read.
+    const item = [...$('agents').children].find((li) => li.dataset.instanceId === state.agentId);
+    if (item) item.replaceWith(agentItem(agent));
+    markCurrentAgent();
+  }
+
+  async function control(action) {
+    const generation = state.generation;
+    note('agent-message', `${action}…`);
+    try {
+      await api('POST', `${agentPath()}/${action}`, {});
+    } catch (err) {
+      if (current(generation)) note('agent-message', `${action} refused: ${explain(err)}`, 'error');
+      return;
+    }
+    if (!current(generation)) return;
+    note('agent-message', `${action}: done.`);
+    if (action === 'reset') {
+      // The routes show the current generation only: the ledger starts over.
+      $('ledger').replaceChildren();
+      state.lastLedgerSeq = -1;
+    }
+    await refreshAgent(generation);
+  }
+
+  // -- transcript and chat ------------------------------------------------------------------
+
+  async function loadMessages(generation) {
+    let body;
+    try {
+      body = await api('GET', `${agentPath()}/messages`);
+    } catch (err) {
+      if (current(generation)) note('chat-message', 'Could not read the transcript: ' + explain(err), 'error');
+      return;
+    }
+    if (!current(generation)) return;
+    const messages = Array.isArray(body && body.messages) ? body.messages : [];
+    const list = $('transcript');
+    const following = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+    list.replaceChildren(...messages.map(messageItem));
+    $('transcript-empty').hidden = messages.length > 0;
+    if (following) list.scrollTop = list.scrollHeight;
+  }
+
+  function messageItem(message) {
+    const direction = str(message.direction);
+    const who = direction === 'operator' ? 'operator' : 'agent';
+    const item = el('li', null,
+      el('span', 'who', `${who} · ${formatTime(message.createdAt)}`),
+      el('span', 'text', str(message.text)));
+    item.dataset.direction = direction;
+    item.dataset.messageId = str(message.messageId);
+    item.dataset.testid = 'message';
+    return item;
+  }
+
+  async function sendMessage(event) {
+    event.preventDefault();
+    const text = $('chat-text').value;
+    if (!text.trim() || !state.agentId) return;
+    const generation = state.generation;
+    $('chat-send').disabled = true;
+    note('chat-message', 'Sending…');
+    try {
+      const sent = await api('POST', `${agentPath()}/messages`, { text });
+      if (!current(generation)) return;
+      $('chat-text').value = '';
+      note('chat-message', `Queued (${str(sent && sent.messageId)}); the agent answers at its next tick.`);
+      await loadMessages(generation);
+    } catch (err) {
+      if (current(generation)) note('chat-message', 'Not sent: ' + explain(err), 'error');
+    } finally {
+      $('chat-send').disabled = false;
+    }
+  }
+
+  // -- ledger -------------------------------------------------------------------------------
+
+  async function loadLedger(generation) {
+    // Pages of turns after the last one shown, until a short page: the ledger only grows.
+    for (;;) {
+      let body;
+      try {
+        body = await api('GET', `${agentPath()}/ledger?after=${state.lastLedgerSeq}&limit=${LEDGER_PAGE}`);
+      } catch (err) {
+        if (current(generation)) note('agent-message', 'Could not read the ledger: ' + explain(err), 'error');
+        return;
+      }
+      if (!current(generation)) return;
+      const turns = Array.isArray(body && body.turns) ? body.turns : [];
+      const list = $('ledger');
+      for (const turn of turns) {
+        const seq = Number(turn.seq) || 0;
+        if (seq <= state.lastLedgerSeq) continue;
+        state.lastLedgerSeq = seq;
+        list.prepend(turnItem(turn)); // newest first
+      }
+      $('ledger-empty').hidden = list.children.length > 0;
+      if (turns.length < LEDGER_PAGE) return;
+    }
+  }
+
+  function turnItem(turn) {
+    const decision = turn.decision && typeof turn.decision === 'object' ? turn.decision : {};
+    const head = el('div', 'head',
+      el('span', 'seq', '#' + str(turn.seq)),
+      el('span', 'time', formatTime(turn.createdAt)),
+      el('span', 'kind', str(turn.eventKind)),
+      el('span', 'chip', str(turn.decisionKind)));
+    if (decision.activeMode) head.append(el('span', 'chip', 'mode ' + str(decision.activeMode)));
+    if (turn.servedModel) head.append(el('span', 'chip', str(turn.servedModel)));
+    if (turn.costUsd !== null && turn.costUsd !== undefined) {
+      head.append(el('span', 'chip', '$' + Number(turn.costUsd).toFixed(4)));
+    }
+    const item = el('li', null, head);
+    if (decision.reasoningSummary) item.append(el('div', 'body', str(decision.reasoningSummary)));
+    const actions = Array.isArray(decision.actions) ? decision.actions : [];
+    if (actions.length) {
+      item.append(el('div', 'body', ...actions.map((action, index) => {
+        const name = action && typeof action === 'object' ? (action.tool || action.name || '?') : action;
+        const outcome = action && action.outcome ? ` → ${action.outcome}` : '';
+        const blocked = action && action.blockedReason ? ` (${action.blockedReason})` : '';
+        return el('span', null, index ? ', ' : '', el('code', null, str(name)), outcome + blocked);
+      })));
+    }
+    if (decision.waitCondition) item.append(el('div', 'body hint', 'waits for: ' + short(decision.waitCondition, 200)));
+    item.append(el('details', 'raw', el('summary', null, `turn · hash ${str(turn.hash).slice(0, 12)}`),
+      el('pre', null, JSON.stringify(turn, null, 2))));
+    item.dataset.seq = str(turn.seq);
+    item.dataset.eventKind = str(turn.eventKind);
+    item.dataset.decisionKind = str(turn.decisionKind);
+    item.dataset.testid = 'turn';
+    return item;
+  }
+
+  // -- spend --------------------------------------------------------------------------------
+
+  function number(...values) {
+    for (const value of values) {
+      const parsed = Number(value);
+      if (value !== null && value !== undefined && Number.isFinite(parsed)) return parsed;
+    }
+    return 0;
+  }
+
+  async function loadSpend(generation) {
+    let body;
+    try {
+      body = await api('GET', `${agentPath()}/llm-calls?limit=${CALLS_READ}`);
+    } catch (err) {
+      if (current(generation)) setText('spend', 'unavailable: ' + explain(err));
+      return;
+    }
+    if (!current(generation)) return;
+    const calls = Array.isArray(body && body.calls) ? body.calls : [];
+    // One row per attempt, failed ones included: every attempt that was paid counts.
+    let cost = 0;
+    let tokensIn = 0;
+    let tokensOut = 0;
+    let failed = 0;
+    for (const call of calls) {
+      cost += number(call.costUsd, call.cost);
+      tokensIn += number(call.tokensIn, call.inputTokens);
+      tokensOut += number(call.tokensOut, call.outputTokens);
+      if (call.outcome && !/^(ok|success|succeeded|completed)$/i.test(String(call.outcome))) failed += 1;
+    }
+    const spend = $('spend');
+    spend.textContent = `$${cost.toFixed(4)} over ${calls.length} model call${calls.length === 1 ? '' : 's'}`
+      + (failed ? ` (${failed} failed)` : '') + ` · ${tokensIn} tokens in, ${tokensOut} out`;
+    spend.dataset.calls = String(calls.length);
+    spend.dataset.costUsd = String(cost);
+  }
+
+  // -- decisions ----------------------------------------------------------------------------
+
+  async function loadDecisions() {
+    if (!state.tenant) return;
+    const tenant = state.tenant;
+    let open;
+    let resolved;
+    try {
+      [open, resolved] = await Promise.all([
+        api('GET', `${tenantPath()}/decisions?status=open`),
+        api('GET', `${tenantPath()}/decisions?status=resolved`),
+      ]);
+    } catch (err) {
+      if (tenant !== state.tenant) return;
+      $('decisions').replaceChildren();
+      $('decisions-empty').hidden = false;
+      setText('decisions-empty', err instanceof ApiFailure && err.code === 'feature_disabled'
+        ? 'None (standing agents are off).' : 'Could not read the decisions: ' + explain(err));
+      return;
+    }
+    if (tenant !== state.tenant) return;
+    const openList = Array.isArray(open && open.decisions) ? open.decisions : [];
+    const doneList = (Array.isArray(resolved && resolved.decisions) ? resolved.decisions : [])
+      .slice(-RESOLVED_SHOWN).reverse();
+    const list = $('decisions');
+    // Keep what the operator is typing: items already shown stay in place.
+    const shown = new Map([...list.children].map((li) => [li.dataset.decisionId + '/' + li.dataset.status, li]));
+    const items = [...openList, ...doneList].map((decision) => {
+      const key = str(decision.decisionId) + '/' + str(decision.status);
+      return shown.get(key) || decisionItem(decision);
+    });
+    list.replaceChildren(...items);
+    $('decisions-empty').hidden = items.length > 0;
+    setText('decisions-empty', 'None.');
+    setText('decisions-title', `Decisions (${openList.length} open)`);
+  }
+
+  function decisionItem(decision) {
+    const id = str(decision.decisionId);
+    const status = str(decision.status);
+    const head = el('div', 'head',
+      el('span', 'chip', str(decision.kind)),
+      el('strong', 'title', str(decision.title)));
+    const item = el('li', null, head);
+    item.dataset.decisionId = id;
+    item.dataset.status = status;
+    item.dataset.kind = str(decision.kind);
+    item.dataset.testid = 'decision';
+    if (decision.body) item.append(el('div', 'body', str(decision.body)));
+    const from = [str(decision.source), decision.soaInstanceId ? 'agent ' + str(decision.soaInstanceId) : '']
+      .filter(Boolean).join(' · ');
+    if (from) item.append(el('div', 'hint', from));
+    if (Array.isArray(decision.options) && decision.options.length) {
+      item.append(el('div', 'hint', 'options: ' + decision.options.map(str).join(', ')));
+    }
+    if (decision.kind === 'mode_change' && status === 'open') {
+      item.append(el('div', 'hint', 'Approve applies the mode (source "approval") before the agent resumes.'));
+    }
+    if (status !== 'open') {
+      const answer = el('div', 'hint resolution', `${status}: ${str(decision.resolution)}`);
+      answer.dataset.testid = 'decision-resolution';
+      item.append(answer);
+      return item;
+    }
+    const notes = el('input', null);
+    notes.placeholder = 'answer or notes';
+    notes.maxLength = 4000;
+    notes.dataset.testid = 'decision-notes';
+    const approve = button('Approve', 'approve', 'decision-approve');
+    const reject = button('Reject', 'deny', 'decision-reject');
+    const answer = button('Answer', null, 'decision-answer');
+    const buttons = [approve, reject, answer];
+    approve.addEventListener('click', () => respond(decision, 'approve', notes.value, buttons));
+    reject.addEventListener('click', () => respond(decision, 'reject', notes.value, buttons));
+    answer.addEventListener('click', () => {
+      if (!notes.value.trim()) {
+        note('decision-message', 'Write the answer first.', 'error');
+        return;
+      }
+      respond(decision, notes.value.trim(), '', buttons);
+    });
+    item.append(el('div', 'answer', notes, approve, reject, answer));
+    return item;
+  }
+
+  function button(label, className, testId) {
+    const node = el('button', className, label);
+    node.type = 'button';
+    node.dataset.testid = testId;
+    return node;
+  }
+
+  /** Who answers decisions and changes modes: recorded with each (respondedBy, actor). */
+  function operatorName() {
+    return $('responded-by').value.trim() || 'operator';
+  }
+
+  async function respond(decision, resolution, notes, buttons) {
+    const respondedBy = operatorName();
+    buttons.forEach((node) => { node.disabled = true; });
+    note('decision-message', 'Answering…');
+    try {
+      const body = { resolution, resolutionNotes: notes || '', respondedBy };
+      await api('POST', `${tenantPath()}/decisions/${enc(str(decision.decisionId))}/respond`, body);
+      note('decision-message', `Answered "${short(resolution, 80)}" to "${short(str(decision.title), 80)}".`);
+    } catch (err) {
+      note('decision-message', 'Answer refused: ' + explain(err), 'error');
+      buttons.forEach((node) => { node.disabled = false; });
+    }
+    await loadDecisions();
+    if (state.agentId) await refreshAgent(state.generation);
+  }
+
+  // -- mode ---------------------------------------------------------------------------------
+
+  /** The mode catalogue the server put in the page (code seed of agent_modes, per type). */
+  function catalogueModes(agentType) {
+    const group = [...$('mode-catalog').querySelectorAll('optgroup')]
+      .find((node) => node.label === agentType);
+    return group ? [...group.querySelectorAll('option')].map((option) => ({
+      name: option.value, description: option.title,
+    })) : [];
+  }
+
+  function fillModes(agentType, activeMode) {
+    const select = $('mode-select');
+    // Refreshes come often: rebuilding the list each time would undo the operator's choice.
+    const filled = `${agentType}/${activeMode}`;
+    if (select.dataset.filled === filled) return;
+    select.dataset.filled = filled;
+    const modes = catalogueModes(agentType);
+    if (activeMode && !modes.some((mode) => mode.name === activeMode)) modes.unshift({ name: activeMode, description: '' });
+    select.replaceChildren(...modes.map((mode) => {
+      const option = document.createElement('option');
+      option.value = mode.name;
+      option.textContent = mode.name === activeMode ? `${mode.name} (active)` : mode.name;
+      option.title = mode.description;
+      return option;
+    }));
+    select.value = activeMode;
+  }
+
+  async function changeMode(event) {
+    event.preventDefault();
+    const mode = $('mode-select').value;
+    const generation = state.generation;
+    if (!mode || !state.agentId) return;
+    note('mode-message', `Switching to ${mode}…`);
+    try {
+      await api('POST', `${agentPath()}/mode`, { mode, actor: operatorName() });
+      if (current(generation)) note('mode-message', `Mode ${mode} applies from the next tick.`);
+    } catch (err) {
+      if (!current(generation)) return;
+      const allowed = err instanceof ApiFailure && err.body && Array.isArray(err.body.allowed)
+        ? ` (allowed: ${err.body.allowed.join(', ')})` : '';
+      note('mode-message', 'Mode refused: ' + explain(err) + allowed, 'error');
+    }
+    await Promise.all([loadAgent(generation), loadModeChanges(generation)]);
+  }
+
+  async function loadModeChanges(generation) {
+    let body;
+    try {
+      body = await api('GET', `${agentPath()}/mode-changes`);
+    } catch (err) {
+      if (current(generation)) note('mode-message', 'Could not read the mode changes: ' + explain(err), 'error');
+      return;
+    }
+    if (!current(generation)) return;
+    const changes = Array.isArray(body && body.changes) ? body.changes : [];
+    $('mode-changes').replaceChildren(...changes.slice().reverse().map((change) => {
+      const item = el('li', null,
+        el('div', 'head', el('span', 'kind', `${str(change.from) || '—'} → ${str(change.to)}`),
+          el('span', 'chip', str(change.source))),
+        el('div', 'hint', [change.actor ? `by ${str(change.actor)}` : '', formatTime(change.createdAt)]
+          .filter(Boolean).join(' · ')));
+      item.dataset.source = str(change.source);
+      item.dataset.to = str(change.to);
+      item.dataset.testid = 'mode-change';
+      return item;
+    }));
+    $('mode-changes-empty').hidden = changes.length > 0;
+  }
+
+  // -- budgets ------------------------------------------------------------------------------
+
+  async function loadBudgets() {
+    if (!state.tenant) return;
+    const tenant = state.tenant;
+    const rows = await Promise.all(BUDGET_KEYS.map(async (key) => {
+      try {
+        const body = await api('GET', `${tenantPath()}/config/${enc(key)}`);
+        const value = body ? body.value : null;
+        return [key, value === null || value === undefined ? 'not set' : JSON.stringify(value)];
+      } catch (err) {
+        // An unset key answers 404 with its code; a 404 without one means no such route.
+        if (err instanceof ApiFailure && err.status === 404 && err.code) return [key, 'not set'];
+        return [key, err instanceof ApiFailure ? `unavailable (${err.status || 'no answer'})` : 'unavailable'];
+      }
+    }));
+    if (tenant !== state.tenant) return;
+    $('budgets').replaceChildren(...rows.map(([key, value]) => {
+      const row = el('tr', null, el('td', 'mono', key.replace('AgentDispatcher:', '')), el('td', null, value));
+      row.dataset.key = key;
+      return row;
+    }));
+  }
+
+  async function saveBudget(event) {
+    event.preventDefault();
+    const key = $('budget-key').value;
+    const raw = $('budget-value').value.trim();
+    const value = raw === '' ? null : Number(raw);
+    if (value !== null && !Number.isFinite(value)) {
+      note('budget-message', 'A number, or empty to clear.', 'error');
+      return;
+    }
+    note('budget-message', 'Saving…');
+    try {
+      await api('PUT', `${tenantPath()}/config/${enc(key)}`, { value });
+      note('budget-message', `${key} = ${raw || 'cleared'}; applies at the next tick.`);
+    } catch (err) {
+      note('budget-message', 'Refused: ' + explain(err), 'error');
+    }
+    await loadBudgets();
+  }
+
+  // -- live ---------------------------------------------------------------------------------
+
+  function stopLive() {
+    if (state.streamAbort) state.streamAbort.abort();
+    state.streamAbort = null;
+    state.streamLive = false;
+    state.lastEventId = null;
+    for (const name of ['refreshTimer', 'lateRefreshTimer']) {
+      if (state[name]) clearTimeout(state[name]);
+      state[name] = null;
+    }
+  }
+
+  /** Many frames arrive together (a replay, a turn with its messages): one refresh for all,
+   * and one more a second later, in case a frame came before its write was readable. */
+  function scheduleRefresh(generation) {
+    if (!current(generation)) return;
+    const refresh = async () => {
+      if (current(generation)) await Promise.all([refreshAgent(generation), loadDecisions(), loadAgents(null)]);
+    };
+    if (!state.refreshTimer) {
+      state.refreshTimer = setTimeout(() => {
+        state.refreshTimer = null;
+        refresh();
+      }, REFRESH_DEBOUNCE_MS);
+    }
+    if (!state.lateRefreshTimer) {
+      state.lateRefreshTimer = setTimeout(() => {
+        state.lateRefreshTimer = null;
+        refresh();
+      }, LATE_REFRESH_MS);
+    }
+  }
+
+  /** The agent's SSE stream, and polling beside it: often while the stream is down, now
+   * and then while it is up (a frame missed for whatever reason is caught up). */
+  function follow(generation) {
+    followStream(generation);
+    poll(generation);
+  }
+
+  async function poll(generation) {
+    while (current(generation)) {
+      await sleep(state.streamLive ? SAFETY_POLL_MS : POLL_MS);
+      if (current(generation)) await Promise.all([refreshAgent(generation), loadDecisions()]);
+    }
+  }
+
+  async function followStream(generation) {
+    let backoff = 1000;
+    while (current(generation)) {
+      const outcome = await readStream(generation);
+      if (!current(generation)) return;
+      if (outcome === 'unsupported') {
+        setConnection('ok', 'polling every ' + POLL_MS / 1000 + ' s');
+        return;
+      }
+      setConnection('error', 'stream closed — polling, reconnecting');
+      await sleep(backoff);
+      backoff = Math.min(backoff * 2, 30000);
+    }
+  }
+
+  /** Read `event:`/`data:`/`id:` frames (fetch, so the bearer header goes along). */
+  async function readStream(generation) {
+    const abort = new AbortController();
+    state.streamAbort = abort;
+    const headers = authHeaders({ Accept: 'text/event-stream' });
+    if (state.lastEventId !== null) headers['Last-Event-ID'] = state.lastEventId;
+    let response;
+    try {
+      response = await fetch(`${agentPath()}/stream`, { headers, signal: abort.signal, cache: 'no-store' });
+    } catch (_err) {
+      return 'error';
+    }
+    if (!response.ok || !response.body) {
+      return response.status === 404 || response.status === 405 ? 'unsupported' : 'error';
+    }
+    state.streamLive = true;
+    setConnection('ok', 'live');
+    scheduleRefresh(generation); // anything that happened before the stream opened
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done || !current(generation)) break;
+        buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+        let cut = buffer.indexOf('\n\n');
+        while (cut >= 0) {
+          handleFrame(buffer.slice(0, cut), generation);
+          buffer = buffer.slice(cut + 2);
+          cut = buffer.indexOf('\n\n');
+        }
+      }
+    } catch (_err) {
+      // Aborted (another agent chosen) or the connection dropped: the caller decides.
+    } finally {
+      state.streamLive = false;
+    }
+    return 'closed';
+  }
+
+  function handleFrame(frame, generation) {
+    let type = 'message';
+    let hasData = false;
+    for (const line of frame.split('\n')) {
+      if (line.startsWith('id:')) state.lastEventId = line.slice(3).trim();
+      else if (line.startsWith('event:')) type = line.slice(6).trim();
+      else if (line.startsWith('data:')) hasData = true;
+    }
+    // Comments (heartbeats) and the retry line carry no data; everything else may change
+    // what the page shows.
+    if (hasData && type !== 'replay_complete') scheduleRefresh(generation);
+  }
+
+  // -- token --------------------------------------------------------------------------------
+
+  function saveToken(event) {
+    if (event) event.preventDefault();
+    const value = $('token').value.trim();
+    try {
+      if (value) sessionStorage.setItem(TOKEN_KEY, value);
+      else sessionStorage.removeItem(TOKEN_KEY);
+    } catch (_err) {
+      showBanner('This browser keeps no session storage: the token cannot be kept.');
+    }
+    if (state.tenant) openTenant(state.tenant, state.agentId);
+  }
+
+  function clearToken() {
+    $('token').value = '';
+    saveToken();
+  }
+
+  // -- start --------------------------------------------------------------------------------
+
+  function init() {
+    $('token').value = token();
+    $('token-form').addEventListener('submit', saveToken);
+    $('token-clear').addEventListener('click', clearToken);
+    $('tenant-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const tenant = $('tenant').value.trim();
+      if (!TENANT_RE.test(tenant)) {
+        showBanner('Tenant: letters, digits, ".", "_" and "-" (up to 100), starting with a letter or digit.');
+        return;
+      }
+      openTenant(tenant, null);
+    });
+    $('feature-enable').addEventListener('click', () => setFeature(true));
+    $('feature-disable').addEventListener('click', () => setFeature(false));
+    $('agent-create').addEventListener('click', createAgent);
+    $('agent-start').addEventListener('click', () => control('start'));
+    $('agent-stop').addEventListener('click', () => control('stop'));
+    $('agent-reset').addEventListener('click', () => control('reset'));
+    $('chat-form').addEventListener('submit', sendMessage);
+    $('chat-text').addEventListener('keydown', (event) => {
+      if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) $('chat-form').requestSubmit();
+    });
+    $('mode-form').addEventListener('submit', changeMode);
+    $('budget-form').addEventListener('submit', saveBudget);
+    $('budget-key').replaceChildren(...BUDGET_KEYS.map((key) => {
+      const option = document.createElement('option');
+      option.value = key;
+      option.textContent = key.replace('AgentDispatcher:', '');
+      return option;
+    }));
+    renderRecent();
+    const params = new URLSearchParams(location.hash.slice(1));
+    const tenant = params.get('tenant');
+    const opening = tenant && TENANT_RE.test(tenant) ? openTenant(tenant, params.get('agent')) : Promise.resolve();
+    opening.finally(() => {
+      document.body.dataset.ready = 'true';
+    });
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', init);
+  else init();
+})();
