@@ -1,9 +1,10 @@
-"""What a workflow tells its stream when every attempt of a model call failed.
+"""What a workflow tells its stream when a model call's chain ended without a reply.
 
 `run_chain` (workflows/llm_chain.py) raises an ApplicationError of type
-`all_providers_exhausted` whose message names each attempt's provider, alias and
-outcome and whose details carry the `ChainFailure`: a session prompt ends with
-`turn_error`, an agent-tools turn with `agent.error`, both listing the attempts.
+`all_providers_exhausted` (or `model_bad_request`: a 400 ended the chain, or
+`device_flow_failed`) whose message names each attempt's provider, alias and outcome
+and whose details carry the `ChainFailure`: a session prompt ends with `turn_error`,
+an agent-tools turn with `agent.error`, both listing the attempts.
 """
 
 from __future__ import annotations
@@ -14,25 +15,20 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from runtime.llm.routing import ALL_PROVIDERS_EXHAUSTED, AttemptReport, ChainFailure
+    from runtime.llm.routing import (
+        ALL_PROVIDERS_EXHAUSTED,
+        DEVICE_FLOW_FAILED,
+        MODEL_BAD_REQUEST,
+        AttemptReport,
+    )
+    from workflows.llm_chain import chain_failure
+
+CHAIN_ENDED = (ALL_PROVIDERS_EXHAUSTED, MODEL_BAD_REQUEST, DEVICE_FLOW_FAILED)
 
 
 def is_exhausted(err: BaseException) -> bool:
-    return isinstance(err, ApplicationError) and err.type == ALL_PROVIDERS_EXHAUSTED
-
-
-def chain_failure(err: ApplicationError) -> ChainFailure | None:
-    """The attempts of an exhausted chain (the error's first detail), if it carries them."""
-    details = err.details
-    if not details:
-        return None
-    first = details[0]
-    if isinstance(first, ChainFailure):
-        return first
-    try:
-        return ChainFailure.model_validate(first)
-    except ValueError:
-        return None
+    """Whether `err` is a model call's chain ending without a reply."""
+    return isinstance(err, ApplicationError) and err.type in CHAIN_ENDED
 
 
 def attempt_views(err: ApplicationError, *, camel: bool) -> list[dict[str, Any]]:

@@ -31,8 +31,6 @@ with workflow.unsafe.imports_passed_through():
         AttemptReport,
         AttemptSpec,
         ChainPlan,
-        LlmActivity,
-        ResolveChainInput,
     )
     from runtime.policy.approval import (
         InvalidApprovalMode,
@@ -74,7 +72,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.sessions.streams import session_event
     from runtime.store.journal_contracts import APPEND_EVENTS, AppendEventsInput, dedupe_key
     from runtime.streams import session_stream
-    from workflows.llm_chain import run_chain
+    from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
 
 
 _LOCAL = timedelta(minutes=2)
@@ -86,8 +84,6 @@ _EFFECT_RETRY = RetryPolicy(
 # Each model step walks the fallback chain of Session:Default, one activity per attempt
 # (issue 11). Prompts started before it made one model-step activity retried by Temporal.
 _MODEL_CHAIN = "model-steps-walk-the-fallback-chain"
-# The chain owns retries: an attempt is tried once.
-_ONCE = RetryPolicy(maximum_attempts=1)
 
 
 def session_workflow_id(session_id: str) -> str:
@@ -484,7 +480,8 @@ class SessionWorkflow:
             return await self._model_step_v1(item, step, run_id)
         assert self._input is not None
         plan = await self._plan()
-        results: dict[int, ModelStepResult] = {}
+        # The attempts' results, in order: the chain ends on the successful one.
+        results: list[ModelStepResult] = []
 
         async def attempt(spec: AttemptSpec) -> AttemptReport:
             assert self._input is not None
@@ -507,7 +504,7 @@ class SessionWorkflow:
                     request,
                     result_type=ModelStepResult,
                     start_to_close_timeout=_LOCAL,
-                    retry_policy=_ONCE,
+                    retry_policy=ATTEMPT_RETRY,
                 )
             else:
                 result = await workflow.execute_activity(
@@ -516,20 +513,21 @@ class SessionWorkflow:
                     result_type=ModelStepResult,
                     start_to_close_timeout=timedelta(minutes=10),
                     heartbeat_timeout=timedelta(seconds=10),
-                    retry_policy=_ONCE,
+                    retry_policy=ATTEMPT_RETRY,
                 )
             assert result.report is not None
-            results[spec.attempt_index] = result
+            results.append(result)
             return result.report
 
-        chain = await run_chain(plan, model_call_id(self._input.session_id, item, step), attempt)
-        return results[chain.attempts[-1].attempt_index]
+        call_id = model_call_id(self._input.session_id, item, step)
+        await run_chain(plan, call_id, attempt, workspace=self._input.workspace_cwd)
+        return results[-1]
 
     async def _plan(self) -> ChainPlan:
         """Session:Default's chain, read now (live): the session's chosen model replaces
         the preset's own only while the preset it was chosen for is still the one bound."""
         override = self._model_id if self._model_chosen else None
-        plan = await self._resolve(override)
+        plan = await resolve_chain(SESSION_SITE, override)
         if override is not None:
             if self._model_chosen_for is None:
                 self._model_chosen_for = plan.preset_id
@@ -537,19 +535,9 @@ class SessionWorkflow:
                 # Another preset was bound since: its model, not one its provider may not know.
                 self._model_chosen = False
                 self._model_chosen_for = None
-                plan = await self._resolve(None)
+                plan = await resolve_chain(SESSION_SITE, None)
         if not self._model_chosen and plan.entries:
             self._model_id = plan.entries[0].model
-        return plan
-
-    async def _resolve(self, override: str | None) -> ChainPlan:
-        plan: ChainPlan = await workflow.execute_local_activity(
-            LlmActivity.RESOLVE_CHAIN,
-            ResolveChainInput(site=SESSION_SITE, model_override=override),
-            result_type=ChainPlan,
-            start_to_close_timeout=_LOCAL,
-            retry_policy=_RETRY,
-        )
         return plan
 
     async def _model_step_v1(self, item: PromptItem, step: int, run_id: str) -> ModelStepResult:

@@ -47,9 +47,6 @@ with workflow.unsafe.imports_passed_through():
         TURN_SITE,
         AttemptReport,
         AttemptSpec,
-        ChainPlan,
-        LlmActivity,
-        ResolveChainInput,
     )
     from runtime.store.journal_contracts import (
         APPEND_EVENTS,
@@ -59,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from runtime.streams import agent_tools_events_stream, turn_transcript_stream
     from workflows.deterministic_agent import PLAN, next_step, summarize, summary_refs
-    from workflows.llm_chain import run_chain
+    from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
     from workflows.turn_outcome import model_turn_outcome
 
 
@@ -265,14 +262,9 @@ class TurnWorkflow:
             )
             return before
         # Turn:Model's chain, read now: a binding changed since the last step applies.
-        plan: ChainPlan = await workflow.execute_local_activity(
-            LlmActivity.RESOLVE_CHAIN,
-            ResolveChainInput(site=TURN_SITE),
-            result_type=ChainPlan,
-            start_to_close_timeout=timedelta(minutes=1),
-            retry_policy=_TOOL_RETRY,
-        )
-        results: dict[int, ModelStepResult] = {}
+        plan = await resolve_chain(TURN_SITE)
+        # The attempts' results, in order: the chain ends on the successful one.
+        results: list[ModelStepResult] = []
 
         async def attempt(spec: AttemptSpec) -> AttemptReport:
             result: ModelStepResult = await workflow.execute_activity(
@@ -281,15 +273,15 @@ class TurnWorkflow:
                 result_type=ModelStepResult,
                 start_to_close_timeout=_MODEL_TIMEOUT,
                 heartbeat_timeout=timedelta(seconds=10),
-                retry_policy=RetryPolicy(maximum_attempts=1),  # the chain owns retries
+                retry_policy=ATTEMPT_RETRY,  # the chain owns retries
             )
             assert result.report is not None
-            results[spec.attempt_index] = result
+            results.append(result)
             return result.report
 
         call_id = f"{workflow.info().workflow_id}/m{step}"
-        chain = await run_chain(plan, call_id, attempt)
-        return results[chain.attempts[-1].attempt_index]
+        await run_chain(plan, call_id, attempt)
+        return results[-1]
 
     async def _authorization_needed(self, summary: CallSummary) -> bool:
         if summary.status != "AUTHORIZATION_REQUIRED":
