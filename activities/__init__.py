@@ -9,6 +9,7 @@ from activities.agent_tools import AgentToolsActivities
 from activities.identity import IdentityActivities
 from activities.journal import JournalActivities
 from activities.llm import ModelProvider
+from activities.llm.routing_activities import LlmActivities
 from activities.session import SessionActivities
 from activities.standing_agent import StandingAgentActivities
 from runtime.settings import Settings
@@ -25,6 +26,7 @@ def build_activities(
     session = SessionActivities(store, journal, provider, settings)
     identity = IdentityActivities(store, journal, settings.resolved_data_dir)
     agents = StandingAgentActivities(store, journal, provider, settings)
+    llm = LlmActivities(store, settings)
     return [
         JournalActivities(journal).append_events,
         session.open_prompt,
@@ -47,6 +49,7 @@ def build_activities(
         agents.model_step,
         agents.run_tool,
         agents.complete_tick,
+        llm.resolve_chain,
     ]
 
 
@@ -54,6 +57,7 @@ __all__ = [
     "AgentToolsActivities",
     "IdentityActivities",
     "JournalActivities",
+    "LlmActivities",
     "StandingAgentActivities",
     "build_activities",
 ]
