@@ -10,6 +10,7 @@ from activities.identity import IdentityActivities
 from activities.journal import JournalActivities
 from activities.llm import ModelProvider
 from activities.llm.gateway import ModelGateway
+from activities.llm.routing_activities import LlmActivities
 from activities.session import SessionActivities
 from activities.standing_agent import StandingAgentActivities
 from runtime.settings import Settings
@@ -33,6 +34,7 @@ def build_activities(
     session = SessionActivities(store, journal, provider, settings, gateway)
     identity = IdentityActivities(store, journal, settings.resolved_data_dir)
     agents = StandingAgentActivities(store, journal, provider, settings)
+    llm = LlmActivities(store, settings)
     return [
         JournalActivities(journal).append_events,
         session.open_prompt,
@@ -55,6 +57,7 @@ def build_activities(
         agents.model_step,
         agents.run_tool,
         agents.complete_tick,
+        llm.resolve_chain,
     ]
 
 
@@ -62,6 +65,7 @@ __all__ = [
     "AgentToolsActivities",
     "IdentityActivities",
     "JournalActivities",
+    "LlmActivities",
     "StandingAgentActivities",
     "build_activities",
 ]
