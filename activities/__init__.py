@@ -9,7 +9,6 @@ from activities.agent_tools import AgentToolsActivities
 from activities.identity import IdentityActivities
 from activities.journal import JournalActivities
 from activities.llm import ModelProvider
-from activities.llm.gateway import ModelGateway
 from activities.llm.routing_activities import LlmActivities
 from activities.session import SessionActivities
 from activities.standing_agent import StandingAgentActivities
@@ -21,17 +20,14 @@ def build_activities(
     store: Store, journal: EventJournal, provider: ModelProvider, settings: Settings
 ) -> list[Callable[..., Any]]:
     """Every activity the worker registers, bound to this process's store and model."""
-    # One gateway for every model step: `provider` serves the scripted kind.
-    gateway = ModelGateway(store, settings, scripted=provider)
     agent_tools = AgentToolsActivities(
         store,
         journal,
         provider,
         settings=settings,
-        gateway=gateway,
         max_results=settings.agent_tools_max_results,
     )
-    session = SessionActivities(store, journal, provider, settings, gateway)
+    session = SessionActivities(store, journal, provider, settings)
     identity = IdentityActivities(store, journal, settings.resolved_data_dir)
     agents = StandingAgentActivities(store, journal, provider, settings)
     llm = LlmActivities(store, settings)

@@ -70,7 +70,9 @@ class AgentToolsActivities:
         self.provider = provider
         self.settings = settings
         # Model steps are attempts through the gateway; `provider` serves its scripted kind.
-        self.gateway = gateway or ModelGateway(store, settings, scripted=provider)
+        self.gateway = gateway or ModelGateway(
+            store, settings, scripted=provider, purpose="AgentToolsTurn"
+        )
         self.max_results = max_results
 
     @activity.defn(name=AgentToolsActivity.CALL_TOOL)

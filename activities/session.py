@@ -87,7 +87,9 @@ class SessionActivities:
         self.settings = settings
         self.ledger = OperationLedger(store)
         # Model steps are attempts through the gateway; `provider` serves its scripted kind.
-        self.gateway = gateway or ModelGateway(store, settings, scripted=provider)
+        self.gateway = gateway or ModelGateway(
+            store, settings, scripted=provider, purpose="SessionPrompt"
+        )
 
     def _provider_for(self, session_model_id: str) -> ModelProvider:
         # The session may predate a switch of provider: resolve its model id against
