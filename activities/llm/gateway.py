@@ -99,7 +99,8 @@ class ModelGateway:
     ) -> None:
         self.store = store
         self.settings = settings
-        # The `scripted` provider kind: the sessions' model, or the agents' sibling.
+        # The `scripted` provider kind: the worker's own model (the sessions' scripted
+        # model, the agents' sibling, or what a test runs the worker with).
         self.scripted: ModelProvider = scripted or ScriptedModel()
         self._providers = providers
         self.timeout = timeout
@@ -237,11 +238,7 @@ class ModelGateway:
                 }
             )
             return failed, None
-        cost, version = price_usd(
-            "scripted" if config.kind == "scripted" else spec.provider,
-            reply.served_model,
-            reply.usage,
-        )
+        cost, version = price_usd(model.name, reply.served_model, reply.usage)
         status = None if config.kind == "scripted" else 200
         await asyncio.to_thread(
             record.record_success,

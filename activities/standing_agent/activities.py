@@ -24,6 +24,7 @@ from activities.heartbeat import heartbeating
 from activities.llm import ChatMessage, ModelProvider
 from activities.llm import record as llm_record
 from activities.llm.gateway import LlmOwner, ModelGateway
+from activities.llm.scripted import MODEL_NAME as SCRIPTED
 from activities.llm.scripted_agent import ScriptedAgentModel
 from activities.llm.settings_chain import settings_plan
 from activities.standing_agent.constitution_check import ConstitutionChecker
@@ -89,9 +90,8 @@ class StandingAgentActivities:
         self.provider = provider
         self.settings = settings
         # The sessions' scripted model answers prompts; agents need one that ends episodes.
-        self.gateway = ModelGateway(
-            store, settings, scripted=ScriptedAgentModel(), purpose=llm_record.AGENT_PURPOSE
-        )
+        own = ScriptedAgentModel() if provider.name == SCRIPTED else provider
+        self.gateway = ModelGateway(store, settings, scripted=own, purpose=llm_record.AGENT_PURPOSE)
         self.constitution = ConstitutionChecker()
 
     # --- the loop (local activities) -----------------------------------------------------
