@@ -27,8 +27,8 @@ from activities.llm.scripted import MODEL_NAME as SCRIPTED
 from activities.llm.scripted_agent import ScriptedAgentModel
 from activities.standing_agent import llm_record
 from activities.standing_agent.constitution_check import ConstitutionChecker
-from activities.standing_agent.pricing import price_usd
 from runtime.llm.active import active_model
+from runtime.llm.pricing import attempt_cost
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
 from runtime.sessions import registry
 from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
@@ -244,7 +244,9 @@ class StandingAgentActivities:
             raise ApplicationError(
                 str(err), type="ModelError", non_retryable=not err.retryable
             ) from err
-        cost, version = price_usd(provider.name, reply.served_model, reply.usage)
+        cost, version = await asyncio.to_thread(
+            attempt_cost, self.store, provider.name, reply.served_model, reply.usage
+        )
         await asyncio.to_thread(
             llm_record.record_success,
             self.store,
