@@ -203,6 +203,8 @@ async def test_a_session_model_choice_yields_to_an_operator_preset(daemon: Daemo
         end, events = await _ask(d, sid, "one")
         assert end == "turn_complete", events
         assert settings_server.requests[-1].body["model"] == "qwen-big"
+        context = (await d.client.get(f"/session/{sid}/context")).json()
+        assert context["state"]["models"]["currentModelId"] == "qwen-big"
         await _provider(d, "alpha", alpha, "sk-alpha")
         await _preset(d, "on-alpha", "m-alpha", "alpha", [])
         await _bind(d, SESSION_SITE, "on-alpha")
@@ -210,6 +212,8 @@ async def test_a_session_model_choice_yields_to_an_operator_preset(daemon: Daemo
         end, events = await _ask(d, sid, "two")
         assert end == "turn_complete", events
         assert alpha.requests[-1].body["model"] == "m-alpha"
+        context = (await d.client.get(f"/session/{sid}/context")).json()
+        assert context["state"]["models"]["currentModelId"] == "m-alpha"
         caps = (await d.client.get("/capabilities")).json()
         assert caps["modelServices"][0]["modelId"] == "m-alpha", caps["modelServices"]
 
