@@ -258,16 +258,21 @@ class IdentityActivities:
 
     @activity.defn(name=DeviceFlowActivity.EMIT)
     async def emit(self, request: EmitInput) -> int:
-        """Append the event to each live session of the workspace; a retry appends nothing
-        twice (one dedupe key per stream). Returns how many streams got it."""
-        sessions = await asyncio.to_thread(registry.list_live, self.store, request.workspace_cwd)
+        """Append the event to each live session of the workspace (or to the one session
+        named); a retry appends nothing twice (one dedupe key per stream). Returns how many
+        streams got it."""
+        if request.session_id is not None:
+            session_ids = [request.session_id]
+        else:
+            live = await asyncio.to_thread(registry.list_live, self.store, request.workspace_cwd)
+            session_ids = [record.session_id for record in live]
         event = session_event(request.type, request.data)
-        for record in sessions:
+        for session_id in session_ids:
             key = dedupe_key(request.dedupe_scope, 0, [event])
             await self.journal.aappend_many(
-                session_stream(record.session_id),
+                session_stream(session_id),
                 [event],
                 retention=request.retention,
                 dedupe_key=key,
             )
-        return len(sessions)
+        return len(session_ids)
