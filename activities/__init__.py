@@ -10,6 +10,7 @@ from activities.device_flow_pause import DeviceFlowPauseActivities
 from activities.identity import IdentityActivities
 from activities.journal import JournalActivities
 from activities.llm import ModelProvider
+from activities.llm.routing_activities import LlmActivities
 from activities.session import SessionActivities
 from activities.standing_agent import StandingAgentActivities
 from runtime.settings import Settings
@@ -27,6 +28,7 @@ def build_activities(
     identity = IdentityActivities(store, journal, settings.resolved_data_dir)
     agents = StandingAgentActivities(store, journal, provider, settings)
     device_flow_pause = DeviceFlowPauseActivities(settings)
+    llm = LlmActivities(store, settings)
     return [
         JournalActivities(journal).append_events,
         session.open_prompt,
@@ -51,6 +53,7 @@ def build_activities(
         agents.model_step,
         agents.run_tool,
         agents.complete_tick,
+        llm.resolve_chain,
     ]
 
 
@@ -59,6 +62,7 @@ __all__ = [
     "DeviceFlowPauseActivities",
     "IdentityActivities",
     "JournalActivities",
+    "LlmActivities",
     "StandingAgentActivities",
     "build_activities",
 ]

@@ -216,3 +216,23 @@ class ChainFailure(BaseModel):
 
 # Errors crossing the Temporal boundary (ApplicationError.type).
 ALL_PROVIDERS_EXHAUSTED = "all_providers_exhausted"
+
+
+class LlmActivity(StrEnum):
+    """The model-routing activities, called by name from the workflows."""
+
+    RESOLVE_CHAIN = "llm.resolve_chain"  # local: the call's plan, from the live config
+
+
+class ResolveChainInput(BaseModel):
+    """Resolve `site` to a plan; `model_override` (a session's own model) replaces the
+    preset's model on the chain's first entry."""
+
+    site: str
+    model_override: str | None = None
+
+
+# A deviceFlow credential's flow failed or expired: the call ends with its errorKind.
+DEVICE_FLOW_FAILED = "device_flow_failed"
+# A 400 (or another 4xx) ended the chain at once: the request itself is at fault.
+MODEL_BAD_REQUEST = "model_bad_request"

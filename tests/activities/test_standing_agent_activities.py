@@ -15,11 +15,13 @@ from sqlmodel import col, select
 from temporalio.testing import ActivityEnvironment
 
 from activities.llm import ChatMessage, OpenAIProvider, ScriptedModel, ToolCall
+from activities.llm import record as llm_record
 from activities.llm.scripted_agent import GREETING, next_call
-from activities.standing_agent import StandingAgentActivities, llm_record
+from activities.standing_agent import StandingAgentActivities
 from activities.standing_agent import activities as agent_activities
 from activities.standing_agent.pricing import price_usd
 from runtime.llm.contracts import Usage
+from runtime.llm.routing import OwnerKind
 from runtime.sessions.models import DaemonSession
 from runtime.settings import Settings
 from runtime.standing_agents import catalog, episode, modes, ticks
@@ -464,10 +466,12 @@ async def test_an_attempt_killed_mid_call_is_recorded_as_a_timeout(
     owner = llm_record.CallOwner(
         call_id=call_id,
         tenant=sa.TENANT,
-        instance_id=agent,
+        owner_kind=OwnerKind.AGENT,
+        owner_id=agent,
         site="Agent:Planning",
-        provider="scripted",
+        provider="settings",
         requested_model="scripted",
+        purpose=llm_record.AGENT_PURPOSE,
     )
     # The first attempt's worker died between its request and its answer.
     llm_record.begin_attempt(store, owner, attempt=1, now=NOW)
