@@ -22,7 +22,11 @@ def build_activities(
 ) -> list[Callable[..., Any]]:
     """Every activity the worker registers, bound to this process's store and model."""
     agent_tools = AgentToolsActivities(
-        store, journal, provider, max_results=settings.agent_tools_max_results
+        store,
+        journal,
+        provider,
+        settings=settings,
+        max_results=settings.agent_tools_max_results,
     )
     session = SessionActivities(store, journal, provider, settings)
     identity = IdentityActivities(store, journal, settings.resolved_data_dir)

@@ -18,12 +18,20 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
+from workflows.model_failure import attempt_views, is_exhausted
 from workflows.search_attributes import KIND, STATUS, TENANT
 from workflows.session_permissions import SessionPermissions
 
 with workflow.unsafe.imports_passed_through():
     from runtime.failures import UPDATE_EXPIRED
     from runtime.llm.contracts import ToolCall
+    from runtime.llm.routing import (
+        SESSION_SITE,
+        SETTINGS_PROVIDER,
+        AttemptReport,
+        AttemptSpec,
+        ChainPlan,
+    )
     from runtime.policy.approval import (
         InvalidApprovalMode,
         is_approval_mode,
@@ -64,6 +72,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.sessions.streams import session_event
     from runtime.store.journal_contracts import APPEND_EVENTS, AppendEventsInput, dedupe_key
     from runtime.streams import session_stream
+    from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
 
 
 _LOCAL = timedelta(minutes=2)
@@ -72,6 +81,9 @@ _RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds
 _EFFECT_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5)
 )
+# Each model step walks the fallback chain of Session:Default, one activity per attempt
+# (issue 11). Prompts started before it made one model-step activity retried by Temporal.
+_MODEL_CHAIN = "model-steps-walk-the-fallback-chain"
 
 
 def session_workflow_id(session_id: str) -> str:
@@ -104,6 +116,8 @@ class SessionWorkflow:
         self._permissions = SessionPermissions(self._emit, self._set_status)
         self._approval_mode = request.approval_mode
         self._model_id = request.model_id
+        self._model_chosen = request.model_chosen
+        self._model_chosen_for = request.model_chosen_for
         # The deployment's provider as last reported by the API (SubmitPrompt,
         # SetModelRequest): a session outlives a switch of AGENTRT_MODEL_PROVIDER.
         self._provider = request.model_provider
@@ -261,6 +275,9 @@ class SessionWorkflow:
             )
             return ModelSwitchResult(ok=False, model_id=request.model_id, error=error)
         self._model_id = request.model_id
+        # For the preset bound at the next prompt (`_plan`).
+        self._model_chosen = True
+        self._model_chosen_for = None
         await self._emit("model_switched", data, originator=request.originator)
         return ModelSwitchResult(ok=True, model_id=request.model_id)
 
@@ -330,6 +347,8 @@ class SessionWorkflow:
                 "approval_mode": self._approval_mode,
                 "model_id": self._model_id,
                 "model_provider": self._provider,
+                "model_chosen": self._model_chosen,
+                "model_chosen_for": self._model_chosen_for,
                 "always_allowed": sorted(self._always),
                 "event_counter": self._events,
                 "queue": list(self._queue),
@@ -357,6 +376,18 @@ class SessionWorkflow:
                 stop = await self._episode(item)
         except _Cancelled:
             stop = "cancelled"
+        except ApplicationError as err:
+            if not is_exhausted(err):
+                raise
+            # Every attempt of a model step failed (or a 400 ended the chain).
+            data = {
+                "sessionId": session_id,
+                "promptId": item.prompt_id,
+                "error": err.message[:1000],
+                "attempts": attempt_views(err, camel=True),
+            }
+            await self._emit("turn_error", data, prompt_id=item.prompt_id)
+            stop = "error"
         except ActivityError as err:
             await self._emit(
                 "turn_error",
@@ -445,6 +476,72 @@ class SessionWorkflow:
         return "max_tokens"
 
     async def _model_step(self, item: PromptItem, step: int, run_id: str) -> ModelStepResult:
+        if not workflow.patched(_MODEL_CHAIN):
+            return await self._model_step_v1(item, step, run_id)
+        assert self._input is not None
+        plan = await self._plan()
+        # The attempts' results, in order: the chain ends on the successful one.
+        results: list[ModelStepResult] = []
+
+        async def attempt(spec: AttemptSpec) -> AttemptReport:
+            assert self._input is not None
+            request = ModelStepInput(
+                session_id=self._input.session_id,
+                prompt_id=item.prompt_id,
+                step=step,
+                run_id=run_id,
+                model_id=spec.model,
+                shell_enabled=self._input.shell_enabled,
+                retention=self._input.event_retention,
+                attempt=spec,
+                tenant=self._input.workspace_cwd,
+            )
+            result: ModelStepResult
+            if spec.provider == SETTINGS_PROVIDER and self._provider == "scripted":
+                # Built in and instant: a local activity keeps a prompt to few workflow tasks.
+                result = await workflow.execute_local_activity(
+                    SessionActivity.MODEL_STEP,
+                    request,
+                    result_type=ModelStepResult,
+                    start_to_close_timeout=_LOCAL,
+                    retry_policy=ATTEMPT_RETRY,
+                )
+            else:
+                result = await workflow.execute_activity(
+                    SessionActivity.MODEL_STEP,
+                    request,
+                    result_type=ModelStepResult,
+                    start_to_close_timeout=timedelta(minutes=10),
+                    heartbeat_timeout=timedelta(seconds=10),
+                    retry_policy=ATTEMPT_RETRY,
+                )
+            assert result.report is not None
+            results.append(result)
+            return result.report
+
+        call_id = model_call_id(self._input.session_id, item, step)
+        await run_chain(plan, call_id, attempt, workspace=self._input.workspace_cwd)
+        return results[-1]
+
+    async def _plan(self) -> ChainPlan:
+        """Session:Default's chain, read now (live): the session's chosen model replaces
+        the preset's own only while the preset it was chosen for is still the one bound."""
+        override = self._model_id if self._model_chosen else None
+        plan = await resolve_chain(SESSION_SITE, override)
+        if override is not None:
+            if self._model_chosen_for is None:
+                self._model_chosen_for = plan.preset_id
+            elif self._model_chosen_for != plan.preset_id:
+                # Another preset was bound since: its model, not one its provider may not know.
+                self._model_chosen = False
+                self._model_chosen_for = None
+                plan = await resolve_chain(SESSION_SITE, None)
+        if not self._model_chosen and plan.entries:
+            self._model_id = plan.entries[0].model
+        return plan
+
+    async def _model_step_v1(self, item: PromptItem, step: int, run_id: str) -> ModelStepResult:
+        """The model step of prompts started before `_MODEL_CHAIN`, so their histories replay."""
         assert self._input is not None
         request = ModelStepInput(
             session_id=self._input.session_id,
@@ -618,6 +715,11 @@ class SessionWorkflow:
             ),
             start_to_close_timeout=timedelta(seconds=30),
         )
+
+
+def model_call_id(session_id: str, item: PromptItem, step: int) -> str:
+    """The logical model call of a prompt's step: its attempts and stored reply hang on it."""
+    return f"session/{session_id}/{item.prompt_id}/s{step}"
 
 
 def _check_bound(request: WorkerBound) -> None:

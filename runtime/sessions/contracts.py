@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from runtime.llm.contracts import ToolCall
+from runtime.llm.routing import AttemptReport, AttemptSpec
 
 # The longest prompt deadline (`deadlineMs`, `--prompt-deadline-ms`): 2^31-1 ms, about
 # 24.8 days, the longest delay JavaScript's setTimeout honours (the reference daemon's bound).
@@ -42,6 +43,12 @@ class SessionInput(BaseModel):
     shell_enabled: bool = False
     model_id: str = "scripted"
     model_provider: str = "scripted"
+    # Whether `model_id` was chosen for this session (POST /session/:id/model), and for
+    # which preset of Session:Default (None: the one in force at its next prompt). A
+    # choice overrides the preset's model only while that preset is the one bound: a
+    # session otherwise follows the live binding (its creation model is no choice).
+    model_chosen: bool = False
+    model_chosen_for: str | None = None
     approval_mode: str = "default"
     max_steps: int = 16
     # Carried across continue-as-new.
@@ -194,12 +201,20 @@ class ModelStepInput(BaseModel):
     model_id: str
     shell_enabled: bool = False
     retention: int = 8000
+    # One attempt of the step's fallback chain (Session:Default). None: a step of a
+    # prompt started before the chain, which makes the first attempt of the live plan.
+    attempt: AttemptSpec | None = None
+    # The session's workspace, the tenant its attempts are accounted to.
+    tenant: str | None = None
 
 
 class ModelStepResult(BaseModel):
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     stop_reason: StopReason = "end_turn"
+    # What the attempt came to (None from a step without `attempt`): on a failed one,
+    # the rest of the result is empty and the workflow's chain decides what follows.
+    report: AttemptReport | None = None
 
 
 class ToolStepInput(BaseModel):
