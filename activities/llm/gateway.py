@@ -43,8 +43,8 @@ from activities.llm.contracts import (
 from activities.llm.openai import DEFAULT_TIMEOUT, OpenAIProvider
 from activities.llm.scripted import ScriptedModel
 from activities.llm.settings_chain import settings_provider
-from activities.standing_agent.pricing import price_usd
 from runtime.device_flow.providers import credentials_path
+from runtime.llm.pricing import attempt_cost
 from runtime.llm.routing import (
     SETTINGS_PROVIDER,
     AttemptOutcome,
@@ -238,7 +238,9 @@ class ModelGateway:
                 }
             )
             return failed, None
-        cost, version = price_usd(model.name, reply.served_model, reply.usage)
+        cost, version = await asyncio.to_thread(
+            attempt_cost, self.store, model.name, reply.served_model, reply.usage
+        )
         status = None if config.kind == "scripted" else 200
         await asyncio.to_thread(
             record.record_success,

@@ -19,8 +19,8 @@ from activities.llm import record as llm_record
 from activities.llm.scripted_agent import GREETING, next_call
 from activities.standing_agent import StandingAgentActivities
 from activities.standing_agent import activities as agent_activities
-from activities.standing_agent.pricing import price_usd
 from runtime.llm.contracts import Usage
+from runtime.llm.pricing import attempt_cost
 from runtime.llm.routing import OwnerKind
 from runtime.sessions.models import DaemonSession
 from runtime.settings import Settings
@@ -495,12 +495,12 @@ async def test_an_attempt_killed_mid_call_is_recorded_as_a_timeout(
 
 
 def test_an_unknown_model_costs_zero_with_an_unknown_price_version(
-    caplog: pytest.LogCaptureFixture,
+    store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
     usage = Usage(prompt_tokens=1000, completion_tokens=10)
     with caplog.at_level(logging.WARNING):
-        first = price_usd("openai", "no-such-model-xyz", usage)
-        again = price_usd("openai", "no-such-model-xyz", usage)
+        first = attempt_cost(store, "openai", "no-such-model-xyz", usage)
+        again = attempt_cost(store, "openai", "no-such-model-xyz", usage)
     assert first == again == (0.0, "unknown")
     assert sum("no-such-model-xyz" in r.getMessage() for r in caplog.records) == 1
 
