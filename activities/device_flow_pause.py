@@ -84,16 +84,17 @@ class DeviceFlowPauseActivities:
                 hint=f"no device-flow provider {request.provider_id!r} is configured",
             )
         client = activity.client()
-        workflow_id = device_flow_workflow_id(request.workspace_cwd, request.provider_id)
+        workspace = request.workspace_cwd or self.settings.workspace_cwd
+        workflow_id = device_flow_workflow_id(workspace, request.provider_id)
         handle = client.get_workflow_handle(workflow_id)
         if await _running(handle):
             state = await _state(handle)
             fresh = state.terminal_at_ms is None or state.terminal_at_ms >= request.since_ms
             if not state.terminal or fresh or state.request_id == request.request_id:
-                return EnsureFlowResult(device_flow_id=state.device_flow_id)
+                return self._found(state, workspace)
             await self._release(handle)
         flow = DeviceFlowInput(
-            workspace_cwd=request.workspace_cwd,
+            workspace_cwd=workspace,
             provider=provider,
             request_id=request.request_id,
             event_retention=self.settings.event_ring_size,
@@ -106,10 +107,17 @@ class DeviceFlowPauseActivities:
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             search_attributes=TypedSearchAttributes(device_flow_search_attributes(flow)),
-            memo={"workspaceCwd": request.workspace_cwd, "providerId": request.provider_id},
+            memo={"workspaceCwd": workspace, "providerId": request.provider_id},
         )
         state = await _state(client.get_workflow_handle(workflow_id, run_id=started.run_id))
-        return EnsureFlowResult(device_flow_id=state.device_flow_id)
+        return self._found(state, workspace)
+
+    def _found(self, state: FlowState, workspace: str) -> EnsureFlowResult:
+        return EnsureFlowResult(
+            device_flow_id=state.device_flow_id,
+            workspace_cwd=workspace,
+            event_retention=self.settings.event_ring_size,
+        )
 
     @staticmethod
     async def _release(handle: WorkflowHandle[Any, Any]) -> None:

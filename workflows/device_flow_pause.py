@@ -51,14 +51,16 @@ CANCELLED = "cancelled"
 
 async def await_device_flow(
     provider_id: str,
-    workspace_cwd: str,
+    workspace_cwd: str | None,
     session_id: str | None,
     *,
     event_retention: int | None = None,
 ) -> DeviceFlowOutcome:
     """Run (or join) the device flow of `provider_id` and wait for its end.
 
-    `session_id`: the session whose prompt is paused, told `auth_device_flow_started`
+    `workspace_cwd`: the workspace whose flow it is; None for the worker's own (a turn
+    or an agent tick, which have no session). `session_id`: the session whose prompt is
+    paused, told `auth_device_flow_started`
     (the flow itself tells every live session of the workspace when it starts; a
     session that got that is not told twice). None for a turn or an agent tick.
     Returns `authorized`, or the flow's `errorKind` (`cancelled` for a flow cancelled
@@ -94,9 +96,11 @@ async def await_device_flow(
             hint=ensured.hint,
         )
     flow_id = ensured.device_flow_id
+    workspace = ensured.workspace_cwd or workspace_cwd or ""
+    retention = event_retention if event_retention is not None else ensured.event_retention
     announced = False
     while True:
-        read = await _read(provider_id, workspace_cwd, flow_id)
+        read = await _read(provider_id, workspace, flow_id)
         if read is not None and read.state is None:
             return DeviceFlowOutcome(
                 provider_id=provider_id,
@@ -110,7 +114,7 @@ async def await_device_flow(
             return _outcome(state)
         if state is not None and state.pending:
             if session_id is not None and not announced:
-                await _announce(state, workspace_cwd, session_id, event_retention)
+                await _announce(state, workspace, session_id, retention)
                 announced = True
             expires_at = state.expires_at_ms
             if expires_at is not None and _now_ms() > expires_at + _ms(EXPIRY_SLACK):

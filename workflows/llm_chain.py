@@ -15,7 +15,6 @@ without paying again.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -40,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         LlmActivity,
         ResolveChainInput,
     )
+    from workflows.device_flow_pause import await_device_flow
 
 # Each attempt is one activity execution: a retry is the chain's next attempt.
 ATTEMPT_RETRY = RetryPolicy(maximum_attempts=1)
@@ -53,7 +53,6 @@ _RESOLVE_RETRY = RetryPolicy(
 AttemptFn = Callable[[AttemptSpec], Awaitable[AttemptReport]]
 # Wait for the device flow of a provider: None once authorized, else the flow's errorKind.
 DeviceFlowWait = Callable[[str], Awaitable[str | None]]
-DEVICE_FLOW_MODULE = "workflows.device_flow_pause"
 
 
 @dataclass
@@ -82,6 +81,7 @@ async def run_chain(
     attempt_fn: AttemptFn,
     *,
     workspace: str | None = None,
+    session_id: str | None = None,
     device_flow: DeviceFlowWait | None = None,
 ) -> ChainResult:
     """Walk `plan` until an attempt succeeds.
@@ -101,19 +101,16 @@ async def run_chain(
         report = await _attempt(spec, attempt_fn)
         flow = report.device_flow_required
         if flow is not None and spec.attempt_index not in paused_for:
-            wait = device_flow or _device_flow_wait(workspace)
-            if wait is not None:
-                # Once per attempt: a flow that "succeeds" without a usable token would
-                # otherwise pause forever; the second time it is an auth_error.
-                paused_for.add(spec.attempt_index)
-                error_kind = await wait(flow)
-                if error_kind is None:
-                    continue  # the same attempt, with the new token
-                attempts.append(report.model_copy(update={"error": error_kind}))
-                failure = ChainFailure(attempts=attempts)
-                raise ApplicationError(
-                    error_kind, failure, type=DEVICE_FLOW_FAILED, non_retryable=True
-                )
+            wait = device_flow or _device_flow_wait(workspace, session_id)
+            # Once per attempt: a flow that "succeeds" without a usable token would
+            # otherwise pause forever; the second time it is an auth_error.
+            paused_for.add(spec.attempt_index)
+            error_kind = await wait(flow)
+            if error_kind is None:
+                continue  # the same attempt, with the new token
+            attempts.append(report.model_copy(update={"error": error_kind}))
+            failure = ChainFailure(attempts=attempts)
+            raise ApplicationError(error_kind, failure, type=DEVICE_FLOW_FAILED, non_retryable=True)
         attempts.append(report)
         if report.outcome is AttemptOutcome.OK:
             return ChainResult(report=report, attempts=attempts)
@@ -165,20 +162,15 @@ async def _attempt(spec: AttemptSpec, attempt_fn: AttemptFn) -> AttemptReport:
         )
 
 
-def _device_flow_wait(workspace: str | None) -> DeviceFlowWait | None:
-    """The device-flow pause of `workflows.device_flow_pause`, once that module exists;
-    without it a deviceFlow credential with no token is an auth_error and the chain moves
-    on."""
-    try:
-        module = importlib.import_module(DEVICE_FLOW_MODULE)
-    except ModuleNotFoundError:
-        return None
-    wait = getattr(module, "await_device_flow", None)
-    if wait is None:
-        return None
+def _device_flow_wait(workspace: str | None, session_id: str | None) -> DeviceFlowWait:
+    """The device-flow pause (workflows/device_flow_pause.py): start or join the
+    provider's flow, tell the session (if the call is a session's), wait for its end.
+    `workspace` None: the worker's own workspace (a turn's or an agent's call)."""
 
     async def pause(provider_id: str) -> str | None:
-        result: str | None = await wait(provider_id, workspace=workspace)
-        return result
+        outcome = await await_device_flow(provider_id, workspace, session_id)
+        if outcome.authorized:
+            return None
+        return outcome.error_kind or "upstream_error"
 
     return pause

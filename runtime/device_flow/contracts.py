@@ -156,13 +156,15 @@ class EnsureFlowInput(BaseModel):
     (its token is what the call found unusable) and is released for a new one."""
 
     provider_id: str
-    workspace_cwd: str
+    workspace_cwd: str | None  # None: the worker's workspace (a turn's or an agent's call)
     request_id: str
     since_ms: int
 
 
 class EnsureFlowResult(BaseModel):
     device_flow_id: str | None = None
+    workspace_cwd: str | None = None  # the flow's workspace, resolved
+    event_retention: int | None = None  # the deployment's, for the announcement
     # No flow could be started (an unknown provider): the call ends with this.
     error_kind: str | None = None
     hint: str | None = None
