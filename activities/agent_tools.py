@@ -12,7 +12,6 @@ from temporalio.exceptions import ApplicationError
 
 from activities.llm import ChatMessage, ModelProvider, ToolSpec
 from activities.llm.gateway import LlmOwner, ModelGateway
-from activities.llm.settings_chain import settings_plan
 from runtime.agent_tools.calls import execute_call
 from runtime.agent_tools.contracts import (
     AgentToolsActivity,
@@ -29,6 +28,7 @@ from runtime.investigation.catalog import TOOL_DESCRIPTORS
 from runtime.investigation.research import ResearchNotFound
 from runtime.investigation.tools import research_get_state
 from runtime.llm.chain import first_attempt
+from runtime.llm.config_store import load_chain_plan
 from runtime.llm.routing import TURN_SITE, AttemptOutcome, AttemptReport, AttemptSpec, OwnerKind
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
@@ -152,7 +152,9 @@ class AgentToolsActivities:
         after a crash), it is returned without calling the model again. A failed
         attempt returns its report and keeps nothing: the workflow's chain decides.
         """
-        spec = request.attempt or self._first_attempt(request)
+        spec = request.attempt
+        if spec is None:
+            spec = await asyncio.to_thread(self._first_attempt, request)
         entries = (await self.journal.aread(request.transcript_stream, 0, 10_000)).entries
         for entry in entries:
             if entry.data.get("step") == request.step and entry.data.get("role") == "assistant":
@@ -196,8 +198,8 @@ class AgentToolsActivities:
 
     def _first_attempt(self, request: ModelStepInput) -> AttemptSpec:
         """The attempt of a step sent without one (its turn began before the chain): the
-        deployment's settings, as then."""
-        plan = settings_plan(self.settings, TURN_SITE)
+        first of the live plan."""
+        plan = load_chain_plan(self.store, self.settings, TURN_SITE)
         call_id = f"turn/{request.instance}/{request.workspace}/{request.turn_id}/m{request.step}"
         spec = first_attempt(plan, call_id)
         assert spec is not None  # the settings plan has one entry

@@ -19,7 +19,6 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvider
 from activities.llm.gateway import LlmOwner, ModelGateway
-from activities.llm.settings_chain import settings_plan
 from activities.workspace import (
     ToolResult,
     WorkspaceTools,
@@ -31,6 +30,7 @@ from activities.workspace import (
 )
 from runtime.llm.active import served_model_id
 from runtime.llm.chain import first_attempt
+from runtime.llm.config_store import load_chain_plan
 from runtime.llm.routing import (
     SESSION_SITE,
     AttemptOutcome,
@@ -153,7 +153,9 @@ class SessionActivities:
         """
         transcript = session_transcript_stream(request.session_id)
         stream = session_stream(request.session_id)
-        spec = request.attempt or self._first_attempt(request)
+        spec = request.attempt
+        if spec is None:
+            spec = await asyncio.to_thread(self._first_attempt, request)
         key = f"{request.run_id}/{request.prompt_id}/s{request.step}"
         if request.attempt is not None:
             key = f"{key}/a{spec.attempt_index}"
@@ -214,8 +216,8 @@ class SessionActivities:
 
     def _first_attempt(self, request: ModelStepInput) -> AttemptSpec:
         """The attempt of a step sent without one (its prompt began before the chain):
-        the deployment's settings, as then."""
-        plan = settings_plan(self.settings, SESSION_SITE, request.model_id)
+        the first of the live plan."""
+        plan = load_chain_plan(self.store, self.settings, SESSION_SITE, request.model_id)
         call_id = f"session/{request.session_id}/{request.prompt_id}/s{request.step}"
         spec = first_attempt(plan, call_id)
         assert spec is not None  # the settings plan has one entry

@@ -31,7 +31,6 @@ with workflow.unsafe.imports_passed_through():
         SETTINGS_PROVIDER,
         AttemptReport,
         AttemptSpec,
-        ChainPlan,
     )
     from runtime.policy.approval import (
         InvalidApprovalMode,
@@ -117,8 +116,6 @@ class SessionWorkflow:
         self._permissions = SessionPermissions(self._emit, self._set_status)
         self._approval_mode = request.approval_mode
         self._model_id = request.model_id
-        self._model_chosen = request.model_chosen
-        self._model_chosen_for = request.model_chosen_for
         # The deployment's provider as last reported by the API (SubmitPrompt,
         # SetModelRequest): a session outlives a switch of AGENTRT_MODEL_PROVIDER.
         self._provider = request.model_provider
@@ -276,9 +273,6 @@ class SessionWorkflow:
             )
             return ModelSwitchResult(ok=False, model_id=request.model_id, error=error)
         self._model_id = request.model_id
-        # For the preset bound at the next prompt (`_plan`).
-        self._model_chosen = True
-        self._model_chosen_for = None
         await self._emit("model_switched", data, originator=request.originator)
         return ModelSwitchResult(ok=True, model_id=request.model_id)
 
@@ -348,8 +342,6 @@ class SessionWorkflow:
                 "approval_mode": self._approval_mode,
                 "model_id": self._model_id,
                 "model_provider": self._provider,
-                "model_chosen": self._model_chosen,
-                "model_chosen_for": self._model_chosen_for,
                 "always_allowed": sorted(self._always),
                 "event_counter": self._events,
                 "queue": list(self._queue),
@@ -483,7 +475,10 @@ class SessionWorkflow:
         if not workflow.patched(_MODEL_CHAIN):
             return await self._model_step_v1(item, step, run_id)
         assert self._input is not None
-        plan = await self._plan()
+        # Session:Default's chain, read now (live): a binding changed since the last step
+        # applies. The session's own model counts only under the deployment's settings
+        # provider (load_chain_plan): under an operator's preset, the preset's model.
+        plan = await resolve_chain(SESSION_SITE, self._model_id)
         # The attempts' results, in order: the chain ends on the successful one.
         results: list[ModelStepResult] = []
 
@@ -532,23 +527,6 @@ class SessionWorkflow:
             session_id=self._input.session_id,
         )
         return results[-1]
-
-    async def _plan(self) -> ChainPlan:
-        """Session:Default's chain, read now (live): the session's chosen model replaces
-        the preset's own only while the preset it was chosen for is still the one bound."""
-        override = self._model_id if self._model_chosen else None
-        plan = await resolve_chain(SESSION_SITE, override)
-        if override is not None:
-            if self._model_chosen_for is None:
-                self._model_chosen_for = plan.preset_id
-            elif self._model_chosen_for != plan.preset_id:
-                # Another preset was bound since: its model, not one its provider may not know.
-                self._model_chosen = False
-                self._model_chosen_for = None
-                plan = await resolve_chain(SESSION_SITE, None)
-        if not self._model_chosen and plan.entries:
-            self._model_id = plan.entries[0].model
-        return plan
 
     async def _model_step_v1(self, item: PromptItem, step: int, run_id: str) -> ModelStepResult:
         """The model step of prompts started before `_MODEL_CHAIN`, so their histories replay."""

@@ -41,11 +41,10 @@ from activities.llm.contracts import (
 )
 from activities.llm.openai import DEFAULT_TIMEOUT, OpenAIProvider
 from activities.llm.scripted import ScriptedModel
-from activities.llm.settings_chain import settings_provider
 from runtime.device_flow.tokens import forget_token, usable_token
+from runtime.llm.config_store import provider_config
 from runtime.llm.pricing import attempt_cost
 from runtime.llm.routing import (
-    SETTINGS_PROVIDER,
     AttemptOutcome,
     AttemptReport,
     AttemptSpec,
@@ -104,12 +103,8 @@ class ModelGateway:
     def provider_config(self, provider_id: str) -> ProviderConfig | None:
         """The provider as configured now (live: read at every attempt)."""
         if self._providers is not None:
-            found = self._providers(provider_id)
-            if found is not None or provider_id != SETTINGS_PROVIDER:
-                return found
-        if provider_id == SETTINGS_PROVIDER:
-            return settings_provider(self.settings)
-        return None
+            return self._providers(provider_id)
+        return provider_config(self.store, self.settings, provider_id)
 
     async def attempt(
         self,
@@ -180,7 +175,7 @@ class ModelGateway:
             provider=spec.provider,
             credential_alias=spec.credential_alias,
         )
-        config = self.provider_config(spec.provider)
+        config = await asyncio.to_thread(self.provider_config, spec.provider)
         if config is None:
             error = f"provider {spec.provider!r} is not configured"
             return report.model_copy(update={"error": error}), None
@@ -235,6 +230,8 @@ class ModelGateway:
                 }
             )
             return failed, None
+        # Priced by the model's kind: the built-in scripted model is free, whatever
+        # the worker runs as `scripted` (a test's priced model) is priced.
         cost, version = await asyncio.to_thread(
             attempt_cost, self.store, model.name, reply.served_model, reply.usage
         )

@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-from activities.llm.settings_chain import settings_plan
+from runtime.llm.config_store import LlmConfigError, load_chain_plan
 from runtime.llm.routing import ChainPlan, LlmActivity, ResolveChainInput
 from runtime.settings import Settings
 from runtime.store.engine import Store
@@ -23,6 +24,10 @@ class LlmActivities:
 
     @activity.defn(name=LlmActivity.RESOLVE_CHAIN)
     async def resolve_chain(self, request: ResolveChainInput) -> ChainPlan:
-        return await asyncio.to_thread(
-            settings_plan, self.settings, request.site, request.model_override
-        )
+        try:
+            return await asyncio.to_thread(
+                load_chain_plan, self.store, self.settings, request.site, request.model_override
+            )
+        except LlmConfigError as err:
+            # An unknown site or a dangling preset: retrying reads the same config.
+            raise ApplicationError(err.message, type=err.code, non_retryable=True) from err

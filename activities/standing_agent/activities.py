@@ -26,9 +26,9 @@ from activities.llm import record as llm_record
 from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.llm.scripted import MODEL_NAME as SCRIPTED
 from activities.llm.scripted_agent import ScriptedAgentModel
-from activities.llm.settings_chain import settings_plan
 from activities.standing_agent.constitution_check import ConstitutionChecker
 from runtime.llm.active import active_model
+from runtime.llm.config_store import load_chain_plan
 from runtime.llm.routing import AttemptOutcome, AttemptSpec, OwnerKind
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
 from runtime.sessions import registry
@@ -163,7 +163,7 @@ class StandingAgentActivities:
         its own single attempt, numbered by the activity's attempt, and raises on a
         failure as it did then, so that Temporal's retries still apply to it.
         """
-        spec = request.attempt or self._legacy_attempt(request)
+        spec = request.attempt or await self._legacy_attempt(request)
         stored = await asyncio.to_thread(llm_record.stored_reply, self.store, request.call_id)
         transcript = agent_episode_stream(
             request.tenant, request.instance_id, request.event.event_id
@@ -215,8 +215,9 @@ class StandingAgentActivities:
             report=report,
         )
 
-    def _legacy_attempt(self, request: ModelStepInput) -> AttemptSpec:
-        plan = settings_plan(self.settings, PLANNING_SITE[request.agent_type])
+    async def _legacy_attempt(self, request: ModelStepInput) -> AttemptSpec:
+        site = PLANNING_SITE[request.agent_type]
+        plan = await asyncio.to_thread(load_chain_plan, self.store, self.settings, site)
         entry = plan.entries[0]
         return AttemptSpec(
             call_id=request.call_id,

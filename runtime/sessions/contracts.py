@@ -43,12 +43,6 @@ class SessionInput(BaseModel):
     shell_enabled: bool = False
     model_id: str = "scripted"
     model_provider: str = "scripted"
-    # Whether `model_id` was chosen for this session (POST /session/:id/model), and for
-    # which preset of Session:Default (None: the one in force at its next prompt). A
-    # choice overrides the preset's model only while that preset is the one bound: a
-    # session otherwise follows the live binding (its creation model is no choice).
-    model_chosen: bool = False
-    model_chosen_for: str | None = None
     approval_mode: str = "default"
     max_steps: int = 16
     # Carried across continue-as-new.

@@ -37,7 +37,10 @@ async def test_recorded_history_replays(path: Path) -> None:
 def test_there_are_histories_to_replay() -> None:
     assert {p.stem for p in HISTORIES} >= {
         "session",
+        "session-before-model-chain",
         "turn",
+        "turn-model",
+        "turn-model-before-model-chain",
         "turn-before-decision-signal",
         "device-flow",
         "standing-agent",

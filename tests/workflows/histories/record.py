@@ -2,7 +2,8 @@
 
     .venv/bin/python -m tests.workflows.histories.record [name ...]
 
-With names (`session`, `turn`, `device-flow`, `standing-agent`), only those are recorded.
+With names (`session`, `turn`, `turn-model`, `device-flow`, `standing-agent`), only those
+are recorded.
 
 Keep the histories of earlier code (rename them, e.g. `turn-before-decision-signal.json`)
 when recording new ones: workflows started then may still be running, and their
@@ -89,6 +90,15 @@ async def _turn_run(browser: Browser, instance: str) -> str:
     assert (await browser.decide(research_id, "approve")).status_code == 200
     resumed = await browser.resume(turn["turn_id"])
     assert resumed.status_code in (200, 409), resumed.text
+    await browser.wait_for_event(turn["turn_id"], "agent.turn.completed")
+    return turn_workflow_id(instance, "demo", turn["turn_id"])
+
+
+async def _model_turn_run(browser: Browser, instance: str) -> str:
+    """A model turn (the worker's scripted model through the Turn:Model chain): a search,
+    then the answer."""
+    prompt = '/call investigation.search {"query": "Kestrel Holdings", "limit": 3}\n/say Found.'
+    turn = await browser.start_turn(prompt, agent="model")
     await browser.wait_for_event(turn["turn_id"], "agent.turn.completed")
     return turn_workflow_id(instance, "demo", turn["turn_id"])
 
@@ -189,13 +199,18 @@ async def record(names: list[str] | None = None) -> None:
             ):
                 http.headers["Authorization"] = "Bearer record"
                 daemon = Daemon(http, workspace.resolve(), EventJournal(store))
-                wanted = set(names or ("session", "turn", "device-flow", "standing-agent"))
+                every = ("session", "turn", "turn-model", "device-flow", "standing-agent")
+                wanted = set(names or every)
                 runs: dict[str, tuple[str, str | None]] = {}
                 if "session" in wanted:
                     runs["session"] = (await _session_run(daemon), None)
                 if "turn" in wanted:
                     browser = await Browser(http).open()
                     runs["turn"] = (await _turn_run(browser, settings.instance), None)
+                if "turn-model" in wanted:
+                    browser = await Browser(http).open()
+                    model_turn = await _model_turn_run(browser, settings.instance)
+                    runs["turn-model"] = (model_turn, None)
                 if "device-flow" in wanted:
                     # The first run (deviceFlowId is the run id): approved, then released.
                     runs["device-flow"] = await _device_flow_run(http, idp, settings.workspace_cwd)
