@@ -18,7 +18,7 @@ import pytest
 from sqlmodel import col, select
 
 from activities.llm import record
-from activities.llm.gateway import LlmOwner, ModelGateway, device_flow_token
+from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.llm.openai import retry_after_s
 from runtime.device_flow.providers import QWEN_OAUTH, credentials_path
 from runtime.llm import config_store
@@ -243,12 +243,18 @@ async def test_a_device_flow_credential_uses_the_stored_token(
     assert fake.requests[0].authorization == "Bearer k-good"
 
 
-def test_a_device_flow_token_near_its_expiry_is_not_used(settings: Settings) -> None:
+async def test_an_expired_device_flow_token_without_refresh_asks_for_the_flow(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    """The refresh itself is tested in tests/runtime/test_device_flow_tokens.py."""
+    credential = CredentialConfig(alias="me", deviceFlow=QWEN_OAUTH)
+    config_store.put_provider(store, settings, "p1", fake.base_url, [credential], NOW)
     path = credentials_path(settings.resolved_data_dir, QWEN_OAUTH)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"access_token": "t", "expiry_date": 1_000_000}))
-    assert device_flow_token(settings, QWEN_OAUTH, now_ms=1_000_000 - 10_000) is None
-    assert device_flow_token(settings, QWEN_OAUTH, now_ms=1_000_000 - 120_000) == "t"
+    report, reply = await ModelGateway(store, settings).attempt(_spec("me"), OWNER, HELLO, [])
+    assert reply is None and report.device_flow_required == QWEN_OAUTH
+    assert fake.requests == []
 
 
 async def test_the_overlay_caps_output_and_suffixes_the_system_prompt(
