@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.testing import WorkflowEnvironment
 
+from runtime.device_flow.credentials import credentials_record, store_credentials
 from runtime.device_flow.providers import credentials_path
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
@@ -234,3 +235,25 @@ async def test_a_paused_prompt_spans_kill_9_of_the_worker(rig: Rig) -> None:
     assert len(rig.idp.devices) == 1  # the same flow, polled by the new worker
     assert rig.model.requests[-1].authorization == f"Bearer {rig.idp.issued[-1]}"
     assert [e["type"] for e in events].count("auth_device_flow_started") == 1
+
+
+async def test_a_token_near_expiry_is_refreshed_without_a_flow(rig: Rig) -> None:
+    """A stored token about to expire is refreshed (RFC 6749 refresh_token grant) before
+    the attempt: no pause, no device code, the model sees the refreshed token."""
+    rig.idp.token_expires_in = 30  # inside the refresh margin
+    store_credentials(rig.data_dir, IDP, credentials_record(IDP, rig.idp.issue(), _now_ms()))
+    rig.idp.token_expires_in = 3600
+    rig.start_worker()
+    await rig.configure()
+    rig.model.queue_text("with a refreshed token")
+    sid = (await rig.daemon.create())["sessionId"]
+    prompt_id = (await rig.daemon.prompt(sid, "hello")).json()["promptId"]
+    events = await rig.daemon.wait_for(sid, "turn_complete", prompt_id=prompt_id, timeout=60)
+    assert _answer(events, prompt_id) == "with a refreshed token"
+    assert len(rig.idp.refreshes()) == 1 and rig.idp.devices == []
+    assert rig.model.requests[0].authorization == f"Bearer {rig.idp.issued[-1]}"
+    assert "auth_device_flow_started" not in [e["type"] for e in events]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
