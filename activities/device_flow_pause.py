@@ -38,6 +38,7 @@ from runtime.device_flow.contracts import (
     ReadFlowInput,
     ReadFlowResult,
 )
+from runtime.device_flow.tokens import usable_token
 from runtime.settings import Settings
 from workflows.device_flow import device_flow_search_attributes, device_flow_workflow_id
 
@@ -83,8 +84,13 @@ class DeviceFlowPauseActivities:
                 error_kind="unsupported_provider",
                 hint=f"no device-flow provider {request.provider_id!r} is configured",
             )
-        client = activity.client()
         workspace = request.workspace_cwd or self.settings.workspace_cwd
+        # Between the attempt that found no token and this pause, another call's flow
+        # may have ended with one: then there is nothing to ask the user.
+        data_dir = self.settings.resolved_data_dir
+        if await usable_token(data_dir, self.settings, request.provider_id) is not None:
+            return EnsureFlowResult(token_ready=True, workspace_cwd=workspace)
+        client = activity.client()
         workflow_id = device_flow_workflow_id(workspace, request.provider_id)
         handle = client.get_workflow_handle(workflow_id)
         if await _running(handle):

@@ -88,6 +88,8 @@ async def await_device_flow(
             error_kind="upstream_error",
             hint=f"the device flow could not be started ({err.cause or err})",
         )
+    if ensured.token_ready:
+        return DeviceFlowOutcome(provider_id=provider_id, authorized=True)
     if ensured.device_flow_id is None:
         return DeviceFlowOutcome(
             provider_id=provider_id,

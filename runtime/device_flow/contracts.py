@@ -163,6 +163,8 @@ class EnsureFlowInput(BaseModel):
 
 class EnsureFlowResult(BaseModel):
     device_flow_id: str | None = None
+    # A usable token is there already (another call's flow ended meanwhile): no flow.
+    token_ready: bool = False
     workspace_cwd: str | None = None  # the flow's workspace, resolved
     event_retention: int | None = None  # the deployment's, for the announcement
     # No flow could be started (an unknown provider): the call ends with this.

@@ -25,6 +25,7 @@ from temporalio.worker import Worker
 from activities import build_activities
 from activities.llm import provider_from_settings
 from runtime.device_flow.contracts import DeviceFlowOutcome
+from runtime.device_flow.credentials import credentials_record, store_credentials
 from runtime.device_flow.tokens import usable_token
 from runtime.sessions import registry
 from runtime.sessions.streams import envelope
@@ -221,3 +222,18 @@ async def test_the_pause_spans_a_worker_restart(rig: Rig) -> None:
     assert outcome.authorized
     assert len(rig.idp.devices) == 1
     assert len(_started(rig.events(sid))) == 1
+
+
+async def test_a_token_stored_meanwhile_ends_the_pause_without_a_flow(rig: Rig) -> None:
+    """Another call's flow ended between this call's attempt and its pause."""
+    body = rig.idp.issue()
+    data_dir = rig.settings.resolved_data_dir
+    store_credentials(data_dir, PROVIDER, credentials_record(PROVIDER, body, _now_ms()))
+    await rig.stack.enter_async_context(rig.worker())
+    outcome = await (await rig.pause(rig.session())).result()
+    assert outcome.authorized and outcome.device_flow_id is None
+    assert rig.idp.devices == []
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
