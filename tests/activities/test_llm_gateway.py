@@ -18,7 +18,7 @@ import pytest
 from sqlmodel import col, select
 
 from activities.llm import record
-from activities.llm.gateway import LlmOwner, ModelGateway, device_flow_token
+from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.llm.openai import retry_after_s
 from runtime.device_flow.providers import QWEN_OAUTH, credentials_path
 from runtime.llm import config_store
@@ -241,14 +241,6 @@ async def test_a_device_flow_credential_uses_the_stored_token(
     report, reply = await gateway.attempt(_spec("me"), OWNER, HELLO, [])
     assert report.outcome is AttemptOutcome.OK and reply is not None
     assert fake.requests[0].authorization == "Bearer k-good"
-
-
-def test_a_device_flow_token_near_its_expiry_is_not_used(settings: Settings) -> None:
-    path = credentials_path(settings.resolved_data_dir, QWEN_OAUTH)
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"access_token": "t", "expiry_date": 1_000_000}))
-    assert device_flow_token(settings, QWEN_OAUTH, now_ms=1_000_000 - 10_000) is None
-    assert device_flow_token(settings, QWEN_OAUTH, now_ms=1_000_000 - 120_000) == "t"
 
 
 async def test_the_overlay_caps_output_and_suffixes_the_system_prompt(
