@@ -20,7 +20,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel
-from sqlmodel import select
+from sqlmodel import col, select
 
 from runtime.llm.active import SCRIPTED_MODEL, active_model, served_model_id
 from runtime.llm.models import LlmPreset, LlmProvider, LlmSiteBinding
@@ -278,6 +278,48 @@ def check_credentials(settings: Settings, credentials: Sequence[CredentialConfig
             )
 
 
+def get_provider(store: Store, settings: Settings, provider_id: str) -> ProviderView | None:
+    """One provider as listed (no key), or None."""
+    if provider_id == SETTINGS_PROVIDER:
+        return provider_view(settings_provider(settings), built_in=True)
+    with store.session() as db:
+        row = db.get(LlmProvider, provider_id)
+    if row is None:
+        return None
+    return provider_view(_provider(row), built_in=False, updated_at=row.updated_at)
+
+
+def delete_provider(store: Store, provider_id: str) -> bool:
+    """Remove a provider no preset names; False when there was none.
+
+    Raises:
+        LlmConfigError: 400 `reserved_id` (`settings`), 409 `provider_in_use` naming the
+            presets that use it.
+    """
+    if provider_id == SETTINGS_PROVIDER:
+        raise _reserved("provider", provider_id)
+    with store.session() as db:
+        row = db.get(LlmProvider, provider_id)
+        if row is None:
+            return False
+        presets = db.exec(select(LlmPreset)).all()
+        users = sorted(p.preset_id for p in presets if provider_id in _providers_of(p))
+        if users:
+            raise LlmConfigError(
+                409,
+                "provider_in_use",
+                f'Provider "{provider_id}" is used by presets {", ".join(users)}',
+                presets=users,
+            )
+        db.delete(row)
+        db.commit()
+        return True
+
+
+def _providers_of(row: LlmPreset) -> set[str]:
+    return {row.provider, *(str(e.get("provider")) for e in row.fallback)}
+
+
 # -- presets --------------------------------------------------------------------------------------
 
 
@@ -354,6 +396,45 @@ def put_preset(
         db.merge(row)
         db.commit()
     return PresetView(preset=_preset(row), built_in=False, updated_at=now)
+
+
+def get_preset(store: Store, settings: Settings, preset_id: str) -> PresetView | None:
+    if preset_id == SETTINGS_PRESET:
+        return PresetView(preset=settings_preset(settings), built_in=True)
+    with store.session() as db:
+        row = db.get(LlmPreset, preset_id)
+    if row is None:
+        return None
+    return PresetView(preset=_preset(row), built_in=False, updated_at=row.updated_at)
+
+
+def delete_preset(store: Store, preset_id: str) -> bool:
+    """Remove a preset no site is bound to; False when there was none.
+
+    Raises:
+        LlmConfigError: 400 `reserved_id` (`settings`), 409 `preset_in_use` naming the
+            sites bound to it.
+    """
+    if preset_id == SETTINGS_PRESET:
+        raise _reserved("preset", preset_id)
+    with store.session() as db:
+        row = db.get(LlmPreset, preset_id)
+        if row is None:
+            return False
+        bound = db.exec(
+            select(LlmSiteBinding).where(col(LlmSiteBinding.preset_id) == preset_id)
+        ).all()
+        if bound:
+            sites = sorted(b.site_id for b in bound)
+            raise LlmConfigError(
+                409,
+                "preset_in_use",
+                f'Preset "{preset_id}" is bound to {", ".join(sites)}: detach it first',
+                sites=sites,
+            )
+        db.delete(row)
+        db.commit()
+        return True
 
 
 # -- site bindings --------------------------------------------------------------------------------

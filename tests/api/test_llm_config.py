@@ -442,3 +442,44 @@ async def test_mutations_need_a_configured_token(api: ApiFactory) -> None:
         headers={"Authorization": "Bearer nope"},
     )
     assert wrong.status_code == 401
+
+
+async def test_one_provider_or_preset_and_deleting_what_is_unused(api: ApiFactory) -> None:
+    client = await _daemon(api)
+    await _two_providers(client)
+    one = await client.get("/api/v1/llm/providers/alpha")
+    assert one.status_code == 200 and one.json()["providerId"] == "alpha"
+    assert SECRET not in one.text
+    assert (await client.get("/api/v1/llm/providers/settings")).json()["builtIn"] is True
+    missing = await client.get("/api/v1/llm/providers/nope")
+    assert missing.status_code == 404 and missing.json()["code"] == "unknown_provider"
+    preset = {
+        "model": "m",
+        "provider": "settings",
+        "fallback": [{"model": "m2", "provider": "beta"}],
+    }
+    assert (await _put(client, "/presets/p", preset)).status_code == 200
+    assert (await client.get("/api/v1/llm/presets/p")).json()["fallback"] == [
+        {"model": "m2", "provider": "beta"}
+    ]
+    assert (await client.get("/api/v1/llm/presets/settings")).json()["builtIn"] is True
+    assert (await client.get("/api/v1/llm/presets/nope")).json()["code"] == "unknown_preset"
+    # In use: a preset names beta (in its fallback); a site is bound to p.
+    in_use = await client.delete("/api/v1/llm/providers/beta")
+    assert in_use.status_code == 409
+    assert in_use.json()["code"] == "provider_in_use" and in_use.json()["presets"] == ["p"]
+    await _put(client, "/sites/Turn:Model/preset", {"presetId": "p"})
+    bound = await client.delete("/api/v1/llm/presets/p")
+    assert bound.status_code == 409
+    assert bound.json()["code"] == "preset_in_use" and bound.json()["sites"] == ["Turn:Model"]
+    await client.delete("/api/v1/llm/sites/Turn:Model/preset")
+    assert (await client.delete("/api/v1/llm/presets/p")).status_code == 204
+    assert (await client.delete("/api/v1/llm/presets/p")).status_code == 404
+    assert (await client.delete("/api/v1/llm/providers/beta")).status_code == 204
+    assert (await client.delete("/api/v1/llm/providers/beta")).status_code == 404
+    for path in ("/providers/settings", "/presets/settings"):
+        reserved = await client.delete(f"/api/v1/llm{path}")
+        assert reserved.status_code == 400 and reserved.json()["code"] == "reserved_id"
+    gate = await api()
+    for path in ("/providers/alpha", "/presets/p"):
+        assert (await gate.delete(f"/api/v1/llm{path}")).json()["code"] == "token_required"
