@@ -8,7 +8,7 @@ views without a key.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Literal
 from urllib.parse import urlsplit
@@ -52,6 +52,37 @@ def provider_config(store: Store, settings: Settings, provider_id: str) -> Provi
     with store.session() as db:
         row = db.get(LlmProvider, provider_id)
     return None if row is None else _provider(row)
+
+
+def find_credential(provider: ProviderConfig, alias: str | None) -> CredentialConfig | None:
+    """The credential an attempt's alias names; None for a provider that needs no key.
+
+    Raises:
+        LlmConfigError: 404 `unknown_credential` when the provider no longer has that
+            alias (it was replaced between the plan and the attempt).
+    """
+    if alias is None:
+        return None
+    for credential in provider.credentials:
+        if credential.alias == alias:
+            return credential
+    raise LlmConfigError(
+        404,
+        "unknown_credential",
+        f'Provider "{provider.provider_id}" has no credential "{alias}"',
+        providerId=provider.provider_id,
+        alias=alias,
+    )
+
+
+def static_api_key(credential: CredentialConfig, environ: Mapping[str, str]) -> str | None:
+    """The key of an `apiKey` or `apiKeyEnv` credential (None when the variable is unset
+    or empty); a `deviceFlow` credential's token comes from the device flow instead."""
+    if credential.api_key is not None:
+        return credential.api_key
+    if credential.api_key_env is not None:
+        return environ.get(credential.api_key_env) or None
+    return None
 
 
 def _provider(row: LlmProvider) -> ProviderConfig:
