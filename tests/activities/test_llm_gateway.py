@@ -219,6 +219,18 @@ async def test_no_answer_in_time_is_a_timeout(
     assert [a.outcome for a in _attempts(store)] == ["timeout"]
 
 
+async def test_an_endpoint_that_refuses_connections_is_a_server_error(
+    store: Store, settings: Settings
+) -> None:
+    with FakeOpenAI() as gone:
+        base_url = gone.base_url  # its port is closed once it stops
+    credential = CredentialConfig(alias="good", apiKey="k-good")
+    config_store.put_provider(store, settings, "p1", base_url, [credential], NOW)
+    report, reply = await ModelGateway(store, settings).attempt(_spec("good"), OWNER, HELLO, [])
+    assert reply is None
+    assert report.outcome is AttemptOutcome.SERVER_ERROR and report.http_status is None
+
+
 async def test_an_api_key_from_the_environment(
     store: Store, settings: Settings, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
