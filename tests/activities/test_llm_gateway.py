@@ -15,6 +15,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlmodel import col, select
 
 from activities.llm import record
@@ -48,6 +52,13 @@ ANSWERS = {
     "k-refused": FakeReply(status=400, error_message="max_tokens is too large"),
     "k-good": GOOD,
 }
+
+
+# The process's tracer provider can be set once; the gateway's proxy tracer forwards to it.
+_spans = InMemorySpanExporter()
+_provider_set = TracerProvider()
+_provider_set.add_span_processor(SimpleSpanProcessor(_spans))
+trace.set_tracer_provider(_provider_set)
 
 
 @pytest.fixture
@@ -208,6 +219,18 @@ async def test_no_answer_in_time_is_a_timeout(
     assert [a.outcome for a in _attempts(store)] == ["timeout"]
 
 
+async def test_an_endpoint_that_refuses_connections_is_a_server_error(
+    store: Store, settings: Settings
+) -> None:
+    with FakeOpenAI() as gone:
+        base_url = gone.base_url  # its port is closed once it stops
+    credential = CredentialConfig(alias="good", apiKey="k-good")
+    config_store.put_provider(store, settings, "p1", base_url, [credential], NOW)
+    report, reply = await ModelGateway(store, settings).attempt(_spec("good"), OWNER, HELLO, [])
+    assert reply is None
+    assert report.outcome is AttemptOutcome.SERVER_ERROR and report.http_status is None
+
+
 async def test_an_api_key_from_the_environment(
     store: Store, settings: Settings, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -268,6 +291,25 @@ async def test_the_overlay_caps_output_and_suffixes_the_system_prompt(
     body = fake.requests[0].body
     assert body["max_tokens"] == 64
     assert body["messages"][0]["content"] == "Be brief.\n\nAnswer in French."
+
+
+async def test_each_attempt_is_a_span(store: Store, settings: Settings, fake: FakeOpenAI) -> None:
+    _provider(store, settings, fake, "k-busy", "k-good")
+    _spans.clear()
+    gateway = ModelGateway(store, settings)
+    await gateway.attempt(_spec("busy"), OWNER, HELLO, [])
+    await gateway.attempt(_spec("good", index=1), OWNER, HELLO, [])
+    spans = [s for s in _spans.get_finished_spans() if s.name == "llm.attempt"]
+    seen = [
+        (
+            (s.attributes or {}).get("llm.credential_alias"),
+            (s.attributes or {}).get("llm.outcome"),
+            (s.attributes or {}).get("http.response.status_code"),
+        )
+        for s in spans
+    ]
+    assert seen == [("busy", "rate_limited", 429), ("good", "ok", 200)]
+    assert (spans[1].attributes or {}).get("llm.served_model") == "served-x-2026"
 
 
 def test_retry_after_as_seconds_milliseconds_or_a_date() -> None:
