@@ -18,7 +18,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
-from workflows.model_failure import attempt_views, is_exhausted
+from workflows.model_failure import attempt_views, is_exhausted, surviving_worker_loss
 from workflows.search_attributes import KIND, STATUS, TENANT
 from workflows.session_permissions import SessionPermissions
 
@@ -506,13 +506,15 @@ class SessionWorkflow:
                     retry_policy=ATTEMPT_RETRY,
                 )
             else:
-                result = await workflow.execute_activity(
-                    SessionActivity.MODEL_STEP,
-                    request,
-                    result_type=ModelStepResult,
-                    start_to_close_timeout=timedelta(minutes=10),
-                    heartbeat_timeout=timedelta(seconds=10),
-                    retry_policy=ATTEMPT_RETRY,
+                result = await surviving_worker_loss(
+                    lambda: workflow.execute_activity(
+                        SessionActivity.MODEL_STEP,
+                        request,
+                        result_type=ModelStepResult,
+                        start_to_close_timeout=timedelta(minutes=10),
+                        heartbeat_timeout=timedelta(seconds=10),
+                        retry_policy=ATTEMPT_RETRY,
+                    )
                 )
             assert result.report is not None
             results.append(result)
