@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities.agent_tools import AgentToolsActivities
+from activities.device_flow_pause import DeviceFlowPauseActivities
 from activities.identity import IdentityActivities
 from activities.journal import JournalActivities
 from activities.llm import ModelProvider
@@ -30,6 +31,7 @@ def build_activities(
     session = SessionActivities(store, journal, provider, settings)
     identity = IdentityActivities(store, journal, settings.resolved_data_dir)
     agents = StandingAgentActivities(store, journal, provider, settings)
+    device_flow_pause = DeviceFlowPauseActivities(settings)
     llm = LlmActivities(store, settings)
     return [
         JournalActivities(journal).append_events,
@@ -47,6 +49,8 @@ def build_activities(
         identity.poll_token,
         identity.emit,
         identity.forget,
+        device_flow_pause.ensure_flow,
+        device_flow_pause.read_flow,
         agents.load_instance,
         agents.next_event,
         agents.begin_tick,
@@ -59,6 +63,7 @@ def build_activities(
 
 __all__ = [
     "AgentToolsActivities",
+    "DeviceFlowPauseActivities",
     "IdentityActivities",
     "JournalActivities",
     "LlmActivities",

@@ -7,15 +7,15 @@ Temporal retries: the chain owns them) and decides what follows with the pure
 `runtime.llm.chain`. Deterministic: waits are `workflow.sleep`, counters are counted
 outside replay only.
 
-An attempt whose activity timed out (its worker was killed, or the provider hung past
-the activity's timeouts) counts as `timeout` and the chain goes on; if that attempt had
-in fact succeeded, the next attempt's gateway finds the stored reply and returns it
-without paying again.
+An attempt whose activity timed out (its worker was killed) is reported `timeout` and
+the same credential is tried again as the call's next attempt (up to
+MAX_LOST_ATTEMPTS, then the chain moves on as for a provider's timeout); if the lost
+attempt had in fact succeeded, the next attempt's gateway finds the stored reply and
+returns it without paying again.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         LlmActivity,
         ResolveChainInput,
     )
+    from workflows.device_flow_pause import await_device_flow
 
 # Each attempt is one activity execution: a retry is the chain's next attempt.
 ATTEMPT_RETRY = RetryPolicy(maximum_attempts=1)
@@ -50,10 +51,12 @@ _RESOLVE_RETRY = RetryPolicy(
     maximum_attempts=10,
 )
 
+# An attempt whose worker was lost is made again (a new attempt, same credential) this
+# many times per call; after that the chain treats it as the provider's timeout.
+MAX_LOST_ATTEMPTS = 3
 AttemptFn = Callable[[AttemptSpec], Awaitable[AttemptReport]]
 # Wait for the device flow of a provider: None once authorized, else the flow's errorKind.
 DeviceFlowWait = Callable[[str], Awaitable[str | None]]
-DEVICE_FLOW_MODULE = "workflows.device_flow_pause"
 
 
 @dataclass
@@ -82,6 +85,7 @@ async def run_chain(
     attempt_fn: AttemptFn,
     *,
     workspace: str | None = None,
+    session_id: str | None = None,
     device_flow: DeviceFlowWait | None = None,
 ) -> ChainResult:
     """Walk `plan` until an attempt succeeds.
@@ -97,26 +101,30 @@ async def run_chain(
     attempts: list[AttemptReport] = []
     spec = first_attempt(plan, call_id)
     paused_for: set[int] = set()
+    lost = 0
     while spec is not None:
-        report = await _attempt(spec, attempt_fn)
+        report, worker_lost = await _attempt(spec, attempt_fn)
         flow = report.device_flow_required
         if flow is not None and spec.attempt_index not in paused_for:
-            wait = device_flow or _device_flow_wait(workspace)
-            if wait is not None:
-                # Once per attempt: a flow that "succeeds" without a usable token would
-                # otherwise pause forever; the second time it is an auth_error.
-                paused_for.add(spec.attempt_index)
-                error_kind = await wait(flow)
-                if error_kind is None:
-                    continue  # the same attempt, with the new token
-                attempts.append(report.model_copy(update={"error": error_kind}))
-                failure = ChainFailure(attempts=attempts)
-                raise ApplicationError(
-                    error_kind, failure, type=DEVICE_FLOW_FAILED, non_retryable=True
-                )
+            wait = device_flow or _device_flow_wait(workspace, session_id)
+            # Once per attempt: a flow that "succeeds" without a usable token would
+            # otherwise pause forever; the second time it is an auth_error.
+            paused_for.add(spec.attempt_index)
+            error_kind = await wait(flow)
+            if error_kind is None:
+                continue  # the same attempt, with the new token
+            attempts.append(report.model_copy(update={"error": error_kind}))
+            failure = ChainFailure(attempts=attempts)
+            raise ApplicationError(error_kind, failure, type=DEVICE_FLOW_FAILED, non_retryable=True)
         attempts.append(report)
         if report.outcome is AttemptOutcome.OK:
             return ChainResult(report=report, attempts=attempts)
+        if worker_lost and lost < MAX_LOST_ATTEMPTS:
+            # The worker died, not the provider: the same credential again, as the call's
+            # next attempt (which returns the reply if the lost one had stored it).
+            lost += 1
+            spec = spec.model_copy(update={"attempt_index": spec.attempt_index + 1})
+            continue
         step = next_attempt(plan, spec, report.outcome, report.retry_after_s)
         if step.attempt is None:
             break
@@ -148,37 +156,35 @@ def chain_failure(err: BaseException) -> ChainFailure | None:
     return None
 
 
-async def _attempt(spec: AttemptSpec, attempt_fn: AttemptFn) -> AttemptReport:
+async def _attempt(spec: AttemptSpec, attempt_fn: AttemptFn) -> tuple[AttemptReport, bool]:
+    """The attempt's report, and whether its activity was lost (timed out)."""
     try:
-        return await attempt_fn(spec)
+        return await attempt_fn(spec), False
     except ActivityError as err:
         if not isinstance(err.cause, TemporalTimeoutError):
             raise
-        # The attempt's worker died or the call hung: a timeout, and the chain goes on.
+        # The attempt's worker died (the gateway heartbeats while the provider thinks, and
+        # reports a provider's own silence as a `timeout` outcome): a lost attempt.
         kind = err.cause.type.name if err.cause.type is not None else "unknown"
-        return AttemptReport(
+        lost = AttemptReport(
             attempt_id=f"{spec.call_id}/a{spec.attempt_index}",
             outcome=AttemptOutcome.TIMEOUT,
             provider=spec.provider,
             credential_alias=spec.credential_alias,
             error=f"the attempt's activity timed out ({kind})",
         )
+        return lost, True
 
 
-def _device_flow_wait(workspace: str | None) -> DeviceFlowWait | None:
-    """The device-flow pause of `workflows.device_flow_pause`, once that module exists;
-    without it a deviceFlow credential with no token is an auth_error and the chain moves
-    on."""
-    try:
-        module = importlib.import_module(DEVICE_FLOW_MODULE)
-    except ModuleNotFoundError:
-        return None
-    wait = getattr(module, "await_device_flow", None)
-    if wait is None:
-        return None
+def _device_flow_wait(workspace: str | None, session_id: str | None) -> DeviceFlowWait:
+    """The device-flow pause (workflows/device_flow_pause.py): start or join the
+    provider's flow, tell the session (if the call is a session's), wait for its end.
+    `workspace` None: the worker's own workspace (a turn's or an agent's call)."""
 
     async def pause(provider_id: str) -> str | None:
-        result: str | None = await wait(provider_id, workspace=workspace)
-        return result
+        outcome = await await_device_flow(provider_id, workspace, session_id)
+        if outcome.authorized:
+            return None
+        return outcome.error_kind or "upstream_error"
 
     return pause

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.failures import UPDATE_EXPIRED
     from runtime.llm.contracts import ToolCall
     from runtime.llm.routing import (
+        DEVICE_FLOW_FAILED,
         SESSION_SITE,
         SETTINGS_PROVIDER,
         AttemptReport,
@@ -378,6 +379,9 @@ class SessionWorkflow:
                 "error": err.message[:1000],
                 "attempts": attempt_views(err, camel=True),
             }
+            if err.type == DEVICE_FLOW_FAILED:
+                # A credential's device flow failed: the flow's errorKind ends the call.
+                data["errorKind"] = err.message
             await self._emit("turn_error", data, prompt_id=item.prompt_id)
             stop = "error"
         except ActivityError as err:
@@ -517,7 +521,13 @@ class SessionWorkflow:
             return result.report
 
         call_id = model_call_id(self._input.session_id, item, step)
-        await run_chain(plan, call_id, attempt, workspace=self._input.workspace_cwd)
+        await run_chain(
+            plan,
+            call_id,
+            attempt,
+            workspace=self._input.workspace_cwd,
+            session_id=self._input.session_id,
+        )
         return results[-1]
 
     async def _model_step_v1(self, item: PromptItem, step: int, run_id: str) -> ModelStepResult:

@@ -19,7 +19,6 @@ as its own activity, with no retries; the activity hands the attempt to
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import time
@@ -42,7 +41,7 @@ from activities.llm.contracts import (
 )
 from activities.llm.openai import DEFAULT_TIMEOUT, OpenAIProvider
 from activities.llm.scripted import ScriptedModel
-from runtime.device_flow.providers import credentials_path
+from runtime.device_flow.tokens import forget_token, usable_token
 from runtime.llm.config_store import provider_config
 from runtime.llm.pricing import attempt_cost
 from runtime.llm.routing import (
@@ -59,10 +58,6 @@ from runtime.store.engine import Store
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("agentrt.llm")
-
-# A stored device-flow token this close to its expiry is not used (the call would die
-# mid-way): the flow is run again instead.
-TOKEN_MARGIN_MS = 60_000
 
 ProviderLookup = Callable[[str], ProviderConfig | None]
 
@@ -185,7 +180,7 @@ class ModelGateway:
             error = f"provider {spec.provider!r} is not configured"
             return report.model_copy(update={"error": error}), None
         try:
-            key = self._credential(config, spec.credential_alias)
+            key = await self._credential(config, spec.credential_alias)
         except _NoCredential as err:
             update = {"error": str(err), "device_flow_required": err.device_flow}
             return report.model_copy(update=update), None
@@ -213,6 +208,8 @@ class ModelGateway:
             )
         except ModelError as err:
             outcome = record.failure_outcome(err.status, timed_out=err.timed_out)
+            if outcome is AttemptOutcome.AUTH_ERROR and key is not None:
+                await self._forget_refused(config, spec.credential_alias, key)
             await asyncio.to_thread(
                 record.record_failure,
                 self.store,
@@ -274,7 +271,7 @@ class ModelGateway:
             timeout=self.timeout,
         )
 
-    def _credential(self, config: ProviderConfig, alias: str | None) -> str | None:
+    async def _credential(self, config: ProviderConfig, alias: str | None) -> str | None:
         """The key behind `alias` now.
 
         Raises:
@@ -285,9 +282,17 @@ class ModelGateway:
         credential = next((c for c in config.credentials if c.alias == alias), None)
         if credential is None:
             raise _NoCredential(f"provider {config.provider_id!r} has no credential {alias!r}")
-        return self._key(credential)
+        return await self._key(credential)
 
-    def _key(self, credential: CredentialConfig) -> str:
+    async def _forget_refused(self, config: ProviderConfig, alias: str | None, token: str) -> None:
+        """A device-flow token the provider refused (revoked, or expired early) is not
+        offered again: the next call with that credential refreshes it or runs the flow."""
+        credential = next((c for c in config.credentials if c.alias == alias), None)
+        if credential is not None and credential.device_flow is not None:
+            data_dir = self.settings.resolved_data_dir
+            await forget_token(data_dir, credential.device_flow, token)
+
+    async def _key(self, credential: CredentialConfig) -> str:
         if credential.api_key is not None:
             return credential.api_key
         if credential.api_key_env is not None:
@@ -296,31 +301,16 @@ class ModelGateway:
                 raise _NoCredential(f"environment variable {credential.api_key_env} is not set")
             return value
         assert credential.device_flow is not None
-        token = device_flow_token(self.settings, credential.device_flow)
+        # Refreshed first when near expiry (runtime/device_flow/tokens.py).
+        token = await usable_token(
+            self.settings.resolved_data_dir, self.settings, credential.device_flow
+        )
         if token is None:
             raise _NoCredential(
                 f"no usable device-flow token for {credential.device_flow!r}",
                 device_flow=credential.device_flow,
             )
         return token
-
-
-def device_flow_token(
-    settings: Settings, device_flow_provider: str, now_ms: int | None = None
-) -> str | None:
-    """The access token the device flow stored for that provider, if still usable."""
-    path = credentials_path(settings.resolved_data_dir, device_flow_provider)
-    try:
-        stored = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(stored, dict) or not isinstance(stored.get("access_token"), str):
-        return None
-    expiry = stored.get("expiry_date")
-    current = int(time.time() * 1000) if now_ms is None else now_ms
-    if isinstance(expiry, int | float) and expiry - TOKEN_MARGIN_MS <= current:
-        return None
-    return str(stored["access_token"])
 
 
 def _cap(max_tokens: int | None, overlay: Overlay | None) -> int | None:

@@ -93,6 +93,34 @@ async def put_provider(
     return ProviderOut.of(view)
 
 
+@router.get("/providers/{providerId}", responses=errors(400, 404))
+async def get_provider(
+    providerId: ProviderPath, store: StoreDep, settings: SettingsDep
+) -> ProviderOut:
+    view = await asyncio.to_thread(config_store.get_provider, store, settings, providerId)
+    if view is None:
+        raise _answer(config_store.unknown_provider(providerId))
+    return ProviderOut.of(view)
+
+
+@router.delete(
+    "/providers/{providerId}",
+    dependencies=MUTATION,
+    status_code=204,
+    response_class=Response,
+    responses=errors(400, 401, 404, 409),
+)
+async def delete_provider(providerId: ProviderPath, store: StoreDep) -> Response:
+    """Remove a provider; 409 `provider_in_use` while a preset names it."""
+    try:
+        deleted = await asyncio.to_thread(config_store.delete_provider, store, providerId)
+    except LlmConfigError as err:
+        raise _answer(err) from None
+    if not deleted:
+        raise _answer(config_store.unknown_provider(providerId))
+    return Response(status_code=204)
+
+
 # -- presets ------------------------------------------------------------------------------------
 
 
@@ -124,6 +152,32 @@ async def put_preset(
     except LlmConfigError as err:
         raise _answer(err) from None
     return PresetOut.of(view.preset, view.built_in, view.updated_at)
+
+
+@router.get("/presets/{presetId}", responses=errors(400, 404))
+async def get_preset(presetId: PresetPath, store: StoreDep, settings: SettingsDep) -> PresetOut:
+    view = await asyncio.to_thread(config_store.get_preset, store, settings, presetId)
+    if view is None:
+        raise _answer(config_store.unknown_preset(presetId))
+    return PresetOut.of(view.preset, view.built_in, view.updated_at)
+
+
+@router.delete(
+    "/presets/{presetId}",
+    dependencies=MUTATION,
+    status_code=204,
+    response_class=Response,
+    responses=errors(400, 401, 404, 409),
+)
+async def delete_preset(presetId: PresetPath, store: StoreDep) -> Response:
+    """Remove a preset; 409 `preset_in_use` while a site is bound to it."""
+    try:
+        deleted = await asyncio.to_thread(config_store.delete_preset, store, presetId)
+    except LlmConfigError as err:
+        raise _answer(err) from None
+    if not deleted:
+        raise _answer(config_store.unknown_preset(presetId))
+    return Response(status_code=204)
 
 
 # -- call sites ---------------------------------------------------------------------------------

@@ -19,8 +19,8 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SECRET = "sk-never-shown-0123456789"
 
 
-async def _daemon(api: ApiFactory, **overrides: Any) -> httpx.AsyncClient:
-    client = await api(token=TOKEN, **overrides)
+async def _daemon(api: ApiFactory, database_url: str, **overrides: Any) -> httpx.AsyncClient:
+    client = await api(token=TOKEN, database_url=database_url, **overrides)
     client.headers.update(AUTH)
     return client
 
@@ -58,9 +58,12 @@ async def _two_providers(client: httpx.AsyncClient) -> None:
     assert beta.status_code == 200, beta.text
 
 
-async def test_providers_show_aliases_and_kinds_never_a_key(api: ApiFactory) -> None:
+async def test_providers_show_aliases_and_kinds_never_a_key(
+    api: ApiFactory, database_url: str
+) -> None:
     client = await _daemon(
         api,
+        database_url,
         model_provider="openai",
         openai_api_key="sk-settings-secret",
         openai_model="gpt-4o-mini",
@@ -98,8 +101,10 @@ async def test_providers_show_aliases_and_kinds_never_a_key(api: ApiFactory) -> 
     assert again.json()["credentials"] == [] and again.json()["baseUrl"] == "https://a.example"
 
 
-async def test_the_scripted_settings_provider_has_no_url_and_no_credential(api: ApiFactory) -> None:
-    client = await _daemon(api)
+async def test_the_scripted_settings_provider_has_no_url_and_no_credential(
+    api: ApiFactory, database_url: str
+) -> None:
+    client = await _daemon(api, database_url)
     providers = (await client.get("/api/v1/llm/providers")).json()["providers"]
     assert providers == [
         {
@@ -177,8 +182,8 @@ BAD_PROVIDERS: list[tuple[str, Any, str]] = [
 ]
 
 
-async def test_bad_input_is_a_clear_400(api: ApiFactory) -> None:
-    client = await _daemon(api)
+async def test_bad_input_is_a_clear_400(api: ApiFactory, database_url: str) -> None:
+    client = await _daemon(api, database_url)
     for path, body, code in BAD_PROVIDERS:
         response = await _put(client, path, body)
         assert response.status_code == 400, (path, body, response.text)
@@ -198,8 +203,8 @@ async def test_bad_input_is_a_clear_400(api: ApiFactory) -> None:
     assert len((await client.get("/api/v1/llm/presets")).json()["presets"]) == 1
 
 
-async def test_unknown_sites_are_404(api: ApiFactory) -> None:
-    client = await _daemon(api)
+async def test_unknown_sites_are_404(api: ApiFactory, database_url: str) -> None:
+    client = await _daemon(api, database_url)
     for method in ("PUT", "DELETE"):
         response = await client.request(
             method,
@@ -213,8 +218,8 @@ async def test_unknown_sites_are_404(api: ApiFactory) -> None:
         assert "Session:Default" in body["allowed"]
 
 
-async def test_live_rebinding_is_visible_at_get_sites(api: ApiFactory) -> None:
-    client = await _daemon(api)
+async def test_live_rebinding_is_visible_at_get_sites(api: ApiFactory, database_url: str) -> None:
+    client = await _daemon(api, database_url)
     await _two_providers(client)
     sites = (await client.get("/api/v1/llm/sites")).json()["sites"]
     assert [s["siteId"] for s in sites] == list(SITE_PARENTS)
@@ -290,8 +295,8 @@ async def test_live_rebinding_is_visible_at_get_sites(api: ApiFactory) -> None:
     )
 
 
-async def test_prices_override_the_bundled_table(api: ApiFactory) -> None:
-    client = await _daemon(api)
+async def test_prices_override_the_bundled_table(api: ApiFactory, database_url: str) -> None:
+    client = await _daemon(api, database_url)
     bundled = await client.get("/api/v1/llm/prices/gpt-4o-mini")
     assert bundled.status_code == 200
     assert bundled.json()["source"] == "genai-prices"
@@ -347,8 +352,8 @@ def _attempt(
     return row
 
 
-async def test_attempts_in_order_with_their_owner(api: ApiFactory) -> None:
-    client = await _daemon(api)
+async def test_attempts_in_order_with_their_owner(api: ApiFactory, database_url: str) -> None:
+    client = await _daemon(api, database_url)
     t0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     rows = [
         _attempt(0, "c1", "session", "s1", t0, outcome="rate_limited", http_status=429),
@@ -418,8 +423,8 @@ async def test_attempts_in_order_with_their_owner(api: ApiFactory) -> None:
         assert response.json()["code"] == "invalid_request"
 
 
-async def test_mutations_need_a_configured_token(api: ApiFactory) -> None:
-    client = await api()
+async def test_mutations_need_a_configured_token(api: ApiFactory, database_url: str) -> None:
+    client = await api(database_url=database_url)
     for method, path, body in [
         ("PUT", "/providers/p", {"baseUrl": "http://x"}),
         ("PUT", "/presets/p", {"model": "m", "provider": "settings"}),
@@ -435,10 +440,53 @@ async def test_mutations_need_a_configured_token(api: ApiFactory) -> None:
     assert (await client.get("/api/v1/llm/sites")).status_code == 200
     assert len((await client.get("/api/v1/llm/providers")).json()["providers"]) == 1
     # A configured token gates with the bearer: a wrong one is 401.
-    gated = await api(token=TOKEN)
+    gated = await api(token=TOKEN, database_url=database_url)
     wrong = await gated.put(
         "/api/v1/llm/sites/Default/preset",
         json={"presetId": "settings"},
         headers={"Authorization": "Bearer nope"},
     )
     assert wrong.status_code == 401
+
+
+async def test_one_provider_or_preset_and_deleting_what_is_unused(
+    api: ApiFactory, database_url: str
+) -> None:
+    client = await _daemon(api, database_url)
+    await _two_providers(client)
+    one = await client.get("/api/v1/llm/providers/alpha")
+    assert one.status_code == 200 and one.json()["providerId"] == "alpha"
+    assert SECRET not in one.text
+    assert (await client.get("/api/v1/llm/providers/settings")).json()["builtIn"] is True
+    missing = await client.get("/api/v1/llm/providers/nope")
+    assert missing.status_code == 404 and missing.json()["code"] == "unknown_provider"
+    preset = {
+        "model": "m",
+        "provider": "settings",
+        "fallback": [{"model": "m2", "provider": "beta"}],
+    }
+    assert (await _put(client, "/presets/p", preset)).status_code == 200
+    assert (await client.get("/api/v1/llm/presets/p")).json()["fallback"] == [
+        {"model": "m2", "provider": "beta"}
+    ]
+    assert (await client.get("/api/v1/llm/presets/settings")).json()["builtIn"] is True
+    assert (await client.get("/api/v1/llm/presets/nope")).json()["code"] == "unknown_preset"
+    # In use: a preset names beta (in its fallback); a site is bound to p.
+    in_use = await client.delete("/api/v1/llm/providers/beta")
+    assert in_use.status_code == 409
+    assert in_use.json()["code"] == "provider_in_use" and in_use.json()["presets"] == ["p"]
+    await _put(client, "/sites/Turn:Model/preset", {"presetId": "p"})
+    bound = await client.delete("/api/v1/llm/presets/p")
+    assert bound.status_code == 409
+    assert bound.json()["code"] == "preset_in_use" and bound.json()["sites"] == ["Turn:Model"]
+    await client.delete("/api/v1/llm/sites/Turn:Model/preset")
+    assert (await client.delete("/api/v1/llm/presets/p")).status_code == 204
+    assert (await client.delete("/api/v1/llm/presets/p")).status_code == 404
+    assert (await client.delete("/api/v1/llm/providers/beta")).status_code == 204
+    assert (await client.delete("/api/v1/llm/providers/beta")).status_code == 404
+    for path in ("/providers/settings", "/presets/settings"):
+        reserved = await client.delete(f"/api/v1/llm{path}")
+        assert reserved.status_code == 400 and reserved.json()["code"] == "reserved_id"
+    gate = await api(database_url=database_url)
+    for path in ("/providers/alpha", "/presets/p"):
+        assert (await gate.delete(f"/api/v1/llm{path}")).json()["code"] == "token_required"

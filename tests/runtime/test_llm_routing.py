@@ -11,6 +11,7 @@ from runtime.llm.chain import SHORT_RETRY_AFTER_S, first_attempt, next_attempt
 from runtime.llm.config_store import (
     LlmConfigError,
     bind_site,
+    find_credential,
     list_presets,
     list_providers,
     list_sites,
@@ -18,6 +19,7 @@ from runtime.llm.config_store import (
     provider_config,
     put_preset,
     put_provider,
+    static_api_key,
     unbind_site,
 )
 from runtime.llm.routing import (
@@ -387,3 +389,28 @@ def test_sites_list_every_site_with_its_resolution(store: Store) -> None:
     # Detaching is idempotent.
     unbind_site(store, "Agent:Default")
     assert unbind_site(store, "Agent:Default").resolved_preset_id == "settings"
+
+
+def test_an_attempts_alias_finds_its_credential_and_key(store: Store) -> None:
+    settings = _openai()
+    _two_providers(store, settings)
+    alpha = provider_config(store, settings, "alpha")
+    assert alpha is not None
+    a1 = find_credential(alpha, "a1")
+    a2 = find_credential(alpha, "a2")
+    assert a1 is not None and a2 is not None
+    assert static_api_key(a1, {}) == "sk-a1"
+    assert static_api_key(a2, {"ALPHA_KEY_2": "sk-from-env"}) == "sk-from-env"
+    assert static_api_key(a2, {}) is None
+    assert static_api_key(a2, {"ALPHA_KEY_2": ""}) is None
+    beta = provider_config(store, settings, "beta")
+    assert beta is not None and find_credential(beta, None) is None
+    with pytest.raises(LlmConfigError) as gone:
+        find_credential(alpha, "replaced")
+    assert gone.value.code == "unknown_credential"
+    settings_config = provider_config(store, settings, "settings")
+    assert settings_config is not None
+    env = find_credential(settings_config, "env")
+    assert env is not None and static_api_key(env, {}) == "sk-settings"
+    flow = CredentialConfig(alias="oauth", deviceFlow="qwen-oauth")
+    assert static_api_key(flow, {"X": "y"}) is None

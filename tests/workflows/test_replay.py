@@ -45,4 +45,5 @@ def test_there_are_histories_to_replay() -> None:
         "device-flow",
         "standing-agent",
         "standing-agent-before-bounded-history",
+        "standing-agent-before-llm-chain",
     }
