@@ -9,11 +9,10 @@ an agent-tools turn with `agent.error`, both listing the attempts.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from runtime.llm.routing import (
@@ -25,34 +24,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.llm_chain import chain_failure
 
 CHAIN_ENDED = (ALL_PROVIDERS_EXHAUSTED, MODEL_BAD_REQUEST, DEVICE_FLOW_FAILED)
-# How many times one attempt is made again after its worker was lost (then the chain
-# counts it as a timeout and moves on).
-WORKER_LOSSES = 3
-
-T = TypeVar("T")
-
-
-async def surviving_worker_loss(run: Callable[[], Awaitable[T]]) -> T:
-    """Run an attempt's activity again when its worker died under it.
-
-    The attempt's activity heartbeats while it waits for the provider (and the HTTP
-    client has its own timeouts), so a heartbeat timeout means the worker was lost —
-    killed, restarted — not that the provider failed: the same attempt is made again
-    (its gateway returns the reply if the lost run had stored one: never paid twice),
-    as the single model-step activity was retried before the chain. The chain's own
-    policy (a timeout advances to the next entry) applies to any other timeout, and
-    after `WORKER_LOSSES` losses in a row.
-    """
-    losses = 0
-    while True:
-        try:
-            return await run()
-        except ActivityError as err:
-            cause = err.cause
-            lost = isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT
-            losses += 1
-            if not lost or losses > WORKER_LOSSES:
-                raise
 
 
 def is_exhausted(err: BaseException) -> bool:

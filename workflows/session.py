@@ -18,7 +18,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
-from workflows.model_failure import attempt_views, is_exhausted, surviving_worker_loss
+from workflows.model_failure import attempt_views, is_exhausted
 from workflows.search_attributes import KIND, STATUS, TENANT
 from workflows.session_permissions import SessionPermissions
 
@@ -377,6 +377,9 @@ class SessionWorkflow:
                 "sessionId": session_id,
                 "promptId": item.prompt_id,
                 "error": err.message[:1000],
+                # What the SDKs read on a turn_error (`code`, `message`).
+                "code": err.type,
+                "message": err.message[:1000],
                 "attempts": attempt_views(err, camel=True),
             }
             if err.type == DEVICE_FLOW_FAILED:
@@ -506,15 +509,13 @@ class SessionWorkflow:
                     retry_policy=ATTEMPT_RETRY,
                 )
             else:
-                result = await surviving_worker_loss(
-                    lambda: workflow.execute_activity(
-                        SessionActivity.MODEL_STEP,
-                        request,
-                        result_type=ModelStepResult,
-                        start_to_close_timeout=timedelta(minutes=10),
-                        heartbeat_timeout=timedelta(seconds=10),
-                        retry_policy=ATTEMPT_RETRY,
-                    )
+                result = await workflow.execute_activity(
+                    SessionActivity.MODEL_STEP,
+                    request,
+                    result_type=ModelStepResult,
+                    start_to_close_timeout=timedelta(minutes=10),
+                    heartbeat_timeout=timedelta(seconds=10),
+                    retry_policy=ATTEMPT_RETRY,
                 )
             assert result.report is not None
             results.append(result)

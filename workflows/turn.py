@@ -20,7 +20,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.model_failure import attempt_views, is_exhausted, surviving_worker_loss
+from workflows.model_failure import attempt_views, is_exhausted
 from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 with workflow.unsafe.imports_passed_through():
@@ -267,15 +267,13 @@ class TurnWorkflow:
         results: list[ModelStepResult] = []
 
         async def attempt(spec: AttemptSpec) -> AttemptReport:
-            result: ModelStepResult = await surviving_worker_loss(
-                lambda: workflow.execute_activity(
-                    AgentToolsActivity.MODEL_STEP,
-                    base.model_copy(update={"attempt": spec}),
-                    result_type=ModelStepResult,
-                    start_to_close_timeout=_MODEL_TIMEOUT,
-                    heartbeat_timeout=timedelta(seconds=10),
-                    retry_policy=ATTEMPT_RETRY,  # the chain owns retries
-                )
+            result: ModelStepResult = await workflow.execute_activity(
+                AgentToolsActivity.MODEL_STEP,
+                base.model_copy(update={"attempt": spec}),
+                result_type=ModelStepResult,
+                start_to_close_timeout=_MODEL_TIMEOUT,
+                heartbeat_timeout=timedelta(seconds=10),
+                retry_policy=ATTEMPT_RETRY,  # the chain owns retries
             )
             assert result.report is not None
             results.append(result)

@@ -118,6 +118,7 @@ async def test_an_exhausted_chain_ends_the_prompt_with_turn_error(daemon: Daemon
         end, events = await _ask(d, sid, "hello")
         assert end == "turn_error", events
         error = next(e for e in events if e["type"] == "turn_error")["data"]
+        assert error["code"] == "all_providers_exhausted"
         assert "alpha/main: rate_limited (429)" in error["error"]
         assert "beta/main: server_error (503)" in error["error"]
         assert [(a["provider"], a["credentialAlias"], a["outcome"]) for a in error["attempts"]] == [
@@ -141,6 +142,7 @@ async def test_a_bad_request_ends_the_chain_at_once(daemon: DaemonFactory) -> No
         end, events = await _ask(d, sid, "hello")
         assert end == "turn_error", events
         error = next(e for e in events if e["type"] == "turn_error")["data"]
+        assert error["code"] == "model_bad_request"
         assert "alpha/main: bad_request (400)" in error["error"]
         assert beta.requests == []  # never tried
         attempts = await _attempts(d, sessionId=sid)
