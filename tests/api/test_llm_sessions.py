@@ -321,3 +321,19 @@ async def test_an_exhausted_model_turn_ends_with_agent_error(
     ]
     state = (await browser.get(f"/api/v1/agent-tools/turns/{turn['turn_id']}")).json()
     assert state["status"] == "failed"
+
+
+async def test_a_bad_request_ends_a_model_turn_at_once(
+    gateway: GatewayFactory,  # noqa: F811
+    database_url: str,
+) -> None:
+    with FakeOpenAI() as alpha, FakeOpenAI() as beta:
+        browser = await gateway()
+        _turn_chain(database_url, Settings(), alpha, beta)
+        alpha.queue_error(400, "no such tool format")
+        turn = await browser.start_turn("hello", agent="model")
+        events = await browser.wait_for_event(turn["turn_id"], "agent.error")
+        assert beta.requests == []  # never tried
+    error = events[-1]["payload"]
+    assert "alpha/main: bad_request (400)" in error["message"], error
+    assert [a["outcome"] for a in error["attempts"]] == ["bad_request"]
