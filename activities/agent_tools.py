@@ -202,7 +202,7 @@ class AgentToolsActivities:
         plan = load_chain_plan(self.store, self.settings, TURN_SITE)
         call_id = f"turn/{request.instance}/{request.workspace}/{request.turn_id}/m{request.step}"
         spec = first_attempt(plan, call_id)
-        assert spec is not None  # the settings plan has one entry
+        assert spec is not None  # a plan has at least its preset's own entry
         return spec
 
     def _prompt(self, request: ModelStepInput) -> str:

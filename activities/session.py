@@ -205,7 +205,7 @@ class SessionActivities:
         plan = load_chain_plan(self.store, self.settings, SESSION_SITE, request.model_id)
         call_id = f"session/{request.session_id}/{request.prompt_id}/s{request.step}"
         spec = first_attempt(plan, call_id)
-        assert spec is not None  # the settings plan has one entry
+        assert spec is not None  # a plan has at least its preset's own entry
         return spec
 
     async def _discard(
