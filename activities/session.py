@@ -30,6 +30,7 @@ from activities.workspace import (
 )
 from runtime.llm.chain import first_attempt
 from runtime.llm.config_store import load_chain_plan
+from runtime.llm.models import LlmCallAttempt
 from runtime.llm.routing import (
     SESSION_SITE,
     AttemptOutcome,
@@ -133,8 +134,9 @@ class SessionActivities:
         A failed attempt returns its report (the workflow's chain decides what follows)
         and keeps nothing in the transcript. Text it streamed before failing (a stream
         cut mid-way) stays on the session's stream, followed by `model_attempt_failed`
-        with the count of its chunks, which a client drops; the next attempt's chunks
-        have their own dedupe keys.
+        with the count of its chunks, which a client drops (for an attempt whose worker
+        died, the next attempt writes that marker); each attempt's chunks have their
+        own dedupe keys.
         """
         transcript = session_transcript_stream(request.session_id)
         stream = session_stream(request.session_id)
@@ -161,6 +163,10 @@ class SessionActivities:
 
         async def on_delta(text: str) -> None:
             nonlocal chunks
+            if chunks == 0 and request.attempt is not None:
+                # Text of this step's earlier attempts whose worker was lost mid-stream
+                # (never marked): marked before this attempt's own text follows it.
+                await self._mark_lost(request, spec)
             chunks += 1
             update = {
                 "sessionUpdate": "agent_message_chunk",
@@ -207,6 +213,29 @@ class SessionActivities:
         spec = first_attempt(plan, call_id)
         assert spec is not None  # a plan has at least its preset's own entry
         return spec
+
+    async def _mark_lost(self, request: ModelStepInput, spec: AttemptSpec) -> None:
+        """`model_attempt_failed` for each earlier attempt of the step that streamed text
+        and has no marker (its worker died: it could not say so), latest first, so that
+        each marker's "drop the latest n chunks" holds in order."""
+        stream = session_stream(request.session_id)
+        base = f"{request.run_id}/{request.prompt_id}/s{request.step}"
+        for index in reversed(range(spec.attempt_index)):
+            prefix = f"{base}/a{index}/"
+            keys = await asyncio.to_thread(self.journal.dedupe_keys, stream, prefix)
+            chunks = sum(1 for k in keys if k.removeprefix(prefix).startswith("c"))
+            if not chunks or f"{prefix}failed" in keys:
+                continue
+            lost = AttemptReport(
+                attempt_id=f"{spec.call_id}/a{index}",
+                outcome=AttemptOutcome.TIMEOUT,
+                provider=spec.provider,
+                credential_alias=None,
+            )
+            row = await asyncio.to_thread(_attempt_row, self.store, lost.attempt_id)
+            if row is not None:
+                lost.provider, lost.credential_alias = row.provider, row.credential_alias
+            await self._discard(request, lost, chunks, f"{base}/a{index}")
 
     async def _discard(
         self, request: ModelStepInput, report: AttemptReport, chunks: int, key: str
@@ -418,6 +447,11 @@ def _result(message: ChatMessage, finish: str, report: AttemptReport) -> ModelSt
         stop_reason=_STOP.get(finish, "end_turn"),
         report=report,
     )
+
+
+def _attempt_row(store: Store, attempt_id: str) -> LlmCallAttempt | None:
+    with store.session() as db:
+        return db.get(LlmCallAttempt, attempt_id)
 
 
 def _stored_report(spec: AttemptSpec) -> AttemptReport:

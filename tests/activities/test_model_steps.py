@@ -124,3 +124,46 @@ async def test_a_repeated_session_attempt_returns_the_stored_answer_without_payi
     streamed = journal.read(session_stream("s1"), 0, 1000).entries
     text = "".join(e.data["data"]["update"]["content"]["text"] for e in streamed)
     assert text == "Hello back."  # streamed once
+
+
+async def test_text_of_an_attempt_lost_mid_stream_is_marked_before_the_next(
+    store: Store, tmp_path: Path
+) -> None:
+    """A worker killed while its attempt streamed could not say the text was void: the
+    next attempt marks it (`model_attempt_failed`) before its own text."""
+    with FakeOpenAI() as fake:
+        settings = _openai(tmp_path, fake)
+        journal = EventJournal(store)
+        activities = SessionActivities(store, journal, ScriptedModel(), settings)
+        user = {"role": "user", "content": "hello", "promptId": "p1", "disabledTools": []}
+        journal.append_many(session_transcript_stream("s1"), [NewEvent(type="message", data=user)])
+        for n, piece in enumerate(("Half ", "an an"), start=1):
+            update = {"sessionUpdate": "agent_message_chunk", "content": {"text": piece}}
+            chunk = NewEvent(type="session_update", data={"sessionId": "s1", "update": update})
+            journal.append_many(session_stream("s1"), [chunk], dedupe_key=f"r1/p1/s0/a0/c{n}")
+        spec = AttemptSpec(
+            call_id="session/s1/p1/s0",
+            attempt_index=1,
+            site=SESSION_SITE,
+            preset_id=SETTINGS_PRESET,
+            fallback_step=0,
+            provider="settings",
+            credential_alias=None,
+            model="qwen-test",
+        )
+        request = SessionStepInput(
+            session_id="s1", prompt_id="p1", step=0, run_id="r1", model_id="qwen-test"
+        )
+        request.attempt = spec
+        fake.queue_text("Whole.")
+        result = await ActivityEnvironment().run(activities.model_step, request)
+    assert result.content == "Whole."
+    events = journal.read(session_stream("s1"), 0, 1000).entries
+    kinds = [e.type for e in events]
+    marker = kinds.index("model_attempt_failed")
+    assert kinds[:marker] == ["session_update", "session_update"]
+    data = events[marker].data["data"]
+    assert data["attemptId"] == "session/s1/p1/s0/a0"
+    assert data["discardedChunks"] == 2
+    after = events[marker + 1 :]
+    assert "".join(e.data["data"]["update"]["content"]["text"] for e in after) == "Whole."
