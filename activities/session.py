@@ -17,7 +17,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvider
+from activities.llm import ChatMessage, ModelProvider
 from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.workspace import (
     ToolResult,
@@ -28,7 +28,6 @@ from activities.workspace import (
     target_hash,
     tool_specs,
 )
-from runtime.llm.active import served_model_id
 from runtime.llm.chain import first_attempt
 from runtime.llm.config_store import load_chain_plan
 from runtime.llm.routing import (
@@ -90,20 +89,6 @@ class SessionActivities:
         self.gateway = gateway or ModelGateway(
             store, settings, scripted=provider, purpose="SessionPrompt"
         )
-
-    def _provider_for(self, session_model_id: str) -> ModelProvider:
-        # The session may predate a switch of provider: resolve its model id against
-        # the provider this worker runs (a `scripted` left over means the default model).
-        model_id = served_model_id(
-            self.settings.model_provider, self.settings.openai_model, session_model_id
-        )
-        if isinstance(self.provider, OpenAIProvider) and model_id != self.provider.model:
-            return OpenAIProvider(
-                base_url=self.settings.openai_base_url,
-                model=model_id,
-                api_key=self.settings.openai_api_key,
-            )
-        return self.provider
 
     @activity.defn(name=SessionActivity.OPEN_PROMPT)
     async def open_prompt(self, request: OpenPromptInput) -> None:
@@ -298,12 +283,19 @@ class SessionActivities:
             ChatMessage(role="system", content=RECAP_PROMPT),
             ChatMessage(role="user", content="\n".join(lines)),
         ]
-        provider = self._provider_for(request.model_id)
-        try:
-            reply = await heartbeating(provider.complete(messages, []))
-        except ModelError:
+        # One attempt (spec: best effort), on Session:Default's first provider, recorded
+        # and priced as the session's like its prompts.
+        info = activity.info()
+        call_id = f"session/{request.session_id}/recap/{info.workflow_run_id}/{info.activity_id}"
+        plan = await asyncio.to_thread(
+            load_chain_plan, self.store, self.settings, SESSION_SITE, request.model_id
+        )
+        spec = first_attempt(plan, call_id)
+        if spec is None:
             return RecapResult(recap=None)
-        return RecapResult(recap=extract_recap(reply.content))
+        owner = LlmOwner(OwnerKind.SESSION, request.session_id, None)
+        _, reply = await self.gateway.attempt(spec, owner, messages, [])
+        return RecapResult(recap=extract_recap(reply.content) if reply is not None else None)
 
     @activity.defn(name=SessionActivity.RUN_TOOL)
     async def run_tool(self, request: ToolStepInput) -> ToolStepResult:

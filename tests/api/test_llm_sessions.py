@@ -147,6 +147,43 @@ async def test_a_bad_request_ends_the_chain_at_once(daemon: DaemonFactory) -> No
     assert [a["outcome"] for a in attempts] == ["bad_request"]
 
 
+async def test_a_failed_attempts_streamed_text_is_marked_for_discard(
+    daemon: DaemonFactory,  # noqa: F811
+) -> None:
+    """A stream cut mid-way: its chunks were streamed already; `model_attempt_failed` says
+    how many to drop, and the reply (and the transcript) is the next attempt's alone."""
+    with FakeOpenAI() as alpha, FakeOpenAI() as beta:
+        d = await daemon(token=TOKEN)
+        await _two_provider_chain(d, alpha, beta)
+        alpha.queue_text("Partial answ", truncate=True)
+        beta.queue_text("Whole answer.")
+        sid = (await d.create())["sessionId"]
+        end, events = await _ask(d, sid, "hello")
+        assert end == "turn_complete", events
+        failed = [e for e in events if e["type"] == "model_attempt_failed"]
+        assert len(failed) == 1, events
+        marker = failed[0]["data"]
+        assert marker["provider"] == "alpha" and marker["outcome"] == "server_error"
+        chunks = [
+            e
+            for e in events
+            if e["type"] == "session_update"
+            and e["data"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        ]
+        position = events.index(failed[0])
+        before = [e for e in chunks if events.index(e) < position]
+        assert len(before) == marker["discardedChunks"] > 0
+        assert _text(before) == "Partial answ"
+        assert _text([e for e in chunks if events.index(e) > position]) == "Whole answer."
+        # The next prompt's history holds the kept answer only.
+        beta.queue_text("Again.")
+        alpha.queue_error(429)
+        await _ask(d, sid, "more")
+        contents = [m.get("content") for m in beta.requests[-1].body["messages"]]
+    assert "Whole answer." in contents
+    assert "Partial answ" not in contents
+
+
 async def test_rebinding_session_default_applies_at_the_next_prompt(daemon: DaemonFactory) -> None:  # noqa: F811
     """A session created under the deployment's settings (scripted) follows the binding an
     operator attaches between two of its prompts, and the one after, without a restart."""
@@ -203,6 +240,8 @@ async def test_a_session_model_choice_yields_to_an_operator_preset(daemon: Daemo
         end, events = await _ask(d, sid, "one")
         assert end == "turn_complete", events
         assert settings_server.requests[-1].body["model"] == "qwen-big"
+        context = (await d.client.get(f"/session/{sid}/context")).json()
+        assert context["state"]["models"]["currentModelId"] == "qwen-big"
         await _provider(d, "alpha", alpha, "sk-alpha")
         await _preset(d, "on-alpha", "m-alpha", "alpha", [])
         await _bind(d, SESSION_SITE, "on-alpha")
@@ -210,6 +249,8 @@ async def test_a_session_model_choice_yields_to_an_operator_preset(daemon: Daemo
         end, events = await _ask(d, sid, "two")
         assert end == "turn_complete", events
         assert alpha.requests[-1].body["model"] == "m-alpha"
+        context = (await d.client.get(f"/session/{sid}/context")).json()
+        assert context["state"]["models"]["currentModelId"] == "m-alpha"
         caps = (await d.client.get("/capabilities")).json()
         assert caps["modelServices"][0]["modelId"] == "m-alpha", caps["modelServices"]
 
