@@ -63,7 +63,12 @@ log = logging.getLogger(__name__)
 # One refresh at a time per credentials file: in this process (an asyncio lock), and
 # across the daemon's processes (a file lock), since a rotating IdP consumes the
 # refresh token on first use and a second concurrent refresh would get invalid_grant.
-_LOCKS: dict[Path, asyncio.Lock] = {}
+_LOCKS: dict[tuple[int, Path], asyncio.Lock] = {}
+
+
+def _lock(path: Path) -> asyncio.Lock:
+    """The in-process lock of a credentials file (per event loop: a lock serves one)."""
+    return _LOCKS.setdefault((id(asyncio.get_running_loop()), path), asyncio.Lock())
 
 
 def _usable(record: dict[str, Any], now_ms: int) -> bool:
@@ -98,7 +103,7 @@ async def usable_token(data_dir: Path, settings: Settings, provider_id: str) -> 
     if provider is None or not record.get("refresh_token"):
         return str(record["access_token"]) if _unexpired(record, _now_ms()) else None
     path = credentials_path(data_dir, provider_id)
-    lock = _LOCKS.setdefault(path, asyncio.Lock())
+    lock = _lock(path)
     async with lock:
         lock_file = await asyncio.to_thread(_lock_file, path)
         try:
@@ -170,7 +175,7 @@ async def forget_token(data_dir: Path, provider_id: str, access_token: str) -> b
     Only that token is dropped (a newer one stored meanwhile stays); returns whether it
     was."""
     path = credentials_path(data_dir, provider_id)
-    lock = _LOCKS.setdefault(path, asyncio.Lock())
+    lock = _lock(path)
     async with lock:
         lock_file = await asyncio.to_thread(_lock_file, path)
         try:

@@ -257,3 +257,25 @@ async def test_a_token_near_expiry_is_refreshed_without_a_flow(rig: Rig) -> None
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+async def test_a_paused_prompt_can_be_cancelled_and_the_flow_serves_the_next(rig: Rig) -> None:
+    """Cancelling the prompt ends its wait, not the flow: approved later, the flow's token
+    serves the next prompt with no second device code."""
+    rig.start_worker()
+    await rig.configure()
+    sid, prompt_id, _started = await rig.paused_prompt("hello")
+    assert (await rig.daemon.client.post(f"/session/{sid}/cancel")).status_code == 204
+    events = await rig.daemon.wait_for(sid, "turn_complete", prompt_id=prompt_id, timeout=60)
+    (done,) = [e["data"] for e in events if e["type"] == "turn_complete"]
+    assert done["stopReason"] == "cancelled"
+    rig.idp.approve(await rig.user_code())
+    deadline = time.monotonic() + 30
+    while not credentials_path(rig.data_dir, IDP).exists():
+        assert time.monotonic() < deadline, "the flow never stored its token"
+        await asyncio.sleep(0.1)
+    rig.model.queue_text("next one")
+    second = (await rig.daemon.prompt(sid, "next")).json()["promptId"]
+    events = await rig.daemon.wait_for(sid, "turn_complete", prompt_id=second, timeout=60)
+    assert _answer(events, second) == "next one"
+    assert len(rig.idp.devices) == 1 and rig.model.requests

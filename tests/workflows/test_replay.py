@@ -38,6 +38,7 @@ def test_there_are_histories_to_replay() -> None:
     assert {p.stem for p in HISTORIES} >= {
         "session",
         "session-before-model-chain",
+        "session-device-flow-pause",
         "turn",
         "turn-model",
         "turn-model-before-model-chain",
