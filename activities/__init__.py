@@ -6,9 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 from activities.agent_tools import AgentToolsActivities
+from activities.device_flow_pause import DeviceFlowPauseActivities
 from activities.identity import IdentityActivities
 from activities.journal import JournalActivities
 from activities.llm import ModelProvider
+from activities.llm.routing_activities import LlmActivities
 from activities.session import SessionActivities
 from activities.standing_agent import StandingAgentActivities
 from runtime.settings import Settings
@@ -20,11 +22,17 @@ def build_activities(
 ) -> list[Callable[..., Any]]:
     """Every activity the worker registers, bound to this process's store and model."""
     agent_tools = AgentToolsActivities(
-        store, journal, provider, max_results=settings.agent_tools_max_results
+        store,
+        journal,
+        provider,
+        settings=settings,
+        max_results=settings.agent_tools_max_results,
     )
     session = SessionActivities(store, journal, provider, settings)
     identity = IdentityActivities(store, journal, settings.resolved_data_dir)
     agents = StandingAgentActivities(store, journal, provider, settings)
+    device_flow_pause = DeviceFlowPauseActivities(settings)
+    llm = LlmActivities(store, settings)
     return [
         JournalActivities(journal).append_events,
         session.open_prompt,
@@ -41,19 +49,24 @@ def build_activities(
         identity.poll_token,
         identity.emit,
         identity.forget,
+        device_flow_pause.ensure_flow,
+        device_flow_pause.read_flow,
         agents.load_instance,
         agents.next_event,
         agents.begin_tick,
         agents.model_step,
         agents.run_tool,
         agents.complete_tick,
+        llm.resolve_chain,
     ]
 
 
 __all__ = [
     "AgentToolsActivities",
+    "DeviceFlowPauseActivities",
     "IdentityActivities",
     "JournalActivities",
+    "LlmActivities",
     "StandingAgentActivities",
     "build_activities",
 ]

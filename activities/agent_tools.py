@@ -10,8 +10,8 @@ from sqlalchemy import select
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.heartbeat import heartbeating
-from activities.llm import ChatMessage, ModelError, ModelProvider, ToolSpec
+from activities.llm import ChatMessage, ModelProvider, ToolSpec
+from activities.llm.gateway import LlmOwner, ModelGateway
 from runtime.agent_tools.calls import execute_call
 from runtime.agent_tools.contracts import (
     AgentToolsActivity,
@@ -27,6 +27,10 @@ from runtime.agent_tools.models import AgentTurn
 from runtime.investigation.catalog import TOOL_DESCRIPTORS
 from runtime.investigation.research import ResearchNotFound
 from runtime.investigation.tools import research_get_state
+from runtime.llm.chain import first_attempt
+from runtime.llm.config_store import load_chain_plan
+from runtime.llm.routing import TURN_SITE, AttemptOutcome, AttemptReport, AttemptSpec, OwnerKind
+from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.journal_contracts import NewEvent
 from runtime.telemetry import tracer
@@ -57,11 +61,18 @@ class AgentToolsActivities:
         journal: EventJournal,
         provider: ModelProvider,
         *,
+        settings: Settings,
+        gateway: ModelGateway | None = None,
         max_results: int = 64,
     ) -> None:
         self.store = store
         self.journal = journal
         self.provider = provider
+        self.settings = settings
+        # Model steps are attempts through the gateway; `provider` serves its scripted kind.
+        self.gateway = gateway or ModelGateway(
+            store, settings, scripted=provider, purpose="AgentToolsTurn"
+        )
         self.max_results = max_results
 
     @activity.defn(name=AgentToolsActivity.CALL_TOOL)
@@ -134,15 +145,21 @@ class AgentToolsActivities:
 
     @activity.defn(name=AgentToolsActivity.MODEL_STEP)
     async def model_step(self, request: ModelStepInput) -> ModelStepResult:
-        """Ask the model what to do next; the transcript lives in the journal, not in history.
+        """One attempt of the turn's model step (`request.attempt`), through the gateway;
+        the transcript lives in the journal, not in history.
 
         Idempotent: when this step's answer is already in the transcript (a retry
-        after a crash), it is returned without calling the model again.
+        after a crash), it is returned without calling the model again. A failed
+        attempt returns its report and keeps nothing: the workflow's chain decides.
         """
+        spec = request.attempt
+        if spec is None:
+            spec = await asyncio.to_thread(self._first_attempt, request)
         entries = (await self.journal.aread(request.transcript_stream, 0, 10_000)).entries
         for entry in entries:
             if entry.data.get("step") == request.step and entry.data.get("role") == "assistant":
-                return _step_result(ChatMessage.model_validate(_message(entry.data)), "")
+                stored = ChatMessage.model_validate(_message(entry.data))
+                return _step_result(stored, str(entry.data.get("served_model", "")), _ok(spec))
         if not entries:
             prompt = await asyncio.to_thread(self._prompt, request)
             seed = [
@@ -156,25 +173,37 @@ class AgentToolsActivities:
             )
             entries = (await self.journal.aread(request.transcript_stream, 0, 10_000)).entries
         messages = [ChatMessage.model_validate(_message(e.data)) for e in entries]
-        with tracer.start_as_current_span(f"llm {self.provider.name}"):
-            try:
-                reply = await heartbeating(self.provider.complete(messages, tool_specs()))
-            except ModelError as err:
-                # A bad key or request fails the same way every time: don't retry those.
+        owner = LlmOwner(OwnerKind.TURN, request.turn_id, request.workspace)
+        report, reply = await self.gateway.attempt(spec, owner, messages, tool_specs())
+        if reply is None:
+            if request.attempt is None:
+                # A turn started before the chain: Temporal retries its one activity, except
+                # a bad key or request, which fails the same way every time.
                 raise ApplicationError(
-                    str(err), type="ModelError", non_retryable=not err.retryable
-                ) from err
+                    report.error or report.outcome.value,
+                    type="ModelError",
+                    non_retryable=report.outcome
+                    in (AttemptOutcome.BAD_REQUEST, AttemptOutcome.AUTH_ERROR),
+                )
+            return ModelStepResult(report=report)
         answer = ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
+        data = {**answer.model_dump(mode="json"), "step": request.step}
+        data["served_model"] = reply.served_model
         await self.journal.aappend_many(
             request.transcript_stream,
-            [
-                NewEvent(
-                    type="message", data={**answer.model_dump(mode="json"), "step": request.step}
-                )
-            ],
+            [NewEvent(type="message", data=data)],
             dedupe_key=f"{request.transcript_stream}/step-{request.step}",
         )
-        return _step_result(answer, reply.served_model)
+        return _step_result(answer, reply.served_model, report)
+
+    def _first_attempt(self, request: ModelStepInput) -> AttemptSpec:
+        """The attempt of a step sent without one (its turn began before the chain): the
+        first of the live plan."""
+        plan = load_chain_plan(self.store, self.settings, TURN_SITE)
+        call_id = f"turn/{request.instance}/{request.workspace}/{request.turn_id}/m{request.step}"
+        spec = first_attempt(plan, call_id)
+        assert spec is not None  # a plan has at least its preset's own entry
+        return spec
 
     def _prompt(self, request: ModelStepInput) -> str:
         with self.store.session() as session:
@@ -189,14 +218,25 @@ class AgentToolsActivities:
 
 
 def _message(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if k != "step"}
+    return {k: v for k, v in data.items() if k not in ("step", "served_model")}
 
 
-def _step_result(message: ChatMessage, served_model: str) -> ModelStepResult:
+def _step_result(message: ChatMessage, served_model: str, report: AttemptReport) -> ModelStepResult:
     return ModelStepResult(
         content=message.content[:4000],
         tool_calls=list(message.tool_calls),
         served_model=served_model,
+        report=report,
+    )
+
+
+def _ok(spec: AttemptSpec) -> AttemptReport:
+    """An attempt that found the step's answer in the transcript: ok, nothing paid."""
+    return AttemptReport(
+        attempt_id=f"{spec.call_id}/a{spec.attempt_index}",
+        outcome=AttemptOutcome.OK,
+        provider=spec.provider,
+        credential_alias=spec.credential_alias,
     )
 
 

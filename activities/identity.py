@@ -16,9 +16,7 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import secrets
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -37,11 +35,8 @@ from runtime.device_flow.contracts import (
     PollOutcome,
     RequestCodeResult,
 )
-from runtime.device_flow.providers import (
-    DeviceFlowProvider,
-    credentials_path,
-    device_flow_secrets_path,
-)
+from runtime.device_flow.credentials import credentials_record, store_credentials, write_private
+from runtime.device_flow.providers import DeviceFlowProvider, device_flow_secrets_path
 from runtime.device_flow.tokens import token_response_meaning
 from runtime.sessions import registry
 from runtime.sessions.streams import session_event
@@ -53,22 +48,6 @@ log = logging.getLogger(__name__)
 
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 HTTP_TIMEOUT = httpx.Timeout(20.0)
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`, mode 0600, atomically (temporary file, fsync, rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), 0o600)
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
 
 
 def _pkce_pair() -> tuple[str, str]:
@@ -249,25 +228,9 @@ class IdentityActivities:
         if meaning != "authorized":
             return PollOutcome(outcome=meaning)
         assert isinstance(body, dict)
-        now_ms = int(time.time() * 1000)
-        expires_at = None
-        if isinstance(body.get("expires_in"), int | float):
-            expires_at = now_ms + int(body["expires_in"] * 1000)
-        record = {
-            "providerId": provider.provider_id,
-            "access_token": body["access_token"],
-            "refresh_token": body.get("refresh_token"),
-            "token_type": body.get("token_type"),
-            "scope": body.get("scope"),
-            "resource_url": body.get("resource_url"),
-            "id_token": body.get("id_token"),
-            "expiry_date": expires_at,
-            "obtainedAt": now_ms,
-        }
-        path = credentials_path(self.data_dir, provider.provider_id)
+        record = credentials_record(provider.provider_id, body, int(time.time() * 1000))
         try:
-            payload = json.dumps({k: v for k, v in record.items() if v is not None}, indent=2)
-            await asyncio.to_thread(write_private, path, payload.encode("utf-8"))
+            await asyncio.to_thread(store_credentials, self.data_dir, provider.provider_id, record)
         except OSError as err:
             log.warning("device flow %s: credentials not stored (%s)", provider.provider_id, err)
             return PollOutcome(
@@ -275,6 +238,7 @@ class IdentityActivities:
                 error_kind="persist_failed",
                 hint=f"could not store the credentials ({err.strerror or type(err).__name__})",
             )
+        expires_at = record.get("expiry_date")
         return PollOutcome(outcome="authorized", expires_at_ms=expires_at)
 
     @activity.defn(name=DeviceFlowActivity.FORGET)
@@ -294,16 +258,21 @@ class IdentityActivities:
 
     @activity.defn(name=DeviceFlowActivity.EMIT)
     async def emit(self, request: EmitInput) -> int:
-        """Append the event to each live session of the workspace; a retry appends nothing
-        twice (one dedupe key per stream). Returns how many streams got it."""
-        sessions = await asyncio.to_thread(registry.list_live, self.store, request.workspace_cwd)
+        """Append the event to each live session of the workspace (or to the one session
+        named); a retry appends nothing twice (one dedupe key per stream). Returns how many
+        streams got it."""
+        if request.session_id is not None:
+            session_ids = [request.session_id]
+        else:
+            live = await asyncio.to_thread(registry.list_live, self.store, request.workspace_cwd)
+            session_ids = [record.session_id for record in live]
         event = session_event(request.type, request.data)
-        for record in sessions:
+        for session_id in session_ids:
             key = dedupe_key(request.dedupe_scope, 0, [event])
             await self.journal.aappend_many(
-                session_stream(record.session_id),
+                session_stream(session_id),
                 [event],
                 retention=request.retention,
                 dedupe_key=key,
             )
-        return len(sessions)
+        return len(session_ids)

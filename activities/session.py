@@ -17,7 +17,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvider
+from activities.llm import ChatMessage, ModelProvider
+from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.workspace import (
     ToolResult,
     WorkspaceTools,
@@ -27,7 +28,16 @@ from activities.workspace import (
     target_hash,
     tool_specs,
 )
-from runtime.llm.active import served_model_id
+from runtime.llm.chain import first_attempt
+from runtime.llm.config_store import load_chain_plan
+from runtime.llm.models import LlmCallAttempt
+from runtime.llm.routing import (
+    SESSION_SITE,
+    AttemptOutcome,
+    AttemptReport,
+    AttemptSpec,
+    OwnerKind,
+)
 from runtime.policy.approval import TOOL_KINDS, is_mutating
 from runtime.sessions.contracts import (
     ModelStepInput,
@@ -64,27 +74,22 @@ _STOP: dict[str, StopReason] = {"length": "max_tokens", "content_filter": "refus
 
 class SessionActivities:
     def __init__(
-        self, store: Store, journal: EventJournal, provider: ModelProvider, settings: Settings
+        self,
+        store: Store,
+        journal: EventJournal,
+        provider: ModelProvider,
+        settings: Settings,
+        gateway: ModelGateway | None = None,
     ) -> None:
         self.store = store
         self.journal = journal
         self.provider = provider
         self.settings = settings
         self.ledger = OperationLedger(store)
-
-    def _provider_for(self, session_model_id: str) -> ModelProvider:
-        # The session may predate a switch of provider: resolve its model id against
-        # the provider this worker runs (a `scripted` left over means the default model).
-        model_id = served_model_id(
-            self.settings.model_provider, self.settings.openai_model, session_model_id
+        # Model steps are attempts through the gateway; `provider` serves its scripted kind.
+        self.gateway = gateway or ModelGateway(
+            store, settings, scripted=provider, purpose="SessionPrompt"
         )
-        if isinstance(self.provider, OpenAIProvider) and model_id != self.provider.model:
-            return OpenAIProvider(
-                base_url=self.settings.openai_base_url,
-                model=model_id,
-                api_key=self.settings.openai_api_key,
-            )
-        return self.provider
 
     @activity.defn(name=SessionActivity.OPEN_PROMPT)
     async def open_prompt(self, request: OpenPromptInput) -> None:
@@ -123,19 +128,34 @@ class SessionActivities:
 
     @activity.defn(name=SessionActivity.MODEL_STEP)
     async def model_step(self, request: ModelStepInput) -> ModelStepResult:
-        """Ask the model for the next step of a prompt; stream its text as session updates."""
+        """One attempt of a prompt's model step (`request.attempt`), through the gateway;
+        its text streams to the session as `agent_message_chunk`s.
+
+        A failed attempt returns its report (the workflow's chain decides what follows)
+        and keeps nothing in the transcript. Text it streamed before failing (a stream
+        cut mid-way) stays on the session's stream, followed by `model_attempt_failed`
+        with the count of its chunks, which a client drops (for an attempt whose worker
+        died, the next attempt writes that marker); each attempt's chunks have their
+        own dedupe keys.
+        """
         transcript = session_transcript_stream(request.session_id)
         stream = session_stream(request.session_id)
+        spec = request.attempt
+        if spec is None:
+            spec = await asyncio.to_thread(self._first_attempt, request)
         key = f"{request.run_id}/{request.prompt_id}/s{request.step}"
+        if request.attempt is not None:
+            key = f"{key}/a{spec.attempt_index}"
         entries = (await self.journal.aread(transcript, 0, 100_000)).entries
-        for entry in entries:  # a retried step whose answer is already stored
+        for entry in entries:  # a step whose answer is already stored (a retry, a resume)
             data = entry.data
             if (
                 data.get("promptId") == request.prompt_id
                 and data.get("step") == request.step
                 and data.get("role") == "assistant"
             ):
-                return _result(ChatMessage.model_validate(_chat(data)), data.get("finish", "stop"))
+                stored = ChatMessage.model_validate(_chat(data))
+                return _result(stored, data.get("finish", "stop"), _stored_report(spec))
         messages = [ChatMessage(role="system", content=SYSTEM_PROMPT)] + [
             ChatMessage.model_validate(_chat(e.data)) for e in entries
         ]
@@ -143,6 +163,10 @@ class SessionActivities:
 
         async def on_delta(text: str) -> None:
             nonlocal chunks
+            if chunks == 0 and request.attempt is not None:
+                # Text of this step's earlier attempts whose worker was lost mid-stream
+                # (never marked): marked before this attempt's own text follows it.
+                await self._mark_lost(request, spec)
             chunks += 1
             update = {
                 "sessionUpdate": "agent_message_chunk",
@@ -155,25 +179,85 @@ class SessionActivities:
             )
             await self._append(stream, [event], f"{key}/c{chunks}", request.retention)
 
-        provider = self._provider_for(request.model_id)
         disabled = _disabled_for(entries, request.prompt_id)
         specs = [spec for spec in tool_specs(request.shell_enabled) if spec.name not in disabled]
-        try:
-            reply = await heartbeating(provider.complete(messages, specs, on_delta=on_delta))
-        except ModelError as err:
-            raise ApplicationError(
-                str(err), type="ModelError", non_retryable=not err.retryable
-            ) from err
+        owner = LlmOwner(OwnerKind.SESSION, request.session_id, request.tenant)
+        report, reply = await self.gateway.attempt(spec, owner, messages, specs, on_delta=on_delta)
+        if reply is None:
+            if chunks:
+                await self._discard(request, report, chunks, key)
+            if request.attempt is None:
+                # A prompt started before the chain: Temporal retries its one activity.
+                raise ApplicationError(
+                    report.error or report.outcome.value,
+                    type="ModelError",
+                    non_retryable=report.outcome
+                    in (AttemptOutcome.BAD_REQUEST, AttemptOutcome.AUTH_ERROR),
+                )
+            return ModelStepResult(stop_reason="error", report=report)
         answer = ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
         record = {
             **_message(answer, request.prompt_id).data,
             "step": request.step,
             "finish": reply.finish_reason,
         }
-        await self._append(
-            transcript, [NewEvent(type="message", data=record)], f"{key}/answer", None
+        answer_key = f"{request.run_id}/{request.prompt_id}/s{request.step}/answer"
+        await self._append(transcript, [NewEvent(type="message", data=record)], answer_key, None)
+        return _result(answer, reply.finish_reason, report)
+
+    def _first_attempt(self, request: ModelStepInput) -> AttemptSpec:
+        """The attempt of a step sent without one (its prompt began before the chain):
+        the first of the live plan."""
+        plan = load_chain_plan(self.store, self.settings, SESSION_SITE, request.model_id)
+        call_id = f"session/{request.session_id}/{request.prompt_id}/s{request.step}"
+        spec = first_attempt(plan, call_id)
+        assert spec is not None  # a plan has at least its preset's own entry
+        return spec
+
+    async def _mark_lost(self, request: ModelStepInput, spec: AttemptSpec) -> None:
+        """`model_attempt_failed` for each earlier attempt of the step that streamed text
+        and has no marker (its worker died: it could not say so), latest first, so that
+        each marker's "drop the latest n chunks" holds in order."""
+        stream = session_stream(request.session_id)
+        base = f"{request.run_id}/{request.prompt_id}/s{request.step}"
+        for index in reversed(range(spec.attempt_index)):
+            prefix = f"{base}/a{index}/"
+            keys = await asyncio.to_thread(self.journal.dedupe_keys, stream, prefix)
+            chunks = sum(1 for k in keys if k.removeprefix(prefix).startswith("c"))
+            if not chunks or f"{prefix}failed" in keys:
+                continue
+            lost = AttemptReport(
+                attempt_id=f"{spec.call_id}/a{index}",
+                outcome=AttemptOutcome.TIMEOUT,
+                provider=spec.provider,
+                credential_alias=None,
+            )
+            row = await asyncio.to_thread(_attempt_row, self.store, lost.attempt_id)
+            if row is not None:
+                lost.provider, lost.credential_alias = row.provider, row.credential_alias
+            await self._discard(request, lost, chunks, f"{base}/a{index}")
+
+    async def _discard(
+        self, request: ModelStepInput, report: AttemptReport, chunks: int, key: str
+    ) -> None:
+        """Tell clients the last `chunks` agent_message_chunks of this prompt were a failed
+        attempt's: the reply comes from the next attempt, or the prompt ends in error."""
+        event = session_event(
+            "model_attempt_failed",
+            {
+                "sessionId": request.session_id,
+                "promptId": request.prompt_id,
+                "attemptId": report.attempt_id,
+                "provider": report.provider,
+                "credentialAlias": report.credential_alias,
+                "outcome": report.outcome.value,
+                "discardedChunks": chunks,
+            },
+            prompt_id=request.prompt_id,
         )
-        return _result(answer, reply.finish_reason)
+        await self._append(
+            session_stream(request.session_id), [event], f"{key}/failed", request.retention
+        )
 
     @activity.defn(name=SessionActivity.PREVIEW_TOOL)
     async def preview_tool(self, request: ToolStepInput) -> ToolPreview:
@@ -228,12 +312,19 @@ class SessionActivities:
             ChatMessage(role="system", content=RECAP_PROMPT),
             ChatMessage(role="user", content="\n".join(lines)),
         ]
-        provider = self._provider_for(request.model_id)
-        try:
-            reply = await heartbeating(provider.complete(messages, []))
-        except ModelError:
+        # One attempt (spec: best effort), on Session:Default's first provider, recorded
+        # and priced as the session's like its prompts.
+        info = activity.info()
+        call_id = f"session/{request.session_id}/recap/{info.workflow_run_id}/{info.activity_id}"
+        plan = await asyncio.to_thread(
+            load_chain_plan, self.store, self.settings, SESSION_SITE, request.model_id
+        )
+        spec = first_attempt(plan, call_id)
+        if spec is None:
             return RecapResult(recap=None)
-        return RecapResult(recap=extract_recap(reply.content))
+        owner = LlmOwner(OwnerKind.SESSION, request.session_id, None)
+        _, reply = await self.gateway.attempt(spec, owner, messages, [])
+        return RecapResult(recap=extract_recap(reply.content) if reply is not None else None)
 
     @activity.defn(name=SessionActivity.RUN_TOOL)
     async def run_tool(self, request: ToolStepInput) -> ToolStepResult:
@@ -349,9 +440,26 @@ def _chat(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k in ("role", "content", "tool_calls", "tool_call_id")}
 
 
-def _result(message: ChatMessage, finish: str) -> ModelStepResult:
+def _result(message: ChatMessage, finish: str, report: AttemptReport) -> ModelStepResult:
     return ModelStepResult(
         content=message.content[:4000],
         tool_calls=list(message.tool_calls),
         stop_reason=_STOP.get(finish, "end_turn"),
+        report=report,
+    )
+
+
+def _attempt_row(store: Store, attempt_id: str) -> LlmCallAttempt | None:
+    with store.session() as db:
+        return db.get(LlmCallAttempt, attempt_id)
+
+
+def _stored_report(spec: AttemptSpec) -> AttemptReport:
+    """An attempt that found the step's answer in the transcript: ok, and nothing paid
+    (the attempt that got it was recorded then)."""
+    return AttemptReport(
+        attempt_id=f"{spec.call_id}/a{spec.attempt_index}",
+        outcome=AttemptOutcome.OK,
+        provider=spec.provider,
+        credential_alias=spec.credential_alias,
     )

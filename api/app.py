@@ -30,6 +30,7 @@ from api.routes import (
     docs,
     health,
     index,
+    llm,
     permissions,
     prompts,
     registry,
@@ -138,6 +139,7 @@ def create_app(
     app.include_router(decisions.router)
     app.include_router(registry.router)
     app.include_router(agent_config.router)
+    app.include_router(llm.router)
 
     # add_middleware wraps what is already there: add the innermost first.
     app.add_middleware(LastResort)

@@ -39,6 +39,8 @@ with workflow.unsafe.imports_passed_through():
         PollInput,
         PollOutcome,
         RequestCodeResult,
+        started_event_data,
+        started_event_scope,
     )
     from runtime.failures import UPDATE_EXPIRED
 
@@ -153,11 +155,8 @@ class DeviceFlowWorkflow:
         state.status = "pending"
         await self._emit(
             "auth_device_flow_started",
-            {
-                "deviceFlowId": state.device_flow_id,
-                "providerId": state.provider_id,
-                "expiresAt": expires_at_ms,
-            },
+            started_event_data(state),
+            scope=started_event_scope(state.device_flow_id),
         )
         while not state.terminal:
             remaining_ms = expires_at_ms - self._now_ms()
@@ -228,7 +227,7 @@ class DeviceFlowWorkflow:
         state.interval_ms = None
         workflow.upsert_search_attributes([STATUS.value_set(status)])
 
-    async def _emit(self, event_type: str, data: dict[str, Any]) -> None:
+    async def _emit(self, event_type: str, data: dict[str, Any], scope: str | None = None) -> None:
         self._events += 1
         await workflow.execute_activity(
             DeviceFlowActivity.EMIT,
@@ -236,7 +235,7 @@ class DeviceFlowWorkflow:
                 workspace_cwd=self._input.workspace_cwd,
                 type=event_type,
                 data=data,
-                dedupe_scope=f"device-flow/{workflow.info().run_id}/{self._events}",
+                dedupe_scope=scope or f"device-flow/{workflow.info().run_id}/{self._events}",
                 retention=self._input.event_retention,
             ),
             start_to_close_timeout=timedelta(seconds=30),

@@ -18,12 +18,20 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
+from workflows.model_failure import attempt_views, is_exhausted
 from workflows.search_attributes import KIND, STATUS, TENANT
 from workflows.session_permissions import SessionPermissions
 
 with workflow.unsafe.imports_passed_through():
     from runtime.failures import UPDATE_EXPIRED
     from runtime.llm.contracts import ToolCall
+    from runtime.llm.routing import (
+        DEVICE_FLOW_FAILED,
+        SESSION_SITE,
+        SETTINGS_PROVIDER,
+        AttemptReport,
+        AttemptSpec,
+    )
     from runtime.policy.approval import (
         InvalidApprovalMode,
         is_approval_mode,
@@ -64,6 +72,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.sessions.streams import session_event
     from runtime.store.journal_contracts import APPEND_EVENTS, AppendEventsInput, dedupe_key
     from runtime.streams import session_stream
+    from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
 
 
 _LOCAL = timedelta(minutes=2)
@@ -72,6 +81,9 @@ _RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds
 _EFFECT_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5)
 )
+# Each model step walks the fallback chain of Session:Default, one activity per attempt
+# (issue 11). Prompts started before it made one model-step activity retried by Temporal.
+_MODEL_CHAIN = "model-steps-walk-the-fallback-chain"
 
 
 def session_workflow_id(session_id: str) -> str:
@@ -357,6 +369,24 @@ class SessionWorkflow:
                 stop = await self._episode(item)
         except _Cancelled:
             stop = "cancelled"
+        except ApplicationError as err:
+            if not is_exhausted(err):
+                raise
+            # Every attempt of a model step failed (or a 400 ended the chain).
+            data = {
+                "sessionId": session_id,
+                "promptId": item.prompt_id,
+                "error": err.message[:1000],
+                # What the SDKs read on a turn_error (`code`, `message`).
+                "code": err.type,
+                "message": err.message[:1000],
+                "attempts": attempt_views(err, camel=True),
+            }
+            if err.type == DEVICE_FLOW_FAILED:
+                # A credential's device flow failed: the flow's errorKind ends the call.
+                data["errorKind"] = err.message
+            await self._emit("turn_error", data, prompt_id=item.prompt_id)
+            stop = "error"
         except ActivityError as err:
             await self._emit(
                 "turn_error",
@@ -445,6 +475,64 @@ class SessionWorkflow:
         return "max_tokens"
 
     async def _model_step(self, item: PromptItem, step: int, run_id: str) -> ModelStepResult:
+        if not workflow.patched(_MODEL_CHAIN):
+            return await self._model_step_v1(item, step, run_id)
+        assert self._input is not None
+        # Session:Default's chain, read now (live): a binding changed since the last step
+        # applies. The session's own model counts only under the deployment's settings
+        # provider (load_chain_plan): under an operator's preset, the preset's model.
+        plan = await resolve_chain(SESSION_SITE, self._model_id)
+        # The attempts' results, in order: the chain ends on the successful one.
+        results: list[ModelStepResult] = []
+
+        async def attempt(spec: AttemptSpec) -> AttemptReport:
+            assert self._input is not None
+            request = ModelStepInput(
+                session_id=self._input.session_id,
+                prompt_id=item.prompt_id,
+                step=step,
+                run_id=run_id,
+                model_id=spec.model,
+                shell_enabled=self._input.shell_enabled,
+                retention=self._input.event_retention,
+                attempt=spec,
+                tenant=self._input.workspace_cwd,
+            )
+            result: ModelStepResult
+            if spec.provider == SETTINGS_PROVIDER and self._provider == "scripted":
+                # Built in and instant: a local activity keeps a prompt to few workflow tasks.
+                result = await workflow.execute_local_activity(
+                    SessionActivity.MODEL_STEP,
+                    request,
+                    result_type=ModelStepResult,
+                    start_to_close_timeout=_LOCAL,
+                    retry_policy=ATTEMPT_RETRY,
+                )
+            else:
+                result = await workflow.execute_activity(
+                    SessionActivity.MODEL_STEP,
+                    request,
+                    result_type=ModelStepResult,
+                    start_to_close_timeout=timedelta(minutes=10),
+                    heartbeat_timeout=timedelta(seconds=10),
+                    retry_policy=ATTEMPT_RETRY,
+                )
+            assert result.report is not None
+            results.append(result)
+            return result.report
+
+        call_id = model_call_id(self._input.session_id, item, step)
+        await run_chain(
+            plan,
+            call_id,
+            attempt,
+            workspace=self._input.workspace_cwd,
+            session_id=self._input.session_id,
+        )
+        return results[-1]
+
+    async def _model_step_v1(self, item: PromptItem, step: int, run_id: str) -> ModelStepResult:
+        """The model step of prompts started before `_MODEL_CHAIN`, so their histories replay."""
         assert self._input is not None
         request = ModelStepInput(
             session_id=self._input.session_id,
@@ -618,6 +706,11 @@ class SessionWorkflow:
             ),
             start_to_close_timeout=timedelta(seconds=30),
         )
+
+
+def model_call_id(session_id: str, item: PromptItem, step: int) -> str:
+    """The logical model call of a prompt's step: its attempts and stored reply hang on it."""
+    return f"session/{session_id}/{item.prompt_id}/s{step}"
 
 
 def _check_bound(request: WorkerBound) -> None:

@@ -23,9 +23,10 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from runtime.llm.routing import AttemptReport, AttemptSpec
     from runtime.policy.agent_budget import BudgetUsage, exhausted_axis
     from runtime.policy.agent_decisions import map_decision
     from runtime.policy.plan_hash import forced_replan_due, is_idle_tick
@@ -34,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         ESCALATION_TOOLS,
         PHASE_BLOCKED,
         PHASE_COMPLETE,
+        PLANNING_SITE,
         SIDE_EFFECT_TOOLS,
         default_mode,
     )
@@ -69,8 +71,14 @@ with workflow.unsafe.imports_passed_through():
         StandingAgentActivity,
         StandingAgentInput,
     )
+    from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
     from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
+# Histories from before the model-routing chain retried one model step activity; since,
+# each LLM call resolves its site's chain and runs one activity per attempt.
+LLM_CHAIN_PATCH = "llm-chain"
+# What a blocked turn keeps of the chain's failure (every attempt's provider and outcome).
+CHAIN_FAILURE_MAX = 2000
 _LOCAL = timedelta(minutes=1)
 _MIN_WAIT = timedelta(milliseconds=20)
 _STORE_RETRY = RetryPolicy(
@@ -109,6 +117,14 @@ class _Episode:
     # The weekly credit ran out before a model call: when it regenerates.
     credit_stopped: bool = False
     credit_regenerates_at: datetime | None = None
+
+
+class _CreditStop(Exception):
+    """The week's credit ran out before an attempt of the chain: no call was made."""
+
+    def __init__(self, step: ModelStepResult) -> None:
+        super().__init__("credit_exhausted")
+        self.step = step
 
 
 def agent_id(request: StandingAgentInput) -> str:
@@ -330,6 +346,37 @@ class StandingAgentWorkflow:
         )
         return result
 
+    async def _chained_model_step(self, request: ModelStepInput) -> ModelStepResult:
+        """One LLM call through its site's fallback chain: one activity per attempt.
+
+        Raises:
+            ApplicationError: the chain's failure (`run_chain`).
+        """
+        plan = await resolve_chain(PLANNING_SITE[request.agent_type])
+        done: list[ModelStepResult] = []
+
+        async def attempt(spec: AttemptSpec) -> AttemptReport:
+            step: ModelStepResult = await workflow.execute_activity(
+                StandingAgentActivity.MODEL_STEP,
+                request.model_copy(update={"attempt": spec}),
+                result_type=ModelStepResult,
+                start_to_close_timeout=timedelta(minutes=10),
+                # Heartbeated every 2 s: a lost worker's attempt times out within 10 s
+                # and the chain makes the next one.
+                heartbeat_timeout=timedelta(seconds=10),
+                retry_policy=ATTEMPT_RETRY,
+            )
+            if step.credit_exhausted or step.report is None:
+                raise _CreditStop(step)
+            done.append(step)
+            return step.report
+
+        try:
+            await run_chain(plan, request.call_id, attempt)
+        except _CreditStop as stop:
+            return stop.step
+        return done[-1]
+
     async def _run_tool(self, request: RunToolInput) -> RunToolResult:
         result: RunToolResult = await workflow.execute_activity(
             StandingAgentActivity.RUN_TOOL,
@@ -370,22 +417,31 @@ class StandingAgentWorkflow:
                 out.wait_condition = f"blocked: {HISTORY_GUARD_REASON}"
                 return out
             out.llm_calls += 1
+            step_input = ModelStepInput(
+                tenant=request.tenant,
+                instance_id=request.instance_id,
+                agent_type=request.agent_type,
+                generation=instance.generation,
+                event=event,
+                mode=mode,
+                call_id=f"{prefix}/llm{out.llm_calls}",
+                step=out.llm_calls,
+                nudge=nudge_next,
+                max_output_tokens=begin.budget.max_output_tokens_per_turn,
+                now=workflow.now(),
+            )
             try:
-                step = await self._model_step(
-                    ModelStepInput(
-                        tenant=request.tenant,
-                        instance_id=request.instance_id,
-                        agent_type=request.agent_type,
-                        generation=instance.generation,
-                        event=event,
-                        mode=mode,
-                        call_id=f"{prefix}/llm{out.llm_calls}",
-                        step=out.llm_calls,
-                        nudge=nudge_next,
-                        max_output_tokens=begin.budget.max_output_tokens_per_turn,
-                        now=workflow.now(),
-                    )
-                )
+                if workflow.patched(LLM_CHAIN_PATCH):
+                    step = await self._chained_model_step(step_input)
+                else:
+                    step = await self._model_step(step_input)
+            except ApplicationError as err:
+                # Every provider of the chain failed (or refused the request): a blocked
+                # turn naming each attempt; the agent waits for its next event, alive.
+                out.blocked = True
+                out.summary = str(err.message)[:CHAIN_FAILURE_MAX]
+                out.wait_condition = f"blocked: {err.type or 'model_error'}"
+                return out
             except ActivityError as err:
                 # The provider refused (bad key, bad request) or kept failing: the turn
                 # records it and the agent waits for its next event, alive.

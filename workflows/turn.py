@@ -18,8 +18,9 @@ from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows.model_failure import attempt_views, is_exhausted
 from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 with workflow.unsafe.imports_passed_through():
@@ -42,6 +43,11 @@ with workflow.unsafe.imports_passed_through():
     from runtime.agent_tools.errors import AuthorizationPending, ResearchDenied, TurnNotWaiting
     from runtime.agent_tools.events import event_data
     from runtime.investigation.research import decision_route
+    from runtime.llm.routing import (
+        TURN_SITE,
+        AttemptReport,
+        AttemptSpec,
+    )
     from runtime.store.journal_contracts import (
         APPEND_EVENTS,
         AppendEventsInput,
@@ -50,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from runtime.streams import agent_tools_events_stream, turn_transcript_stream
     from workflows.deterministic_agent import PLAN, next_step, summarize, summary_refs
+    from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
     from workflows.turn_outcome import model_turn_outcome
 
 
@@ -67,6 +74,10 @@ _GRANTED = ("authorized", "admitted", "running", "completed")
 # Turns started before the decision signal carried the decision wait as they did then:
 # any signal wakes them and they read the state through a gateway call.
 _DECISION_SIGNAL = "decision-signal-carries-the-decision"
+# Each model step walks the fallback chain of Turn:Model, one activity per attempt
+# (issue 11). Turns started before it made one model-step activity retried by Temporal.
+_MODEL_CHAIN = "model-steps-walk-the-fallback-chain"
+_MODEL_TIMEOUT = timedelta(minutes=5)
 
 
 def turn_workflow_id(instance: str, workspace: str, turn_id: str) -> str:
@@ -167,16 +178,27 @@ class TurnWorkflow:
                 await self._await_authorization(request)
             elif self._status == "running":
                 await self._finish("completed", "COMPLETED", summarize(self._history, None))
-        except ActivityError as err:
-            cause = err.cause or err
-            await self._emit("agent.error", {"message": str(cause)[:500]})
-            self._status = "failed"
-            await self._set_status("failed")
-            self._result = TurnResult(
-                turn_id=request.turn_id, status="failed", summary=str(cause)[:500]
-            )
+        except (ActivityError, ApplicationError) as err:
+            if isinstance(err, ApplicationError) and not is_exhausted(err):
+                raise
+            await self._fail(request, err)
         assert self._result is not None
         return self._result
+
+    async def _fail(self, request: TurnInput, err: ActivityError | ApplicationError) -> None:
+        """`agent.error`: an activity failed, or every attempt of a model step did (the
+        message names each attempt's provider, alias and outcome)."""
+        payload: dict[str, Any]
+        if isinstance(err, ApplicationError):
+            message = err.message
+            payload = {"message": message[:500], "attempts": attempt_views(err, camel=False)}
+        else:
+            message = str(err.cause or err)
+            payload = {"message": message[:500]}
+        await self._emit("agent.error", payload)
+        self._status = "failed"
+        await self._set_status("failed")
+        self._result = TurnResult(turn_id=request.turn_id, status="failed", summary=message[:500])
 
     async def _run_deterministic_agent(self, request: TurnInput) -> None:
         await self._emit("agent.plan.updated", {"steps": PLAN, "agent": "deterministic"})
@@ -191,20 +213,7 @@ class TurnWorkflow:
     async def _run_model_agent(self, request: TurnInput) -> None:
         stream = turn_transcript_stream(request.instance, request.workspace, request.turn_id)
         for step in range(request.max_steps):
-            decision: ModelStepResult = await workflow.execute_activity(
-                AgentToolsActivity.MODEL_STEP,
-                ModelStepInput(
-                    instance=request.instance,
-                    workspace=request.workspace,
-                    turn_id=request.turn_id,
-                    transcript_stream=stream,
-                    step=step,
-                ),
-                result_type=ModelStepResult,
-                start_to_close_timeout=timedelta(minutes=5),
-                heartbeat_timeout=timedelta(seconds=10),
-                retry_policy=_TOOL_RETRY,
-            )
+            decision = await self._model_step(request, stream, step)
             if not decision.tool_calls:
                 self._summary = decision.content[:2000]
                 if self._research_id is None:
@@ -232,6 +241,47 @@ class TurnWorkflow:
                 if await self._authorization_needed(summary):
                     return
         await self._finish("completed", "COMPLETED", "Stopped after the step budget.")
+
+    async def _model_step(self, request: TurnInput, stream: str, step: int) -> ModelStepResult:
+        base = ModelStepInput(
+            instance=request.instance,
+            workspace=request.workspace,
+            turn_id=request.turn_id,
+            transcript_stream=stream,
+            step=step,
+        )
+        if not workflow.patched(_MODEL_CHAIN):
+            # Turns started before the chain: one activity, retried by Temporal.
+            before: ModelStepResult = await workflow.execute_activity(
+                AgentToolsActivity.MODEL_STEP,
+                base,
+                result_type=ModelStepResult,
+                start_to_close_timeout=_MODEL_TIMEOUT,
+                heartbeat_timeout=timedelta(seconds=10),
+                retry_policy=_TOOL_RETRY,
+            )
+            return before
+        # Turn:Model's chain, read now: a binding changed since the last step applies.
+        plan = await resolve_chain(TURN_SITE)
+        # The attempts' results, in order: the chain ends on the successful one.
+        results: list[ModelStepResult] = []
+
+        async def attempt(spec: AttemptSpec) -> AttemptReport:
+            result: ModelStepResult = await workflow.execute_activity(
+                AgentToolsActivity.MODEL_STEP,
+                base.model_copy(update={"attempt": spec}),
+                result_type=ModelStepResult,
+                start_to_close_timeout=_MODEL_TIMEOUT,
+                heartbeat_timeout=timedelta(seconds=10),
+                retry_policy=ATTEMPT_RETRY,  # the chain owns retries
+            )
+            assert result.report is not None
+            results.append(result)
+            return result.report
+
+        call_id = f"{workflow.info().workflow_id}/m{step}"
+        await run_chain(plan, call_id, attempt)
+        return results[-1]
 
     async def _authorization_needed(self, summary: CallSummary) -> bool:
         if summary.status != "AUTHORIZATION_REQUIRED":

@@ -21,9 +21,20 @@ class ModelError(Exception):
     Messages never contain the API key, so they are safe to journal and show.
     """
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        timed_out: bool = False,
+    ) -> None:
         super().__init__(message)
         self.status = status
+        # Seconds the server asked us to wait (`Retry-After` of a 429 or 503), if it said.
+        self.retry_after = retry_after
+        # No answer in time (connect, read or write timeout), as opposed to a refusal.
+        self.timed_out = timed_out
 
     @property
     def retryable(self) -> bool:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -102,7 +104,10 @@ class OpenAIProvider:
                 return await self._post(client, body, names, on_delta)
         except httpx.HTTPError as exc:
             detail = self._redact(f"{type(exc).__name__}: {exc}")
-            raise ModelError(f"POST {self.url} failed: {detail}") from exc
+            raise ModelError(
+                f"POST {self.url} failed: {detail}",
+                timed_out=isinstance(exc, httpx.TimeoutException),
+            ) from exc
 
     def _body(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -136,6 +141,7 @@ class OpenAIProvider:
                 raise ModelError(
                     f"{self.url} answered HTTP {response.status_code}: {excerpt}",
                     status=response.status_code,
+                    retry_after=retry_after_s(response.headers),
                 )
             # Some compatible servers ignore `stream` and answer one JSON document.
             if response.headers.get("content-type", "").startswith("text/event-stream"):
@@ -187,6 +193,32 @@ class OpenAIProvider:
     def _excerpt(self, text: str) -> str:
         # Redact before cutting, so no prefix of the key can survive at the cut.
         return _shorten(self._redact(text), EXCERPT_LIMIT)
+
+
+def retry_after_s(headers: httpx.Headers, now: float | None = None) -> float | None:
+    """The wait a server asks for, in seconds: `retry-after-ms` (OpenAI's), else
+    `Retry-After` as delta-seconds or an HTTP date (RFC 9110 §10.2.3); None if absent or
+    unreadable."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(float(raw_ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    current = time.time() if now is None else now
+    return max(when.timestamp() - current, 0.0)
 
 
 def to_wire_message(message: ChatMessage) -> dict[str, Any]:

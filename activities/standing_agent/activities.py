@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,13 +21,15 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 
 from activities.heartbeat import heartbeating
-from activities.llm import ChatMessage, ModelError, ModelProvider, OpenAIProvider
+from activities.llm import ChatMessage, ModelProvider
+from activities.llm import record as llm_record
+from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.llm.scripted import MODEL_NAME as SCRIPTED
 from activities.llm.scripted_agent import ScriptedAgentModel
-from activities.standing_agent import llm_record
 from activities.standing_agent.constitution_check import ConstitutionChecker
-from activities.standing_agent.pricing import price_usd
 from runtime.llm.active import active_model
+from runtime.llm.config_store import load_chain_plan
+from runtime.llm.routing import AttemptOutcome, AttemptSpec, OwnerKind
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
 from runtime.sessions import registry
 from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
@@ -73,6 +74,10 @@ BLOCK_CONSTITUTION_TIMEOUT = "constitution_timeout"
 # blocks the call instead of stalling the worker's event loop (and every workflow on it).
 CONSTITUTION_TIMEOUT_S = 2.0
 TASK_PROMPT_MAX = 20_000
+# A pre-chain model step's failures Temporal may still retry (as it did before the chain).
+_RETRYABLE = frozenset(
+    {AttemptOutcome.RATE_LIMITED, AttemptOutcome.SERVER_ERROR, AttemptOutcome.TIMEOUT}
+)
 RESULT_LIMIT = 4000
 
 
@@ -84,7 +89,9 @@ class StandingAgentActivities:
         self.journal = journal
         self.provider = provider
         self.settings = settings
-        self.scripted = ScriptedAgentModel()
+        # The sessions' scripted model answers prompts; agents need one that ends episodes.
+        own = ScriptedAgentModel() if provider.name == SCRIPTED else provider
+        self.gateway = ModelGateway(store, settings, scripted=own, purpose=llm_record.AGENT_PURPOSE)
         self.constitution = ConstitutionChecker()
 
     # --- the loop (local activities) -----------------------------------------------------
@@ -149,11 +156,19 @@ class StandingAgentActivities:
 
     @activity.defn(name=StandingAgentActivity.MODEL_STEP)
     async def model_step(self, request: ModelStepInput) -> ModelStepResult:
-        """One LLM call of the episode: paid once, whatever the retries."""
+        """One attempt of one LLM call of the episode (`request.attempt`, chosen by the
+        workflow's chain): paid once per call, whatever the attempts.
+
+        A request without `attempt` (scheduled by a workflow from before the chain) is
+        its own single attempt, numbered by the activity's attempt, and raises on a
+        failure as it did then, so that Temporal's retries still apply to it.
+        """
+        spec = request.attempt or await self._legacy_attempt(request)
         stored = await asyncio.to_thread(llm_record.stored_reply, self.store, request.call_id)
         transcript = agent_episode_stream(
             request.tenant, request.instance_id, request.event.event_id
         )
+        messages: list[ChatMessage] = []
         if stored is None:
             # The week's credit, re-checked before every call against the spend so far.
             gate = await asyncio.to_thread(
@@ -165,9 +180,26 @@ class StandingAgentActivities:
                     credit_regenerates_at=gate.regenerates_at,
                     call_id=request.call_id,
                 )
-            reply, cost = await self._call_model(request, transcript)
-        else:
-            reply, cost = stored
+            messages = await self._messages(request, transcript)
+        # With a stored reply the gateway returns it at once (the messages are not read).
+        owner = LlmOwner(OwnerKind.AGENT, request.instance_id, request.tenant)
+        report, reply = await self.gateway.attempt(
+            spec,
+            owner,
+            messages,
+            tools.specs_for(request.mode.tools),
+            max_tokens=request.max_output_tokens,
+            now=request.now,
+        )
+        if reply is None:
+            if request.attempt is None:
+                retryable = report.outcome in _RETRYABLE
+                raise ApplicationError(
+                    report.error or report.outcome.value,
+                    type="ModelError",
+                    non_retryable=not retryable,
+                )
+            return ModelStepResult(call_id=request.call_id, report=report)
         answer = ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
         await self.journal.aappend_many(
             transcript,
@@ -177,12 +209,29 @@ class StandingAgentActivities:
         return ModelStepResult(
             tool_calls=reply.tool_calls,
             tokens=reply.usage.prompt_tokens + reply.usage.completion_tokens,
-            cost_usd=cost,
+            cost_usd=report.cost_usd,
             served_model=reply.served_model,
             call_id=request.call_id,
+            report=report,
         )
 
-    async def _call_model(self, request: ModelStepInput, transcript: str) -> tuple[Any, float]:
+    async def _legacy_attempt(self, request: ModelStepInput) -> AttemptSpec:
+        site = PLANNING_SITE[request.agent_type]
+        plan = await asyncio.to_thread(load_chain_plan, self.store, self.settings, site)
+        entry = plan.entries[0]
+        return AttemptSpec(
+            call_id=request.call_id,
+            attempt_index=activity.info().attempt,
+            site=plan.site,
+            preset_id=plan.preset_id,
+            fallback_step=0,
+            provider=entry.provider,
+            credential_alias=entry.credential_aliases[0],
+            model=entry.model,
+        )
+
+    async def _messages(self, request: ModelStepInput, transcript: str) -> list[ChatMessage]:
+        """The episode's conversation so far, opening and nudge written first (once)."""
         if request.step == 1:
             row = await asyncio.to_thread(ticks.event_row, self.store, request.event.event_id)
             if row is None:
@@ -211,66 +260,7 @@ class StandingAgentActivities:
                 dedupe_key=f"nudge/{request.step}",
             )
         entries = (await self.journal.aread(transcript, 0, 100_000)).entries
-        messages = [ChatMessage.model_validate(e.data) for e in entries if e.type == "message"]
-        provider = self._provider(request.max_output_tokens)
-        specs = tools.specs_for(request.mode.tools)
-        owner = llm_record.CallOwner(
-            call_id=request.call_id,
-            tenant=request.tenant,
-            instance_id=request.instance_id,
-            site=PLANNING_SITE[request.agent_type],
-            provider=provider.name,
-            requested_model=active_model(self.settings).model_id,
-        )
-        attempt = activity.info().attempt
-        await asyncio.to_thread(
-            llm_record.begin_attempt, self.store, owner, attempt=attempt, now=request.now
-        )
-        started = time.monotonic()
-        try:
-            reply = await heartbeating(provider.complete(messages, specs))
-        except ModelError as err:
-            await asyncio.to_thread(
-                llm_record.record_failure,
-                self.store,
-                owner,
-                attempt=attempt,
-                outcome=llm_record.failure_outcome(err.status),
-                http_status=err.status,
-                error=str(err),
-                duration_ms=int((time.monotonic() - started) * 1000),
-                now=request.now,
-            )
-            raise ApplicationError(
-                str(err), type="ModelError", non_retryable=not err.retryable
-            ) from err
-        cost, version = price_usd(provider.name, reply.served_model, reply.usage)
-        await asyncio.to_thread(
-            llm_record.record_success,
-            self.store,
-            owner,
-            attempt=attempt,
-            reply=reply,
-            cost_usd=cost,
-            price_version=version,
-            duration_ms=int((time.monotonic() - started) * 1000),
-            now=request.now,
-        )
-        return reply, cost
-
-    def _provider(self, max_output_tokens: int | None) -> ModelProvider:
-        # The sessions' scripted model answers prompts; agents need one that ends episodes.
-        if self.provider.name == SCRIPTED:
-            return self.scripted
-        if isinstance(self.provider, OpenAIProvider) and max_output_tokens is not None:
-            # The tick's per-turn output cap (16,384 in the foundational phase).
-            return OpenAIProvider(
-                base_url=self.settings.openai_base_url,
-                model=self.provider.model,
-                api_key=self.settings.openai_api_key,
-                max_tokens=max_output_tokens,
-            )
-        return self.provider
+        return [ChatMessage.model_validate(e.data) for e in entries if e.type == "message"]
 
     @activity.defn(name=StandingAgentActivity.RUN_TOOL)
     async def run_tool(self, request: RunToolInput) -> RunToolResult:

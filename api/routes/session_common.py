@@ -35,6 +35,8 @@ from api.errors import (
 from api.input_bounds import strict_json_loads
 from api.routes.session_models import ContextState, ModelOption, ModelsState, ModesState
 from runtime.llm.active import active_model, served_model_id
+from runtime.llm.config_store import LlmConfigError, load_chain_plan
+from runtime.llm.routing import SESSION_SITE
 from runtime.policy.approval import DEFAULT_APPROVAL_MODE, is_approval_mode, modes_state
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
@@ -195,11 +197,22 @@ async def register_client(store: Store, session_id: str, client_id: str) -> None
     )
 
 
-def context_state(settings: Settings, status: SessionStatus | None) -> ContextState:
-    active = active_model(settings)
-    current_model = served_model_id(
-        active.provider, active.model_id, status.model_id if status else None
-    )
+def current_model_id(store: Store, settings: Settings, status: SessionStatus | None) -> str:
+    """The model the session's next prompt asks for: the first of Session:Default's chain
+    as bound now, with the session's own choice where it counts (load_chain_plan)."""
+    try:
+        plan = load_chain_plan(store, settings, SESSION_SITE, status.model_id if status else None)
+    except LlmConfigError:
+        plan = None
+    if plan is None or not plan.entries:
+        active = active_model(settings)
+        return served_model_id(
+            active.provider, active.model_id, status.model_id if status else None
+        )
+    return plan.entries[0].model
+
+
+def context_state(current_model: str, status: SessionStatus | None) -> ContextState:
     return ContextState(
         models=ModelsState(
             currentModelId=current_model,

@@ -28,6 +28,7 @@ from api.routes.session_bodies import (
 from api.routes.session_common import (
     client_id_of,
     context_state,
+    current_model_id,
     limit_reached,
     live_session,
     read_body,
@@ -334,7 +335,9 @@ async def context(
         v=1,
         sessionId=session_id,
         workspaceCwd=record.workspace_cwd,
-        state=context_state(settings, status),
+        state=context_state(
+            await asyncio.to_thread(current_model_id, store, settings, status), status
+        ),
     )
 
 
@@ -398,7 +401,9 @@ async def _restore(
             workspaceCwd=record.workspace_cwd,
             attached=attached,
             clientId=client_id,
-            state=context_state(settings, status),
+            state=context_state(
+                await asyncio.to_thread(current_model_id, store, settings, status), status
+            ),
         )
         mine.set_result(result)
         return result

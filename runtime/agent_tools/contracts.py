@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from runtime.agent_tools.findings import Finding
 from runtime.investigation.tools import ObjectRef, ToolStatus
 from runtime.llm.contracts import ToolCall
+from runtime.llm.routing import AttemptReport, AttemptSpec
 
 # A workspace id on the wire (query parameter or body field).
 WORKSPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -139,12 +140,18 @@ class ModelStepInput(BaseModel):
     turn_id: str
     transcript_stream: str
     step: int
+    # One attempt of the step's fallback chain (Turn:Model). None: a step of a turn
+    # started before the chain, which makes the first attempt of the live plan.
+    attempt: AttemptSpec | None = None
 
 
 class ModelStepResult(BaseModel):
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     served_model: str = ""
+    # What the attempt came to (None from a step without `attempt`); on a failed one the
+    # rest is empty and the workflow's chain decides what follows.
+    report: AttemptReport | None = None
 
 
 ModelStepResult.model_rebuild()

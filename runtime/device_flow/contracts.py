@@ -30,6 +30,9 @@ class DeviceFlowActivity(StrEnum):
     POLL_TOKEN = "device_flow.poll_token"
     EMIT = "device_flow.emit"
     FORGET = "device_flow.forget"
+    # A model call's pause (workflows/device_flow_pause.py): start or attach, then read.
+    ENSURE = "device_flow.ensure"
+    READ = "device_flow.read"
 
 
 class DeviceFlowInput(BaseModel):
@@ -86,13 +89,31 @@ class PollOutcome(BaseModel):
 
 
 class EmitInput(BaseModel):
-    """An `auth_device_flow_*` event for every live session of the workspace."""
+    """An `auth_device_flow_*` event for every live session of the workspace, or only for
+    `session_id` (a model call paused on a flow announces it on its own session)."""
 
     workspace_cwd: str
     type: str
     data: dict[str, Any]
     dedupe_scope: str
     retention: int | None = None
+    session_id: str | None = None
+
+
+def started_event_scope(device_flow_id: str) -> str:
+    """The dedupe scope of a flow's `auth_device_flow_started`: the flow's own broadcast
+    and a paused call's announcement on its session share it, so a session that got the
+    broadcast does not get the event twice."""
+    return f"device-flow/{device_flow_id}/started"
+
+
+def started_event_data(state: FlowState) -> dict[str, Any]:
+    """The spec's `{deviceFlowId, providerId, expiresAt}` (never the user code)."""
+    return {
+        "deviceFlowId": state.device_flow_id,
+        "providerId": state.provider_id,
+        "expiresAt": state.expires_at_ms,
+    }
 
 
 class FlowState(BaseModel):
@@ -126,3 +147,47 @@ class CancelRequest(WorkerBound):
 
 class CancelResult(BaseModel):
     cancelled: bool
+
+
+class EnsureFlowInput(BaseModel):
+    """A model call needs a token of `provider_id`: start its flow, or attach to the one
+    running. `request_id` is the pausing call's (a retry finds the run it started);
+    `since_ms` is when the pause began: a flow that ended before then is of no more use
+    (its token is what the call found unusable) and is released for a new one."""
+
+    provider_id: str
+    workspace_cwd: str | None  # None: the worker's workspace (a turn's or an agent's call)
+    request_id: str
+    since_ms: int
+
+
+class EnsureFlowResult(BaseModel):
+    device_flow_id: str | None = None
+    # A usable token is there already (another call's flow ended meanwhile): no flow.
+    token_ready: bool = False
+    workspace_cwd: str | None = None  # the flow's workspace, resolved
+    event_retention: int | None = None  # the deployment's, for the announcement
+    # No flow could be started (an unknown provider): the call ends with this.
+    error_kind: str | None = None
+    hint: str | None = None
+
+
+class ReadFlowInput(BaseModel):
+    provider_id: str
+    workspace_cwd: str
+    device_flow_id: str
+
+
+class ReadFlowResult(BaseModel):
+    state: FlowState | None = None  # None: the run is gone (terminated from outside)
+
+
+class DeviceFlowOutcome(BaseModel):
+    """How a model call's pause on a device flow ended: `authorized` (the call makes its
+    attempt again, with the new token) or not, with the flow's `errorKind`."""
+
+    provider_id: str
+    device_flow_id: str | None = None
+    authorized: bool
+    error_kind: str | None = None
+    hint: str | None = None

@@ -72,3 +72,55 @@ class LlmCallAttempt(SQLModel, table=True):
     duration_ms: int = 0
     error: str | None = Field(default=None, max_length=2000)
     created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+# -- live model routing configuration (issue 11): providers, presets, site bindings, prices --
+
+
+class LlmProvider(SQLModel, table=True):
+    """A named OpenAI-compatible endpoint; `credentials` in order, keys stored, never shown."""
+
+    __tablename__ = "llm_provider"
+
+    provider_id: str = Field(primary_key=True, max_length=100)
+    base_url: str = Field(max_length=2000)
+    # [{"alias", "apiKey" | "apiKeyEnv" | "deviceFlow"}], as runtime.llm.routing.CredentialConfig.
+    credentials: list[dict[str, Any]] = Field(sa_column=Column(JSON, nullable=False))
+    updated_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class LlmPreset(SQLModel, table=True):
+    """A model on a provider, an optional overlay and a fallback chain of (model, provider)."""
+
+    __tablename__ = "llm_preset"
+
+    preset_id: str = Field(primary_key=True, max_length=100)
+    model: str = Field(max_length=200)
+    provider: str = Field(max_length=100)
+    overlay: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    fallback: list[dict[str, Any]] = Field(sa_column=Column(JSON, nullable=False))
+    updated_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class LlmSiteBinding(SQLModel, table=True):
+    """A call site's own preset; a site without a row inherits its parent's."""
+
+    __tablename__ = "llm_site_binding"
+
+    site_id: str = Field(primary_key=True, max_length=120)
+    preset_id: str = Field(max_length=100)
+    updated_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class LlmPrice(SQLModel, table=True):
+    """An operator's price for a model, in dollars per million tokens; wins over the bundle."""
+
+    __tablename__ = "llm_price"
+
+    model: str = Field(primary_key=True, max_length=200)
+    input_per_mtok_usd: float = Field(sa_column=Column(Float, nullable=False))
+    output_per_mtok_usd: float = Field(sa_column=Column(Float, nullable=False))
+    cached_input_per_mtok_usd: float | None = Field(
+        default=None, sa_column=Column(Float, nullable=True)
+    )
+    updated_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))

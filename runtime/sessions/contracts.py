@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from runtime.llm.contracts import ToolCall
+from runtime.llm.routing import AttemptReport, AttemptSpec
 
 # The longest prompt deadline (`deadlineMs`, `--prompt-deadline-ms`): 2^31-1 ms, about
 # 24.8 days, the longest delay JavaScript's setTimeout honours (the reference daemon's bound).
@@ -194,12 +195,20 @@ class ModelStepInput(BaseModel):
     model_id: str
     shell_enabled: bool = False
     retention: int = 8000
+    # One attempt of the step's fallback chain (Session:Default). None: a step of a
+    # prompt started before the chain, which makes the first attempt of the live plan.
+    attempt: AttemptSpec | None = None
+    # The session's workspace, the tenant its attempts are accounted to.
+    tenant: str | None = None
 
 
 class ModelStepResult(BaseModel):
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     stop_reason: StopReason = "end_turn"
+    # What the attempt came to (None from a step without `attempt`): on a failed one,
+    # the rest of the result is empty and the workflow's chain decides what follows.
+    report: AttemptReport | None = None
 
 
 class ToolStepInput(BaseModel):

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from runtime.llm.contracts import ToolCall
+from runtime.llm.routing import AttemptReport, AttemptSpec
 from runtime.standing_agents.contracts import (
     ActionOutcome,
     AgentType,
@@ -156,6 +157,9 @@ class ModelStepInput(BaseModel):
     nudge: bool = False  # append the synthetic nudge before asking
     max_output_tokens: int | None = None
     now: datetime
+    # The attempt of the call's fallback chain this step makes (None: a step scheduled
+    # before the chain existed, its own single attempt).
+    attempt: AttemptSpec | None = None
 
 
 class ModelStepResult(BaseModel):
@@ -167,6 +171,8 @@ class ModelStepResult(BaseModel):
     cost_usd: float = 0.0
     served_model: str | None = None
     call_id: str
+    # How the attempt ended (no tool calls unless ok); None when no attempt was made.
+    report: AttemptReport | None = None
 
 
 class RunToolInput(BaseModel):

@@ -184,6 +184,16 @@ class EventJournal:
                 self._prune(connection, stream, last_seq - retention + 1)
         return entries
 
+    def dedupe_keys(self, stream: str, prefix: str) -> list[str]:
+        """The dedupe keys of `stream`'s batches that begin with `prefix` (keys a writer
+        built by one pattern: every streamed chunk of one model attempt, say)."""
+        query = select(_EVENTS.c.dedupe_key).where(
+            _EVENTS.c.stream == stream,
+            _EVENTS.c.dedupe_key.startswith(prefix, autoescape=True),
+        )
+        with self.store.engine.connect() as connection:
+            return [str(key) for key in connection.execute(query).scalars()]
+
     @staticmethod
     def _entries_between(
         connection: Connection, stream: str, first: int, last: int

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,13 @@ from sqlmodel import col, select
 from temporalio.testing import ActivityEnvironment
 
 from activities.llm import ChatMessage, OpenAIProvider, ScriptedModel, ToolCall
+from activities.llm import record as llm_record
 from activities.llm.scripted_agent import GREETING, next_call
-from activities.standing_agent import StandingAgentActivities, llm_record
+from activities.standing_agent import StandingAgentActivities
 from activities.standing_agent import activities as agent_activities
-from activities.standing_agent.pricing import price_usd
 from runtime.llm.contracts import Usage
+from runtime.llm.pricing import attempt_cost
+from runtime.llm.routing import OwnerKind
 from runtime.sessions.models import DaemonSession
 from runtime.settings import Settings
 from runtime.standing_agents import catalog, episode, modes, ticks
@@ -464,10 +467,12 @@ async def test_an_attempt_killed_mid_call_is_recorded_as_a_timeout(
     owner = llm_record.CallOwner(
         call_id=call_id,
         tenant=sa.TENANT,
-        instance_id=agent,
+        owner_kind=OwnerKind.AGENT,
+        owner_id=agent,
         site="Agent:Planning",
-        provider="scripted",
+        provider="settings",
         requested_model="scripted",
+        purpose=llm_record.AGENT_PURPOSE,
     )
     # The first attempt's worker died between its request and its answer.
     llm_record.begin_attempt(store, owner, attempt=1, now=NOW)
@@ -491,14 +496,16 @@ async def test_an_attempt_killed_mid_call_is_recorded_as_a_timeout(
 
 
 def test_an_unknown_model_costs_zero_with_an_unknown_price_version(
-    caplog: pytest.LogCaptureFixture,
+    store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
     usage = Usage(prompt_tokens=1000, completion_tokens=10)
+    # A fresh name: the warning is once per model per process, across parametrized runs.
+    model = f"no-such-model-{uuid.uuid4().hex[:8]}"
     with caplog.at_level(logging.WARNING):
-        first = price_usd("openai", "no-such-model-xyz", usage)
-        again = price_usd("openai", "no-such-model-xyz", usage)
+        first = attempt_cost(store, "openai", model, usage)
+        again = attempt_cost(store, "openai", model, usage)
     assert first == again == (0.0, "unknown")
-    assert sum("no-such-model-xyz" in r.getMessage() for r in caplog.records) == 1
+    assert sum(model in r.getMessage() for r in caplog.records) == 1
 
 
 async def test_a_catastrophic_constitution_pattern_blocks_instead_of_stalling(

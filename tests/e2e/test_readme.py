@@ -27,7 +27,7 @@ RECIPE = re.compile(r"<!-- recipe: ([a-z-]+) -->\n```sh\n(.*?)```", re.DOTALL)
 RECIPES = dict(RECIPE.findall(README))
 README_URL = "http://127.0.0.1:4170"
 # Recipes of strict mutation routes: they run against a daemon with a token.
-TOKEN_RECIPES = {"standing-agents"}
+TOKEN_RECIPES = {"standing-agents", "model-routing"}
 
 
 def _section(title: str) -> str:
@@ -89,6 +89,7 @@ def test_the_recipes_are_all_there() -> None:
     assert set(RECIPES) == {
         "agent-tools",
         "agent-tools-model",
+        "model-routing",
         "session",
         "session-tool",
         "standing-agents",
@@ -164,3 +165,46 @@ def test_the_standing_agents_recipe_runs_against_agentrt_up(tmp_path: Path) -> N
     assert '"Incident"' in out
     assert '{"from":"Strategic","to":"Incident","source":"ui"}' in out
     assert '"eventKind":"AgentInitialized"' in out
+
+
+def test_the_model_routing_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
+    if shutil.which("curl") is None or shutil.which("jq") is None:
+        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
+    token = "readme-token"
+    with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token}) as up:
+        _wait_http(f"{up.api_url}/health")
+        done = subprocess.run(
+            [
+                "bash",
+                "-euo",
+                "pipefail",
+                "-c",
+                RECIPES["model-routing"].replace(README_URL, up.api_url),
+            ],
+            cwd=tmp_path,
+            env={**os.environ, "AGENTRT_TOKEN": token},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    lines = done.stdout.splitlines()
+    providers = [json.loads(line) for line in lines[:2]]
+    assert [p["providerId"] for p in providers] == ["openai", "openrouter"]
+    assert [c["kind"] for c in providers[0]["credentials"]] == ["apiKeyEnv", "apiKeyEnv"]
+    assert json.loads(lines[2]) == {
+        "presetId": "everyday",
+        "fallback": [{"model": "openai/gpt-4o-mini", "provider": "openrouter"}],
+    }
+    assert json.loads(lines[3])["resolvedFrom"] == "Session:Default"
+    assert json.loads(lines[4]) == {
+        "siteId": "Session:Default",
+        "parent": "Default",
+        "presetId": "everyday",
+        "resolvedPresetId": "everyday",
+        "resolvedFrom": "Session:Default",
+    }
+    assert json.loads(lines[5])["resolvedPresetId"] == "settings"
+    assert json.loads(lines[6]) == {"model": "gpt-4o-mini", "source": "genai-prices"}
+    assert json.loads(lines[7]) == {"model": "openai/gpt-4o-mini", "source": "override"}
+    assert lines[8:] == []  # no prompt ran: no attempt yet

@@ -7,6 +7,9 @@ answers the RFC's error table: `authorization_pending` until the user acts,
 `slow_down` (the RFC's 400, or a 429 when `slow_down_status=429`) for the next
 `slow_downs` polls, `access_denied`, `expired_token` past `expires_in`, and
 `invalid_grant` for a consumed code or a PKCE verifier that does not match.
+It also answers RFC 6749 §6 refreshes (`grant_type=refresh_token`), rotating the
+refresh token: a used or revoked one is `invalid_grant`. `issued` lists every access
+token it gave, in order (a fake model server can accept exactly those).
 
     with FakeIdP(expires_in=600, interval=1) as idp:
         ...  # point a provider at idp.device_endpoint / idp.token_endpoint
@@ -28,6 +31,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+REFRESH_TOKEN_GRANT = "refresh_token"
 
 
 @dataclass
@@ -49,8 +53,13 @@ class FakeIdP:
         expires_in: int = 600,
         interval: int = 1,
         client_id: str = "agentrt-test",
+        token_expires_in: int = 3600,
     ) -> None:
         self.expires_in = expires_in
+        self.token_expires_in = token_expires_in
+        self.issued: list[str] = []  # access tokens, in the order they were given
+        self.refresh_tokens: dict[str, str] = {}  # live refresh token -> client id
+        self.refresh_status: int | None = None  # answer refreshes with this error
         self.interval = interval
         self.client_id = client_id
         self.slow_downs = 0
@@ -98,6 +107,18 @@ class FakeIdP:
 
     def deny(self, user_code: str) -> None:
         self._device(user_code).state = "denied"
+
+    def issue(self) -> dict[str, Any]:
+        """A token response as an approved device flow gets it (to seed stored credentials)."""
+        return self._grant(self.client_id)
+
+    def revoke_refresh_tokens(self) -> None:
+        with self._lock:
+            self.refresh_tokens.clear()
+
+    def refreshes(self) -> list[dict[str, str]]:
+        with self._lock:
+            return [r for r in self.token_requests if r.get("grant_type") == REFRESH_TOKEN_GRANT]
 
     def __enter__(self) -> FakeIdP:
         self._thread.start()
@@ -147,6 +168,8 @@ class FakeIdP:
             device = next(
                 (d for d in self.devices if d.device_code == form.get("device_code")), None
             )
+        if form.get("grant_type") == REFRESH_TOKEN_GRANT:
+            return self._refresh(form)
         if form.get("grant_type") != DEVICE_CODE_GRANT:
             return 400, {"error": "unsupported_grant_type"}
         if device is None or form.get("client_id") != device.client_id:
@@ -168,13 +191,29 @@ class FakeIdP:
             return 400, {"error": "access_denied"}
         if device.state == "approved":
             device.state = "consumed"
-            return 200, {
-                "access_token": f"at-{secrets.token_hex(8)}",
-                "refresh_token": f"rt-{secrets.token_hex(8)}",
-                "token_type": "Bearer",
-                "expires_in": 3600,
-            }
+            return 200, self._grant(device.client_id)
         return 400, {"error": "authorization_pending"}
+
+    def _refresh(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        if self.refresh_status is not None:
+            return self.refresh_status, {"error": "server_error"}
+        with self._lock:
+            client_id = self.refresh_tokens.pop(form.get("refresh_token", ""), None)
+        if client_id is None or client_id != form.get("client_id"):
+            return 400, {"error": "invalid_grant"}
+        return 200, self._grant(client_id)
+
+    def _grant(self, client_id: str) -> dict[str, Any]:
+        access, refresh = f"at-{secrets.token_hex(8)}", f"rt-{secrets.token_hex(8)}"
+        with self._lock:
+            self.issued.append(access)
+            self.refresh_tokens[refresh] = client_id
+        return {
+            "access_token": access,
+            "refresh_token": refresh,
+            "token_type": "Bearer",
+            "expires_in": self.token_expires_in,
+        }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         idp = self

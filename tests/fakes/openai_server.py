@@ -8,7 +8,14 @@ into small fragments, a chunk with `finish_reason`, a usage chunk with empty
 `choices` when the request asks `stream_options.include_usage`, then
 `data: [DONE]`. Requests without `stream: true` get one `chat.completion`.
 
+One server can also stand for several providers' credentials: `answer_key(key, reply)`
+makes every request bearing that API key get `reply` (not consumed), so a test can set
+up a rate-limited key (429 with `Retry-After`), a revoked one (401), a failing one
+(500), a refused request (400) and a good one naming a served model of its own.
+
     with FakeOpenAI() as fake:
+        fake.answer_key("k-busy", FakeReply(status=429, retry_after="2"))
+        fake.answer_key("k-good", FakeReply(content="Hi", model="served-1", usage=(10, 2)))
         fake.queue_text("Hello")
         fake.queue_tool_calls([{"name": "graph__get_node", "arguments": {"id": "n1"}}])
         ...  # point a provider at fake.base_url
@@ -62,12 +69,14 @@ class FakeReply:
     status: int = 200
     error_message: str | None = None
     delay: float = 0.0  # seconds before answering: a slow model, to crash a worker mid-call
+    retry_after: str | None = None  # the `Retry-After` header of an error answer
 
 
 class FakeOpenAI:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self._replies: deque[FakeReply] = deque()
+        self._by_key: dict[str, FakeReply] = {}
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -86,6 +95,15 @@ class FakeOpenAI:
 
     def queue_error(self, status: int, message: str | None = None) -> None:
         self.queue(FakeReply(status=status, error_message=message))
+
+    def answer_key(self, key: str, reply: FakeReply) -> None:
+        """Every request with `Authorization: Bearer {key}` gets `reply` (kept, not popped)."""
+        with self._lock:
+            self._by_key[key] = reply
+
+    def requests_with_key(self, key: str) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.authorization == f"Bearer {key}"]
 
     def queue(self, reply: FakeReply) -> None:
         with self._lock:
@@ -132,13 +150,19 @@ class FakeOpenAI:
         body = await request.json()
         with self._lock:
             self.requests.append(RecordedRequest(request.url.path, dict(request.headers), body))
-            reply = self._replies.popleft() if self._replies else None
+            key = request.headers.get("authorization", "").removeprefix("Bearer ")
+            reply = self._by_key.get(key)
+            if reply is None:
+                reply = self._replies.popleft() if self._replies else None
         if reply is None:
             return _error(500, "FakeOpenAI: no reply queued", "server_error")
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.status >= 400:
-            return _error(reply.status, reply.error_message or _default_error(reply, request))
+            error = _error(reply.status, reply.error_message or _default_error(reply, request))
+            if reply.retry_after is not None:
+                error.headers["Retry-After"] = reply.retry_after
+            return error
         served = reply.model or str(body.get("model", ""))
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))

@@ -37,9 +37,14 @@ async def test_recorded_history_replays(path: Path) -> None:
 def test_there_are_histories_to_replay() -> None:
     assert {p.stem for p in HISTORIES} >= {
         "session",
+        "session-before-model-chain",
+        "session-device-flow-pause",
         "turn",
+        "turn-model",
+        "turn-model-before-model-chain",
         "turn-before-decision-signal",
         "device-flow",
         "standing-agent",
         "standing-agent-before-bounded-history",
+        "standing-agent-before-llm-chain",
     }

@@ -232,7 +232,9 @@ async def test_a_refused_model_call_is_recorded_and_the_agent_lives_on(
         handle = await sa.start(agent_env.client, agent, task_queue)
         await sa.wait_turns(store, agent, 1)
         turn = sa.turns(store, agent)[0]
-        assert (turn.wait_condition or "").startswith("model_error:")
+        # The chain's one entry refused: a blocked turn naming the attempt.
+        assert turn.wait_condition == "blocked: all_providers_exhausted"
+        assert "settings/-: auth_error (401)" in (turn.reasoning_summary or "")
         (attempt,) = sa.llm_attempts(store, agent)
         assert attempt.outcome == "auth_error" and attempt.http_status == 401
         assert len(sa.pending_ticks(store, agent)) == 1
@@ -248,7 +250,7 @@ async def test_a_refused_model_call_is_recorded_and_the_agent_lives_on(
         assert answered.event_kind == EventKind.OPERATOR_MESSAGE.value
         assert answered.decision_kind == DecisionKind.WAITING_FOR_EVENT.value
         assert answered.event_payload == question
-        assert (answered.wait_condition or "").startswith("model_error:")
+        assert answered.wait_condition == "blocked: all_providers_exhausted"
         await sa.stop(handle)
 
 

@@ -2,7 +2,8 @@
 
     .venv/bin/python -m tests.workflows.histories.record [name ...]
 
-With names (`session`, `turn`, `device-flow`, `standing-agent`), only those are recorded.
+With names (`session`, `session-device-flow-pause`, `turn`, `turn-model`, `device-flow`,
+`standing-agent`), only those are recorded.
 
 Keep the histories of earlier code (rename them, e.g. `turn-before-decision-signal.json`)
 when recording new ones: workflows started then may still be running, and their
@@ -36,6 +37,7 @@ from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.temporal import ensure_search_attributes, temporal_cli_path
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.fakes.device_idp import FakeIdP
+from tests.fakes.openai_server import FakeOpenAI
 from tests.session_helpers import Daemon, write_prompt
 from tests.workflows import standing_agent_support as sa
 from worker import build_worker
@@ -93,6 +95,15 @@ async def _turn_run(browser: Browser, instance: str) -> str:
     return turn_workflow_id(instance, "demo", turn["turn_id"])
 
 
+async def _model_turn_run(browser: Browser, instance: str) -> str:
+    """A model turn (the worker's scripted model through the Turn:Model chain): a search,
+    then the answer."""
+    prompt = '/call investigation.search {"query": "Kestrel Holdings", "limit": 3}\n/say Found.'
+    turn = await browser.start_turn(prompt, agent="model")
+    await browser.wait_for_event(turn["turn_id"], "agent.turn.completed")
+    return turn_workflow_id(instance, "demo", turn["turn_id"])
+
+
 async def _device_flow_run(
     http: httpx.AsyncClient, idp: FakeIdP, workspace: str
 ) -> tuple[str, str]:
@@ -109,6 +120,32 @@ async def _device_flow_run(
     second = (await http.post(flow, json={"providerId": "idp"})).json()["deviceFlowId"]
     assert (await http.delete(f"{flow}/{second}")).status_code == 204
     return device_flow_workflow_id(workspace, "idp"), first
+
+
+async def _session_device_flow_pause_run(daemon: Daemon, idp: FakeIdP) -> str:
+    """A session prompt on a provider whose credential is the device flow of `idp-llm`:
+    it pauses on the flow, the user approves, the prompt completes; then the session is
+    closed (and Session:Default detached again)."""
+    http = daemon.client
+    with FakeOpenAI() as model:
+        model.queue_text("answered after the device flow")
+        provider = {
+            "baseUrl": model.base_url,
+            "credentials": [{"alias": "device", "deviceFlow": "idp-llm"}],
+        }
+        assert (await http.put("/api/v1/llm/providers/oauth", json=provider)).status_code == 200
+        preset = {"model": "m-device", "provider": "oauth"}
+        assert (await http.put("/api/v1/llm/presets/device", json=preset)).status_code == 200
+        bind = "/api/v1/llm/sites/Session:Default/preset"
+        assert (await http.put(bind, json={"presetId": "device"})).status_code == 200
+        sid = (await daemon.create())["sessionId"]
+        prompt = (await daemon.prompt(sid, "hello")).json()["promptId"]
+        await daemon.wait_for(sid, "auth_device_flow_started")
+        idp.approve(idp.latest().user_code)
+        await daemon.wait_for(sid, "turn_complete", prompt_id=prompt)
+        assert (await http.delete(bind)).status_code in (200, 204)
+    assert (await http.delete(f"/session/{sid}")).status_code in (200, 204)
+    return session_workflow_id(sid)
 
 
 async def _standing_agent_run(client: Client, store: Store, task_queue: str) -> tuple[str, str]:
@@ -171,7 +208,9 @@ async def record(names: list[str] | None = None) -> None:
                 port=4170,
                 task_queue="record",
                 token="record",  # the strict mutation routes (approval mode, tool toggle)
-                device_flow_providers=json.dumps({"idp": idp.provider_config()}),
+                device_flow_providers=json.dumps(
+                    {"idp": idp.provider_config(), "idp-llm": idp.provider_config()}
+                ),
             )
             store = Store(settings.resolved_database_url)
             upgrade_to_head(store.engine)
@@ -189,13 +228,28 @@ async def record(names: list[str] | None = None) -> None:
             ):
                 http.headers["Authorization"] = "Bearer record"
                 daemon = Daemon(http, workspace.resolve(), EventJournal(store))
-                wanted = set(names or ("session", "turn", "device-flow", "standing-agent"))
+                every = (
+                    "session",
+                    "session-device-flow-pause",
+                    "turn",
+                    "turn-model",
+                    "device-flow",
+                    "standing-agent",
+                )
+                wanted = set(names or every)
                 runs: dict[str, tuple[str, str | None]] = {}
                 if "session" in wanted:
                     runs["session"] = (await _session_run(daemon), None)
+                if "session-device-flow-pause" in wanted:
+                    paused = await _session_device_flow_pause_run(daemon, idp)
+                    runs["session-device-flow-pause"] = (paused, None)
                 if "turn" in wanted:
                     browser = await Browser(http).open()
                     runs["turn"] = (await _turn_run(browser, settings.instance), None)
+                if "turn-model" in wanted:
+                    browser = await Browser(http).open()
+                    model_turn = await _model_turn_run(browser, settings.instance)
+                    runs["turn-model"] = (model_turn, None)
                 if "device-flow" in wanted:
                     # The first run (deviceFlowId is the run id): approved, then released.
                     runs["device-flow"] = await _device_flow_run(http, idp, settings.workspace_cwd)

@@ -1,8 +1,10 @@
-"""Model-call provenance for standing agents: the `llm_call` snapshot and its attempts.
+"""Model-call provenance: the `llm_call` snapshot of a logical call and its attempts.
 
-The snapshot is keyed by the call's operation id and stores the reply, so a
-retried model-step activity returns the stored reply instead of paying twice.
-Every attempt, failed ones included, is a `llm_call_attempt` row: spend is their sum.
+Written by the model gateway for every owner (a session prompt, an agent-tools turn, a
+standing agent's tick). The snapshot is keyed by the call's operation id and stores the
+reply, so a later attempt of the same call (a retry, or the chain's next attempt after a
+worker died mid-call) returns the stored reply instead of paying twice. Every attempt,
+failed ones included, is a `llm_call_attempt` row: spend is their sum.
 """
 
 from __future__ import annotations
@@ -12,36 +14,77 @@ from datetime import datetime
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col
+from sqlmodel import col, select
 
 from runtime.llm.contracts import ModelReply
 from runtime.llm.models import LlmCall, LlmCallAttempt
-from runtime.standing_agents.ticks import OWNER_KIND
+from runtime.llm.routing import AttemptOutcome, OwnerKind
 from runtime.store.engine import Store
 
-PURPOSE = "AgentPlanning"
 # An attempt between its HTTP request and its answer. A worker killed meanwhile leaves
-# it so; the retry marks it ORPHANED (spend unknown) rather than leaving no record.
+# it so; the next attempt of the call marks it ORPHANED (spend unknown) rather than
+# leaving no record.
 IN_FLIGHT = "in_flight"
-ORPHANED = "timeout"
+ORPHANED = AttemptOutcome.TIMEOUT.value
+ERROR_MAX = 2000
+# `llm_call.purpose` of a standing agent's planning calls.
+AGENT_PURPOSE = "AgentPlanning"
 
 
 @dataclass(frozen=True)
 class CallOwner:
+    """Who the call is for and what it asks: the columns every attempt row repeats."""
+
     call_id: str
-    tenant: str
-    instance_id: str
+    tenant: str | None
+    owner_kind: OwnerKind
+    owner_id: str
     site: str
     provider: str
     requested_model: str
+    purpose: str
+    preset_id: str | None = None
+    fallback_step: int = 0
+    credential_alias: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredSuccess:
+    """A call's stored reply and the attempt that paid for it."""
+
+    reply: ModelReply
+    cost_usd: float
+    attempt_id: str | None
+    provider: str | None
+    credential_alias: str | None
+
+
+def attempt_id(call_id: str, ordinal: int) -> str:
+    return f"{call_id}/a{ordinal}"
 
 
 def stored_reply(store: Store, call_id: str) -> tuple[ModelReply, float] | None:
+    found = stored_success(store, call_id)
+    return None if found is None else (found.reply, found.cost_usd)
+
+
+def stored_success(store: Store, call_id: str) -> StoredSuccess | None:
     with store.session() as db:
         row = db.get(LlmCall, call_id)
         if row is None or row.reply is None:
             return None
-        return ModelReply.model_validate(row.reply), float(row.cost_usd)
+        ok = db.exec(
+            select(LlmCallAttempt)
+            .where(col(LlmCallAttempt.call_id) == call_id, col(LlmCallAttempt.outcome) == "ok")
+            .order_by(col(LlmCallAttempt.ordinal))
+        ).first()
+        return StoredSuccess(
+            reply=ModelReply.model_validate(row.reply),
+            cost_usd=float(row.cost_usd),
+            attempt_id=ok.attempt_id if ok else None,
+            provider=ok.provider if ok else None,
+            credential_alias=ok.credential_alias if ok else None,
+        )
 
 
 def begin_attempt(store: Store, owner: CallOwner, *, attempt: int, now: datetime) -> None:
@@ -70,10 +113,12 @@ def record_success(
     price_version: str,
     duration_ms: int,
     now: datetime,
+    http_status: int | None = None,
 ) -> None:
     """The attempt row and the snapshot with its reply, in one transaction."""
-    row = _attempt(owner, attempt, now, duration_ms, outcome="ok")
+    row = _attempt(owner, attempt, now, duration_ms, outcome=AttemptOutcome.OK.value)
     row.served_model = reply.served_model
+    row.http_status = http_status
     row.tokens_in = reply.usage.prompt_tokens
     row.tokens_out = reply.usage.completion_tokens
     row.cost_usd = cost_usd
@@ -85,13 +130,13 @@ def record_success(
             LlmCall(
                 call_id=owner.call_id,
                 tenant=owner.tenant,
-                owner_kind=OWNER_KIND,
-                owner_id=owner.instance_id,
+                owner_kind=owner.owner_kind.value,
+                owner_id=owner.owner_id,
                 site=owner.site,
-                purpose=PURPOSE,
+                purpose=owner.purpose,
                 requested_model=owner.requested_model,
                 served_model=reply.served_model,
-                outcome="ok",
+                outcome=AttemptOutcome.OK.value,
                 tokens_in=reply.usage.prompt_tokens,
                 tokens_out=reply.usage.completion_tokens,
                 cost_usd=cost_usd,
@@ -115,7 +160,7 @@ def record_failure(
 ) -> None:
     row = _attempt(owner, attempt, now, duration_ms, outcome=outcome)
     row.http_status = http_status
-    row.error = error[:2000]
+    row.error = error[:ERROR_MAX]
     with store.session() as db:
         db.merge(row)
         try:
@@ -124,30 +169,36 @@ def record_failure(
             db.rollback()
 
 
-def failure_outcome(status: int | None) -> str:
+def failure_outcome(status: int | None, *, timed_out: bool = True) -> AttemptOutcome:
+    """An HTTP status (None: no answer) as an attempt outcome."""
     if status is None:
-        return "timeout"
+        return AttemptOutcome.TIMEOUT if timed_out else AttemptOutcome.SERVER_ERROR
     if status == 429:
-        return "rate_limited"
+        return AttemptOutcome.RATE_LIMITED
     if status in (401, 403):
-        return "auth_error"
+        return AttemptOutcome.AUTH_ERROR
+    if status == 408:
+        return AttemptOutcome.TIMEOUT
     if status >= 500:
-        return "server_error"
-    return "bad_request"
+        return AttemptOutcome.SERVER_ERROR
+    return AttemptOutcome.BAD_REQUEST
 
 
 def _attempt(
     owner: CallOwner, attempt: int, now: datetime, duration_ms: int, *, outcome: str
 ) -> LlmCallAttempt:
     return LlmCallAttempt(
-        attempt_id=f"{owner.call_id}/a{attempt}",
+        attempt_id=attempt_id(owner.call_id, attempt),
         call_id=owner.call_id,
         ordinal=attempt,
         tenant=owner.tenant,
-        owner_kind=OWNER_KIND,
-        owner_id=owner.instance_id,
+        owner_kind=owner.owner_kind.value,
+        owner_id=owner.owner_id,
         site=owner.site,
+        preset_id=owner.preset_id,
+        fallback_step=owner.fallback_step,
         provider=owner.provider,
+        credential_alias=owner.credential_alias,
         requested_model=owner.requested_model,
         outcome=outcome,
         duration_ms=duration_ms,

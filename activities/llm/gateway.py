@@ -1,0 +1,335 @@
+"""The model gateway: ONE attempt of a model call, recorded (issue 11 "The chain").
+
+The workflow walks the call's chain plan (`runtime.llm.chain`) and runs each attempt
+as its own activity, with no retries; the activity hands the attempt to
+`ModelGateway.attempt`, which:
+
+1. returns the call's stored reply if an earlier attempt already succeeded (a worker
+   killed after a success never pays twice), with no HTTP;
+2. resolves the attempt's credential alias to a key (`apiKey`, `apiKeyEnv`, or the
+   token a device flow stored); a deviceFlow credential without a usable token reports
+   `device_flow_required`, with no HTTP and no attempt row;
+3. writes the attempt row `in_flight`, makes one HTTP call (no retries inside);
+4. classifies the answer: 429 rate_limited (with its Retry-After), 401/403 auth_error,
+   5xx server_error, no answer in time timeout, any other 4xx bad_request;
+5. prices the reply at the served model's price (never the model's own claim),
+   finishes the attempt row and, on success, stores the reply under the call id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+import httpx
+from opentelemetry import trace
+
+from activities.heartbeat import heartbeating
+from activities.llm import record
+from activities.llm.contracts import (
+    ChatMessage,
+    DeltaCallback,
+    ModelError,
+    ModelProvider,
+    ModelReply,
+    ToolSpec,
+)
+from activities.llm.openai import DEFAULT_TIMEOUT, OpenAIProvider
+from activities.llm.scripted import ScriptedModel
+from runtime.device_flow.tokens import forget_token, usable_token
+from runtime.llm.config_store import provider_config
+from runtime.llm.pricing import attempt_cost
+from runtime.llm.routing import (
+    AttemptOutcome,
+    AttemptReport,
+    AttemptSpec,
+    CredentialConfig,
+    Overlay,
+    OwnerKind,
+    ProviderConfig,
+)
+from runtime.settings import Settings
+from runtime.store.engine import Store
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer("agentrt.llm")
+
+ProviderLookup = Callable[[str], ProviderConfig | None]
+
+
+class LlmOwner(NamedTuple):
+    """Who a call is made for: `owner.kind`/`owner.id` of its attempts, and the tenant."""
+
+    kind: OwnerKind
+    owner_id: str
+    tenant: str | None
+
+
+class _NoCredential(Exception):
+    """The attempt's credential cannot be used: reported, never sent."""
+
+    def __init__(self, message: str, *, device_flow: str | None = None) -> None:
+        super().__init__(message)
+        self.device_flow = device_flow
+
+
+class ModelGateway:
+    """One attempt of a model call against one provider credential."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        *,
+        scripted: ModelProvider | None = None,
+        providers: ProviderLookup | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        purpose: str = "ModelCall",
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        # The `scripted` provider kind: the worker's own model (the sessions' scripted
+        # model, the agents' sibling, or what a test runs the worker with).
+        self.scripted: ModelProvider = scripted or ScriptedModel()
+        self._providers = providers
+        self.timeout = timeout
+        self.purpose = purpose
+
+    def provider_config(self, provider_id: str) -> ProviderConfig | None:
+        """The provider as configured now (live: read at every attempt)."""
+        if self._providers is not None:
+            return self._providers(provider_id)
+        return provider_config(self.store, self.settings, provider_id)
+
+    async def attempt(
+        self,
+        spec: AttemptSpec,
+        owner: LlmOwner,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        *,
+        on_delta: DeltaCallback | None = None,
+        max_tokens: int | None = None,
+        now: datetime | None = None,
+    ) -> tuple[AttemptReport, ModelReply | None]:
+        """Make the attempt `spec` (or find the call's stored success); never raises for
+        what a provider answered: the report says how it ended."""
+        with tracer.start_as_current_span(
+            "llm.attempt",
+            attributes={
+                "llm.call_id": spec.call_id,
+                "llm.attempt_index": spec.attempt_index,
+                "llm.site": spec.site,
+                "llm.preset_id": spec.preset_id,
+                "llm.fallback_step": spec.fallback_step,
+                "llm.provider": spec.provider,
+                "llm.credential_alias": spec.credential_alias or "",
+                "llm.requested_model": spec.model,
+                "llm.owner_kind": owner.kind.value,
+            },
+        ) as span:
+            report, reply = await self._attempt(
+                spec, owner, messages, tools, on_delta, max_tokens, now
+            )
+            span.set_attribute("llm.outcome", report.outcome.value)
+            if report.served_model:
+                span.set_attribute("llm.served_model", report.served_model)
+            if report.http_status is not None:
+                span.set_attribute("http.response.status_code", report.http_status)
+            span.set_attribute("llm.cost_usd", report.cost_usd)
+            return report, reply
+
+    async def _attempt(
+        self,
+        spec: AttemptSpec,
+        owner: LlmOwner,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        on_delta: DeltaCallback | None,
+        max_tokens: int | None,
+        now: datetime | None,
+    ) -> tuple[AttemptReport, ModelReply | None]:
+        at = now or datetime.now(UTC)
+        this_id = record.attempt_id(spec.call_id, spec.attempt_index)
+        stored = await asyncio.to_thread(record.stored_success, self.store, spec.call_id)
+        if stored is not None:
+            return (
+                AttemptReport(
+                    attempt_id=stored.attempt_id or this_id,
+                    outcome=AttemptOutcome.OK,
+                    served_model=stored.reply.served_model,
+                    cost_usd=stored.cost_usd,
+                    provider=stored.provider or spec.provider,
+                    credential_alias=stored.credential_alias,
+                ),
+                stored.reply,
+            )
+        report = AttemptReport(
+            attempt_id=this_id,
+            outcome=AttemptOutcome.AUTH_ERROR,
+            provider=spec.provider,
+            credential_alias=spec.credential_alias,
+        )
+        config = await asyncio.to_thread(self.provider_config, spec.provider)
+        if config is None:
+            error = f"provider {spec.provider!r} is not configured"
+            return report.model_copy(update={"error": error}), None
+        try:
+            key = await self._credential(config, spec.credential_alias)
+        except _NoCredential as err:
+            update = {"error": str(err), "device_flow_required": err.device_flow}
+            return report.model_copy(update=update), None
+        call_owner = record.CallOwner(
+            call_id=spec.call_id,
+            tenant=owner.tenant,
+            owner_kind=owner.kind,
+            owner_id=owner.owner_id,
+            site=spec.site,
+            provider=spec.provider,
+            requested_model=spec.model,
+            purpose=self.purpose,
+            preset_id=spec.preset_id,
+            fallback_step=spec.fallback_step,
+            credential_alias=spec.credential_alias,
+        )
+        await asyncio.to_thread(
+            record.begin_attempt, self.store, call_owner, attempt=spec.attempt_index, now=at
+        )
+        model = self._model(config, spec, key, _cap(max_tokens, spec.overlay))
+        started = time.monotonic()
+        try:
+            reply = await heartbeating(
+                model.complete(_overlaid(messages, spec.overlay), tools, on_delta=on_delta)
+            )
+        except ModelError as err:
+            outcome = record.failure_outcome(err.status, timed_out=err.timed_out)
+            if outcome is AttemptOutcome.AUTH_ERROR and key is not None:
+                await self._forget_refused(config, spec.credential_alias, key)
+            await asyncio.to_thread(
+                record.record_failure,
+                self.store,
+                call_owner,
+                attempt=spec.attempt_index,
+                outcome=outcome.value,
+                http_status=err.status,
+                error=str(err),
+                duration_ms=_ms_since(started),
+                now=at,
+            )
+            failed = report.model_copy(
+                update={
+                    "outcome": outcome,
+                    "http_status": err.status,
+                    "retry_after_s": err.retry_after,
+                    "error": str(err)[: record.ERROR_MAX],
+                }
+            )
+            return failed, None
+        # Priced by the model's kind: the built-in scripted model is free, whatever
+        # the worker runs as `scripted` (a test's priced model) is priced.
+        cost, version = await asyncio.to_thread(
+            attempt_cost, self.store, model.name, reply.served_model, reply.usage
+        )
+        status = None if config.kind == "scripted" else 200
+        await asyncio.to_thread(
+            record.record_success,
+            self.store,
+            call_owner,
+            attempt=spec.attempt_index,
+            reply=reply,
+            cost_usd=cost,
+            price_version=version,
+            duration_ms=_ms_since(started),
+            now=at,
+            http_status=status,
+        )
+        ok = report.model_copy(
+            update={
+                "outcome": AttemptOutcome.OK,
+                "http_status": status,
+                "served_model": reply.served_model,
+                "cost_usd": cost,
+            }
+        )
+        return ok, reply
+
+    def _model(
+        self, config: ProviderConfig, spec: AttemptSpec, key: str | None, max_tokens: int | None
+    ) -> ModelProvider:
+        if config.kind == "scripted":
+            return self.scripted
+        return OpenAIProvider(
+            base_url=config.base_url,
+            model=spec.model,
+            api_key=key,
+            max_tokens=max_tokens,
+            timeout=self.timeout,
+        )
+
+    async def _credential(self, config: ProviderConfig, alias: str | None) -> str | None:
+        """The key behind `alias` now.
+
+        Raises:
+            _NoCredential: unknown alias, unset variable, or no usable device-flow token.
+        """
+        if alias is None:
+            return None
+        credential = next((c for c in config.credentials if c.alias == alias), None)
+        if credential is None:
+            raise _NoCredential(f"provider {config.provider_id!r} has no credential {alias!r}")
+        return await self._key(credential)
+
+    async def _forget_refused(self, config: ProviderConfig, alias: str | None, token: str) -> None:
+        """A device-flow token the provider refused (revoked, or expired early) is not
+        offered again: the next call with that credential refreshes it or runs the flow."""
+        credential = next((c for c in config.credentials if c.alias == alias), None)
+        if credential is not None and credential.device_flow is not None:
+            data_dir = self.settings.resolved_data_dir
+            await forget_token(data_dir, credential.device_flow, token)
+
+    async def _key(self, credential: CredentialConfig) -> str:
+        if credential.api_key is not None:
+            return credential.api_key
+        if credential.api_key_env is not None:
+            value = os.environ.get(credential.api_key_env)
+            if not value:
+                raise _NoCredential(f"environment variable {credential.api_key_env} is not set")
+            return value
+        assert credential.device_flow is not None
+        # Refreshed first when near expiry (runtime/device_flow/tokens.py).
+        token = await usable_token(
+            self.settings.resolved_data_dir, self.settings, credential.device_flow
+        )
+        if token is None:
+            raise _NoCredential(
+                f"no usable device-flow token for {credential.device_flow!r}",
+                device_flow=credential.device_flow,
+            )
+        return token
+
+
+def _cap(max_tokens: int | None, overlay: Overlay | None) -> int | None:
+    """The smaller of the caller's output cap and the preset overlay's."""
+    caps = [c for c in (max_tokens, overlay.max_output_tokens if overlay else None) if c]
+    return min(caps) if caps else None
+
+
+def _overlaid(messages: list[ChatMessage], overlay: Overlay | None) -> list[ChatMessage]:
+    """The overlay's system-prompt suffix appended to the (first) system message."""
+    if overlay is None or not overlay.system_prompt_suffix:
+        return messages
+    suffix = overlay.system_prompt_suffix
+    for index, message in enumerate(messages):
+        if message.role == "system":
+            changed = message.model_copy(update={"content": f"{message.content}\n\n{suffix}"})
+            return [*messages[:index], changed, *messages[index + 1 :]]
+    return [ChatMessage(role="system", content=suffix), *messages]
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

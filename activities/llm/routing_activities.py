@@ -1,0 +1,33 @@
+"""`llm.resolve_chain`: the plan of one model call, from the live configuration.
+
+A local activity: the workflow resolves its call site at the start of every call, so a
+re-bound site or a changed preset takes effect at the next call without a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from runtime.llm.config_store import LlmConfigError, load_chain_plan
+from runtime.llm.routing import ChainPlan, LlmActivity, ResolveChainInput
+from runtime.settings import Settings
+from runtime.store.engine import Store
+
+
+class LlmActivities:
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    @activity.defn(name=LlmActivity.RESOLVE_CHAIN)
+    async def resolve_chain(self, request: ResolveChainInput) -> ChainPlan:
+        try:
+            return await asyncio.to_thread(
+                load_chain_plan, self.store, self.settings, request.site, request.model_override
+            )
+        except LlmConfigError as err:
+            # An unknown site or a dangling preset: retrying reads the same config.
+            raise ApplicationError(err.message, type=err.code, non_retryable=True) from err

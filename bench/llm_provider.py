@@ -1,0 +1,88 @@
+"""A minimal OpenAI-compatible endpoint on loopback for the `llm-chain` benchmark.
+
+Non-streamed `chat.completion` answers, chosen by API key: `k-busy` is rate-limited
+(429, no Retry-After, so the chain rotates at once), any other key gets a short reply
+naming its own served model, with usage. Real HTTP, so the figures include the socket
+round trip a provider call costs at its very cheapest.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+BUSY_KEY = "k-busy"
+GOOD_KEY = "k-good"
+SERVED_MODEL = "bench-served"
+
+
+async def _completions(request: Request) -> Response:
+    body: dict[str, Any] = await request.json()
+    key = request.headers.get("authorization", "").removeprefix("Bearer ")
+    if key == BUSY_KEY:
+        error = {"message": "rate limited", "type": "rate_limit_error"}
+        return JSONResponse({"error": error}, status_code=429)
+    return JSONResponse(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": SERVED_MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "ok"},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": len(body.get("messages", [])), "completion_tokens": 1},
+        }
+    )
+
+
+class LoopbackProvider:
+    def __init__(self) -> None:
+        self.port = 0
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> LoopbackProvider:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        self.port = int(sock.getsockname()[1])
+        app = Starlette(routes=[Route("/v1/chat/completions", _completions, methods=["POST"])])
+        config = uvicorn.Config(app, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the loopback provider did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)

@@ -1,0 +1,268 @@
+"""Providers of the model-routing configuration (issue 11): the built-in `settings` one
+(the deployment's settings, never stored) and the stored `llm_provider` rows.
+
+`provider_config` is the worker's view, keys included; every other function returns
+views without a key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel
+from sqlmodel import select
+
+from runtime.llm.config_errors import LlmConfigError, check_id, reserved
+from runtime.llm.models import LlmPreset, LlmProvider
+from runtime.llm.routing import SETTINGS_PROVIDER, CredentialConfig, ProviderConfig
+from runtime.settings import Settings
+from runtime.store.engine import Store
+
+# The credential alias of the `settings` provider's key (OPENAI_API_KEY).
+SETTINGS_CREDENTIAL = "env"
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
+MAX_CREDENTIALS = 20
+
+
+def settings_provider(settings: Settings) -> ProviderConfig:
+    """Today's settings as a provider: the scripted model, or OPENAI_* with one key."""
+    if settings.model_provider == "scripted":
+        return ProviderConfig(provider_id=SETTINGS_PROVIDER, base_url="", kind="scripted")
+    credentials = []
+    if settings.openai_api_key:
+        credentials.append(
+            CredentialConfig(alias=SETTINGS_CREDENTIAL, apiKey=settings.openai_api_key)
+        )
+    return ProviderConfig(
+        provider_id=SETTINGS_PROVIDER,
+        base_url=settings.openai_base_url,
+        credentials=credentials,
+        kind="openai",
+    )
+
+
+def provider_config(store: Store, settings: Settings, provider_id: str) -> ProviderConfig | None:
+    """The provider with its credentials (keys included: worker side only), or None."""
+    if provider_id == SETTINGS_PROVIDER:
+        return settings_provider(settings)
+    with store.session() as db:
+        row = db.get(LlmProvider, provider_id)
+    return None if row is None else _provider(row)
+
+
+def find_credential(provider: ProviderConfig, alias: str | None) -> CredentialConfig | None:
+    """The credential an attempt's alias names; None for a provider that needs no key.
+
+    Raises:
+        LlmConfigError: 404 `unknown_credential` when the provider no longer has that
+            alias (it was replaced between the plan and the attempt).
+    """
+    if alias is None:
+        return None
+    for credential in provider.credentials:
+        if credential.alias == alias:
+            return credential
+    raise LlmConfigError(
+        404,
+        "unknown_credential",
+        f'Provider "{provider.provider_id}" has no credential "{alias}"',
+        providerId=provider.provider_id,
+        alias=alias,
+    )
+
+
+def static_api_key(credential: CredentialConfig, environ: Mapping[str, str]) -> str | None:
+    """The key of an `apiKey` or `apiKeyEnv` credential (None when the variable is unset
+    or empty); a `deviceFlow` credential's token comes from the device flow instead."""
+    if credential.api_key is not None:
+        return credential.api_key
+    if credential.api_key_env is not None:
+        return environ.get(credential.api_key_env) or None
+    return None
+
+
+def _provider(row: LlmProvider) -> ProviderConfig:
+    return ProviderConfig(
+        provider_id=row.provider_id,
+        base_url=row.base_url,
+        credentials=[CredentialConfig.model_validate(c) for c in row.credentials],
+    )
+
+
+def list_providers(store: Store, settings: Settings) -> list[ProviderView]:
+    """Every provider, the built-in `settings` one first; aliases and kinds, never a key."""
+    with store.session() as db:
+        rows = db.exec(select(LlmProvider).order_by(LlmProvider.provider_id)).all()
+    views = [provider_view(settings_provider(settings), built_in=True)]
+    views.extend(
+        provider_view(_provider(row), built_in=False, updated_at=row.updated_at) for row in rows
+    )
+    return views
+
+
+class CredentialView(BaseModel):
+    """A credential as shown: its alias, its kind, and the name it points to (never a key)."""
+
+    alias: str
+    kind: Literal["apiKey", "apiKeyEnv", "deviceFlow"]
+    api_key_env: str | None = None
+    device_flow: str | None = None
+
+
+class ProviderView(BaseModel):
+    provider_id: str
+    kind: Literal["openai", "scripted"]
+    base_url: str | None
+    credentials: list[CredentialView]
+    built_in: bool
+    updated_at: datetime | None = None
+
+
+def provider_view(
+    provider: ProviderConfig, *, built_in: bool, updated_at: datetime | None = None
+) -> ProviderView:
+    return ProviderView(
+        provider_id=provider.provider_id,
+        kind=provider.kind,
+        base_url=provider.base_url or None,
+        credentials=[_credential_view(c) for c in provider.credentials],
+        built_in=built_in,
+        updated_at=updated_at,
+    )
+
+
+def _credential_view(credential: CredentialConfig) -> CredentialView:
+    if credential.api_key_env is not None:
+        return CredentialView(
+            alias=credential.alias, kind="apiKeyEnv", api_key_env=credential.api_key_env
+        )
+    if credential.device_flow is not None:
+        return CredentialView(
+            alias=credential.alias, kind="deviceFlow", device_flow=credential.device_flow
+        )
+    return CredentialView(alias=credential.alias, kind="apiKey")
+
+
+def put_provider(
+    store: Store,
+    settings: Settings,
+    provider_id: str,
+    base_url: str,
+    credentials: Sequence[CredentialConfig],
+    now: datetime,
+) -> ProviderView:
+    """Create or replace a provider; effective at the next model call.
+
+    Raises:
+        LlmConfigError: a reserved or malformed id, a base URL that is not http(s), a
+            duplicate alias, an env var name that is not one, or a `deviceFlow` naming
+            a provider the deployment does not configure.
+    """
+    check_id("providerId", provider_id)
+    if provider_id == SETTINGS_PROVIDER:
+        raise reserved("provider", provider_id)
+    check_base_url(base_url)
+    check_credentials(settings, credentials)
+    row = LlmProvider(
+        provider_id=provider_id,
+        base_url=base_url,
+        credentials=[c.model_dump(by_alias=True, exclude_none=True) for c in credentials],
+        updated_at=now,
+    )
+    with store.session() as db:
+        db.merge(row)
+        db.commit()
+    return provider_view(_provider(row), built_in=False, updated_at=now)
+
+
+def check_base_url(base_url: str) -> None:
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018  (raises ValueError on a port out of range)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise LlmConfigError(
+            400,
+            "invalid_base_url",
+            "baseUrl must be an http(s) URL with a host, e.g. https://api.openai.com/v1",
+        )
+
+
+def check_credentials(settings: Settings, credentials: Sequence[CredentialConfig]) -> None:
+    if len(credentials) > MAX_CREDENTIALS:
+        raise LlmConfigError(
+            400, "invalid_credentials", f"at most {MAX_CREDENTIALS} credentials per provider"
+        )
+    seen: set[str] = set()
+    flows = settings.device_flow_provider_map
+    for credential in credentials:
+        if credential.alias in seen:
+            raise LlmConfigError(
+                400, "invalid_credentials", f'two credentials have the alias "{credential.alias}"'
+            )
+        seen.add(credential.alias)
+        if credential.api_key is not None and not credential.api_key:
+            raise LlmConfigError(
+                400, "invalid_credentials", f'credential "{credential.alias}": apiKey is empty'
+            )
+        if credential.api_key_env is not None and not ENV_NAME.match(credential.api_key_env):
+            raise LlmConfigError(
+                400,
+                "invalid_credentials",
+                f'credential "{credential.alias}": apiKeyEnv must be an environment variable name',
+            )
+        if credential.device_flow is not None and credential.device_flow not in flows:
+            raise LlmConfigError(
+                400,
+                "unknown_device_flow_provider",
+                f'credential "{credential.alias}": no device-flow provider '
+                f'"{credential.device_flow}"',
+                allowed=sorted(flows),
+            )
+
+
+def get_provider(store: Store, settings: Settings, provider_id: str) -> ProviderView | None:
+    """One provider as listed (no key), or None."""
+    if provider_id == SETTINGS_PROVIDER:
+        return provider_view(settings_provider(settings), built_in=True)
+    with store.session() as db:
+        row = db.get(LlmProvider, provider_id)
+    if row is None:
+        return None
+    return provider_view(_provider(row), built_in=False, updated_at=row.updated_at)
+
+
+def delete_provider(store: Store, provider_id: str) -> bool:
+    """Remove a provider no preset names; False when there was none.
+
+    Raises:
+        LlmConfigError: 400 `reserved_id` (`settings`), 409 `provider_in_use` naming the
+            presets that use it.
+    """
+    if provider_id == SETTINGS_PROVIDER:
+        raise reserved("provider", provider_id)
+    with store.session() as db:
+        row = db.get(LlmProvider, provider_id)
+        if row is None:
+            return False
+        presets = db.exec(select(LlmPreset)).all()
+        users = sorted(p.preset_id for p in presets if provider_id in _providers_of(p))
+        if users:
+            raise LlmConfigError(
+                409,
+                "provider_in_use",
+                f'Provider "{provider_id}" is used by presets {", ".join(users)}',
+                presets=users,
+            )
+        db.delete(row)
+        db.commit()
+        return True
+
+
+def _providers_of(row: LlmPreset) -> set[str]:
+    return {row.provider, *(str(e.get("provider")) for e in row.fallback)}

@@ -1,0 +1,322 @@
+"""The model gateway: one attempt, classified and recorded, against real HTTP on loopback.
+
+One FakeOpenAI stands for a provider whose credentials answer differently (per API key):
+429 with Retry-After, 401, 403, 500, 400, and a good key whose answer names a served
+model other than the requested one, with usage, so the cost arithmetic is checked
+against a stored price.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from sqlmodel import col, select
+
+from activities.llm import record
+from activities.llm.gateway import LlmOwner, ModelGateway
+from activities.llm.openai import retry_after_s
+from runtime.device_flow.providers import QWEN_OAUTH, credentials_path
+from runtime.llm import config_store
+from runtime.llm.contracts import ChatMessage
+from runtime.llm.models import LlmCall, LlmCallAttempt
+from runtime.llm.pricing import Price, put_price
+from runtime.llm.routing import (
+    AttemptOutcome,
+    AttemptSpec,
+    CredentialConfig,
+    Overlay,
+    OwnerKind,
+)
+from runtime.settings import Settings
+from runtime.store import Store
+from tests.fakes.openai_server import FakeOpenAI, FakeReply
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+OWNER = LlmOwner(OwnerKind.SESSION, "s1", "/ws")
+HELLO = [ChatMessage(role="user", content="hello")]
+GOOD = FakeReply(content="hi there", model="served-x-2026", usage=(1_000_000, 500_000))
+ANSWERS = {
+    "k-busy": FakeReply(status=429, retry_after="2"),
+    "k-revoked": FakeReply(status=401),
+    "k-forbidden": FakeReply(status=403),
+    "k-down": FakeReply(status=500),
+    "k-refused": FakeReply(status=400, error_message="max_tokens is too large"),
+    "k-good": GOOD,
+}
+
+
+# The process's tracer provider can be set once; the gateway's proxy tracer forwards to it.
+_spans = InMemorySpanExporter()
+_provider_set = TracerProvider()
+_provider_set.add_span_processor(SimpleSpanProcessor(_spans))
+trace.set_tracer_provider(_provider_set)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        for key, reply in ANSWERS.items():
+            server.answer_key(key, reply)
+        yield server
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path, workspace=tmp_path)
+
+
+def _provider(store: Store, settings: Settings, fake: FakeOpenAI, *credentials: str) -> None:
+    config_store.put_provider(
+        store,
+        settings,
+        "p1",
+        fake.base_url,
+        [CredentialConfig(alias=key.removeprefix("k-"), apiKey=key) for key in credentials],
+        NOW,
+    )
+
+
+def _spec(alias: str | None, *, call_id: str = "call-1", index: int = 0) -> AttemptSpec:
+    return AttemptSpec(
+        call_id=call_id,
+        attempt_index=index,
+        site="Session:Default",
+        preset_id="fast",
+        fallback_step=0,
+        provider="p1",
+        credential_alias=alias,
+        model="cheap-alias",
+    )
+
+
+def _attempts(store: Store, call_id: str = "call-1") -> list[LlmCallAttempt]:
+    with store.session() as db:
+        rows = db.exec(
+            select(LlmCallAttempt)
+            .where(col(LlmCallAttempt.call_id) == call_id)
+            .order_by(col(LlmCallAttempt.ordinal))
+        )
+        return list(rows)
+
+
+def _call(store: Store, call_id: str = "call-1") -> LlmCall | None:
+    with store.session() as db:
+        return db.get(LlmCall, call_id)
+
+
+@pytest.mark.parametrize(
+    ("key", "outcome", "status"),
+    [
+        ("k-busy", AttemptOutcome.RATE_LIMITED, 429),
+        ("k-revoked", AttemptOutcome.AUTH_ERROR, 401),
+        ("k-forbidden", AttemptOutcome.AUTH_ERROR, 403),
+        ("k-down", AttemptOutcome.SERVER_ERROR, 500),
+        ("k-refused", AttemptOutcome.BAD_REQUEST, 400),
+    ],
+)
+async def test_a_failed_attempt_is_classified_and_recorded(
+    store: Store,
+    settings: Settings,
+    fake: FakeOpenAI,
+    key: str,
+    outcome: AttemptOutcome,
+    status: int,
+) -> None:
+    _provider(store, settings, fake, key)
+    alias = key.removeprefix("k-")
+    report, reply = await ModelGateway(store, settings).attempt(_spec(alias), OWNER, HELLO, [])
+    assert reply is None
+    assert report.outcome is outcome and report.http_status == status
+    assert report.provider == "p1" and report.credential_alias == alias
+    assert report.attempt_id == "call-1/a0"
+    assert report.retry_after_s == (2.0 if status == 429 else None)
+    assert key not in (report.error or "")  # the key never reaches a report
+    (row,) = _attempts(store)
+    assert (row.outcome, row.http_status, row.credential_alias) == (outcome.value, status, alias)
+    assert (row.owner_kind, row.owner_id, row.tenant) == ("session", "s1", "/ws")
+    assert (row.preset_id, row.site, row.requested_model) == (
+        "fast",
+        "Session:Default",
+        "cheap-alias",
+    )
+    assert _call(store) is None  # no reply stored
+
+
+async def test_the_served_model_is_priced_by_agentrt(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    _provider(store, settings, fake, "k-good")
+    put_price(store, "served-x-2026", Price(input_per_mtok_usd=2.0, output_per_mtok_usd=8.0), NOW)
+    report, reply = await ModelGateway(store, settings).attempt(_spec("good"), OWNER, HELLO, [])
+    assert reply is not None and reply.content == "hi there"
+    assert fake.requests[0].body["model"] == "cheap-alias"
+    assert report.outcome is AttemptOutcome.OK and report.http_status == 200
+    # 1M input tokens at $2/MTok + 0.5M output tokens at $8/MTok.
+    assert report.served_model == "served-x-2026" and report.cost_usd == pytest.approx(6.0)
+    (row,) = _attempts(store)
+    assert (row.requested_model, row.served_model) == ("cheap-alias", "served-x-2026")
+    assert (row.tokens_in, row.tokens_out) == (1_000_000, 500_000)
+    assert row.cost_usd == pytest.approx(6.0)
+    assert row.price_version is not None and row.price_version.startswith("override")
+    stored = _call(store)
+    assert stored is not None and stored.outcome == "ok" and stored.reply is not None
+
+
+async def test_a_stored_success_is_returned_without_paying_again(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    _provider(store, settings, fake, "k-good", "k-busy")
+    gateway = ModelGateway(store, settings)
+    first, reply = await gateway.attempt(_spec("good"), OWNER, HELLO, [])
+    # The chain's next attempt of the same call (its activity was thought lost).
+    again, same = await gateway.attempt(_spec("busy", index=1), OWNER, HELLO, [])
+    assert len(fake.requests) == 1
+    assert same == reply
+    assert again.outcome is AttemptOutcome.OK and again.attempt_id == first.attempt_id
+    assert (again.credential_alias, again.cost_usd) == ("good", first.cost_usd)
+    assert [a.ordinal for a in _attempts(store)] == [0]
+
+
+async def test_an_attempt_left_in_flight_is_closed_as_a_timeout_by_the_next(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    _provider(store, settings, fake, "k-good", "k-busy")
+    owner = record.CallOwner(
+        call_id="call-1",
+        tenant="/ws",
+        owner_kind=OwnerKind.SESSION,
+        owner_id="s1",
+        site="Session:Default",
+        provider="p1",
+        requested_model="cheap-alias",
+        purpose="test",
+    )
+    # Attempt 0's worker died between its request and its answer.
+    record.begin_attempt(store, owner, attempt=0, now=NOW)
+    assert [a.outcome for a in _attempts(store)] == [record.IN_FLIGHT]
+    await ModelGateway(store, settings).attempt(_spec("good", index=1), OWNER, HELLO, [])
+    assert [(a.ordinal, a.outcome) for a in _attempts(store)] == [(0, "timeout"), (1, "ok")]
+
+
+async def test_no_answer_in_time_is_a_timeout(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    fake.answer_key("k-slow", FakeReply(content="late", delay=5.0))
+    _provider(store, settings, fake, "k-slow")
+    gateway = ModelGateway(store, settings, timeout=httpx.Timeout(0.3))
+    report, reply = await gateway.attempt(_spec("slow"), OWNER, HELLO, [])
+    assert reply is None
+    assert report.outcome is AttemptOutcome.TIMEOUT and report.http_status is None
+    assert [a.outcome for a in _attempts(store)] == ["timeout"]
+
+
+async def test_an_endpoint_that_refuses_connections_is_a_server_error(
+    store: Store, settings: Settings
+) -> None:
+    with FakeOpenAI() as gone:
+        base_url = gone.base_url  # its port is closed once it stops
+    credential = CredentialConfig(alias="good", apiKey="k-good")
+    config_store.put_provider(store, settings, "p1", base_url, [credential], NOW)
+    report, reply = await ModelGateway(store, settings).attempt(_spec("good"), OWNER, HELLO, [])
+    assert reply is None
+    assert report.outcome is AttemptOutcome.SERVER_ERROR and report.http_status is None
+
+
+async def test_an_api_key_from_the_environment(
+    store: Store, settings: Settings, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    credential = CredentialConfig(alias="env", apiKeyEnv="GATEWAY_TEST_KEY")
+    config_store.put_provider(store, settings, "p1", fake.base_url, [credential], NOW)
+    gateway = ModelGateway(store, settings)
+    monkeypatch.delenv("GATEWAY_TEST_KEY", raising=False)
+    missing, _ = await gateway.attempt(_spec("env"), OWNER, HELLO, [])
+    assert missing.outcome is AttemptOutcome.AUTH_ERROR and "GATEWAY_TEST_KEY" in (
+        missing.error or ""
+    )
+    assert fake.requests == [] and _attempts(store) == []  # nothing was sent
+    monkeypatch.setenv("GATEWAY_TEST_KEY", "k-good")
+    report, reply = await gateway.attempt(_spec("env", index=1), OWNER, HELLO, [])
+    assert report.outcome is AttemptOutcome.OK and reply is not None
+    assert fake.requests[0].authorization == "Bearer k-good"
+
+
+async def test_a_device_flow_credential_uses_the_stored_token(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    credential = CredentialConfig(alias="me", deviceFlow=QWEN_OAUTH)
+    config_store.put_provider(store, settings, "p1", fake.base_url, [credential], NOW)
+    gateway = ModelGateway(store, settings)
+    first, _ = await gateway.attempt(_spec("me"), OWNER, HELLO, [])
+    assert first.device_flow_required == QWEN_OAUTH
+    assert fake.requests == [] and _attempts(store) == []
+    path = credentials_path(settings.resolved_data_dir, QWEN_OAUTH)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"access_token": "k-good", "expiry_date": None}))
+    report, reply = await gateway.attempt(_spec("me"), OWNER, HELLO, [])
+    assert report.outcome is AttemptOutcome.OK and reply is not None
+    assert fake.requests[0].authorization == "Bearer k-good"
+
+
+async def test_an_expired_device_flow_token_without_refresh_asks_for_the_flow(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    """The refresh itself is tested in tests/runtime/test_device_flow_tokens.py."""
+    credential = CredentialConfig(alias="me", deviceFlow=QWEN_OAUTH)
+    config_store.put_provider(store, settings, "p1", fake.base_url, [credential], NOW)
+    path = credentials_path(settings.resolved_data_dir, QWEN_OAUTH)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"access_token": "t", "expiry_date": 1_000_000}))
+    report, reply = await ModelGateway(store, settings).attempt(_spec("me"), OWNER, HELLO, [])
+    assert reply is None and report.device_flow_required == QWEN_OAUTH
+    assert fake.requests == []
+
+
+async def test_the_overlay_caps_output_and_suffixes_the_system_prompt(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    _provider(store, settings, fake, "k-good")
+    overlay = Overlay(systemPromptSuffix="Answer in French.", maxOutputTokens=64)
+    spec = _spec("good").model_copy(update={"overlay": overlay})
+    messages = [ChatMessage(role="system", content="Be brief."), *HELLO]
+    await ModelGateway(store, settings).attempt(spec, OWNER, messages, [], max_tokens=1000)
+    body = fake.requests[0].body
+    assert body["max_tokens"] == 64
+    assert body["messages"][0]["content"] == "Be brief.\n\nAnswer in French."
+
+
+async def test_each_attempt_is_a_span(store: Store, settings: Settings, fake: FakeOpenAI) -> None:
+    _provider(store, settings, fake, "k-busy", "k-good")
+    _spans.clear()
+    gateway = ModelGateway(store, settings)
+    await gateway.attempt(_spec("busy"), OWNER, HELLO, [])
+    await gateway.attempt(_spec("good", index=1), OWNER, HELLO, [])
+    spans = [s for s in _spans.get_finished_spans() if s.name == "llm.attempt"]
+    seen = [
+        (
+            (s.attributes or {}).get("llm.credential_alias"),
+            (s.attributes or {}).get("llm.outcome"),
+            (s.attributes or {}).get("http.response.status_code"),
+        )
+        for s in spans
+    ]
+    assert seen == [("busy", "rate_limited", 429), ("good", "ok", 200)]
+    assert (spans[1].attributes or {}).get("llm.served_model") == "served-x-2026"
+
+
+def test_retry_after_as_seconds_milliseconds_or_a_date() -> None:
+    assert retry_after_s(httpx.Headers({"Retry-After": "3"})) == 3.0
+    assert retry_after_s(httpx.Headers({"retry-after-ms": "1500", "Retry-After": "9"})) == 1.5
+    date = "Mon, 30 Nov 2026 12:00:10 GMT"
+    at = datetime(2026, 11, 30, 12, 0, tzinfo=UTC).timestamp()
+    assert retry_after_s(httpx.Headers({"Retry-After": date}), now=at) == 10.0
+    assert retry_after_s(httpx.Headers({"Retry-After": "soon"})) is None
+    assert retry_after_s(httpx.Headers({})) is None

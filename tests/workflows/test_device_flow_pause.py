@@ -1,0 +1,239 @@
+"""A model call's pause on a device flow (workflows/device_flow_pause.py), driven by a
+probe workflow that calls `await_device_flow` as the chain does, on a real Temporal dev
+server, against a real RFC 8628 IdP on loopback: start or attach, the announcement on
+the paused session, approval, denial, expiry, a worker restart while paused."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from temporalio import workflow
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from activities import build_activities
+from activities.llm import provider_from_settings
+from runtime.device_flow.contracts import DeviceFlowOutcome
+from runtime.device_flow.credentials import credentials_record, store_credentials
+from runtime.device_flow.tokens import usable_token
+from runtime.sessions import registry
+from runtime.sessions.streams import envelope
+from runtime.settings import Settings
+from runtime.store import EventJournal, Store, upgrade_to_head
+from runtime.streams import session_stream
+from tests.fakes.device_idp import FakeIdP
+from worker import workflow_runner
+from workflows import WORKFLOWS
+from workflows.device_flow_pause import await_device_flow
+
+PROVIDER = "test-idp"
+
+
+class ProbeInput(BaseModel):
+    provider_id: str
+    workspace_cwd: str
+    session_id: str | None = None
+
+
+@workflow.defn(name="DeviceFlowPauseProbe")
+class DeviceFlowPauseProbe:
+    """A model call's workflow, reduced to its pause."""
+
+    @workflow.run
+    async def run(self, request: ProbeInput) -> DeviceFlowOutcome:
+        return await await_device_flow(
+            request.provider_id, request.workspace_cwd, request.session_id
+        )
+
+
+@dataclass
+class Rig:
+    env: WorkflowEnvironment
+    settings: Settings
+    store: Store
+    idp: FakeIdP
+    stack: AsyncExitStack
+
+    def worker(self) -> Worker:
+        return Worker(
+            self.env.client,
+            task_queue=self.settings.task_queue,
+            workflows=[*WORKFLOWS, DeviceFlowPauseProbe],
+            activities=build_activities(
+                self.store,
+                EventJournal(self.store),
+                provider_from_settings(self.settings),
+                self.settings,
+            ),
+            workflow_runner=workflow_runner(),
+        )
+
+    async def pause(
+        self, session_id: str | None = None, provider_id: str = PROVIDER
+    ) -> WorkflowHandle[Any, DeviceFlowOutcome]:
+        return await self.env.client.start_workflow(
+            DeviceFlowPauseProbe.run,
+            ProbeInput(
+                provider_id=provider_id,
+                workspace_cwd=self.settings.workspace_cwd,
+                session_id=session_id,
+            ),
+            id=f"probe-{uuid.uuid4()}",
+            task_queue=self.settings.task_queue,
+        )
+
+    def session(self) -> str:
+        record, _ = registry.create_or_attach(self.store, self.settings.workspace_cwd, "thread", 20)
+        return record.session_id
+
+    def events(self, session_id: str) -> list[dict[str, Any]]:
+        page = EventJournal(self.store).read(session_stream(session_id), 0, 10_000)
+        return [envelope(e) for e in page.entries]
+
+    async def until(self, check: Callable[[], bool], what: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if check():
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"{what} never happened")
+
+    async def device(self, count: int = 1) -> str:
+        """The user code of the `count`-th device authorization the IdP gave."""
+        await self.until(lambda: len(self.idp.devices) >= count, f"device code #{count}")
+        return self.idp.devices[count - 1].user_code
+
+
+@pytest.fixture
+def idp() -> Iterator[FakeIdP]:
+    with FakeIdP(interval=1) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def rig(
+    dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path, idp: FakeIdP
+) -> AsyncIterator[Rig]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    settings = Settings(
+        data_dir=tmp_path / ".data",
+        task_queue=task_queue,
+        workspace=workspace,
+        database_url=f"sqlite:///{tmp_path / 'agentrt.db'}",
+        device_flow_providers=json.dumps({PROVIDER: idp.provider_config()}),
+    )
+    store = Store(settings.resolved_database_url)
+    upgrade_to_head(store.engine)
+    stack = AsyncExitStack()
+    yield Rig(dev_env, settings, store, idp, stack)
+    await stack.aclose()
+    store.dispose()
+
+
+def _started(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e["data"] for e in events if e["type"] == "auth_device_flow_started"]
+
+
+async def test_a_pause_starts_the_flow_announces_it_once_and_ends_authorized(rig: Rig) -> None:
+    await rig.stack.enter_async_context(rig.worker())
+    sid = rig.session()
+    handle = await rig.pause(sid)
+    user_code = await rig.device()
+    await rig.until(lambda: bool(_started(rig.events(sid))), "auth_device_flow_started")
+    rig.idp.approve(user_code)
+    outcome = await handle.result()
+    assert outcome.authorized and outcome.error_kind is None
+    (started,) = _started(rig.events(sid))  # the flow's broadcast and the pause's: one
+    assert started == {
+        "deviceFlowId": outcome.device_flow_id,
+        "providerId": PROVIDER,
+        "expiresAt": started["expiresAt"],
+    }
+    assert "userCode" not in json.dumps(rig.events(sid))  # never on the stream
+    token = await usable_token(rig.settings.resolved_data_dir, rig.settings, PROVIDER)
+    assert token == rig.idp.issued[-1]
+
+
+async def test_pauses_attach_to_the_running_flow(rig: Rig) -> None:
+    """A second call (here a session created after the flow started, so the flow's own
+    broadcast missed it) joins the same flow, and its session is told."""
+    await rig.stack.enter_async_context(rig.worker())
+    first = await rig.pause(None)
+    user_code = await rig.device()
+    late = rig.session()
+    second = await rig.pause(late)
+    await rig.until(lambda: bool(_started(rig.events(late))), "the late session's announcement")
+    rig.idp.approve(user_code)
+    one, two = await first.result(), await second.result()
+    assert one.authorized and two.authorized
+    assert one.device_flow_id == two.device_flow_id
+    assert len(rig.idp.devices) == 1
+    assert _started(rig.events(late))[0]["deviceFlowId"] == one.device_flow_id
+
+
+async def test_a_denied_flow_ends_the_call_with_its_error_kind(rig: Rig) -> None:
+    await rig.stack.enter_async_context(rig.worker())
+    handle = await rig.pause(rig.session())
+    rig.idp.deny(await rig.device())
+    outcome = await handle.result()
+    assert not outcome.authorized and outcome.error_kind == "access_denied"
+    # The next call does not inherit the ended flow: a new one starts.
+    again = await rig.pause(None)
+    rig.idp.approve(await rig.device(2))
+    assert (await again.result()).authorized
+    assert len(rig.idp.devices) == 2
+
+
+async def test_an_expired_flow_ends_the_call_with_expired_token(rig: Rig, idp: FakeIdP) -> None:
+    idp.expires_in = 2
+    await rig.stack.enter_async_context(rig.worker())
+    handle = await rig.pause(None)
+    outcome = await handle.result()
+    assert not outcome.authorized and outcome.error_kind == "expired_token"
+
+
+async def test_an_unconfigured_provider_ends_the_call(rig: Rig) -> None:
+    await rig.stack.enter_async_context(rig.worker())
+    outcome = await (await rig.pause(None, provider_id="nowhere")).result()
+    assert not outcome.authorized and outcome.error_kind == "unsupported_provider"
+
+
+async def test_the_pause_spans_a_worker_restart(rig: Rig) -> None:
+    sid = rig.session()
+    async with rig.worker():
+        handle = await rig.pause(sid)
+        user_code = await rig.device()
+        await rig.until(lambda: bool(_started(rig.events(sid))), "auth_device_flow_started")
+    rig.idp.approve(user_code)  # while no worker runs
+    async with rig.worker():
+        outcome = await handle.result()
+    assert outcome.authorized
+    assert len(rig.idp.devices) == 1
+    assert len(_started(rig.events(sid))) == 1
+
+
+async def test_a_token_stored_meanwhile_ends_the_pause_without_a_flow(rig: Rig) -> None:
+    """Another call's flow ended between this call's attempt and its pause."""
+    body = rig.idp.issue()
+    data_dir = rig.settings.resolved_data_dir
+    store_credentials(data_dir, PROVIDER, credentials_record(PROVIDER, body, _now_ms()))
+    await rig.stack.enter_async_context(rig.worker())
+    outcome = await (await rig.pause(rig.session())).result()
+    assert outcome.authorized and outcome.device_flow_id is None
+    assert rig.idp.devices == []
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
