@@ -1,0 +1,49 @@
+"""Bodies of the Windows pool routes (/api/v1/tenants/{tenant}/windows/...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from runtime.windows_pool.lease import LeaseView
+
+
+class WindowsVerbResult(BaseModel):
+    result: Any = Field(description="The verb's result, as the pool answered it.")
+
+
+class WindowsErrorBody(BaseModel):
+    code: str = Field(description="One code of spec standing-agents §2.3 (FEATURE_DISABLED, ...).")
+    message: str
+    data: dict[str, Any] = Field(
+        description="httpStatus, retryable, poolDetail (projected on a call that carried a "
+        "secret), sessionEvicted on a 404 of the pool."
+    )
+
+
+class WindowsVerbError(BaseModel):
+    error: WindowsErrorBody
+
+
+class WindowsLeases(BaseModel):
+    leases: list[LeaseView]
+
+
+# `responses=` of the verb route: its errors are `{"error": {code, message, data}}`.
+VERB_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"description": description, "model": WindowsVerbError}
+    for status, description in {
+        400: "VALIDATION_ERROR, BAD_REQUEST (an unknown verb, a refused argument).",
+        401: "UNAUTHENTICATED: the pool refused agentrt's credential.",
+        403: "FEATURE_DISABLED (the tenant's windows-pool feature is off), FORBIDDEN.",
+        404: "NOT_FOUND (sessionEvicted: true), ELEMENT_NOT_FOUND, WINDOW_NOT_FOUND, "
+        "SECRET_NOT_FOUND.",
+        409: "CONFLICT (a build is running: its taskHandle is in poolDetail), "
+        "WINDOW_NOT_FOREGROUND, INPUT_BLOCKED, SECRET_TARGET_NOT_MASKED.",
+        429: "RATE_LIMITED.",
+        502: "POOL_ERROR (the pool answered 5xx; holders when saturated).",
+        503: "POOL_UNAVAILABLE, DESKTOP_UNAVAILABLE; or no worker answered in time.",
+        504: "UI_TIMEOUT, WAIT_TIMEOUT.",
+    }.items()
+}

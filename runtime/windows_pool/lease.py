@@ -1,0 +1,122 @@
+"""The lease side of the Windows pool: what crosses into `WindowsLeaseWorkflow` and back,
+and the pure timing policy (when to renew, when an idle lease ends).
+
+One workflow per (tenant, holder), id `windows-lease/{tenant}/{holder}`. Holders name
+what they belong to, so that its end settles the lease: `session-{sessionId}` (the
+session agent's windows_* tools), `turn-{turnId}`, `agent-{instanceId}`; a direct REST
+client may use any other name and releases with `windows_release` (or the idle expiry).
+
+Pure: no I/O, so workflows import it through `imports_passed_through`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from temporalio.common import SearchAttributeKey, SearchAttributePair
+
+WINDOWS_POOL_FEATURE = "windows-pool"
+LEASE_KIND = "windows-lease"
+WORKFLOW_NAME = "WindowsLeaseWorkflow"
+CALL_UPDATE = "call"
+SETTLE_SIGNAL = "settle"
+LEASE_QUERY = "lease"
+
+HOLDER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+
+# A lease started by a verb waits this long for the verb's update (sent right after the
+# start, by the same caller) before it ends holding nothing.
+FIRST_CALL_GRACE_MS = 120_000
+# Renew when this fraction of the pool lease is left (and at least this many ms before).
+RENEW_FRACTION = 0.25
+RENEW_MIN_MARGIN_MS = 5_000
+# A renewal the pool did not answer is tried again after this.
+RENEW_RETRY_MS = 10_000
+
+# The same keys as workflows/search_attributes.py (runtime imports nothing above it).
+KIND = SearchAttributeKey.for_keyword("AgentrtKind")
+TENANT = SearchAttributeKey.for_keyword("AgentrtTenant")
+STATUS = SearchAttributeKey.for_keyword("AgentrtStatus")
+
+LeaseState = Literal["leasing", "held", "released", "evicted", "idle_expired", "settled"]
+
+
+def lease_search_attributes(request: LeaseInput) -> list[SearchAttributePair[Any]]:
+    return [
+        SearchAttributePair(KIND, LEASE_KIND),
+        SearchAttributePair(TENANT, request.tenant),
+        SearchAttributePair(STATUS, "leasing"),
+    ]
+
+
+def lease_workflow_id(tenant: str, holder: str) -> str:
+    return f"windows-lease/{tenant}/{holder}"
+
+
+def session_holder(session_id: str) -> str:
+    return f"session-{session_id}"
+
+
+def turn_holder(turn_id: str) -> str:
+    return f"turn-{turn_id}"
+
+
+def agent_holder(instance_id: str) -> str:
+    return f"agent-{instance_id}"
+
+
+def renew_at_ms(renewed_at_ms: int, lease_ms: int) -> int:
+    """When to renew a pool lease taken (or renewed) at `renewed_at_ms` for `lease_ms`:
+    with a quarter of it left, but never later than `RENEW_MIN_MARGIN_MS` before expiry."""
+    margin = max(int(lease_ms * RENEW_FRACTION), min(RENEW_MIN_MARGIN_MS, lease_ms // 2))
+    return renewed_at_ms + lease_ms - margin
+
+
+def idle_deadline_ms(last_verb_ms: int, idle_ms: int) -> int:
+    """When a lease with no verb since `last_verb_ms` is released."""
+    return last_verb_ms + idle_ms
+
+
+class LeaseInput(BaseModel):
+    tenant: str
+    holder: str
+    lease_ms: int = Field(gt=0)
+    idle_ms: int = Field(gt=0)
+    # Carried over by continue-as-new: the pool session is workflow state.
+    session: dict[str, Any] | None = None
+    renewed_at_ms: int | None = None
+    last_verb_ms: int | None = None
+    calls: int = 0
+
+
+class LeaseCall(BaseModel):
+    """One verb through the lease (the update `call`)."""
+
+    verb: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    # The API's bound: the validator refuses the update once this has passed.
+    accept_before_ms: int | None = None
+
+
+class LeaseCallResult(BaseModel):
+    result: Any = None
+
+
+class SettleRequest(BaseModel):
+    """The holder is gone (its session closed, its turn finished, its agent stopped)."""
+
+    reason: str = "settled"
+
+
+class LeaseView(BaseModel):
+    holder: str
+    sessionId: str | None = None
+    host: str | None = None
+    expiresAt: str | None = None
+    state: LeaseState
+
+
+def release_not_held() -> dict[str, Any]:
+    """windows_release with nothing held: idempotent, nothing is called."""
+    return {"released": False, "outcome": "not_held"}
