@@ -131,6 +131,13 @@ class Settings(BaseSettings):
     credit_enforcement_enabled: bool = True
     # The coordination registry's entries expire this long after their last heartbeat.
     registry_ttl_ms: int = Field(default=300_000, ge=1000)
+    # The Windows machine pool (README "Windows machine pool"; issue 12): where it is, the
+    # bearer token agentrt presents to it, the lease length asked of it (renewed while held),
+    # and how long a lease stays held without a verb before it is released.
+    windows_pool_url: str | None = None
+    windows_pool_token: str | None = None
+    windows_lease_ms: int = Field(default=300_000, ge=10_000)
+    windows_lease_idle_ms: int = Field(default=1_800_000, ge=1000)
     # Set by `agentrt up` for its children: the Temporal server is the embedded one.
     temporal_embedded: bool = False
 
