@@ -39,6 +39,7 @@ from api.routes import (
     sessions,
     tenant_features,
     ui,
+    windows,
     workspace,
     workspace_status,
 )
@@ -140,6 +141,7 @@ def create_app(
     app.include_router(registry.router)
     app.include_router(agent_config.router)
     app.include_router(llm.router)
+    app.include_router(windows.router)
 
     # add_middleware wraps what is already there: add the innermost first.
     app.add_middleware(LastResort)

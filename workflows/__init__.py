@@ -6,6 +6,7 @@ from workflows.device_flow import DeviceFlowWorkflow
 from workflows.session import SessionWorkflow
 from workflows.standing_agent import StandingAgentWorkflow
 from workflows.turn import TurnWorkflow
+from workflows.windows_lease import WindowsLeaseWorkflow
 
 # Every workflow class the worker registers; each surface adds its own.
 WORKFLOWS: list[type] = [
@@ -13,4 +14,5 @@ WORKFLOWS: list[type] = [
     SessionWorkflow,
     DeviceFlowWorkflow,
     StandingAgentWorkflow,
+    WindowsLeaseWorkflow,
 ]

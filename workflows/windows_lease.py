@@ -28,19 +28,23 @@ from workflows.search_attributes import STATUS
 with workflow.unsafe.imports_passed_through():
     from runtime.failures import UPDATE_EXPIRED, decode_failure
     from runtime.windows_pool.contracts import (
+        SESSION_ACTIVITY_TIMEOUT,
         CallVerbInput,
+        CallVerbResult,
         CloseSessionInput,
+        CloseSessionResult,
         OpenSessionInput,
         PoolSession,
+        ReleaseResult,
         RenewInput,
         RenewResult,
-        WindowsError,
-        WindowsErrorCode,
         WindowsPoolActivity,
         WindowsVerb,
-        http_budget_ms,
+        activity_timeout,
+        renew_after,
         validate_and_clamp,
     )
+    from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
     from runtime.windows_pool.lease import (
         FIRST_CALL_GRACE_MS,
         RENEW_RETRY_MS,
@@ -52,7 +56,6 @@ with workflow.unsafe.imports_passed_through():
         SettleRequest,
         idle_deadline_ms,
         release_not_held,
-        renew_at_ms,
     )
 
 # A pool call either answers or fails with a typed error the caller must see: the
@@ -60,7 +63,9 @@ with workflow.unsafe.imports_passed_through():
 # workflow does not add retries of its own to a verb (a click must not be doubled).
 _ONE_ATTEMPT = RetryPolicy(maximum_attempts=1)
 _SESSION_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=3
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=3,
 )
 
 
@@ -69,9 +74,7 @@ class WindowsLeaseWorkflow:
     @workflow.init
     def __init__(self, request: LeaseInput) -> None:
         self._input = request
-        self._session: PoolSession | None = (
-            PoolSession.model_validate(request.session) if request.session else None
-        )
+        self._session: PoolSession | None = request.session
         self._renewed_at = request.renewed_at_ms
         self._last_verb = request.last_verb_ms
         self._calls = request.calls
@@ -90,7 +93,7 @@ class WindowsLeaseWorkflow:
             holder=self._input.holder,
             sessionId=session.session_id if session else None,
             host=session.host if session else None,
-            expiresAt=session.expires_at if session else None,
+            expiresAt=session.expires_at.isoformat() if session else None,
             state=self._state,
         )
 
@@ -128,7 +131,9 @@ class WindowsLeaseWorkflow:
     async def run(self, request: LeaseInput) -> LeaseView:
         if self._calls == 0 and self._session is None:
             # Started by a verb whose update follows the start.
-            await self._wait(lambda: self._calls > 0 or self._settle is not None, FIRST_CALL_GRACE_MS)
+            await self._wait(
+                lambda: self._calls > 0 or self._settle is not None, FIRST_CALL_GRACE_MS
+            )
         while True:
             if self._busy == 0 and self._session is None:
                 break  # nothing held: the next verb starts a new run
@@ -141,7 +146,7 @@ class WindowsLeaseWorkflow:
                     await self._release("idle_expired")
                     break
             if self._session is not None and self._renewed_at is not None:
-                if now >= renew_at_ms(self._renewed_at, self._input.lease_ms):
+                if now >= self._renewed_at + self._renew_after_ms():
                     await self._renew()
                     continue
             if workflow.info().is_continue_as_new_suggested() and self._busy == 0:
@@ -155,7 +160,7 @@ class WindowsLeaseWorkflow:
     def _next_wake_ms(self) -> int:
         wakes = [self._now() + FIRST_CALL_GRACE_MS * 10]
         if self._session is not None and self._renewed_at is not None:
-            wakes.append(renew_at_ms(self._renewed_at, self._input.lease_ms))
+            wakes.append(self._renewed_at + self._renew_after_ms())
         if self._session is not None and self._last_verb is not None:
             wakes.append(idle_deadline_ms(self._last_verb, self._input.idle_ms))
         return min(wakes)
@@ -166,10 +171,10 @@ class WindowsLeaseWorkflow:
         self._last_verb = self._now()
         if self._settle is not None:
             # The holder is gone: a late verb does not lease a machine for nobody.
-            raise WindowsError.of(
+            raise WindowsError.agentrt(
                 WindowsErrorCode.CONFLICT, "The holder of this lease has settled"
             ).application_error()
-        if verb == WindowsVerb.WINDOWS_RELEASE:
+        if verb == WindowsVerb.RELEASE:
             if self._session is None:
                 return release_not_held()
             return await self._release("released")
@@ -178,7 +183,7 @@ class WindowsLeaseWorkflow:
         session = self._session
         assert session is not None
         try:
-            result = await workflow.execute_activity(
+            called: CallVerbResult = await workflow.execute_activity(
                 WindowsPoolActivity.CALL_VERB,
                 CallVerbInput(
                     tenant=self._input.tenant,
@@ -187,19 +192,20 @@ class WindowsLeaseWorkflow:
                     verb=verb,
                     args=args,
                 ),
-                start_to_close_timeout=timedelta(milliseconds=http_budget_ms(verb, args) + 30_000),
+                result_type=CallVerbResult,
+                start_to_close_timeout=activity_timeout(verb, args),
                 retry_policy=_ONE_ATTEMPT,
             )
         except ActivityError as err:
             raise self._failed(err) from err
         self._last_verb = self._now()
-        return result
+        return called.result
 
     def _failed(self, err: ActivityError) -> ApplicationError:
         """The activity's typed error, re-raised for the caller; an eviction ends the hold."""
         failure = decode_failure(err.cause)
         if not isinstance(failure, WindowsError):
-            failure = WindowsError.of(WindowsErrorCode.POOL_ERROR, str(err.cause or err))
+            failure = WindowsError.agentrt(WindowsErrorCode.POOL_ERROR, str(err.cause or err))
         if failure.code == WindowsErrorCode.NOT_FOUND:
             self._abandon()
         return failure.application_error()
@@ -217,10 +223,9 @@ class WindowsLeaseWorkflow:
                     tenant=self._input.tenant,
                     holder=self._input.holder,
                     lease_ms=self._input.lease_ms,
-                    idempotency_key=f"{workflow.info().workflow_id}/{self._calls}",
                 ),
                 result_type=PoolSession,
-                start_to_close_timeout=timedelta(seconds=60),
+                start_to_close_timeout=SESSION_ACTIVITY_TIMEOUT,
                 retry_policy=_ONE_ATTEMPT,
             )
         except ActivityError as err:
@@ -237,7 +242,7 @@ class WindowsLeaseWorkflow:
                 WindowsPoolActivity.RENEW,
                 RenewInput(session_id=session.session_id, lease_ms=self._input.lease_ms),
                 result_type=RenewResult,
-                start_to_close_timeout=timedelta(seconds=60),
+                start_to_close_timeout=SESSION_ACTIVITY_TIMEOUT,
                 retry_policy=_SESSION_RETRY,
             )
         except ActivityError as err:
@@ -258,29 +263,39 @@ class WindowsLeaseWorkflow:
         session = self._session
         if session is None:
             return release_not_held()
-        with contextlib.suppress(ActivityError):
-            # A pool that no longer knows the session has released it already; one that
-            # does not answer lets it expire (the lease is not renewed any more).
-            await workflow.execute_activity(
+        outcome = ReleaseResult(released=True, outcome="released")
+        try:
+            closed: CloseSessionResult = await workflow.execute_activity(
                 WindowsPoolActivity.CLOSE_SESSION,
                 CloseSessionInput(session_id=session.session_id),
-                start_to_close_timeout=timedelta(seconds=60),
+                result_type=CloseSessionResult,
+                start_to_close_timeout=SESSION_ACTIVITY_TIMEOUT,
                 retry_policy=_SESSION_RETRY,
             )
+            if not closed.closed:
+                # The pool no longer knew it (evicted or expired): nothing is held either.
+                outcome = ReleaseResult(released=False, outcome="evicted")
+        except ActivityError:
+            # A pool that does not answer lets the session expire: it is not renewed any
+            # more, and the pool closes what it launched before the slot is reused.
+            pass
         self._session = None
         self._renewed_at = None
         self._set_state(state)
-        return {"released": True, "outcome": "released", "sessionId": session.session_id}
+        return outcome.model_dump()
 
     def _carry_over(self) -> LeaseInput:
         return self._input.model_copy(
             update={
-                "session": self._session.model_dump() if self._session else None,
+                "session": self._session,
                 "renewed_at_ms": self._renewed_at,
                 "last_verb_ms": self._last_verb,
                 "calls": self._calls,
             }
         )
+
+    def _renew_after_ms(self) -> int:
+        return int(renew_after(self._input.lease_ms).total_seconds() * 1000)
 
     def _set_state(self, state: LeaseState) -> None:
         self._state = state

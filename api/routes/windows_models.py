@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.windows_pool.lease import LeaseView
+
+
+class WindowsVerbArgs(BaseModel):
+    """The verb's arguments, under the names the pool takes (README, "Windows machine
+    pool"): e.g. windows_launch `{"program", "args"?, "waitForWindowMs"?}`."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class WindowsVerbResult(BaseModel):

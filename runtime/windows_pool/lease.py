@@ -16,6 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from temporalio.common import SearchAttributeKey, SearchAttributePair
 
+from runtime.windows_pool.contracts import PoolSession
+
 WINDOWS_POOL_FEATURE = "windows-pool"
 LEASE_KIND = "windows-lease"
 WORKFLOW_NAME = "WindowsLeaseWorkflow"
@@ -28,9 +30,6 @@ HOLDER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 # A lease started by a verb waits this long for the verb's update (sent right after the
 # start, by the same caller) before it ends holding nothing.
 FIRST_CALL_GRACE_MS = 120_000
-# Renew when this fraction of the pool lease is left (and at least this many ms before).
-RENEW_FRACTION = 0.25
-RENEW_MIN_MARGIN_MS = 5_000
 # A renewal the pool did not answer is tried again after this.
 RENEW_RETRY_MS = 10_000
 
@@ -66,13 +65,6 @@ def agent_holder(instance_id: str) -> str:
     return f"agent-{instance_id}"
 
 
-def renew_at_ms(renewed_at_ms: int, lease_ms: int) -> int:
-    """When to renew a pool lease taken (or renewed) at `renewed_at_ms` for `lease_ms`:
-    with a quarter of it left, but never later than `RENEW_MIN_MARGIN_MS` before expiry."""
-    margin = max(int(lease_ms * RENEW_FRACTION), min(RENEW_MIN_MARGIN_MS, lease_ms // 2))
-    return renewed_at_ms + lease_ms - margin
-
-
 def idle_deadline_ms(last_verb_ms: int, idle_ms: int) -> int:
     """When a lease with no verb since `last_verb_ms` is released."""
     return last_verb_ms + idle_ms
@@ -84,7 +76,7 @@ class LeaseInput(BaseModel):
     lease_ms: int = Field(gt=0)
     idle_ms: int = Field(gt=0)
     # Carried over by continue-as-new: the pool session is workflow state.
-    session: dict[str, Any] | None = None
+    session: PoolSession | None = None
     renewed_at_ms: int | None = None
     last_verb_ms: int | None = None
     calls: int = 0

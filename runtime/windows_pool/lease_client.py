@@ -27,7 +27,8 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from runtime.failures import decode_failure
-from runtime.windows_pool.contracts import WindowsError, WindowsErrorCode, WindowsVerb
+from runtime.windows_pool.contracts import WindowsVerb
+from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
 from runtime.windows_pool.lease import (
     CALL_UPDATE,
     LEASE_QUERY,
@@ -79,7 +80,7 @@ async def call_verb(
     request = LeaseInput(tenant=tenant, holder=holder, lease_ms=lease_ms, idle_ms=idle_ms)
     update_id = str(uuid.uuid4())
     for attempt in range(_ATTEMPTS):
-        if verb != WindowsVerb.WINDOWS_RELEASE:
+        if verb != WindowsVerb.RELEASE:
             try:
                 await client.start_workflow(
                     WORKFLOW_NAME,
@@ -116,7 +117,7 @@ async def call_verb(
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
             # No run, or the run ended before taking the update.
-            if verb == WindowsVerb.WINDOWS_RELEASE:
+            if verb == WindowsVerb.RELEASE:
                 return release_not_held()
             if attempt == _ATTEMPTS - 1:
                 raise
@@ -132,7 +133,7 @@ def _typed(err: WorkflowUpdateFailedError) -> Exception:
     if getattr(err.cause, "type", None) == "update_expired":
         return LeaseUnavailable()
     message = str(getattr(err.cause, "message", "") or err)
-    return LeaseCallFailed(WindowsError.of(WindowsErrorCode.POOL_ERROR, message))
+    return LeaseCallFailed(WindowsError.agentrt(WindowsErrorCode.POOL_ERROR, message))
 
 
 async def settle(client: Client, tenant: str, holder: str, reason: str) -> bool:

@@ -1,0 +1,144 @@
+"""The Windows pool for direct clients (spec standing-agents §2.3, issue 12).
+
+- `GET|PUT /api/v1/tenants/{tenant}/features/windows-pool` — the tenant flag, default off.
+- `POST /api/v1/tenants/{tenant}/windows/{holder}/{verb}` with the verb's arguments →
+  `{"result"}` or `{"error": {code, message, data}}`, the status mirroring the code.
+  FEATURE_DISABLED and VALIDATION_ERROR answer before any lease; every other verb runs
+  through the holder's `WindowsLeaseWorkflow` (runtime/windows_pool/lease_client.py).
+- `GET /api/v1/tenants/{tenant}/windows/leases` — the tenant's running leases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Request
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
+
+from api.deps import SettingsDep, StoreDep, TemporalDep
+from api.errors import ApiError, rpc_error, worker_unavailable
+from api.input_bounds import StrictJsonRoute
+from api.openapi import errors, json_body
+from api.routes.agents_models import FeatureBody, FeatureState
+from api.routes.session_common import read_body
+from api.routes.standing_common import TenantPath
+from api.routes.windows_models import (
+    VERB_ERRORS,
+    WindowsLeases,
+    WindowsVerbArgs,
+    WindowsVerbResult,
+)
+from api.security import require_configured_token
+from runtime.failures import decode_failure
+from runtime.store.tenants import feature_enabled, set_feature
+from runtime.windows_pool import lease_client
+from runtime.windows_pool.contracts import (
+    SESSION_ACTIVITY_TIMEOUT,
+    WindowsVerb,
+    activity_timeout,
+    parse_verb,
+    validate_and_clamp,
+)
+from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
+from runtime.windows_pool.lease import HOLDER_PATTERN, WINDOWS_POOL_FEATURE
+
+router = APIRouter(prefix="/api/v1/tenants/{tenant}", route_class=StrictJsonRoute)
+FEATURE_PATH = f"/features/{WINDOWS_POOL_FEATURE}"
+
+HolderPath = Annotated[str, Path(pattern=HOLDER_PATTERN)]
+VerbPath = Annotated[str, Path(pattern=r"^windows_[a-z_]{1,40}$")]
+
+
+def _feature(tenant: str, enabled: bool) -> FeatureState:
+    return FeatureState(tenant=tenant, feature=WINDOWS_POOL_FEATURE, enabled=enabled)
+
+
+@router.get(FEATURE_PATH, responses=errors(400))
+async def get_windows_pool(tenant: TenantPath, store: StoreDep) -> FeatureState:
+    enabled = await asyncio.to_thread(feature_enabled, store, tenant, WINDOWS_POOL_FEATURE)
+    return _feature(tenant, enabled)
+
+
+@router.put(
+    FEATURE_PATH, dependencies=[Depends(require_configured_token)], responses=errors(400, 401)
+)
+async def put_windows_pool(body: FeatureBody, tenant: TenantPath, store: StoreDep) -> FeatureState:
+    """Enable or disable. Disabling refuses new verbs; held leases end by their own
+    release, settlement or idle expiry."""
+    await asyncio.to_thread(set_feature, store, tenant, WINDOWS_POOL_FEATURE, body.enabled)
+    return _feature(tenant, body.enabled)
+
+
+@router.get("/windows/leases", responses=errors(400, 503))
+async def list_leases(tenant: TenantPath, client: TemporalDep) -> WindowsLeases:
+    try:
+        leases = await asyncio.wait_for(lease_client.list_leases(client, tenant), 30)
+    except TimeoutError as err:
+        raise worker_unavailable() from err
+    return WindowsLeases(leases=leases)
+
+
+def _answer(error: WindowsError) -> ApiError:
+    return ApiError(error.http_status, error.response_body(), failure=error)
+
+
+def _typed(err: ApplicationError) -> ApiError:
+    failure = decode_failure(err)
+    assert isinstance(failure, WindowsError)
+    return _answer(failure)
+
+
+@router.post(
+    "/windows/{holder}/{verb}",
+    responses=VERB_ERRORS,
+    openapi_extra=json_body(WindowsVerbArgs, required=False),
+)
+async def call_verb(
+    tenant: TenantPath,
+    holder: HolderPath,
+    verb: VerbPath,
+    request: Request,
+    store: StoreDep,
+    settings: SettingsDep,
+    client: TemporalDep,
+) -> WindowsVerbResult:
+    """One verb of the holder's lease (its first verb leases a machine)."""
+    try:
+        parsed = parse_verb(verb)
+    except ApplicationError as err:
+        raise _typed(err) from err
+    if not await asyncio.to_thread(feature_enabled, store, tenant, WINDOWS_POOL_FEATURE):
+        raise _answer(WindowsError.agentrt(WindowsErrorCode.FEATURE_DISABLED))
+    body = await read_body(request)
+    try:
+        args = validate_and_clamp(parsed, body)
+    except ApplicationError as err:
+        raise _typed(err) from err
+    try:
+        result = await lease_client.call_verb(
+            client,
+            task_queue=settings.task_queue,
+            tenant=tenant,
+            holder=holder,
+            verb=parsed,
+            args=args,
+            lease_ms=settings.windows_lease_ms,
+            idle_ms=settings.windows_lease_idle_ms,
+            wait_ms=settings.worker_wait_ms,
+            result_wait_s=_result_wait_s(parsed, args),
+        )
+    except lease_client.LeaseCallFailed as err:
+        raise _answer(err.error) from err
+    except lease_client.LeaseUnavailable as err:
+        raise worker_unavailable() from err
+    except RPCError as err:
+        raise rpc_error(err) from err
+    return WindowsVerbResult(result=result)
+
+
+def _result_wait_s(verb: WindowsVerb, args: dict[str, Any]) -> float:
+    """How long the route waits for an accepted verb: above the activity's own timeout
+    (a first verb opens a session first, a release closes one)."""
+    return (activity_timeout(verb, args) + SESSION_ACTIVITY_TIMEOUT * 2).total_seconds() + 10
