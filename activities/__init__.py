@@ -42,6 +42,7 @@ def build_activities(
         session.run_effect,
         session.persist_approval_mode,
         session.recap,
+        session.windows_tool,
         agent_tools.call_tool,
         agent_tools.model_step,
         agent_tools.read_research,

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from activities.llm import ChatMessage, ModelProvider
 from activities.llm.gateway import LlmOwner, ModelGateway
+from activities.session_windows import run_windows_tool, windows_enabled, windows_tool_specs
 from activities.workspace import (
     ToolResult,
     WorkspaceTools,
@@ -180,7 +181,10 @@ class SessionActivities:
             await self._append(stream, [event], f"{key}/c{chunks}", request.retention)
 
         disabled = _disabled_for(entries, request.prompt_id)
-        specs = [spec for spec in tool_specs(request.shell_enabled) if spec.name not in disabled]
+        offered = tool_specs(request.shell_enabled)
+        if await asyncio.to_thread(windows_enabled, self.store):
+            offered += windows_tool_specs()
+        specs = [spec for spec in offered if spec.name not in disabled]
         owner = LlmOwner(OwnerKind.SESSION, request.session_id, request.tenant)
         report, reply = await self.gateway.attempt(spec, owner, messages, specs, on_delta=on_delta)
         if reply is None:
@@ -343,6 +347,12 @@ class SessionActivities:
             )
         else:
             result = await self._tools(request).run(request.call)
+        return await self._report(request, result)
+
+    @activity.defn(name=SessionActivity.WINDOWS_TOOL)
+    async def windows_tool(self, request: ToolStepInput) -> ToolStepResult:
+        """A windows_* call, through the session's Windows lease (activities/session_windows)."""
+        result = await run_windows_tool(self.store, self.settings, activity.client(), request)
         return await self._report(request, result)
 
     @activity.defn(name=SessionActivity.RUN_EFFECT)

@@ -72,6 +72,13 @@ with workflow.unsafe.imports_passed_through():
     from runtime.sessions.streams import session_event
     from runtime.store.journal_contracts import APPEND_EVENTS, AppendEventsInput, dedupe_key
     from runtime.streams import session_stream
+    from runtime.windows_pool.lease import (
+        SESSION_TENANT,
+        SETTLE_SIGNAL,
+        SettleRequest,
+        lease_workflow_id,
+        session_holder,
+    )
     from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
 
 
@@ -84,6 +91,8 @@ _EFFECT_RETRY = RetryPolicy(
 # Each model step walks the fallback chain of Session:Default, one activity per attempt
 # (issue 11). Prompts started before it made one model-step activity retried by Temporal.
 _MODEL_CHAIN = "model-steps-walk-the-fallback-chain"
+# windows_* tools run through the session's Windows lease (issue 12).
+_WINDOWS_TOOLS = "session-windows-tools"
 
 
 def session_workflow_id(session_id: str) -> str:
@@ -123,6 +132,7 @@ class SessionWorkflow:
         self._events = request.event_counter
         self._last_turn: dict[str, Any] | None = None
         self._cancel_announced: str | None = None
+        self._windows_used = request.windows_used
 
     # -- queries -------------------------------------------------------------------------
 
@@ -345,6 +355,7 @@ class SessionWorkflow:
                 "always_allowed": sorted(self._always),
                 "event_counter": self._events,
                 "queue": list(self._queue),
+                "windows_used": self._windows_used,
             }
         )
 
@@ -631,6 +642,24 @@ class SessionWorkflow:
                     raise _Cancelled()
             elif option == "proceed_always":
                 self._always.add(call.name)
+        if (
+            step_input.action == "run"
+            and call.name.startswith("windows_")
+            and workflow.patched(_WINDOWS_TOOLS)
+        ):
+            # A verb on the session's leased Windows machine: one attempt (a click is not
+            # repeated), the same update id on a retry after a lost worker.
+            self._windows_used = True
+            await self._cancellable(
+                workflow.execute_activity(
+                    SessionActivity.WINDOWS_TOOL,
+                    step_input,
+                    result_type=ToolStepResult,
+                    start_to_close_timeout=timedelta(minutes=15),
+                    retry_policy=_EFFECT_RETRY,
+                )
+            )
+            return
         if step_input.action == "run" and is_mutating(call.name):
             # A side effect: a regular activity (a local one runs again when a workflow
             # task is replayed), applied exactly once through the operation ledger, and
@@ -679,8 +708,23 @@ class SessionWorkflow:
         if self._closing.closed_by:
             data["closedBy"] = self._closing.closed_by
         await self._emit("session_closed", data, originator=self._closing.closed_by)
+        await self._settle_windows()
         await self._set_status("closed")
         await workflow.wait_condition(workflow.all_handlers_finished)
+
+    async def _settle_windows(self) -> None:
+        """The session is the holder of its Windows lease: closing it releases the machine."""
+        assert self._input is not None
+        if not self._windows_used:
+            return
+        lease = workflow.get_external_workflow_handle(
+            lease_workflow_id(SESSION_TENANT, session_holder(self._input.session_id))
+        )
+        try:
+            await lease.signal(SETTLE_SIGNAL, SettleRequest(reason="session_closed"))
+        except Exception:
+            # No lease runs any more (released, expired or evicted): nothing is held.
+            workflow.logger.info("no Windows lease to settle")
 
     async def _set_status(self, status: str) -> None:
         workflow.upsert_search_attributes([STATUS.value_set(status)])

@@ -28,6 +28,8 @@ class SessionActivity(StrEnum):
     RUN_EFFECT = "session.run_effect"
     PERSIST_APPROVAL_MODE = "session.persist_approval_mode"
     RECAP = "session.recap"
+    # A windows_* tool of the session agent, through the session's Windows lease.
+    WINDOWS_TOOL = "session.windows_tool"
 
 
 StopReason = Literal["end_turn", "cancelled", "max_tokens", "error", "length", "refusal"]
@@ -49,6 +51,8 @@ class SessionInput(BaseModel):
     event_counter: int = 0
     always_allowed: list[str] = Field(default_factory=list)
     queue: list[PromptItem] = Field(default_factory=list)
+    # A windows_* tool ran: the session's lease is settled when it closes.
+    windows_used: bool = False
 
 
 class PromptItem(BaseModel):

@@ -25,6 +25,11 @@ CALL_UPDATE = "call"
 SETTLE_SIGNAL = "settle"
 LEASE_QUERY = "lease"
 
+# The tenant of a daemon session's windows_* tools. Sessions carry no tenant of their own
+# (a daemon serves one workspace): their leases, and the windows-pool flag they need, are
+# the "default" tenant's.
+SESSION_TENANT = "default"
+
 HOLDER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 
 # A lease started by a verb waits this long for the verb's update (sent right after the

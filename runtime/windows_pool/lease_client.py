@@ -72,13 +72,15 @@ async def call_verb(
     idle_ms: int,
     wait_ms: int,
     result_wait_s: float,
+    update_id: str | None = None,
 ) -> Any:
     """Run one verb through the holder's lease; its result, or LeaseCallFailed /
     LeaseUnavailable. `wait_ms` bounds the wait for a worker to accept the update,
-    `result_wait_s` the wait for its result once accepted."""
+    `result_wait_s` the wait for its result once accepted. `update_id` makes a retried
+    call the same update (Temporal applies an update id once per run)."""
     workflow_id = lease_workflow_id(tenant, holder)
     request = LeaseInput(tenant=tenant, holder=holder, lease_ms=lease_ms, idle_ms=idle_ms)
-    update_id = str(uuid.uuid4())
+    update_id = update_id or str(uuid.uuid4())
     for attempt in range(_ATTEMPTS):
         if verb != WindowsVerb.RELEASE:
             try:

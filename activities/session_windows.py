@@ -1,0 +1,115 @@
+"""The session agent's windows_* tools (spec standing-agents §2.3, "Voie Windows").
+
+Offered to the model only while the session's tenant (`SESSION_TENANT`, "default") has
+the windows-pool feature. Each call goes through the session's lease
+(`windows-lease/default/session-{sessionId}`, runtime/windows_pool/lease_client.py): the
+first leases a machine, the session's close settles it. The tool's answer is the verb's
+result as JSON, or its error `{code, message, data}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+
+from activities.llm import ToolSpec
+from activities.workspace.results import ToolResult, failed_result, text_item
+from runtime.failures import decode_failure
+from runtime.sessions.contracts import ToolStepInput
+from runtime.settings import Settings
+from runtime.store import Store
+from runtime.store.tenants import feature_enabled
+from runtime.windows_pool import lease_client
+from runtime.windows_pool.contracts import (
+    ARGS_MODELS,
+    SESSION_ACTIVITY_TIMEOUT,
+    WindowsVerb,
+    activity_timeout,
+    parse_verb,
+    validate_and_clamp,
+)
+from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
+from runtime.windows_pool.lease import SESSION_TENANT, WINDOWS_POOL_FEATURE, session_holder
+
+_DESCRIPTIONS: dict[WindowsVerb, str] = {
+    WindowsVerb.RUN_SPEC: "Submit a build script to the leased machine; returns a taskHandle.",
+    WindowsVerb.TASK_STATUS: "The state of a build task (running, succeeded, failed, cancelled).",
+    WindowsVerb.LAUNCH: "Start a program on the leased desktop; returns {pid, hwnd, title}.",
+    WindowsVerb.WINDOWS: "The visible top-level windows with their hwnd and bounds.",
+    WindowsVerb.FOCUS: "Bring a window (hwnd) to the foreground.",
+    WindowsVerb.CLOSE: "Close a window (hwnd).",
+    WindowsVerb.SNAPSHOT: "The UI Automation tree as indented text, one node per line with a "
+    "ref=e<N> valid until the next snapshot.",
+    WindowsVerb.CLICK: "Click an element (ref, else automationId / name + controlType) or a point.",
+    WindowsVerb.TYPE: "Type text (or a secretRef, into a masked password control only).",
+    WindowsVerb.KEY: "Press a key chord, e.g. Ctrl+S, Alt+F4.",
+    WindowsVerb.WAIT_FOR: "Wait for an element or a window title to exist, be enabled or be gone.",
+    WindowsVerb.COMPUTER: "Raw mouse / keyboard in pixels of the primary screen.",
+    WindowsVerb.SCREENSHOT: "A screenshot of the primary screen, or cropped to a hwnd; returns a "
+    "reference to the stored image.",
+    WindowsVerb.RELEASE: "Give the leased machine back to the pool now (idempotent).",
+}
+
+
+def windows_tool_specs() -> list[ToolSpec]:
+    """OpenAI-style specs of the windows_* verbs, from their argument models."""
+    specs = []
+    for verb, model in ARGS_MODELS.items():
+        schema: dict[str, Any] = model.model_json_schema()
+        schema.pop("title", None)
+        schema.setdefault("properties", {})
+        specs.append(ToolSpec(name=verb.value, description=_DESCRIPTIONS[verb], parameters=schema))
+    return specs
+
+
+def windows_enabled(store: Store) -> bool:
+    return feature_enabled(store, SESSION_TENANT, WINDOWS_POOL_FEATURE)
+
+
+async def run_windows_tool(
+    store: Store, settings: Settings, client: Client, request: ToolStepInput
+) -> ToolResult:
+    """Run one windows_* call of the session's model through the session's lease."""
+    call = request.call
+    try:
+        verb = parse_verb(call.name)
+        if not await asyncio.to_thread(windows_enabled, store):
+            return _failed(WindowsError.agentrt(WindowsErrorCode.FEATURE_DISABLED))
+        args = validate_and_clamp(verb, dict(call.arguments))
+    except ApplicationError as err:
+        failure = decode_failure(err)
+        assert isinstance(failure, WindowsError)
+        return _failed(failure)
+    try:
+        result = await lease_client.call_verb(
+            client,
+            task_queue=settings.task_queue,
+            tenant=SESSION_TENANT,
+            holder=session_holder(request.session_id),
+            verb=verb,
+            args=args,
+            lease_ms=settings.windows_lease_ms,
+            idle_ms=settings.windows_lease_idle_ms,
+            wait_ms=settings.worker_wait_ms,
+            result_wait_s=(
+                activity_timeout(verb, args) + SESSION_ACTIVITY_TIMEOUT * 2
+            ).total_seconds(),
+            # A retry of this activity (its worker died) is the same update: never run twice.
+            update_id=request.op_id,
+        )
+    except lease_client.LeaseCallFailed as err:
+        return _failed(err.error)
+    except lease_client.LeaseUnavailable:
+        return failed_result("No worker took the Windows call in time; retry")
+    text = json.dumps(result)
+    return ToolResult(
+        status="completed", output_text=text[:16_000], content=[text_item(text[:4000])]
+    )
+
+
+def _failed(error: WindowsError) -> ToolResult:
+    return failed_result(json.dumps(error.body()))
