@@ -13,6 +13,7 @@ from activities.llm import ModelProvider
 from activities.llm.routing_activities import LlmActivities
 from activities.session import SessionActivities
 from activities.standing_agent import StandingAgentActivities
+from activities.windows_pool import WindowsPoolActivities
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 
@@ -33,6 +34,7 @@ def build_activities(
     agents = StandingAgentActivities(store, journal, provider, settings)
     device_flow_pause = DeviceFlowPauseActivities(settings)
     llm = LlmActivities(store, settings)
+    windows_pool = WindowsPoolActivities(settings, journal)
     return [
         JournalActivities(journal).append_events,
         session.open_prompt,
@@ -59,6 +61,10 @@ def build_activities(
         agents.run_tool,
         agents.complete_tick,
         llm.resolve_chain,
+        windows_pool.open_session,
+        windows_pool.renew,
+        windows_pool.close_session,
+        windows_pool.call_verb,
     ]
 
 
@@ -69,5 +75,6 @@ __all__ = [
     "JournalActivities",
     "LlmActivities",
     "StandingAgentActivities",
+    "WindowsPoolActivities",
     "build_activities",
 ]

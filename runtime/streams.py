@@ -8,6 +8,7 @@
 | `agent-transcript/<instance>/<workspace>/<turn_id>` | an agent-tools model turn's conversation |
 | `agent/<tenant>/<instance_id>` | a standing agent's turns, messages, decisions (SSE) |
 | `agent-episode/<tenant>/<instance_id>/<event_id>` | one tick's model conversation |
+| `windows-screenshots/<tenant>/<holder>` | a Windows lease holder's last screenshots |
 """
 
 from __future__ import annotations
@@ -35,3 +36,7 @@ def agent_stream(tenant: str, instance_id: str) -> str:
 
 def agent_episode_stream(tenant: str, instance_id: str, event_id: str) -> str:
     return f"agent-episode/{tenant}/{instance_id}/{event_id}"
+
+
+def windows_screenshot_stream(tenant: str, holder: str) -> str:
+    return f"windows-screenshots/{tenant}/{holder}"

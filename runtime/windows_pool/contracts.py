@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from temporalio.common import RetryPolicy
 
 from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
 
@@ -368,6 +369,11 @@ class WindowsPoolActivity(StrEnum):
     RENEW = "windows_pool.renew"
     CLOSE_SESSION = "windows_pool.close_session"
     CALL_VERB = "windows_pool.call_verb"
+
+
+# Every pool activity runs once: the activities raise their failures as non-retryable
+# `WindowsError`s, and a verb is not idempotent (a click retried clicks twice).
+POOL_RETRY_POLICY = RetryPolicy(maximum_attempts=1)
 
 
 class OpenSessionInput(BaseModel):
