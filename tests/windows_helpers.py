@@ -1,0 +1,45 @@
+"""What the Windows lease tests share: calling a verb through a holder's lease."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+
+from runtime.settings import Settings
+from runtime.windows_pool import lease_client
+from runtime.windows_pool.contracts import WindowsVerb, validate_and_clamp
+from runtime.windows_pool.lease import lease_workflow_id
+
+POOL_TOKEN = "pool-token"
+
+
+async def call(
+    client: Client,
+    settings: Settings,
+    holder: str,
+    verb: str,
+    args: dict[str, Any] | None = None,
+    *,
+    tenant: str = "acme",
+    wait_ms: int | None = None,
+) -> Any:
+    parsed = WindowsVerb(verb)
+    return await lease_client.call_verb(
+        client,
+        task_queue=settings.task_queue,
+        tenant=tenant,
+        holder=holder,
+        verb=parsed,
+        args=validate_and_clamp(parsed, args or {}),
+        lease_ms=settings.windows_lease_ms,
+        idle_ms=settings.windows_lease_idle_ms,
+        # On the time-skipping server the workflow's clock runs ahead of the test's: an
+        # update's acceptance bound is taken far enough out not to matter there.
+        wait_ms=wait_ms or settings.worker_wait_ms,
+        result_wait_s=60,
+    )
+
+
+def lease_handle(client: Client, holder: str, tenant: str = "acme") -> WorkflowHandle[Any, Any]:
+    return client.get_workflow_handle(lease_workflow_id(tenant, holder))

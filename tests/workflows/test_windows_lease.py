@@ -1,0 +1,160 @@
+"""WindowsLeaseWorkflow on the time-skipping server, against the loopback pool
+(tests/fakes/windows_pool.py) through the real pool activities: idle expiry, renewal
+before expiry, release on the holder's settlement and on windows_release (idempotent),
+eviction (the next verb leases anew), validation before any lease."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from runtime.settings import Settings
+from runtime.store import Store, upgrade_to_head
+from runtime.windows_pool import lease_client
+from runtime.windows_pool.errors import WindowsErrorCode
+from runtime.windows_pool.lease import LeaseView
+from tests.fakes.windows_pool import FakeWindowsPool
+from tests.windows_helpers import POOL_TOKEN, call, lease_handle
+from worker import build_worker
+
+DAY_MS = 86_400_000
+
+
+@dataclass
+class Lane:
+    env: WorkflowEnvironment
+    settings: Settings
+    pool: FakeWindowsPool
+
+    async def call(self, holder: str, verb: str, args: dict[str, object] | None = None) -> object:
+        return await call(self.env.client, self.settings, holder, verb, args, wait_ms=DAY_MS)
+
+    def posts(self, suffix: str) -> list[str]:
+        return [path for method, path, _ in self.pool.requests if path.endswith(suffix)]
+
+
+@pytest.fixture
+def pool() -> Iterator[FakeWindowsPool]:
+    with FakeWindowsPool(token=POOL_TOKEN) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def lane(
+    time_env: WorkflowEnvironment, task_queue: str, tmp_path: Path, pool: FakeWindowsPool
+) -> AsyncIterator[Lane]:
+    store = Store(f"sqlite:///{tmp_path / 'agentrt.db'}")
+    upgrade_to_head(store.engine)
+    settings = Settings(
+        data_dir=tmp_path / ".data",
+        task_queue=task_queue,
+        workspace=tmp_path,
+        windows_pool_url=pool.base_url,
+        windows_pool_token=POOL_TOKEN,
+        windows_lease_ms=300_000,
+        windows_lease_idle_ms=1_800_000,
+    )
+    async with build_worker(time_env.client, settings, store):
+        yield Lane(time_env, settings, pool)
+    store.dispose()
+
+
+def _holder() -> str:
+    return f"h-{uuid.uuid4().hex[:8]}"
+
+
+async def test_an_idle_lease_is_released_after_the_idle_time(lane: Lane) -> None:
+    holder = _holder()
+    await lane.call(holder, "windows_windows")
+    (sid,) = list(lane.pool.sessions)
+    handle = lease_handle(lane.env.client, holder)
+    await lane.env.sleep(timedelta(minutes=31))
+    view = LeaseView.model_validate(await handle.result())
+    assert view.state == "idle_expired"
+    assert not lane.pool.sessions
+    assert ("DELETE", f"/v1/sessions/{sid}") in [(m, p) for m, p, _ in lane.pool.requests]
+
+
+async def test_a_held_lease_is_renewed_before_it_expires(lane: Lane) -> None:
+    holder = _holder()
+    await lane.call(holder, "windows_windows")
+    (sid,) = list(lane.pool.sessions)
+    # Each verb resets the idle clock; the pool lease (5 min) is renewed meanwhile.
+    for _ in range(3):
+        await lane.env.sleep(timedelta(minutes=4))
+        await lane.call(holder, "windows_windows")
+    assert len(lane.posts("/renew")) >= 2
+    assert list(lane.pool.sessions) == [sid]  # the same machine all along
+    view = await lease_handle(lane.env.client, holder).query("lease", result_type=LeaseView)
+    assert view.state == "held" and view.sessionId == sid
+
+
+async def test_settlement_releases_the_lease(lane: Lane) -> None:
+    holder = _holder()
+    launched = await lane.call(holder, "windows_launch", {"program": "notepad.exe"})
+    assert isinstance(launched, dict) and launched.get("pid")
+    (sid,) = list(lane.pool.sessions)
+    assert await lease_client.settle(lane.env.client, "acme", holder, "session_closed")
+    view = LeaseView.model_validate(await lease_handle(lane.env.client, holder).result())
+    assert view.state == "settled"
+    assert not lane.pool.sessions
+    assert lane.pool.closed[sid]  # the guest closed what the session launched
+    # Nothing held: a settlement of a holder without a lease changes nothing.
+    assert not await lease_client.settle(lane.env.client, "acme", holder, "again")
+
+
+async def test_release_is_idempotent(lane: Lane) -> None:
+    holder = _holder()
+    assert await lane.call(holder, "windows_release") == {
+        "released": False,
+        "outcome": "not_held",
+    }
+    assert not lane.pool.requests  # nothing was called
+    await lane.call(holder, "windows_windows")
+    released = await lane.call(holder, "windows_release")
+    assert released == {"released": True, "outcome": "released"}
+    assert not lane.pool.sessions
+    assert await lane.call(holder, "windows_release") == {
+        "released": False,
+        "outcome": "not_held",
+    }
+
+
+async def test_an_evicted_session_is_abandoned_and_the_next_verb_leases_anew(lane: Lane) -> None:
+    holder = _holder()
+    await lane.call(holder, "windows_windows")
+    (first,) = list(lane.pool.sessions)
+    lane.pool.evict(first)
+    with pytest.raises(lease_client.LeaseCallFailed) as failed:
+        await lane.call(holder, "windows_windows")
+    assert failed.value.error.code == WindowsErrorCode.NOT_FOUND
+    assert failed.value.error.data.sessionEvicted is True
+    await lane.call(holder, "windows_windows")
+    (second,) = list(lane.pool.sessions)
+    assert second != first
+
+
+async def test_an_invalid_call_leases_nothing(lane: Lane) -> None:
+    holder = _holder()
+    with pytest.raises(lease_client.LeaseCallFailed) as failed:
+        # Validated by the update's validator (the route validates before it, too).
+        await lease_client.call_verb(
+            lane.env.client,
+            task_queue=lane.settings.task_queue,
+            tenant="acme",
+            holder=holder,
+            verb=lease_client.WindowsVerb.TYPE,
+            args={"text": "a", "secretRef": "app-password"},
+            lease_ms=300_000,
+            idle_ms=1_800_000,
+            wait_ms=DAY_MS,
+            result_wait_s=60,
+        )
+    assert failed.value.error.code == WindowsErrorCode.VALIDATION_ERROR
+    assert not lane.pool.requests
