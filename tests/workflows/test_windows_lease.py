@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from runtime.windows_pool import lease_client
+from runtime.windows_pool.contracts import WindowsVerb
 from runtime.windows_pool.errors import WindowsErrorCode
 from runtime.windows_pool.lease import LeaseView
 from tests.fakes.windows_pool import FakeWindowsPool
@@ -149,7 +150,7 @@ async def test_an_invalid_call_leases_nothing(lane: Lane) -> None:
             task_queue=lane.settings.task_queue,
             tenant="acme",
             holder=holder,
-            verb=lease_client.WindowsVerb.TYPE,
+            verb=WindowsVerb.TYPE,
             args={"text": "a", "secretRef": "app-password"},
             lease_ms=300_000,
             idle_ms=1_800_000,
