@@ -55,14 +55,17 @@ def _feature(tenant: str, enabled: bool) -> FeatureState:
     return FeatureState(tenant=tenant, feature=WINDOWS_POOL_FEATURE, enabled=enabled)
 
 
-@router.get(FEATURE_PATH, responses=errors(400))
+@router.get(FEATURE_PATH, responses=errors(400), response_model_exclude_none=True)
 async def get_windows_pool(tenant: TenantPath, store: StoreDep) -> FeatureState:
     enabled = await asyncio.to_thread(feature_enabled, store, tenant, WINDOWS_POOL_FEATURE)
     return _feature(tenant, enabled)
 
 
 @router.put(
-    FEATURE_PATH, dependencies=[Depends(require_configured_token)], responses=errors(400, 401)
+    FEATURE_PATH,
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401),
+    response_model_exclude_none=True,
 )
 async def put_windows_pool(body: FeatureBody, tenant: TenantPath, store: StoreDep) -> FeatureState:
     """Enable or disable. Disabling refuses new verbs; held leases end by their own

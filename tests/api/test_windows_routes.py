@@ -1,0 +1,173 @@
+"""The Windows pool routes end to end: the API, a worker, and the loopback pool
+(tests/fakes/windows_pool.py). Every verb through REST, the tenant flag answering
+FEATURE_DISABLED before any lease, windows_release idempotent, the leases list, the
+error shape with its status mirroring the code."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from runtime.settings import Settings
+from runtime.store import Store, upgrade_to_head
+from tests.conftest import ApiFactory
+from tests.fakes.windows_pool import FakeWindowsPool
+from tests.windows_helpers import POOL_TOKEN
+from worker import build_worker
+
+TOKEN = "windows-token"
+BASE = "/api/v1/tenants/acme"
+
+
+@dataclass
+class Daemon:
+    client: httpx.AsyncClient
+    pool: FakeWindowsPool
+    store: Store
+
+    async def verb(self, holder: str, verb: str, args: dict[str, Any] | None = None) -> Any:
+        return await self.client.post(f"{BASE}/windows/{holder}/{verb}", json=args or {})
+
+    async def ok(self, holder: str, verb: str, args: dict[str, Any] | None = None) -> Any:
+        response = await self.verb(holder, verb, args)
+        assert response.status_code == 200, response.text
+        return response.json()["result"]
+
+    async def enable(self, enabled: bool = True) -> None:
+        response = await self.client.put(f"{BASE}/features/windows-pool", json={"enabled": enabled})
+        assert response.status_code == 200, response.text
+        assert response.json()["enabled"] is enabled
+
+
+@pytest.fixture
+def pool() -> Iterator[FakeWindowsPool]:
+    with FakeWindowsPool(token=POOL_TOKEN) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def daemon(
+    api: ApiFactory,
+    dev_env: WorkflowEnvironment,
+    task_queue: str,
+    tmp_path: Path,
+    pool: FakeWindowsPool,
+) -> AsyncIterator[Daemon]:
+    values: dict[str, Any] = {
+        "data_dir": tmp_path / ".data",
+        "task_queue": task_queue,
+        "workspace": tmp_path,
+        "database_url": f"sqlite:///{tmp_path / 'agentrt.db'}",
+        "token": TOKEN,
+        "windows_pool_url": pool.base_url,
+        "windows_pool_token": POOL_TOKEN,
+    }
+    settings = Settings(**values)
+    store = Store(settings.resolved_database_url)
+    upgrade_to_head(store.engine)
+    async with AsyncExitStack() as stack:
+        stack.callback(store.dispose)
+        client = await api(**values)
+        client.headers["Authorization"] = f"Bearer {TOKEN}"
+        await stack.enter_async_context(build_worker(dev_env.client, settings, store))
+        yield Daemon(client, pool, store)
+
+
+async def test_every_verb_answers_feature_disabled_before_any_lease(daemon: Daemon) -> None:
+    state = await daemon.client.get(f"{BASE}/features/windows-pool")
+    assert state.json() == {"tenant": "acme", "feature": "windows-pool", "enabled": False}
+    for verb in ("windows_launch", "windows_windows", "windows_release", "windows_run_spec"):
+        response = await daemon.verb("coder-1", verb, {"program": "notepad.exe"})
+        assert response.status_code == 403
+        error = response.json()["error"]
+        assert error["code"] == "FEATURE_DISABLED"
+        assert error["data"]["httpStatus"] is None and error["data"]["retryable"] is False
+    assert not daemon.pool.requests
+
+
+async def test_every_verb_through_rest(daemon: Daemon) -> None:
+    await daemon.enable()
+    holder = "coder-1"
+    launched = await daemon.ok(holder, "windows_launch", {"program": "notepad.exe"})
+    hwnd = launched["hwnd"]
+    assert launched["title"] == "Untitled - Notepad" and launched["pid"]
+    listed = await daemon.ok(holder, "windows_windows")
+    assert hwnd in [w["hwnd"] for w in listed["windows"]]
+    assert (await daemon.ok(holder, "windows_focus", {"hwnd": hwnd}))["hwnd"] == hwnd
+    snapshot = await daemon.ok(holder, "windows_snapshot", {"hwnd": hwnd})
+    assert "ref=e" in str(snapshot)
+    assert await daemon.ok(holder, "windows_click", {"automationId": "file"})
+    typed = await daemon.ok(holder, "windows_type", {"automationId": "text", "text": "hello"})
+    assert typed["typed"] is True
+    assert (await daemon.ok(holder, "windows_key", {"keys": "Ctrl+S"}))["sent"] == "Ctrl+S"
+    waited = await daemon.ok(
+        holder, "windows_wait_for", {"title": "Untitled - Notepad", "timeoutMs": 2000}
+    )
+    assert waited["reached"] is True
+    assert await daemon.ok(holder, "windows_computer", {"action": "move", "x": 5, "y": 5})
+    shot = await daemon.ok(holder, "windows_screenshot", {})
+    assert shot["screenshotRef"].startswith("windows-screenshots/") and shot["bytes"] > 0
+    task = await daemon.ok(holder, "windows_run_spec", {"script": "echo built\nexit 0"})
+    handle = task["taskHandle"]
+    for _ in range(100):
+        status = await daemon.ok(holder, "windows_task_status", {"taskHandle": handle})
+        if status["state"] != "running":
+            break
+        await asyncio.sleep(0.05)
+    assert status["state"] == "succeeded"
+    assert (await daemon.ok(holder, "windows_close", {"hwnd": hwnd}))["closed"] is True
+    # One machine for all of it.
+    opened = [p for m, p, _ in daemon.pool.requests if m == "POST" and p == "/v1/sessions"]
+    assert len(opened) == 1
+    leases = (await daemon.client.get(f"{BASE}/windows/leases")).json()["leases"]
+    assert [(lease["holder"], lease["state"]) for lease in leases] == [(holder, "held")]
+    assert leases[0]["sessionId"] in daemon.pool.sessions
+    assert await daemon.ok(holder, "windows_release") == {"released": True, "outcome": "released"}
+    assert not daemon.pool.sessions
+
+
+async def test_release_is_idempotent_and_leases_nothing(daemon: Daemon) -> None:
+    await daemon.enable()
+    not_held = {"released": False, "outcome": "not_held"}
+    assert await daemon.ok("coder-2", "windows_release") == not_held
+    assert not daemon.pool.requests
+    await daemon.ok("coder-2", "windows_windows")
+    assert (await daemon.ok("coder-2", "windows_release"))["released"] is True
+    assert await daemon.ok("coder-2", "windows_release") == not_held
+
+
+async def test_errors_carry_their_code_and_status(daemon: Daemon) -> None:
+    await daemon.enable()
+    invalid = await daemon.verb("coder-3", "windows_type", {"text": "a", "secretRef": "x"})
+    assert invalid.status_code == 400
+    assert invalid.json()["error"]["code"] == "VALIDATION_ERROR"
+    assert not daemon.pool.requests  # refused before any lease
+    unknown = await daemon.verb("coder-3", "windows_fly")
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["code"] == "VALIDATION_ERROR"
+    missing = await daemon.verb("coder-3", "windows_focus", {"hwnd": 424242})
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "WINDOW_NOT_FOUND"
+    (sid,) = list(daemon.pool.sessions)
+    daemon.pool.evict(sid)
+    evicted = await daemon.verb("coder-3", "windows_windows")
+    assert evicted.status_code == 404
+    error = evicted.json()["error"]
+    assert error["code"] == "NOT_FOUND" and error["data"]["sessionEvicted"] is True
+    assert (await daemon.verb("coder-3", "windows_windows")).status_code == 200
+
+
+async def test_feature_flag_needs_a_configured_token(daemon: Daemon) -> None:
+    response = await daemon.client.put(
+        f"{BASE}/features/windows-pool",
+        json={"enabled": "yes"},
+    )
+    assert response.status_code == 400
