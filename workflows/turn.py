@@ -55,6 +55,12 @@ with workflow.unsafe.imports_passed_through():
         dedupe_key,
     )
     from runtime.streams import agent_tools_events_stream, turn_transcript_stream
+    from runtime.windows_pool.lease import (
+        SETTLE_SIGNAL,
+        SettleRequest,
+        lease_workflow_id,
+        turn_holder,
+    )
     from workflows.deterministic_agent import PLAN, next_step, summarize, summary_refs
     from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
     from workflows.turn_outcome import model_turn_outcome
@@ -78,6 +84,8 @@ _DECISION_SIGNAL = "decision-signal-carries-the-decision"
 # (issue 11). Turns started before it made one model-step activity retried by Temporal.
 _MODEL_CHAIN = "model-steps-walk-the-fallback-chain"
 _MODEL_TIMEOUT = timedelta(minutes=5)
+# A finished turn settles the Windows lease of its holder `turn-{turnId}` (issue 12).
+_WINDOWS_SETTLE = "turn-settles-its-windows-lease"
 
 
 def turn_workflow_id(instance: str, workspace: str, turn_id: str) -> str:
@@ -182,8 +190,21 @@ class TurnWorkflow:
             if isinstance(err, ApplicationError) and not is_exhausted(err):
                 raise
             await self._fail(request, err)
+        if workflow.patched(_WINDOWS_SETTLE):
+            await self._settle_windows(request)
         assert self._result is not None
         return self._result
+
+    async def _settle_windows(self, request: TurnInput) -> None:
+        """The turn is the holder `turn-{turnId}` of a Windows lease in its workspace's
+        tenant: its end releases the machine, if a client leased one for it."""
+        lease = workflow.get_external_workflow_handle(
+            lease_workflow_id(request.workspace, turn_holder(request.turn_id))
+        )
+        try:
+            await lease.signal(SETTLE_SIGNAL, SettleRequest(reason="turn_finished"))
+        except Exception:
+            pass  # no lease for this turn: nothing is held
 
     async def _fail(self, request: TurnInput, err: ActivityError | ApplicationError) -> None:
         """`agent.error`: an activity failed, or every attempt of a model step did (the

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from starlette.responses import StreamingResponse
 
 from api.agent_workflows import WakerDep, wake
-from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
+from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from api.openapi import errors
@@ -43,6 +43,7 @@ from api.routes.agents_models import (
 )
 from api.routes.standing_common import EnabledTenant, InstancePath, TenantPath, agent_not_found
 from api.security import require_configured_token
+from api.windows_leases import settle_windows_lease
 from runtime.standing_agents import control, reads
 from runtime.standing_agents.contracts import (
     EXTERNAL_EVENT_KINDS,
@@ -59,6 +60,7 @@ from runtime.standing_agents.modes import (
     mode_change_body,
     mode_changes,
 )
+from runtime.windows_pool.lease import agent_holder
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/agents", route_class=StrictJsonRoute)
 MUTATION = [Depends(require_configured_token)]
@@ -196,12 +198,16 @@ async def stop_agent(
     store: StoreDep,
     journal: JournalDep,
     waker: WakerDep,
+    connector: ConnectorDep,
 ) -> AgentView:
-    """Active → Paused (events keep queueing; nothing is planned until start).
+    """Active → Paused (events keep queueing; nothing is planned until start); the
+    agent's Windows lease (holder `agent-{instanceId}`), if any, is released.
 
     Reachable while the tenant's feature is off (every other agent route answers 403
     there): an operator can always stop an agent."""
-    return await _transition(control.stop, tenant, instance_id, store, journal, waker)
+    view = await _transition(control.stop, tenant, instance_id, store, journal, waker)
+    await settle_windows_lease(connector, tenant, agent_holder(instance_id), "agent_stopped")
+    return view
 
 
 @router.post(

@@ -17,7 +17,8 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from runtime.settings import Settings
-from runtime.store import Store, upgrade_to_head
+from runtime.store import EventJournal, Store, upgrade_to_head
+from runtime.streams import session_stream
 from tests.conftest import ApiFactory
 from tests.fakes.windows_pool import FakeWindowsPool
 from tests.windows_helpers import POOL_TOKEN
@@ -171,3 +172,59 @@ async def test_feature_flag_needs_a_configured_token(daemon: Daemon) -> None:
         json={"enabled": "yes"},
     )
     assert response.status_code == 400
+
+
+async def _until(condition: Any, timeout: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition never held"
+        await asyncio.sleep(0.05)
+
+
+def _count(daemon: Daemon, sid: str, event_type: str) -> int:
+    page = EventJournal(daemon.store).read(session_stream(sid), 0, 10_000)
+    return sum(1 for entry in page.entries if entry.type == event_type)
+
+
+async def test_session_tools_lease_through_the_session_and_its_close_settles(
+    daemon: Daemon,
+) -> None:
+    session = await daemon.client.post("/session", json={})
+    sid = session.json()["sessionId"]
+    mode = await daemon.client.post(f"/session/{sid}/approval-mode", json={"mode": "yolo"})
+    assert mode.status_code == 200, mode.text
+    prompt = {
+        "prompt": [{"type": "text", "text": '/call windows_launch {"program": "notepad.exe"}'}]
+    }
+    # Feature off (tenant "default"): the tool is not offered to the model.
+    off = await daemon.client.post(f"/session/{sid}/prompt", json=prompt)
+    assert off.status_code == 202, off.text
+    await _until(lambda: _count(daemon, sid, "turn_complete") == 1)
+    assert not daemon.pool.requests
+    enabled = await daemon.client.put(
+        "/api/v1/tenants/default/features/windows-pool", json={"enabled": True}
+    )
+    assert enabled.status_code == 200
+    on = await daemon.client.post(f"/session/{sid}/prompt", json=prompt)
+    assert on.status_code == 202, on.text
+    await _until(lambda: _count(daemon, sid, "turn_complete") == 2)
+    assert daemon.pool.holders() == [f"session-{sid}"]
+    (pool_session,) = list(daemon.pool.sessions)
+    leases = (await daemon.client.get("/api/v1/tenants/default/windows/leases")).json()
+    assert leases["leases"][0]["holder"] == f"session-{sid}"
+    closed = await daemon.client.delete(f"/session/{sid}")
+    assert closed.status_code == 204
+    await _until(lambda: not daemon.pool.sessions)
+    assert daemon.pool.closed[pool_session]  # notepad closed with the lease
+
+
+async def test_a_stopped_agent_releases_its_lease(daemon: Daemon) -> None:
+    await daemon.enable()
+    feature = await daemon.client.put(f"{BASE}/features/standing-agents", json={"enabled": True})
+    assert feature.status_code == 200, feature.text
+    instance = feature.json()["soaInstanceId"]  # the tenant's bootstrapped SOA
+    await daemon.ok(f"agent-{instance}", "windows_windows")
+    assert daemon.pool.sessions
+    stopped = await daemon.client.post(f"{BASE}/agents/{instance}/stop")
+    assert stopped.status_code == 200, stopped.text
+    await _until(lambda: not daemon.pool.sessions)
