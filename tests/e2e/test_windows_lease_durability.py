@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -129,13 +130,13 @@ def test_a_lease_survives_a_restart_of_everything(tmp_path: Path, pool: FakeWind
         assert [(lease["holder"], lease["sessionId"]) for lease in leases] == [("coder", sid)]
 
 
-def _until_ok(client: httpx.Client, verb: str, args: dict[str, object]) -> dict[str, object]:
+def _until_ok(client: httpx.Client, verb: str, args: dict[str, Any]) -> dict[str, Any]:
     """The verb's result; retried while the freshly started worker is not polling yet."""
     deadline = time.monotonic() + 120
     while True:
         response = client.post(f"{BASE}/windows/coder/{verb}", json=args)
         if response.status_code == 200:
-            result: dict[str, object] = response.json()["result"]
+            result: dict[str, Any] = response.json()["result"]
             return result
         assert response.status_code == 503 and time.monotonic() < deadline, response.text
         time.sleep(0.5)
