@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from bench import llm_chain, sessions, standing_agents, substrate, turn
+from bench import llm_chain, sessions, standing_agents, substrate, turn, windows_pool
 from bench.report import BenchOptions, Report
 
 # A coroutine function, so `asyncio.run` can drive it.
@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "rss": sessions.benchmark_rss,
     "standing-agents": standing_agents.benchmark,
     "llm-chain": llm_chain.benchmark,
+    "windows-pool": windows_pool.benchmark,
 }
 
 # `--runs` when not given: 20, unless the benchmark names its own here.
