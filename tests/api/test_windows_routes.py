@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from runtime.settings import Settings
@@ -21,7 +22,7 @@ from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.streams import session_stream
 from tests.conftest import ApiFactory
 from tests.fakes.windows_pool import FakeWindowsPool
-from tests.windows_helpers import POOL_TOKEN
+from tests.windows_helpers import POOL_TOKEN, lease_handle
 from worker import build_worker
 
 TOKEN = "windows-token"
@@ -33,6 +34,7 @@ class Daemon:
     client: httpx.AsyncClient
     pool: FakeWindowsPool
     store: Store
+    temporal: Client
 
     async def verb(self, holder: str, verb: str, args: dict[str, Any] | None = None) -> Any:
         return await self.client.post(f"{BASE}/windows/{holder}/{verb}", json=args or {})
@@ -79,7 +81,7 @@ async def daemon(
         client = await api(**values)
         client.headers["Authorization"] = f"Bearer {TOKEN}"
         await stack.enter_async_context(build_worker(dev_env.client, settings, store))
-        yield Daemon(client, pool, store)
+        yield Daemon(client, pool, store, dev_env.client)
 
 
 async def test_every_verb_answers_feature_disabled_before_any_lease(daemon: Daemon) -> None:
@@ -228,3 +230,19 @@ async def test_a_stopped_agent_releases_its_lease(daemon: Daemon) -> None:
     stopped = await daemon.client.post(f"{BASE}/agents/{instance}/stop")
     assert stopped.status_code == 200, stopped.text
     await _until(lambda: not daemon.pool.sessions)
+
+
+async def test_a_long_held_lease_continues_as_new_on_the_same_machine(daemon: Daemon) -> None:
+    await daemon.enable()
+    await daemon.ok("coder-long", "windows_windows")
+    (sid,) = list(daemon.pool.sessions)
+    handle = lease_handle(daemon.temporal, "coder-long")
+    first_run = (await handle.describe()).run_id
+    # The dev server suggests continue-as-new at 300 events (tests/conftest.py).
+    for _ in range(80):
+        await daemon.ok("coder-long", "windows_windows")
+    opened = [p for m, p, _ in daemon.pool.requests if m == "POST" and p == "/v1/sessions"]
+    assert len(opened) == 1 and list(daemon.pool.sessions) == [sid]
+    leases = (await daemon.client.get(f"{BASE}/windows/leases")).json()["leases"]
+    assert [(lease["sessionId"], lease["state"]) for lease in leases] == [(sid, "held")]
+    assert (await handle.describe()).run_id != first_run  # it did continue as new
