@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
@@ -28,7 +29,7 @@ async def browser(
     api: ApiFactory, dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
 ) -> AsyncIterator[tuple[Browser, FakeWindowsPool]]:
     with FakeWindowsPool(token=POOL_TOKEN) as pool:
-        values = {
+        values: dict[str, Any] = {
             "data_dir": tmp_path / ".data",
             "task_queue": task_queue,
             "token": TOKEN,
