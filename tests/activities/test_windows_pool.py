@@ -383,3 +383,27 @@ async def test_screenshots_are_stored_and_referenced(h: Harness, pool: FakeWindo
     assert window["screenshotRef"].startswith("windows-screenshots/acme/coder-1#")
     assert await read_screenshot(h.journal, "windows-screenshots/acme/coder-1#999") is None
     assert await read_screenshot(h.journal, "session/x#1") is None
+
+
+async def test_transient_failures_of_idempotent_calls_are_retryable(
+    h: Harness, pool: FakeWindowsPool
+) -> None:
+    session = await h.open()
+    sid = session.session_id
+    pool.inject(r"/renew$", 503, {"error": "busy"})
+    with pytest.raises(ApplicationError) as info:
+        await h.run(h.acts.renew, RenewInput(session_id=sid, lease_ms=1000))
+    assert not info.value.non_retryable  # Temporal's retry policy for RENEW applies
+    err = decode_failure(info.value)
+    assert isinstance(err, WindowsError) and err.code is WindowsErrorCode.POOL_ERROR
+    pool.inject(rf"^/v1/sessions/{sid}$", 0, method="DELETE")
+    with pytest.raises(ApplicationError) as info:
+        await h.run(h.acts.close_session, CloseSessionInput(session_id=sid))
+    assert not info.value.non_retryable
+    # A refusal stays final, and so does any failure of a verb or an open.
+    pool.inject(r"/renew$", 401, {"error": "expired"})
+    await fails(h.run(h.acts.renew, RenewInput(session_id=sid, lease_ms=1000)))
+    pool.inject(r"/desktop/windows$", 503, {"error": "busy"})
+    await fails(h.verb(session, WindowsVerb.WINDOWS))
+    pool.inject(r"^/v1/sessions$", 503, {"error": "busy"})
+    await fails(h.open())
