@@ -525,6 +525,13 @@ _DESKTOP_HANDLERS = {
 _UNLOCKED = frozenset({"launch", "wait_for"})
 
 
+class _Server(ThreadingHTTPServer):
+    # Hundreds of holders connect at once (bench/): the default backlog of 5 would make
+    # the kernel drop their SYNs and the clients wait a retransmission out.
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 class FakeWindowsPool:
     def __init__(
         self,
@@ -550,8 +557,7 @@ class FakeWindowsPool:
         self.injections: list[Injection] = []
         self.ids = itertools.count(1000)
         self.lock = threading.RLock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
