@@ -41,7 +41,12 @@ from runtime.windows_pool.contracts import (
     http_timeout,
     pool_request,
 )
-from runtime.windows_pool.errors import WindowsError, WindowsErrorCode, map_pool_error
+from runtime.windows_pool.errors import (
+    WindowsError,
+    WindowsErrorCode,
+    WindowsErrorData,
+    map_pool_error,
+)
 
 SCREENSHOT_EVENT = "windows.screenshot"
 SCREENSHOT_RETENTION = 20
@@ -142,10 +147,12 @@ def _fail(
     ).application_error(temporal_retryable=idempotent)
 
 
-def _malformed(what: str, body: Any) -> WindowsError:
-    """A 2xx the protocol does not allow: the pool failed (POOL_ERROR)."""
-    return map_pool_error(
-        502, {"error": "malformed_answer", "reason": what, "body": body}, carried_secret=False
+def _malformed(what: str, status: int, body: Any) -> WindowsError:
+    """A 2xx the protocol does not allow: the pool failed (POOL_ERROR), with its status."""
+    return WindowsError(
+        code=WindowsErrorCode.POOL_ERROR,
+        message=f"the Windows pool answered outside protocol version 1 ({what})",
+        data=WindowsErrorData(httpStatus=status, retryable=False, poolDetail=body),
     )
 
 
@@ -204,7 +211,9 @@ class WindowsPoolActivities:
                 desktop=got.get("desktop", "interactive"),
             )
         except (KeyError, ValueError) as err:
-            raise _malformed(f"POST /v1/sessions: {err}", answer.body).application_error() from None
+            raise _malformed(
+                f"POST /v1/sessions: {err}", answer.status, answer.body
+            ).application_error() from None
 
     @activity.defn(name=WindowsPoolActivity.RENEW)
     async def renew(self, data: RenewInput) -> RenewResult:
@@ -221,7 +230,9 @@ class WindowsPoolActivities:
         try:
             return RenewResult(expires_at=_parse_time(dict(answer.body)["expiresAt"]))
         except (KeyError, ValueError, TypeError) as err:
-            raise _malformed(f"renew: {err}", answer.body).application_error() from None
+            raise _malformed(
+                f"renew: {err}", answer.status, answer.body
+            ).application_error() from None
 
     @activity.defn(name=WindowsPoolActivity.CLOSE_SESSION)
     async def close_session(self, data: CloseSessionInput) -> CloseSessionResult:
@@ -271,7 +282,10 @@ class WindowsPoolActivities:
         try:
             image = base64.b64decode(str(got["data"]), validate=True)
         except (KeyError, binascii.Error):
-            raise _malformed("screenshot without base64 data", None).application_error() from None
+            detail = {k: v for k, v in got.items() if k != "data"}
+            raise _malformed(
+                "screenshot without base64 data", 200, detail
+            ).application_error() from None
         stream = windows_screenshot_stream(data.tenant, data.holder)
         mime = str(got.get("mimeType", "image/png"))
         entry = await self._journal.aappend(

@@ -407,3 +407,16 @@ async def test_transient_failures_of_idempotent_calls_are_retryable(
     await fails(h.verb(session, WindowsVerb.WINDOWS))
     pool.inject(r"^/v1/sessions$", 503, {"error": "busy"})
     await fails(h.open())
+
+
+async def test_answers_outside_the_protocol_are_pool_errors(
+    h: Harness, pool: FakeWindowsPool
+) -> None:
+    pool.inject(r"^/v1/sessions$", 201, {"sessionId": "s1"})  # no host, no expiresAt
+    err = await fails(h.open())
+    assert err.code is WindowsErrorCode.POOL_ERROR and err.data.httpStatus == 201
+    session = await h.open()
+    pool.inject(r"/desktop/screenshot$", 200, {"mimeType": "image/png", "data": "not base64!"})
+    err = await fails(h.verb(session, WindowsVerb.SCREENSHOT))
+    assert err.code is WindowsErrorCode.POOL_ERROR
+    assert err.data.poolDetail == {"mimeType": "image/png"}
