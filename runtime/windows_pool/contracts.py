@@ -230,10 +230,21 @@ ComputerAction = Literal[
 
 
 class ComputerArgs(_Args):
+    """Raw input in pixels of the primary screen (windows_screenshot's coordinates). A
+    pointer action without a point acts where the pointer is."""
+
     action: ComputerAction
     x: int | None = None
     y: int | None = None
     text: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> ComputerArgs:
+        if (self.x is None) != (self.y is None):
+            raise ValueError("a point needs both x and y")
+        if self.action in ("type", "key") and not self.text:
+            raise ValueError(f"windows_computer {self.action} needs text")
+        return self
 
 
 class ReleaseArgs(_Args):

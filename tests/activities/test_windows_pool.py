@@ -210,7 +210,12 @@ async def test_desktop_form(h: Harness, pool: FakeWindowsPool) -> None:
     assert by_point == {"clicked": "File", "method": "mouse"}
     moved = await h.verb(session, WindowsVerb.COMPUTER, action="click", x=500, y=400)
     assert moved == {"action": "click", "x": 500, "y": 400}
-    assert guest.mouse == [{"action": "click", "x": 500, "y": 400}]
+    again = await h.verb(session, WindowsVerb.COMPUTER, action="double_click")
+    assert again == {"action": "double_click", "x": 500, "y": 400}  # where the pointer is
+    assert guest.mouse == [
+        {"action": "click", "x": 500, "y": 400},
+        {"action": "double_click", "x": 500, "y": 400},
+    ]
     assert (await h.verb(session, WindowsVerb.COMPUTER, action="key", text="Ctrl+A"))["sent"]
     assert (await h.verb(session, WindowsVerb.CLOSE, hwnd=hwnd)) == {"closed": True}
     gone = await fails(h.verb(session, WindowsVerb.FOCUS, hwnd=hwnd))
