@@ -1,8 +1,9 @@
 """The Windows pool client (protocol version 1, README "Windows machine pool"): each pool
 call is one activity, called by name (`WindowsPoolActivity`).
 
-Every failure is raised as a non-retryable `WindowsError` (`map_pool_error`): no HTTP
-answer is POOL_UNAVAILABLE, a refusal maps to its code, and on a call that carried a
+Every failure is raised as a `WindowsError` (`map_pool_error`), non-retryable for
+Temporal except the pool's transient failures of the idempotent calls (renew, close): no
+HTTP answer is POOL_UNAVAILABLE, a refusal maps to its code, and on a call that carried a
 secret the pool's body is projected before it leaves this module. A screenshot's image
 is stored in the journal (`windows-screenshots/<tenant>/<holder>`, the last
 `SCREENSHOT_RETENTION` per holder) and the verb answers a reference to it, so images never
@@ -40,7 +41,12 @@ from runtime.windows_pool.contracts import (
     http_timeout,
     pool_request,
 )
-from runtime.windows_pool.errors import WindowsError, WindowsErrorCode, map_pool_error
+from runtime.windows_pool.errors import (
+    WindowsError,
+    WindowsErrorCode,
+    WindowsErrorData,
+    map_pool_error,
+)
 
 SCREENSHOT_EVENT = "windows.screenshot"
 SCREENSHOT_RETENTION = 20
@@ -106,6 +112,7 @@ class WindowsPoolClient:
         timeout_s: float,
         carried_secret: bool = False,
         host: str | None = None,
+        idempotent: bool = False,
     ) -> PoolAnswer:
         """The pool's answer, or a POOL_UNAVAILABLE `WindowsError` raised when there is none
         (unreachable, not configured, or past agentrt's HTTP timeout)."""
@@ -115,7 +122,7 @@ class WindowsPoolClient:
                 {"error": "not_configured", "reason": "AGENTRT_WINDOWS_POOL_URL is not set"},
                 carried_secret=carried_secret,
                 host=host,
-            ).application_error()
+            ).application_error(temporal_retryable=idempotent)
         try:
             response = await self._http().request(
                 method, path, json=json, timeout=httpx.Timeout(timeout_s)
@@ -124,20 +131,28 @@ class WindowsPoolClient:
             detail = {"error": type(err).__name__, "reason": str(err) or type(err).__name__}
             raise map_pool_error(
                 None, detail, carried_secret=carried_secret, host=host
-            ).application_error() from None
+            ).application_error(temporal_retryable=idempotent) from None
         return PoolAnswer(response.status_code, _body(response))
 
 
-def _fail(answer: PoolAnswer, *, carried_secret: bool = False, host: str | None = None) -> Any:
+def _fail(
+    answer: PoolAnswer,
+    *,
+    carried_secret: bool = False,
+    host: str | None = None,
+    idempotent: bool = False,
+) -> Any:
     raise map_pool_error(
         answer.status, answer.body, carried_secret=carried_secret, host=host
-    ).application_error()
+    ).application_error(temporal_retryable=idempotent)
 
 
-def _malformed(what: str, body: Any) -> WindowsError:
-    """A 2xx the protocol does not allow: the pool failed (POOL_ERROR)."""
-    return map_pool_error(
-        502, {"error": "malformed_answer", "reason": what, "body": body}, carried_secret=False
+def _malformed(what: str, status: int, body: Any) -> WindowsError:
+    """A 2xx the protocol does not allow: the pool failed (POOL_ERROR), with its status."""
+    return WindowsError(
+        code=WindowsErrorCode.POOL_ERROR,
+        message=f"the Windows pool answered outside protocol version 1 ({what})",
+        data=WindowsErrorData(httpStatus=status, retryable=False, poolDetail=body),
     )
 
 
@@ -196,7 +211,9 @@ class WindowsPoolActivities:
                 desktop=got.get("desktop", "interactive"),
             )
         except (KeyError, ValueError) as err:
-            raise _malformed(f"POST /v1/sessions: {err}", answer.body).application_error() from None
+            raise _malformed(
+                f"POST /v1/sessions: {err}", answer.status, answer.body
+            ).application_error() from None
 
     @activity.defn(name=WindowsPoolActivity.RENEW)
     async def renew(self, data: RenewInput) -> RenewResult:
@@ -206,13 +223,16 @@ class WindowsPoolActivities:
             f"/v1/sessions/{data.session_id}/renew",
             json={"leaseMs": data.lease_ms},
             timeout_s=SESSION_CALL_TIMEOUT.total_seconds(),
+            idempotent=True,
         )
         if not answer.ok:
-            _fail(answer)
+            _fail(answer, idempotent=True)
         try:
             return RenewResult(expires_at=_parse_time(dict(answer.body)["expiresAt"]))
         except (KeyError, ValueError, TypeError) as err:
-            raise _malformed(f"renew: {err}", answer.body).application_error() from None
+            raise _malformed(
+                f"renew: {err}", answer.status, answer.body
+            ).application_error() from None
 
     @activity.defn(name=WindowsPoolActivity.CLOSE_SESSION)
     async def close_session(self, data: CloseSessionInput) -> CloseSessionResult:
@@ -222,11 +242,12 @@ class WindowsPoolActivities:
             f"/v1/sessions/{data.session_id}",
             json=None,
             timeout_s=SESSION_CALL_TIMEOUT.total_seconds(),
+            idempotent=True,
         )
         if answer.status == 404:
             return CloseSessionResult(closed=False)
         if not answer.ok:
-            _fail(answer)
+            _fail(answer, idempotent=True)
         return CloseSessionResult(closed=True)
 
     @activity.defn(name=WindowsPoolActivity.CALL_VERB)
@@ -261,7 +282,10 @@ class WindowsPoolActivities:
         try:
             image = base64.b64decode(str(got["data"]), validate=True)
         except (KeyError, binascii.Error):
-            raise _malformed("screenshot without base64 data", None).application_error() from None
+            detail = {k: v for k, v in got.items() if k != "data"}
+            raise _malformed(
+                "screenshot without base64 data", 200, detail
+            ).application_error() from None
         stream = windows_screenshot_stream(data.tenant, data.holder)
         mime = str(got.get("mimeType", "image/png"))
         entry = await self._journal.aappend(

@@ -230,10 +230,21 @@ ComputerAction = Literal[
 
 
 class ComputerArgs(_Args):
+    """Raw input in pixels of the primary screen (windows_screenshot's coordinates). A
+    pointer action without a point acts where the pointer is."""
+
     action: ComputerAction
     x: int | None = None
     y: int | None = None
     text: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> ComputerArgs:
+        if (self.x is None) != (self.y is None):
+            raise ValueError("a point needs both x and y")
+        if self.action in ("type", "key") and not self.text:
+            raise ValueError(f"windows_computer {self.action} needs text")
+        return self
 
 
 class ReleaseArgs(_Args):
@@ -362,8 +373,11 @@ class PoolSession(BaseModel):
 
 class WindowsPoolActivity(StrEnum):
     """The pool activities by name (activities/windows_pool.py implements them). Each
-    raises a `WindowsError` (`decode_failure` reads it) when the pool refuses or is silent;
-    none is retried by Temporal (a verb is not idempotent; the workflow decides)."""
+    raises a `WindowsError` (`decode_failure` reads it) when the pool refuses or is silent.
+    OPEN_SESSION and CALL_VERB raise it non-retryable (a lost answer to an open may have
+    leased a machine; a verb is not idempotent). RENEW and CLOSE_SESSION are idempotent:
+    their POOL_UNAVAILABLE / POOL_ERROR / RATE_LIMITED are retryable, so the workflow's
+    retry policy for them applies (POOL_RETRY_POLICY: none)."""
 
     OPEN_SESSION = "windows_pool.open_session"
     RENEW = "windows_pool.renew"
@@ -371,8 +385,8 @@ class WindowsPoolActivity(StrEnum):
     CALL_VERB = "windows_pool.call_verb"
 
 
-# Every pool activity runs once: the activities raise their failures as non-retryable
-# `WindowsError`s, and a verb is not idempotent (a click retried clicks twice).
+# A verb's activity runs once (a click retried clicks twice); the workflow may give RENEW
+# and CLOSE_SESSION a policy of its own.
 POOL_RETRY_POLICY = RetryPolicy(maximum_attempts=1)
 
 

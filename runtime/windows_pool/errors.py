@@ -102,6 +102,14 @@ _RETRYABLE: frozenset[WindowsErrorCode] = frozenset(
     }
 )
 
+_TRANSIENT: frozenset[WindowsErrorCode] = frozenset(
+    {
+        WindowsErrorCode.POOL_UNAVAILABLE,
+        WindowsErrorCode.POOL_ERROR,
+        WindowsErrorCode.RATE_LIMITED,
+    }
+)
+
 _MESSAGES: dict[WindowsErrorCode, str] = {
     WindowsErrorCode.FEATURE_DISABLED: "the windows-pool feature is disabled for this tenant",
     WindowsErrorCode.VALIDATION_ERROR: "invalid arguments; no machine was leased",
@@ -183,8 +191,23 @@ class WindowsError(WireError):
     def response_body(self) -> dict[str, Any]:
         return {"error": self.body()}
 
-    def application_error(self, message: str | None = None) -> ApplicationError:
-        return super().application_error(message or f"{self.code.value}: {self.message}")
+    @property
+    def transient(self) -> bool:
+        """The pool's passing trouble: an idempotent call (renew, close) may be retried
+        by Temporal. Never a verb's (a click retried clicks twice)."""
+        return self.code in _TRANSIENT
+
+    def application_error(
+        self, message: str | None = None, *, temporal_retryable: bool = False
+    ) -> ApplicationError:
+        """The exception to raise; non-retryable for Temporal unless `temporal_retryable`
+        (an idempotent pool call failing transiently)."""
+        error = super().application_error(message or f"{self.code.value}: {self.message}")
+        if temporal_retryable:
+            return ApplicationError(
+                str(error), self, type=self.kind_name, non_retryable=not self.transient
+            )
+        return error
 
 
 def project_secret_detail(body: Any, host: str | None) -> dict[str, Any]:

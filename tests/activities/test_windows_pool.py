@@ -210,7 +210,12 @@ async def test_desktop_form(h: Harness, pool: FakeWindowsPool) -> None:
     assert by_point == {"clicked": "File", "method": "mouse"}
     moved = await h.verb(session, WindowsVerb.COMPUTER, action="click", x=500, y=400)
     assert moved == {"action": "click", "x": 500, "y": 400}
-    assert guest.mouse == [{"action": "click", "x": 500, "y": 400}]
+    again = await h.verb(session, WindowsVerb.COMPUTER, action="double_click")
+    assert again == {"action": "double_click", "x": 500, "y": 400}  # where the pointer is
+    assert guest.mouse == [
+        {"action": "click", "x": 500, "y": 400},
+        {"action": "double_click", "x": 500, "y": 400},
+    ]
     assert (await h.verb(session, WindowsVerb.COMPUTER, action="key", text="Ctrl+A"))["sent"]
     assert (await h.verb(session, WindowsVerb.CLOSE, hwnd=hwnd)) == {"closed": True}
     gone = await fails(h.verb(session, WindowsVerb.FOCUS, hwnd=hwnd))
@@ -383,3 +388,40 @@ async def test_screenshots_are_stored_and_referenced(h: Harness, pool: FakeWindo
     assert window["screenshotRef"].startswith("windows-screenshots/acme/coder-1#")
     assert await read_screenshot(h.journal, "windows-screenshots/acme/coder-1#999") is None
     assert await read_screenshot(h.journal, "session/x#1") is None
+
+
+async def test_transient_failures_of_idempotent_calls_are_retryable(
+    h: Harness, pool: FakeWindowsPool
+) -> None:
+    session = await h.open()
+    sid = session.session_id
+    pool.inject(r"/renew$", 503, {"error": "busy"})
+    with pytest.raises(ApplicationError) as info:
+        await h.run(h.acts.renew, RenewInput(session_id=sid, lease_ms=1000))
+    assert not info.value.non_retryable  # Temporal's retry policy for RENEW applies
+    err = decode_failure(info.value)
+    assert isinstance(err, WindowsError) and err.code is WindowsErrorCode.POOL_ERROR
+    pool.inject(rf"^/v1/sessions/{sid}$", 0, method="DELETE")
+    with pytest.raises(ApplicationError) as info:
+        await h.run(h.acts.close_session, CloseSessionInput(session_id=sid))
+    assert not info.value.non_retryable
+    # A refusal stays final, and so does any failure of a verb or an open.
+    pool.inject(r"/renew$", 401, {"error": "expired"})
+    await fails(h.run(h.acts.renew, RenewInput(session_id=sid, lease_ms=1000)))
+    pool.inject(r"/desktop/windows$", 503, {"error": "busy"})
+    await fails(h.verb(session, WindowsVerb.WINDOWS))
+    pool.inject(r"^/v1/sessions$", 503, {"error": "busy"})
+    await fails(h.open())
+
+
+async def test_answers_outside_the_protocol_are_pool_errors(
+    h: Harness, pool: FakeWindowsPool
+) -> None:
+    pool.inject(r"^/v1/sessions$", 201, {"sessionId": "s1"})  # no host, no expiresAt
+    err = await fails(h.open())
+    assert err.code is WindowsErrorCode.POOL_ERROR and err.data.httpStatus == 201
+    session = await h.open()
+    pool.inject(r"/desktop/screenshot$", 200, {"mimeType": "image/png", "data": "not base64!"})
+    err = await fails(h.verb(session, WindowsVerb.SCREENSHOT))
+    assert err.code is WindowsErrorCode.POOL_ERROR
+    assert err.data.poolDetail == {"mimeType": "image/png"}

@@ -140,6 +140,7 @@ class Guest:
         self.tasks: dict[str, Task] = {}
         self.keys: list[str] = []
         self.mouse: list[dict[str, Any]] = []
+        self.pointer = (0, 0)
 
     # -- desktop ----------------------------------------------------------------------------
 
@@ -384,13 +385,14 @@ class Guest:
     def computer(self, args: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         action = args["action"]
         if action in ("move", "click", "double_click", "right_click", "mouse_down", "mouse_up"):
-            if "x" not in args or "y" not in args:
-                return 400, {"error": "point_required"}
-            self.mouse.append({"action": action, "x": args["x"], "y": args["y"]})
-            hit = self._at(int(args["x"]), int(args["y"]))
+            # Without a point, where the pointer is.
+            x, y = int(args.get("x", self.pointer[0])), int(args.get("y", self.pointer[1]))
+            self.pointer = (x, y)
+            self.mouse.append({"action": action, "x": x, "y": y})
+            hit = self._at(x, y)
             if hit is not None and action == "click":
                 self.foreground = hit[0].hwnd
-            return 200, {"action": action, "x": args["x"], "y": args["y"]}
+            return 200, {"action": action, "x": x, "y": y}
         if "text" not in args:
             return 400, {"error": "text_required"}
         if action == "key":
@@ -525,6 +527,13 @@ _DESKTOP_HANDLERS = {
 _UNLOCKED = frozenset({"launch", "wait_for"})
 
 
+class _Server(ThreadingHTTPServer):
+    # Hundreds of holders connect at once (bench/): the default backlog of 5 would make
+    # the kernel drop their SYNs and the clients wait a retransmission out.
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 class FakeWindowsPool:
     def __init__(
         self,
@@ -550,8 +559,7 @@ class FakeWindowsPool:
         self.injections: list[Injection] = []
         self.ids = itertools.count(1000)
         self.lock = threading.RLock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

@@ -96,6 +96,9 @@ def test_other_shapes_are_refused_before_any_lease() -> None:
     assert refusal(WindowsVerb.COMPUTER, {"action": "dance"}).code is (
         WindowsErrorCode.VALIDATION_ERROR
     )
+    for computer in ({"action": "type"}, {"action": "key", "text": ""}, {"action": "move", "x": 1}):
+        assert refusal(WindowsVerb.COMPUTER, computer).code is WindowsErrorCode.VALIDATION_ERROR
+    assert validate_and_clamp(WindowsVerb.COMPUTER, {"action": "click"}) == {"action": "click"}
     with pytest.raises(ApplicationError) as info:
         parse_verb("windows_lease")
     err = decode_failure(info.value)
