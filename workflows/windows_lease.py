@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         WindowsPoolActivity,
         WindowsVerb,
         activity_timeout,
+        parse_verb,
         renew_after,
         validate_and_clamp,
     )
@@ -118,7 +119,7 @@ class WindowsLeaseWorkflow:
                 non_retryable=True,
             )
         # VALIDATION_ERROR before any lease: a bad call never enters history.
-        validate_and_clamp(WindowsVerb(request.verb), request.args)
+        validate_and_clamp(parse_verb(request.verb), request.args)
 
     @workflow.signal
     def settle(self, request: SettleRequest) -> None:
