@@ -47,4 +47,5 @@ def test_there_are_histories_to_replay() -> None:
         "standing-agent",
         "standing-agent-before-bounded-history",
         "standing-agent-before-llm-chain",
+        "windows-lease",
     }

@@ -3,7 +3,7 @@
     .venv/bin/python -m tests.workflows.histories.record [name ...]
 
 With names (`session`, `session-device-flow-pause`, `turn`, `turn-model`, `device-flow`,
-`standing-agent`), only those are recorded.
+`standing-agent`, `windows-lease`), only those are recorded.
 
 Keep the histories of earlier code (rename them, e.g. `turn-before-decision-signal.json`)
 when recording new ones: workflows started then may still be running, and their
@@ -35,9 +35,11 @@ from runtime.standing_agents.contracts import EventKind
 from runtime.standing_agents.models import AgentInstance
 from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.temporal import ensure_search_attributes, temporal_cli_path
+from runtime.windows_pool.lease import lease_workflow_id
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.fakes.device_idp import FakeIdP
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.windows_pool import FakeWindowsPool
 from tests.session_helpers import Daemon, write_prompt
 from tests.workflows import standing_agent_support as sa
 from worker import build_worker
@@ -177,6 +179,23 @@ async def _standing_agent_run(client: Client, store: Store, task_queue: str) -> 
     return handle.id, first_run
 
 
+async def _windows_lease_run(http: httpx.AsyncClient) -> str:
+    """A Windows lease: leased by a launch, a snapshot, a verb the pool refuses
+    (WINDOW_NOT_FOUND), then released (the workflow ends)."""
+    tenant = "/api/v1/tenants/acme"
+    enabled = await http.put(f"{tenant}/features/windows-pool", json={"enabled": True})
+    assert enabled.status_code == 200, enabled.text
+    verbs = f"{tenant}/windows/coder"
+    launched = await http.post(f"{verbs}/windows_launch", json={"program": "notepad.exe"})
+    assert launched.status_code == 200, launched.text
+    hwnd = launched.json()["result"]["hwnd"]
+    assert (await http.post(f"{verbs}/windows_snapshot", json={"hwnd": hwnd})).is_success
+    assert (await http.post(f"{verbs}/windows_focus", json={"hwnd": 1})).status_code == 404
+    released = await http.post(f"{verbs}/windows_release", json={})
+    assert released.json()["result"]["released"] is True, released.text
+    return lease_workflow_id("acme", "coder")
+
+
 async def _finished(client: Client, workflow_id: str, run_id: str | None = None) -> None:
     deadline = time.monotonic() + 60
     handle = client.get_workflow_handle(workflow_id, run_id=run_id)
@@ -202,6 +221,7 @@ async def record(names: list[str] | None = None) -> None:
             workspace = root / "ws"
             workspace.mkdir()
             idp = FakeIdP(interval=1).__enter__()
+            pool = FakeWindowsPool(token="record-pool").__enter__()
             settings = Settings(
                 workspace=workspace,
                 data_dir=root / ".data",
@@ -211,6 +231,8 @@ async def record(names: list[str] | None = None) -> None:
                 device_flow_providers=json.dumps(
                     {"idp": idp.provider_config(), "idp-llm": idp.provider_config()}
                 ),
+                windows_pool_url=pool.base_url,
+                windows_pool_token="record-pool",
             )
             store = Store(settings.resolved_database_url)
             upgrade_to_head(store.engine)
@@ -235,6 +257,7 @@ async def record(names: list[str] | None = None) -> None:
                     "turn-model",
                     "device-flow",
                     "standing-agent",
+                    "windows-lease",
                 )
                 wanted = set(names or every)
                 runs: dict[str, tuple[str, str | None]] = {}
@@ -257,6 +280,8 @@ async def record(names: list[str] | None = None) -> None:
                     runs["standing-agent"] = await _standing_agent_run(
                         env.client, store, settings.task_queue
                     )
+                if "windows-lease" in wanted:
+                    runs["windows-lease"] = (await _windows_lease_run(http), None)
                 for name, (workflow_id, run_id) in runs.items():
                     handle = env.client.get_workflow_handle(workflow_id, run_id=run_id)
                     await _finished(env.client, workflow_id, run_id)
@@ -267,6 +292,7 @@ async def record(names: list[str] | None = None) -> None:
                     print(f"{path.name}: {len(document['events'])} events of {workflow_id}")
             store.dispose()
             idp.__exit__(None, None, None)
+            pool.__exit__(None, None, None)
 
 
 if __name__ == "__main__":
