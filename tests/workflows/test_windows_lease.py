@@ -22,6 +22,7 @@ from runtime.windows_pool.errors import WindowsErrorCode
 from runtime.windows_pool.lease import LeaseView
 from tests.fakes.windows_pool import FakeWindowsPool
 from tests.windows_helpers import POOL_TOKEN, call, lease_handle
+from tests.workflows.standing_agent_support import agent_env  # noqa: F401  (fixture)
 from worker import build_worker
 
 DAY_MS = 86_400_000
@@ -48,8 +49,14 @@ def pool() -> Iterator[FakeWindowsPool]:
 
 @pytest.fixture
 async def lane(
-    time_env: WorkflowEnvironment, task_queue: str, tmp_path: Path, pool: FakeWindowsPool
+    agent_env: WorkflowEnvironment,  # noqa: F811
+    task_queue: str,
+    tmp_path: Path,
+    pool: FakeWindowsPool,
 ) -> AsyncIterator[Lane]:
+    # A time-skipping server of its own: the shared one's clock has run days ahead after
+    # the agents' tests, and the calls' accept deadlines are wall-clock times.
+    time_env = agent_env
     store = Store(f"sqlite:///{tmp_path / 'agentrt.db'}")
     upgrade_to_head(store.engine)
     settings = Settings(
