@@ -8,6 +8,7 @@ the conversation in a transcript stream of the journal — never in workflow his
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 from pathlib import Path
@@ -20,6 +21,7 @@ from activities.heartbeat import heartbeating
 from activities.llm import ChatMessage, ModelProvider
 from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.session_windows import run_windows_tool, windows_enabled, windows_tool_specs
+from activities.windows_pool import read_screenshot
 from activities.workspace import (
     ToolResult,
     WorkspaceTools,
@@ -31,6 +33,7 @@ from activities.workspace import (
 )
 from runtime.llm.chain import first_attempt
 from runtime.llm.config_store import load_chain_plan
+from runtime.llm.contracts import ImageRef
 from runtime.llm.models import LlmCallAttempt
 from runtime.llm.routing import (
     SESSION_SITE,
@@ -70,6 +73,8 @@ SYSTEM_PROMPT = (
     "You are a coding agent working in the user's workspace. Use the tools to read and "
     "change files; mutating tools may need the user's permission."
 )
+# Images a model step shows (the most recent); older ones are sent as their reference.
+IMAGES_SHOWN = 3
 _STOP: dict[str, StopReason] = {"length": "max_tokens", "content_filter": "refusal"}
 
 
@@ -157,9 +162,10 @@ class SessionActivities:
             ):
                 stored = ChatMessage.model_validate(_chat(data))
                 return _result(stored, data.get("finish", "stop"), _stored_report(spec))
-        messages = [ChatMessage(role="system", content=SYSTEM_PROMPT)] + [
-            ChatMessage.model_validate(_chat(e.data)) for e in entries
-        ]
+        messages = await self._with_images(
+            [ChatMessage(role="system", content=SYSTEM_PROMPT)]
+            + [ChatMessage.model_validate(_chat(e.data)) for e in entries]
+        )
         chunks = 0
 
         async def on_delta(text: str) -> None:
@@ -208,6 +214,29 @@ class SessionActivities:
         answer_key = f"{request.run_id}/{request.prompt_id}/s{request.step}/answer"
         await self._append(transcript, [NewEvent(type="message", data=record)], answer_key, None)
         return _result(answer, reply.finish_reason, report)
+
+    async def _with_images(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        """The messages with the data URLs of their last `IMAGES_SHOWN` images, read from
+        the journal for this request only (the transcript keeps the references). Older
+        images, and pruned ones, stay references: each step resends what it shows, so
+        a long desktop session would otherwise grow every request by every screenshot."""
+        budget = IMAGES_SHOWN
+        shown: list[ChatMessage] = []
+        for message in reversed(messages):
+            if not message.images:
+                shown.append(message)
+                continue
+            images: list[ImageRef] = []
+            for image in reversed(message.images):
+                stored = await read_screenshot(self.journal, image.ref) if budget else None
+                url = None
+                if stored is not None:
+                    budget -= 1
+                    mime, data = stored
+                    url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+                images.append(ImageRef(ref=image.ref, data_url=url))
+            shown.append(message.model_copy(update={"images": images[::-1]}))
+        return shown[::-1]
 
     def _first_attempt(self, request: ModelStepInput) -> AttemptSpec:
         """The attempt of a step sent without one (its prompt began before the chain):
@@ -405,6 +434,7 @@ class SessionActivities:
             role="tool",
             tool_call_id=request.call.id,
             content=json.dumps({"status": status, "output": text[:16_000]}),
+            images=[ImageRef(ref=ref) for ref in result.image_refs],
         )
         await self._append(
             session_transcript_stream(request.session_id),
@@ -446,8 +476,11 @@ def extract_recap(text: str) -> str | None:
     return recap or None
 
 
+_CHAT_KEYS = ("role", "content", "tool_calls", "tool_call_id", "images")
+
+
 def _chat(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if k in ("role", "content", "tool_calls", "tool_call_id")}
+    return {k: v for k, v in data.items() if k in _CHAT_KEYS}
 
 
 def _result(message: ChatMessage, finish: str, report: AttemptReport) -> ModelStepResult:

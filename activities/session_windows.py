@@ -4,7 +4,8 @@ Offered to the model only while the session's tenant (`SESSION_TENANT`, "default
 the windows-pool feature. Each call goes through the session's lease
 (`windows-lease/default/session-{sessionId}`, runtime/windows_pool/lease_client.py): the
 first leases a machine, the session's close settles it. The tool's answer is the verb's
-result as JSON, or its error `{code, message, data}`.
+result as JSON, or its error `{code, message, data}`; a screenshot's tool message also
+carries its reference, which the next model step resolves into the image itself.
 """
 
 from __future__ import annotations
@@ -106,8 +107,13 @@ async def run_windows_tool(
     except lease_client.LeaseUnavailable:
         return failed_result("No worker took the Windows call in time; retry")
     text = json.dumps(result)
+    ref = result.get("screenshotRef") if isinstance(result, dict) else None
     return ToolResult(
-        status="completed", output_text=text[:16_000], content=[text_item(text[:4000])]
+        status="completed",
+        output_text=text[:16_000],
+        content=[text_item(text[:4000])],
+        # The model sees the image too: the next model step reads it back by reference.
+        image_refs=[ref] if isinstance(ref, str) else [],
     )
 
 

@@ -112,7 +112,7 @@ class OpenAIProvider:
     def _body(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [to_wire_message(m) for m in messages],
+            "messages": [wire for m in messages for wire in to_wire_messages(m)],
             "stream": self.stream,
         }
         # OpenAI rejects an empty `tools` array, so it is left out instead.
@@ -219,6 +219,24 @@ def retry_after_s(headers: httpx.Headers, now: float | None = None) -> float | N
         return None
     current = time.time() if now is None else now
     return max(when.timestamp() - current, 0.0)
+
+
+def to_wire_messages(message: ChatMessage) -> list[dict[str, Any]]:
+    """A ChatMessage as OpenAI messages: itself, then, for a tool message that produced
+    images, a user message showing them (a tool message's content must be text).
+    Images the step did not resolve (older ones, pruned ones) stay a mention by reference."""
+    wire = [to_wire_message(message)]
+    if message.role != "tool" or not message.images:
+        return wire
+    parts: list[dict[str, Any]] = []
+    for image in message.images:
+        text = f"Screenshot {image.ref} from the call {message.tool_call_id}"
+        if image.data_url is None:
+            parts.append({"type": "text", "text": f"{text} (not shown)"})
+            continue
+        parts.append({"type": "text", "text": text})
+        parts.append({"type": "image_url", "image_url": {"url": image.data_url}})
+    return [*wire, {"role": "user", "content": parts}]
 
 
 def to_wire_message(message: ChatMessage) -> dict[str, Any]:

@@ -28,6 +28,8 @@ class ToolResult(BaseModel):
     content: list[dict[str, Any]] = Field(default_factory=list)
     locations: list[dict[str, Any]] = Field(default_factory=list)
     error: str | None = None
+    # References of stored images the call produced (windows_screenshot), shown to the model.
+    image_refs: list[str] = Field(default_factory=list)
 
 
 class FileChange(BaseModel):

@@ -21,6 +21,15 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class ImageRef(BaseModel):
+    """An image a message shows the model, by reference (a stored screenshot's
+    `<stream>#<seq>`), so transcripts and workflow histories never carry its bytes.
+    `data_url` is filled only in the model step's own request, just before the call."""
+
+    ref: str
+    data_url: str | None = None
+
+
 class ChatMessage(BaseModel):
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
@@ -28,6 +37,8 @@ class ChatMessage(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     # Tool messages: which call this is the result of.
     tool_call_id: str | None = None
+    # Tool messages: images the call produced (windows_screenshot), shown to the model.
+    images: list[ImageRef] = Field(default_factory=list)
 
 
 class ToolSpec(BaseModel):

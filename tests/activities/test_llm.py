@@ -444,3 +444,28 @@ def test_wire_arguments_are_json_text() -> None:
     assert json.loads(wire["tool_calls"][0]["function"]["arguments"]) == {"id": "n1"}
     with pytest.raises(ModelError, match="tool_call_id"):
         to_wire_message(ChatMessage(role="tool", content="x"))
+
+
+def test_a_tool_messages_images_follow_it_as_a_user_message() -> None:
+    """A tool message's content must be text: its images come next, as a user message
+    with image_url parts; an image not resolved stays a mention of its reference."""
+    from activities.llm.openai import to_wire_messages
+    from runtime.llm.contracts import ImageRef
+
+    shown = ImageRef(ref="windows-screenshots/t/h#3", data_url="data:image/png;base64,AAAA")
+    pruned = ImageRef(ref="windows-screenshots/t/h#1")
+    message = ChatMessage(role="tool", tool_call_id="c1", content="{}", images=[shown, pruned])
+    tool, user_message = to_wire_messages(message)
+    assert tool == {"role": "tool", "tool_call_id": "c1", "content": "{}"}
+    assert user_message["role"] == "user"
+    assert user_message["content"] == [
+        {"type": "text", "text": "Screenshot windows-screenshots/t/h#3 from the call c1"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        {
+            "type": "text",
+            "text": "Screenshot windows-screenshots/t/h#1 from the call c1 (not shown)",
+        },
+    ]
+    assert to_wire_messages(ChatMessage(role="user", content="hi")) == [
+        {"role": "user", "content": "hi"}
+    ]

@@ -6,6 +6,7 @@ error shape with its status mirroring the code."""
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -17,10 +18,14 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from activities.session import IMAGES_SHOWN
+from activities.windows_pool import read_screenshot
+from runtime.llm.routing import SESSION_SITE
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
-from runtime.streams import session_stream
+from runtime.streams import session_stream, session_transcript_stream
 from tests.conftest import ApiFactory
+from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.windows_pool import FakeWindowsPool
 from tests.windows_helpers import POOL_TOKEN, lease_handle
 from worker import build_worker
@@ -246,3 +251,64 @@ async def test_a_long_held_lease_continues_as_new_on_the_same_machine(daemon: Da
     leases = (await daemon.client.get(f"{BASE}/windows/leases")).json()["leases"]
     assert [(lease["sessionId"], lease["state"]) for lease in leases] == [(sid, "held")]
     assert (await handle.describe()).run_id != first_run  # it did continue as new
+
+
+async def test_a_session_screenshot_shows_the_model_its_image(daemon: Daemon) -> None:
+    """windows_screenshot as a session tool: the transcript keeps the reference only, and
+    the next model request carries the image itself (a user message after the tool's), for
+    the last IMAGES_SHOWN screenshots; an older one is sent as its reference."""
+    with FakeOpenAI() as model:
+        body = {"baseUrl": model.base_url, "credentials": [{"alias": "main", "apiKey": "sk"}]}
+        put = await daemon.client.put("/api/v1/llm/providers/fake", json=body)
+        assert put.status_code == 200, put.text
+        preset = {"model": "m", "provider": "fake", "fallback": []}
+        put = await daemon.client.put("/api/v1/llm/presets/vision", json=preset)
+        assert put.status_code == 200, put.text
+        put = await daemon.client.put(
+            f"/api/v1/llm/sites/{SESSION_SITE}/preset", json={"presetId": "vision"}
+        )
+        assert put.status_code == 200, put.text
+        await daemon.client.put(
+            "/api/v1/tenants/default/features/windows-pool", json={"enabled": True}
+        )
+        sid = (await daemon.client.post("/session", json={})).json()["sessionId"]
+        await daemon.client.post(f"/session/{sid}/approval-mode", json={"mode": "yolo"})
+        calls = [
+            {"id": f"shot-{n}", "name": "windows_screenshot", "arguments": {}}
+            for n in range(IMAGES_SHOWN + 1)
+        ]
+        model.queue_tool_calls(calls)
+        model.queue_text("I see the desktop.")
+        prompt = {"prompt": [{"type": "text", "text": "look at the screen"}]}
+        on = await daemon.client.post(f"/session/{sid}/prompt", json=prompt)
+        assert on.status_code == 202, on.text
+        await _until(lambda: _count(daemon, sid, "turn_complete") == 1)
+        assert len(model.requests) == 2
+        messages = model.requests[1].body["messages"]
+    journal = EventJournal(daemon.store)
+    transcript = journal.read(session_transcript_stream(sid), 0, 10_000)
+    tools = [e.data for e in transcript.entries if e.data.get("role") == "tool"]
+    assert [t["tool_call_id"] for t in tools] == [c["id"] for c in calls]
+    refs: list[str] = []
+    for tool in tools:
+        (image,) = tool["images"]
+        assert image["ref"].startswith(f"windows-screenshots/default/session-{sid}#")
+        assert image.get("data_url") is None  # the transcript holds only the reference
+        refs.append(image["ref"])
+    indexes = [i for i, m in enumerate(messages) if m["role"] == "tool"]
+    assert len(indexes) == len(refs)
+    older, *recent = zip(indexes, refs, strict=True)
+    index, ref = older
+    assert ref in messages[index]["content"]
+    assert messages[index + 1]["content"] == [
+        {"type": "text", "text": f"Screenshot {ref} from the call shot-0 (not shown)"}
+    ]
+    for index, ref in recent:
+        stored = await read_screenshot(journal, ref)
+        assert stored is not None
+        mime, png = stored
+        assert mime == "image/png" and png.startswith(b"\x89PNG")
+        shown = messages[index + 1]
+        assert shown["role"] == "user"
+        url = f"data:{mime};base64,{base64.b64encode(png).decode('ascii')}"
+        assert {"type": "image_url", "image_url": {"url": url}} in shown["content"]
