@@ -268,6 +268,7 @@ class ModelGateway:
             model=spec.model,
             api_key=key,
             max_tokens=max_tokens,
+            temperature=spec.overlay.temperature if spec.overlay else None,
             timeout=self.timeout,
         )
 

@@ -74,6 +74,7 @@ class OpenAIProvider:
         api_key: str | None = None,
         stream: bool = True,
         max_tokens: int | None = None,
+        temperature: float | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         client: httpx.AsyncClient | None = None,
     ) -> None:
@@ -82,6 +83,8 @@ class OpenAIProvider:
         self.stream = stream
         # The output cap of one reply (a standing agent's per-turn budget); None: the server's.
         self.max_tokens = max_tokens
+        # A preset overlay's sampling temperature; None: the server's default.
+        self.temperature = temperature
         self._api_key = api_key
         self._timeout = timeout
         # Without a client each call opens its own: an activity may run on any
@@ -122,6 +125,8 @@ class OpenAIProvider:
             body["stream_options"] = {"include_usage": True}
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
         return body
 
     async def _post(

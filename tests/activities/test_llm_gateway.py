@@ -280,16 +280,17 @@ async def test_an_expired_device_flow_token_without_refresh_asks_for_the_flow(
     assert fake.requests == []
 
 
-async def test_the_overlay_caps_output_and_suffixes_the_system_prompt(
+async def test_the_overlay_caps_output_sets_temperature_and_suffixes_the_system_prompt(
     store: Store, settings: Settings, fake: FakeOpenAI
 ) -> None:
     _provider(store, settings, fake, "k-good")
-    overlay = Overlay(systemPromptSuffix="Answer in French.", maxOutputTokens=64)
+    overlay = Overlay(systemPromptSuffix="Answer in French.", maxOutputTokens=64, temperature=0.2)
     spec = _spec("good").model_copy(update={"overlay": overlay})
     messages = [ChatMessage(role="system", content="Be brief."), *HELLO]
     await ModelGateway(store, settings).attempt(spec, OWNER, messages, [], max_tokens=1000)
     body = fake.requests[0].body
     assert body["max_tokens"] == 64
+    assert body["temperature"] == 0.2
     assert body["messages"][0]["content"] == "Be brief.\n\nAnswer in French."
 
 
