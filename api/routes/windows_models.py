@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.openapi import ERROR_REF, SCHEMAS
 from runtime.windows_pool.lease import LeaseView
 
 
@@ -37,9 +38,24 @@ class WindowsLeases(BaseModel):
     leases: list[LeaseView]
 
 
-# `responses=` of the verb route: its errors are `{"error": {code, message, data}}`.
+def _verb_error_schema() -> dict[str, Any]:
+    """A verb's own errors are `{"error": {code, message, data}}`; the house's (a path or
+    body the app refuses before the route runs, the security chain) are `Error`."""
+    schema = WindowsVerbError.model_json_schema(ref_template="#/components/schemas/{model}")
+    for name, definition in schema.pop("$defs", {}).items():
+        SCHEMAS.setdefault(name, definition)
+    SCHEMAS.setdefault("WindowsVerbError", schema)
+    return {"anyOf": [{"$ref": "#/components/schemas/WindowsVerbError"}, ERROR_REF]}
+
+
+_VERB_ERROR_SCHEMA = _verb_error_schema()
+
+# `responses=` of the verb route.
 VERB_ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"description": description, "model": WindowsVerbError}
+    status: {
+        "description": description,
+        "content": {"application/json": {"schema": _VERB_ERROR_SCHEMA}},
+    }
     for status, description in {
         400: "VALIDATION_ERROR, BAD_REQUEST (an unknown verb, a refused argument).",
         401: "UNAUTHENTICATED: the pool refused agentrt's credential.",
