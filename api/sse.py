@@ -18,17 +18,19 @@ import asyncio
 import json
 import logging
 import time
+import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from opentelemetry import metrics
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from runtime.policy.backpressure import Backlog, Offer
+from api.errors import ApiError
+from runtime.policy.backpressure import Backlog, Offer, parse_max_queued
 from runtime.sessions.streams import envelope, synthetic
 from runtime.store.journal import EventJournal, JournalEntry
 
@@ -389,3 +391,73 @@ class EventStreamResponse(StreamingResponse):
                 await self._content.aclose()
             except Exception:
                 log.debug("closing an SSE body failed", exc_info=True)
+
+
+INVALID_MAX_QUEUED = {"error": "`maxQueued` must be in [16, 2048]", "code": "invalid_max_queued"}
+
+
+def max_queued_param(request: Request) -> int:
+    """The `maxQueued` query parameter (at most once), or 400 `invalid_max_queued`."""
+    values = request.query_params.getlist("maxQueued")
+    try:
+        if len(values) > 1:
+            raise ValueError(values)
+        return parse_max_queued(values[0] if values else None)
+    except ValueError:
+        raise ApiError(400, INVALID_MAX_QUEUED) from None
+
+
+async def journal_sse_response(
+    request: Request,
+    journal: EventJournal,
+    *,
+    stream: str,
+    subscriber_key: str,
+    session_id: str,
+    max_queued: int,
+    live: Callable[[], Awaitable[bool]],
+) -> Response:
+    """A journal stream as SSE: replay from `Last-Event-ID`, then live, with the per-key
+    subscriber limit (429 `subscriber_limit_exceeded`). Ids are durable (the journal), so
+    the stream's epoch (`X-Qwen-Event-Epoch`) is its key and never changes."""
+    earliest, last = await asyncio.to_thread(journal.bounds, stream)
+    start = StreamStart(
+        session_id=session_id,
+        stream=stream,
+        max_queued=max_queued,
+        last_event_id=parse_last_event_id(request.headers.get("last-event-id")),
+        earliest=earliest,
+        last=last,
+    )
+    config = sse_config(request.app)
+    registry = subscriber_registry(request.app)
+    if not registry.acquire(subscriber_key, config.max_subscribers):
+        raise ApiError(
+            429,
+            {
+                "error": f"EventBus subscriber limit reached ({config.max_subscribers})",
+                "code": "subscriber_limit_exceeded",
+                "limit": config.max_subscribers,
+            },
+            {"Retry-After": SUBSCRIBER_LIMIT_RETRY_AFTER},
+        )
+    released = False
+
+    def release() -> None:
+        nonlocal released
+        if not released:
+            released = True
+            registry.release(subscriber_key)
+
+    return EventStreamResponse(
+        event_stream(journal, start, config, live, release, stream_shutdown(request.app)),
+        headers={
+            "Content-Type": "text/event-stream",
+            "Cache-Control": "no-cache, no-transform",
+            "Connection": "keep-alive",
+            "X-Accel-Buffering": "no",
+            "X-Qwen-SSE-Stream-Id": str(uuid.uuid4()),
+            "X-Qwen-Event-Epoch": subscriber_key,
+        },
+        on_close=release,
+    )
