@@ -242,11 +242,43 @@ async def test_an_api_key_from_the_environment(
     assert missing.outcome is AttemptOutcome.AUTH_ERROR and "GATEWAY_TEST_KEY" in (
         missing.error or ""
     )
-    assert fake.requests == [] and _attempts(store) == []  # nothing was sent
+    assert fake.requests == []  # nothing was sent, but the attempt is on record
+    assert [(a.ordinal, a.outcome, a.http_status) for a in _attempts(store)] == [
+        (0, "auth_error", None)
+    ]
+    assert "GATEWAY_TEST_KEY" in (_attempts(store)[0].error or "")
     monkeypatch.setenv("GATEWAY_TEST_KEY", "k-good")
     report, reply = await gateway.attempt(_spec("env", index=1), OWNER, HELLO, [])
     assert report.outcome is AttemptOutcome.OK and reply is not None
     assert fake.requests[0].authorization == "Bearer k-good"
+
+
+@pytest.mark.parametrize(
+    ("provider", "alias", "error"),
+    [("nowhere", "good", "not configured"), ("p1", "stranger", "no credential 'stranger'")],
+)
+async def test_a_configuration_failure_is_an_attempt_on_record(
+    store: Store, settings: Settings, fake: FakeOpenAI, provider: str, alias: str, error: str
+) -> None:
+    """An attempt the exhaustion message names has its row, even one never sent."""
+    _provider(store, settings, fake, "k-good")
+    spec = _spec(alias).model_copy(update={"provider": provider})
+    gateway = ModelGateway(store, settings)
+    report, reply = await gateway.attempt(spec, OWNER, HELLO, [])
+    assert reply is None and report.outcome is AttemptOutcome.AUTH_ERROR
+    assert fake.requests == []
+    (row,) = _attempts(store)
+    assert (row.attempt_id, row.outcome, row.provider, row.credential_alias) == (
+        report.attempt_id,
+        "auth_error",
+        provider,
+        alias,
+    )
+    assert error in (row.error or "") and (row.tokens_in, row.cost_usd) == (0, 0.0)
+    assert (row.owner_kind, row.owner_id, row.tenant) == ("session", "s1", "/ws")
+    # Idempotent by its attempt id: the same attempt again is still one row.
+    await gateway.attempt(spec, OWNER, HELLO, [])
+    assert len(_attempts(store)) == 1
 
 
 async def test_a_device_flow_credential_uses_the_stored_token(
@@ -257,13 +289,16 @@ async def test_a_device_flow_credential_uses_the_stored_token(
     gateway = ModelGateway(store, settings)
     first, _ = await gateway.attempt(_spec("me"), OWNER, HELLO, [])
     assert first.device_flow_required == QWEN_OAUTH
-    assert fake.requests == [] and _attempts(store) == []
+    # Until the flow ends the attempt stands as an auth_error (what it is if the flow
+    # fails); made again with the new token, the same row records how it went.
+    assert fake.requests == [] and [a.outcome for a in _attempts(store)] == ["auth_error"]
     path = credentials_path(settings.resolved_data_dir, QWEN_OAUTH)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"access_token": "k-good", "expiry_date": None}))
     report, reply = await gateway.attempt(_spec("me"), OWNER, HELLO, [])
     assert report.outcome is AttemptOutcome.OK and reply is not None
     assert fake.requests[0].authorization == "Bearer k-good"
+    assert [(a.ordinal, a.outcome) for a in _attempts(store)] == [(0, "ok")]
 
 
 async def test_an_expired_device_flow_token_without_refresh_asks_for_the_flow(
