@@ -17,6 +17,7 @@ walks the plan with `runtime.llm.chain`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from enum import StrEnum
 from typing import Literal
 
@@ -49,6 +50,11 @@ class OwnerKind(StrEnum):
     SESSION = "session"
     TURN = "turn"
     AGENT = "agent"
+
+
+# The longest start-to-close timeout of an attempt's activity (a session's or an agent's
+# model step): an attempt row still `in_flight` after it lost its worker.
+ATTEMPT_START_TO_CLOSE = timedelta(minutes=10)
 
 
 class AttemptOutcome(StrEnum):

@@ -26,6 +26,7 @@ from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.llm.openai import retry_after_s
 from runtime.device_flow.providers import QWEN_OAUTH, credentials_path
 from runtime.llm import config_store
+from runtime.llm.attempt_log import IN_FLIGHT
 from runtime.llm.contracts import ChatMessage
 from runtime.llm.models import LlmCall, LlmCallAttempt
 from runtime.llm.pricing import Price, put_price
@@ -202,7 +203,7 @@ async def test_an_attempt_left_in_flight_is_closed_as_a_timeout_by_the_next(
     )
     # Attempt 0's worker died between its request and its answer.
     record.begin_attempt(store, owner, attempt=0, now=NOW)
-    assert [a.outcome for a in _attempts(store)] == [record.IN_FLIGHT]
+    assert [a.outcome for a in _attempts(store)] == [IN_FLIGHT]
     await ModelGateway(store, settings).attempt(_spec("good", index=1), OWNER, HELLO, [])
     assert [(a.ordinal, a.outcome) for a in _attempts(store)] == [(0, "timeout"), (1, "ok")]
 
