@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.failures import UPDATE_EXPIRED
     from runtime.llm.contracts import ToolCall
     from runtime.llm.routing import (
+        ATTEMPT_START_TO_CLOSE,
         DEVICE_FLOW_FAILED,
         SESSION_SITE,
         SETTINGS_PROVIDER,
@@ -524,7 +525,8 @@ class SessionWorkflow:
                     SessionActivity.MODEL_STEP,
                     request,
                     result_type=ModelStepResult,
-                    start_to_close_timeout=timedelta(minutes=10),
+                    # Past it, /attempts calls a row still in flight a timeout.
+                    start_to_close_timeout=ATTEMPT_START_TO_CLOSE,
                     heartbeat_timeout=timedelta(seconds=10),
                     retry_policy=ATTEMPT_RETRY,
                 )
