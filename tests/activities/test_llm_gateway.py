@@ -172,6 +172,25 @@ async def test_the_served_model_is_priced_by_agentrt(
     assert stored is not None and stored.outcome == "ok" and stored.reply is not None
 
 
+async def test_cached_input_tokens_are_priced_at_the_cached_price(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    cache_hit = FakeReply(
+        content="again", model="served-c", usage=(1_000_000, 100_000), cached_tokens=800_000
+    )
+    fake.answer_key("k-cache", cache_hit)
+    _provider(store, settings, fake, "k-cache")
+    price = Price(input_per_mtok_usd=2.0, output_per_mtok_usd=8.0, cached_input_per_mtok_usd=0.5)
+    put_price(store, "served-c", price, NOW)
+    report, reply = await ModelGateway(store, settings).attempt(_spec("cache"), OWNER, HELLO, [])
+    assert reply is not None and reply.usage.cached_prompt_tokens == 800_000
+    # 0.2M uncached input at $2 + 0.8M cached at $0.5 + 0.1M output at $8.
+    assert report.cost_usd == pytest.approx(0.4 + 0.4 + 0.8)
+    (row,) = _attempts(store)
+    assert (row.tokens_in, row.tokens_out) == (1_000_000, 100_000)
+    assert row.cost_usd == pytest.approx(1.6)
+
+
 async def test_a_stored_success_is_returned_without_paying_again(
     store: Store, settings: Settings, fake: FakeOpenAI
 ) -> None:
