@@ -350,7 +350,12 @@ class SessionActivities:
         info = activity.info()
         call_id = f"session/{request.session_id}/recap/{info.workflow_run_id}/{info.activity_id}"
         plan = await asyncio.to_thread(
-            load_chain_plan, self.store, self.settings, SESSION_SITE, request.model_id
+            load_chain_plan,
+            self.store,
+            self.settings,
+            SESSION_SITE,
+            request.model_id,
+            request.model_binding,
         )
         spec = first_attempt(plan, call_id)
         if spec is None:
