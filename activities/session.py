@@ -360,7 +360,7 @@ class SessionActivities:
         spec = first_attempt(plan, call_id)
         if spec is None:
             return RecapResult(recap=None)
-        owner = LlmOwner(OwnerKind.SESSION, request.session_id, None)
+        owner = LlmOwner(OwnerKind.SESSION, request.session_id, request.tenant)
         _, reply = await self.gateway.attempt(spec, owner, messages, [])
         return RecapResult(recap=extract_recap(reply.content) if reply is not None else None)
 

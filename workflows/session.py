@@ -314,6 +314,7 @@ class SessionWorkflow:
                     session_id=self._input.session_id,
                     model_id=self._model_id,
                     model_binding=self._model_binding,
+                    tenant=self._input.workspace_cwd,
                 ),
                 result_type=RecapResult,
                 start_to_close_timeout=timedelta(seconds=60),

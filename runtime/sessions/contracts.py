@@ -135,6 +135,8 @@ class RecapInput(BaseModel):
     session_id: str
     model_id: str
     model_binding: ModelBinding | None = None
+    # The session's tenant (its workspace), recorded on the recap's attempt row.
+    tenant: str | None = None
 
 
 class RecapResult(BaseModel):
