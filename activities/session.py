@@ -350,12 +350,17 @@ class SessionActivities:
         info = activity.info()
         call_id = f"session/{request.session_id}/recap/{info.workflow_run_id}/{info.activity_id}"
         plan = await asyncio.to_thread(
-            load_chain_plan, self.store, self.settings, SESSION_SITE, request.model_id
+            load_chain_plan,
+            self.store,
+            self.settings,
+            SESSION_SITE,
+            request.model_id,
+            request.model_binding,
         )
         spec = first_attempt(plan, call_id)
         if spec is None:
             return RecapResult(recap=None)
-        owner = LlmOwner(OwnerKind.SESSION, request.session_id, None)
+        owner = LlmOwner(OwnerKind.SESSION, request.session_id, request.tenant)
         _, reply = await self.gateway.attempt(spec, owner, messages, [])
         return RecapResult(recap=extract_recap(reply.content) if reply is not None else None)
 

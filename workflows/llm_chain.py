@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         ChainFailure,
         ChainPlan,
         LlmActivity,
+        ModelBinding,
         ResolveChainInput,
     )
     from workflows.device_flow_pause import await_device_flow
@@ -67,11 +68,15 @@ class ChainResult:
     attempts: list[AttemptReport] = field(default_factory=list)
 
 
-async def resolve_chain(site: str, model_override: str | None = None) -> ChainPlan:
+async def resolve_chain(
+    site: str, model_override: str | None = None, override_binding: ModelBinding | None = None
+) -> ChainPlan:
     """The call's plan from the live config (a local activity: read at every call)."""
     plan: ChainPlan = await workflow.execute_local_activity(
         LlmActivity.RESOLVE_CHAIN,
-        ResolveChainInput(site=site, model_override=model_override),
+        ResolveChainInput(
+            site=site, model_override=model_override, override_binding=override_binding
+        ),
         result_type=ChainPlan,
         start_to_close_timeout=_RESOLVE_TIMEOUT,
         retry_policy=_RESOLVE_RETRY,

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.failures import UPDATE_EXPIRED
     from runtime.llm.contracts import ToolCall
     from runtime.llm.routing import (
+        ATTEMPT_START_TO_CLOSE,
         DEVICE_FLOW_FAILED,
         SESSION_SITE,
         SETTINGS_PROVIDER,
@@ -125,6 +126,9 @@ class SessionWorkflow:
         self._permissions = SessionPermissions(self._emit, self._set_status)
         self._approval_mode = request.approval_mode
         self._model_id = request.model_id
+        # What Session:Default resolved to when the session chose `_model_id`: the choice
+        # holds while it still resolves so (load_chain_plan).
+        self._model_binding = request.model_binding
         # The deployment's provider as last reported by the API (SubmitPrompt,
         # SetModelRequest): a session outlives a switch of AGENTRT_MODEL_PROVIDER.
         self._provider = request.model_provider
@@ -155,6 +159,7 @@ class SessionWorkflow:
             pending_permissions=self._permissions.views(),
             approval_mode=self._approval_mode,
             model_id=self._model_id,
+            model_binding=self._model_binding,
             closed=self._closing is not None,
             last_turn=self._last_turn,
         )
@@ -271,7 +276,13 @@ class SessionWorkflow:
         assert self._input is not None
         if request.model_provider is not None:
             self._provider = request.model_provider
-        allowed = self._provider != "scripted" or request.model_id == "scripted"
+        if request.binding is not None:
+            # Validated against Session:Default's primary provider as bound now.
+            scripted_only = request.binding_scripted
+        else:
+            # An update sent before the API resolved the binding (replayed histories).
+            scripted_only = self._provider == "scripted"
+        allowed = not scripted_only or request.model_id == "scripted"
         data = {"sessionId": self._input.session_id, "modelId": request.model_id}
         if not allowed:
             error = (
@@ -283,6 +294,7 @@ class SessionWorkflow:
             )
             return ModelSwitchResult(ok=False, model_id=request.model_id, error=error)
         self._model_id = request.model_id
+        self._model_binding = request.binding
         await self._emit("model_switched", data, originator=request.originator)
         return ModelSwitchResult(ok=True, model_id=request.model_id)
 
@@ -298,7 +310,12 @@ class SessionWorkflow:
         try:
             result: RecapResult = await workflow.execute_activity(
                 SessionActivity.RECAP,
-                RecapInput(session_id=self._input.session_id, model_id=self._model_id),
+                RecapInput(
+                    session_id=self._input.session_id,
+                    model_id=self._model_id,
+                    model_binding=self._model_binding,
+                    tenant=self._input.workspace_cwd,
+                ),
                 result_type=RecapResult,
                 start_to_close_timeout=timedelta(seconds=60),
                 retry_policy=RetryPolicy(maximum_attempts=1),
@@ -351,6 +368,7 @@ class SessionWorkflow:
             update={
                 "approval_mode": self._approval_mode,
                 "model_id": self._model_id,
+                "model_binding": self._model_binding,
                 "model_provider": self._provider,
                 "always_allowed": sorted(self._always),
                 "event_counter": self._events,
@@ -490,9 +508,9 @@ class SessionWorkflow:
             return await self._model_step_v1(item, step, run_id)
         assert self._input is not None
         # Session:Default's chain, read now (live): a binding changed since the last step
-        # applies. The session's own model counts only under the deployment's settings
-        # provider (load_chain_plan): under an operator's preset, the preset's model.
-        plan = await resolve_chain(SESSION_SITE, self._model_id)
+        # applies. The session's own model counts only while the site still resolves to
+        # the binding it was chosen under (load_chain_plan): otherwise the binding's model.
+        plan = await resolve_chain(SESSION_SITE, self._model_id, self._model_binding)
         # The attempts' results, in order: the chain ends on the successful one.
         results: list[ModelStepResult] = []
 
@@ -524,7 +542,8 @@ class SessionWorkflow:
                     SessionActivity.MODEL_STEP,
                     request,
                     result_type=ModelStepResult,
-                    start_to_close_timeout=timedelta(minutes=10),
+                    # Past it, /attempts calls a row still in flight a timeout.
+                    start_to_close_timeout=ATTEMPT_START_TO_CLOSE,
                     heartbeat_timeout=timedelta(seconds=10),
                     retry_policy=ATTEMPT_RETRY,
                 )

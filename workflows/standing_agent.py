@@ -26,7 +26,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from runtime.llm.routing import AttemptReport, AttemptSpec
+    from runtime.llm.routing import ATTEMPT_START_TO_CLOSE, AttemptReport, AttemptSpec
     from runtime.policy.agent_budget import BudgetUsage, exhausted_axis
     from runtime.policy.agent_decisions import map_decision
     from runtime.policy.plan_hash import forced_replan_due, is_idle_tick
@@ -360,7 +360,8 @@ class StandingAgentWorkflow:
                 StandingAgentActivity.MODEL_STEP,
                 request.model_copy(update={"attempt": spec}),
                 result_type=ModelStepResult,
-                start_to_close_timeout=timedelta(minutes=10),
+                # Past it, /attempts calls a row still in flight a timeout.
+                start_to_close_timeout=ATTEMPT_START_TO_CLOSE,
                 # Heartbeated every 2 s: a lost worker's attempt times out within 10 s
                 # and the chain makes the next one.
                 heartbeat_timeout=timedelta(seconds=10),

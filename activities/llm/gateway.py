@@ -7,8 +7,9 @@ as its own activity, with no retries; the activity hands the attempt to
 1. returns the call's stored reply if an earlier attempt already succeeded (a worker
    killed after a success never pays twice), with no HTTP;
 2. resolves the attempt's credential alias to a key (`apiKey`, `apiKeyEnv`, or the
-   token a device flow stored); a deviceFlow credential without a usable token reports
-   `device_flow_required`, with no HTTP and no attempt row;
+   token a device flow stored); a credential that cannot be used (unknown provider or
+   alias, unset variable) is an `auth_error` attempt row with no HTTP, and a deviceFlow
+   credential without a usable token also reports `device_flow_required`;
 3. writes the attempt row `in_flight`, makes one HTTP call (no retries inside);
 4. classifies the answer: 429 rate_limited (with its Retry-After), 401/403 auth_error,
    5xx server_error, no answer in time timeout, any other 4xx bad_request;
@@ -175,15 +176,6 @@ class ModelGateway:
             provider=spec.provider,
             credential_alias=spec.credential_alias,
         )
-        config = await asyncio.to_thread(self.provider_config, spec.provider)
-        if config is None:
-            error = f"provider {spec.provider!r} is not configured"
-            return report.model_copy(update={"error": error}), None
-        try:
-            key = await self._credential(config, spec.credential_alias)
-        except _NoCredential as err:
-            update = {"error": str(err), "device_flow_required": err.device_flow}
-            return report.model_copy(update=update), None
         call_owner = record.CallOwner(
             call_id=spec.call_id,
             tenant=owner.tenant,
@@ -197,6 +189,29 @@ class ModelGateway:
             fallback_step=spec.fallback_step,
             credential_alias=spec.credential_alias,
         )
+        config = await asyncio.to_thread(self.provider_config, spec.provider)
+        try:
+            if config is None:
+                raise _NoCredential(f"provider {spec.provider!r} is not configured")
+            key = await self._credential(config, spec.credential_alias)
+        except _NoCredential as err:
+            # Never sent, yet an attempt the chain counts (and its failure names): it has
+            # its row like any other, at no cost. A device-flow credential's row stands
+            # as this auth_error while the flow runs; the attempt made again after it
+            # overwrites the row (same attempt id).
+            await asyncio.to_thread(
+                record.record_failure,
+                self.store,
+                call_owner,
+                attempt=spec.attempt_index,
+                outcome=AttemptOutcome.AUTH_ERROR.value,
+                http_status=None,
+                error=str(err),
+                duration_ms=0,
+                now=at,
+            )
+            update = {"error": str(err), "device_flow_required": err.device_flow}
+            return report.model_copy(update=update), None
         await asyncio.to_thread(
             record.begin_attempt, self.store, call_owner, attempt=spec.attempt_index, now=at
         )

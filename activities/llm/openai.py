@@ -407,9 +407,12 @@ def _tool_call(call_id: str, wire: str, arguments: Any, names: ToolNames) -> Too
 
 
 def _usage(raw: dict[str, Any]) -> Usage:
+    details = raw.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
     return Usage(
         prompt_tokens=int(raw.get("prompt_tokens") or 0),
         completion_tokens=int(raw.get("completion_tokens") or 0),
+        cached_prompt_tokens=int(cached or 0),
     )
 
 

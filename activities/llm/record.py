@@ -16,15 +16,16 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
+from runtime.llm.attempt_log import IN_FLIGHT
 from runtime.llm.contracts import ModelReply
 from runtime.llm.models import LlmCall, LlmCallAttempt
 from runtime.llm.routing import AttemptOutcome, OwnerKind
 from runtime.store.engine import Store
 
-# An attempt between its HTTP request and its answer. A worker killed meanwhile leaves
-# it so; the next attempt of the call marks it ORPHANED (spend unknown) rather than
-# leaving no record.
-IN_FLIGHT = "in_flight"
+# An attempt between its HTTP request and its answer (IN_FLIGHT, a state of the store,
+# never an outcome on the wire: runtime/llm/attempt_log.py). A worker killed meanwhile
+# leaves it so; the next attempt of the call marks it ORPHANED (spend unknown) rather
+# than leaving no record.
 ORPHANED = AttemptOutcome.TIMEOUT.value
 ERROR_MAX = 2000
 # `llm_call.purpose` of a standing agent's planning calls.

@@ -26,7 +26,12 @@ class LlmActivities:
     async def resolve_chain(self, request: ResolveChainInput) -> ChainPlan:
         try:
             return await asyncio.to_thread(
-                load_chain_plan, self.store, self.settings, request.site, request.model_override
+                load_chain_plan,
+                self.store,
+                self.settings,
+                request.site,
+                request.model_override,
+                request.override_binding,
             )
         except LlmConfigError as err:
             # An unknown site or a dangling preset: retrying reads the same config.

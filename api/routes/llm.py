@@ -289,7 +289,9 @@ async def get_attempts(
     limit: Annotated[int, Query(ge=1, le=MAX_ATTEMPTS)] = 100,
 ) -> AttemptList:
     """One record per model-call attempt, failed ones included, oldest first: the latest
-    `limit` of those matching. At most one owner filter (sessionId, turnId, agentId)."""
+    `limit` of those matching every given filter (they combine with AND; an attempt has
+    one owner, so two owner filters match only attempts both name). An attempt still
+    running is listed once it ends."""
     owners = [
         (kind, value)
         for kind, value in (
@@ -299,15 +301,5 @@ async def get_attempts(
         )
         if value is not None
     ]
-    if len(owners) > 1:
-        raise ApiError(
-            400,
-            {
-                "error": "Give at most one of sessionId, turnId, agentId",
-                "code": "invalid_request",
-            },
-        )
-    rows = await asyncio.to_thread(
-        list_attempts, store, owner=owners[0] if owners else None, site=site, limit=limit
-    )
+    rows = await asyncio.to_thread(list_attempts, store, owners=owners, site=site, limit=limit)
     return AttemptList(attempts=[AttemptOut.of(r) for r in rows])

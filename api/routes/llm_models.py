@@ -11,9 +11,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, model_validator
 
+from runtime.llm.attempt_log import wire_outcome
 from runtime.llm.config_store import ProviderView
 from runtime.llm.models import LlmCallAttempt
 from runtime.llm.routing import (
+    AttemptOutcome,
     ChainEntry,
     CredentialConfig,
     Overlay,
@@ -238,9 +240,9 @@ class AttemptOut(BaseModel):
     credentialAlias: str | None
     requestedModel: str
     servedModel: str | None
-    outcome: str = Field(
-        description='"ok", "rate_limited", "auth_error", "server_error", "timeout", '
-        '"bad_request"; "in_flight" while the attempt runs.'
+    outcome: AttemptOutcome = Field(
+        description="How the attempt ended. An attempt still running is not listed yet; one "
+        "whose worker died is a timeout."
     )
     httpStatus: int | None
     tokensIn: int
@@ -262,7 +264,7 @@ class AttemptOut(BaseModel):
             credentialAlias=row.credential_alias,
             requestedModel=row.requested_model,
             servedModel=row.served_model,
-            outcome=row.outcome,
+            outcome=wire_outcome(row),
             httpStatus=row.http_status,
             tokensIn=row.tokens_in,
             tokensOut=row.tokens_out,

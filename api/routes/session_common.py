@@ -201,7 +201,13 @@ def current_model_id(store: Store, settings: Settings, status: SessionStatus | N
     """The model the session's next prompt asks for: the first of Session:Default's chain
     as bound now, with the session's own choice where it counts (load_chain_plan)."""
     try:
-        plan = load_chain_plan(store, settings, SESSION_SITE, status.model_id if status else None)
+        plan = load_chain_plan(
+            store,
+            settings,
+            SESSION_SITE,
+            status.model_id if status else None,
+            status.model_binding if status else None,
+        )
     except LlmConfigError:
         plan = None
     if plan is None or not plan.entries:

@@ -52,6 +52,8 @@ from api.routes.session_models import (
 )
 from api.security import require_configured_token
 from api.temporal import is_unavailable
+from runtime.llm.config_store import LlmConfigError, session_binding
+from runtime.llm.routing import SESSION_SITE
 from runtime.policy.approval import InvalidApprovalMode, is_approval_mode
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
@@ -266,6 +268,11 @@ async def set_model(
     raw = await read_body(request)
     await live_session(store, session_id)
     model_id = ModelBody.parse(raw).modelId
+    # Validated against, and recorded with, what Session:Default resolves to now.
+    try:
+        binding, scripted = await asyncio.to_thread(session_binding, store, settings, SESSION_SITE)
+    except LlmConfigError as err:
+        raise ApiError(err.status, {"error": err.message, "code": err.code}) from err
     result: ModelSwitchResult = await update_session(
         client,
         settings,
@@ -276,6 +283,8 @@ async def set_model(
             model_id=model_id,
             originator=client_id_of(request),
             model_provider=settings.model_provider,
+            binding=binding,
+            binding_scripted=scripted,
         ),
     )
     if not result.ok:

@@ -52,6 +52,7 @@ from runtime.llm.routing import (
     SITE_PARENTS,
     ChainEntry,
     ChainPlan,
+    ModelBinding,
     PlanEntry,
     ResolvedSite,
     resolve_site,
@@ -151,16 +152,22 @@ def unbind_site(store: Store, site_id: str) -> ResolvedSite:
 
 
 def load_chain_plan(
-    store: Store, settings: Settings, site: str, model_override: str | None = None
+    store: Store,
+    settings: Settings,
+    site: str,
+    model_override: str | None = None,
+    override_binding: ModelBinding | None = None,
 ) -> ChainPlan:
     """What a call at `site` will try, in order, from the configuration in force now.
 
-    `model_override` is a session's own model choice (POST /session/:id/model): it
-    replaces the primary model only while the site resolves to the built-in
-    `settings` provider of kind openai (today's behaviour, `served_model_id`);
-    under any other binding the binding wins, so a session created before a
-    provider change follows the new binding rather than sending a model the new
-    provider does not know.
+    `model_override` is a session's own model choice (POST /session/:id/model), made
+    while the site resolved to `override_binding` (a preset and its primary provider).
+    It replaces the primary model iff the site still resolves to that same binding;
+    otherwise the binding wins, so a session created before a provider change follows
+    the new binding rather than sending a model the new provider does not know. A
+    choice recorded without its binding (before bindings were) counts only on the
+    deployment's `settings` provider of kind openai, as it did then. A scripted provider
+    serves only 'scripted' (`served_model_id`).
 
     Raises:
         LlmConfigError: 404 `unknown_site`; 404 `unknown_preset` / `unknown_provider`
@@ -180,8 +187,28 @@ def load_chain_plan(
         model = entry.model
         if provider.kind == "scripted":
             model = SCRIPTED_MODEL
-        elif step == 0 and provider.provider_id == SETTINGS_PROVIDER:
+        elif step == 0 and _override_applies(preset.preset_id, entry.provider, override_binding):
             model = served_model_id("openai", entry.model, model_override)
         aliases: list[str | None] = [c.alias for c in provider.credentials] or [None]
         entries.append(PlanEntry(model=model, provider=entry.provider, credential_aliases=aliases))
     return ChainPlan(site=site, preset_id=preset.preset_id, entries=entries, overlay=preset.overlay)
+
+
+def _override_applies(preset_id: str, provider_id: str, binding: ModelBinding | None) -> bool:
+    if binding is None:
+        return provider_id == SETTINGS_PROVIDER
+    return (binding.preset_id, binding.provider) == (preset_id, provider_id)
+
+
+def session_binding(store: Store, settings: Settings, site: str) -> tuple[ModelBinding, bool]:
+    """What `site` resolves to now, as a session's model choice records it, and whether
+    its primary provider is scripted (it serves only 'scripted').
+
+    Raises:
+        LlmConfigError: as `load_chain_plan`.
+    """
+    plan = load_chain_plan(store, settings, site)
+    primary = plan.entries[0]
+    provider = provider_config(store, settings, primary.provider)
+    scripted = provider is None or provider.kind == "scripted"
+    return ModelBinding(preset_id=plan.preset_id, provider=primary.provider), scripted

@@ -50,6 +50,10 @@ class ToolSpec(BaseModel):
 class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Of `prompt_tokens`, those the provider read from its prompt cache (OpenAI's
+    # `usage.prompt_tokens_details.cached_tokens`), billed at the cached-input price.
+    # Defaults to 0: replies recorded in workflow histories before it was counted.
+    cached_prompt_tokens: int = 0
 
 
 class ModelReply(BaseModel):

@@ -125,9 +125,11 @@ def price_for(store: Store, model: str) -> tuple[Price | None, str]:
 
 
 def attempt_cost(
-    store: Store, provider_kind: str, served_model: str, usage: Usage, cached_in: int = 0
+    store: Store, provider_kind: str, served_model: str, usage: Usage
 ) -> tuple[float, str]:
-    """(cost in dollars, price version) of one attempt, at the served model's price.
+    """(cost in dollars, price version) of one attempt, at the served model's price:
+    uncached input at the input price, cached input at the cached-input price (the input
+    price when the model has none), output at the output price.
 
     `provider_kind` "scripted" (the built-in model) is free. An unpriced model costs 0
     with version "unknown", and is logged once per process.
@@ -140,7 +142,8 @@ def attempt_cost(
             _unpriced.add(served_model)
             log.warning("no price known for model %r: its calls are recorded at 0", served_model)
         return 0.0, version
-    return cost_usd(price, usage.prompt_tokens, usage.completion_tokens, cached_in), version
+    cost = cost_usd(price, usage.prompt_tokens, usage.completion_tokens, usage.cached_prompt_tokens)
+    return cost, version
 
 
 def put_price(store: Store, model: str, price: Price, now: datetime) -> LlmPrice:

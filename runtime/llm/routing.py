@@ -17,6 +17,7 @@ walks the plan with `runtime.llm.chain`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from enum import StrEnum
 from typing import Literal
 
@@ -49,6 +50,11 @@ class OwnerKind(StrEnum):
     SESSION = "session"
     TURN = "turn"
     AGENT = "agent"
+
+
+# The longest start-to-close timeout of an attempt's activity (a session's or an agent's
+# model step): an attempt row still `in_flight` after it lost its worker.
+ATTEMPT_START_TO_CLOSE = timedelta(minutes=10)
 
 
 class AttemptOutcome(StrEnum):
@@ -224,12 +230,23 @@ class LlmActivity(StrEnum):
     RESOLVE_CHAIN = "llm.resolve_chain"  # local: the call's plan, from the live config
 
 
+class ModelBinding(BaseModel):
+    """What `Session:Default` resolved to when a session chose its own model: the preset
+    and its primary provider. The choice holds while the site still resolves to both."""
+
+    preset_id: str
+    provider: str
+
+
 class ResolveChainInput(BaseModel):
     """Resolve `site` to a plan; `model_override` (a session's own model) replaces the
-    preset's model on the chain's first entry."""
+    preset's model on the chain's first entry while the site resolves to
+    `override_binding` (None: a choice recorded before bindings were, honoured only on
+    the deployment's `settings` provider)."""
 
     site: str
     model_override: str | None = None
+    override_binding: ModelBinding | None = None
 
 
 # A deviceFlow credential's flow failed or expired: the call ends with its errorKind.

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from runtime.llm.contracts import ToolCall
-from runtime.llm.routing import AttemptReport, AttemptSpec
+from runtime.llm.routing import AttemptReport, AttemptSpec, ModelBinding
 
 # The longest prompt deadline (`deadlineMs`, `--prompt-deadline-ms`): 2^31-1 ms, about
 # 24.8 days, the longest delay JavaScript's setTimeout honours (the reference daemon's bound).
@@ -45,6 +45,9 @@ class SessionInput(BaseModel):
     shell_enabled: bool = False
     model_id: str = "scripted"
     model_provider: str = "scripted"
+    # The binding `model_id` was chosen under (POST /session/:id/model); None: not
+    # chosen, or chosen before bindings were recorded.
+    model_binding: ModelBinding | None = None
     approval_mode: str = "default"
     max_steps: int = 16
     # Carried across continue-as-new.
@@ -131,6 +134,9 @@ class RecapRequest(WorkerBound):
 class RecapInput(BaseModel):
     session_id: str
     model_id: str
+    model_binding: ModelBinding | None = None
+    # The session's tenant (its workspace), recorded on the recap's attempt row.
+    tenant: str | None = None
 
 
 class RecapResult(BaseModel):
@@ -142,6 +148,11 @@ class SetModelRequest(WorkerBound):
     originator: str | None = None
     # As SubmitPrompt.model_provider.
     model_provider: str | None = None
+    # What Session:Default resolves to now (the API reads it): the choice is recorded
+    # with it. None: an update sent before bindings were recorded.
+    binding: ModelBinding | None = None
+    # That binding's primary provider is of kind scripted: it serves only 'scripted'.
+    binding_scripted: bool = False
 
 
 class ModelSwitchResult(BaseModel):
@@ -174,6 +185,7 @@ class SessionStatus(BaseModel):
     pending_permissions: list[PermissionView] = Field(default_factory=list)
     approval_mode: str = "default"
     model_id: str = "scripted"
+    model_binding: ModelBinding | None = None
     closed: bool = False
     last_turn: dict[str, Any] | None = None
 

@@ -357,6 +357,17 @@ async def test_openai_without_usage_counts_zero(fake_openai: FakeOpenAI) -> None
     assert (reply.usage, reply.served_model) == (Usage(), "served-model")
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_openai_reports_cached_prompt_tokens(fake_openai: FakeOpenAI, stream: bool) -> None:
+    fake_openai.queue_text("hi", usage=(120, 4), cached_tokens=100)
+    fake_openai.queue_text("hi", usage=(120, 4))  # no prompt_tokens_details: none cached
+    provider = openai_at(fake_openai, stream=stream)
+    first = await provider.complete([user("hi")], [])
+    second = await provider.complete([user("hi")], [])
+    assert first.usage == Usage(prompt_tokens=120, completion_tokens=4, cached_prompt_tokens=100)
+    assert second.usage.cached_prompt_tokens == 0
+
+
 async def test_openai_without_streaming(fake_openai: FakeOpenAI) -> None:
     fake_openai.queue_tool_calls(
         [{"id": "call_a", "name": "graph__get_node", "arguments": {"id": "n1"}}],

@@ -26,6 +26,7 @@ from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.llm.openai import retry_after_s
 from runtime.device_flow.providers import QWEN_OAUTH, credentials_path
 from runtime.llm import config_store
+from runtime.llm.attempt_log import IN_FLIGHT
 from runtime.llm.contracts import ChatMessage
 from runtime.llm.models import LlmCall, LlmCallAttempt
 from runtime.llm.pricing import Price, put_price
@@ -171,6 +172,25 @@ async def test_the_served_model_is_priced_by_agentrt(
     assert stored is not None and stored.outcome == "ok" and stored.reply is not None
 
 
+async def test_cached_input_tokens_are_priced_at_the_cached_price(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    cache_hit = FakeReply(
+        content="again", model="served-c", usage=(1_000_000, 100_000), cached_tokens=800_000
+    )
+    fake.answer_key("k-cache", cache_hit)
+    _provider(store, settings, fake, "k-cache")
+    price = Price(input_per_mtok_usd=2.0, output_per_mtok_usd=8.0, cached_input_per_mtok_usd=0.5)
+    put_price(store, "served-c", price, NOW)
+    report, reply = await ModelGateway(store, settings).attempt(_spec("cache"), OWNER, HELLO, [])
+    assert reply is not None and reply.usage.cached_prompt_tokens == 800_000
+    # 0.2M uncached input at $2 + 0.8M cached at $0.5 + 0.1M output at $8.
+    assert report.cost_usd == pytest.approx(0.4 + 0.4 + 0.8)
+    (row,) = _attempts(store)
+    assert (row.tokens_in, row.tokens_out) == (1_000_000, 100_000)
+    assert row.cost_usd == pytest.approx(1.6)
+
+
 async def test_a_stored_success_is_returned_without_paying_again(
     store: Store, settings: Settings, fake: FakeOpenAI
 ) -> None:
@@ -202,7 +222,7 @@ async def test_an_attempt_left_in_flight_is_closed_as_a_timeout_by_the_next(
     )
     # Attempt 0's worker died between its request and its answer.
     record.begin_attempt(store, owner, attempt=0, now=NOW)
-    assert [a.outcome for a in _attempts(store)] == [record.IN_FLIGHT]
+    assert [a.outcome for a in _attempts(store)] == [IN_FLIGHT]
     await ModelGateway(store, settings).attempt(_spec("good", index=1), OWNER, HELLO, [])
     assert [(a.ordinal, a.outcome) for a in _attempts(store)] == [(0, "timeout"), (1, "ok")]
 
@@ -242,11 +262,43 @@ async def test_an_api_key_from_the_environment(
     assert missing.outcome is AttemptOutcome.AUTH_ERROR and "GATEWAY_TEST_KEY" in (
         missing.error or ""
     )
-    assert fake.requests == [] and _attempts(store) == []  # nothing was sent
+    assert fake.requests == []  # nothing was sent, but the attempt is on record
+    assert [(a.ordinal, a.outcome, a.http_status) for a in _attempts(store)] == [
+        (0, "auth_error", None)
+    ]
+    assert "GATEWAY_TEST_KEY" in (_attempts(store)[0].error or "")
     monkeypatch.setenv("GATEWAY_TEST_KEY", "k-good")
     report, reply = await gateway.attempt(_spec("env", index=1), OWNER, HELLO, [])
     assert report.outcome is AttemptOutcome.OK and reply is not None
     assert fake.requests[0].authorization == "Bearer k-good"
+
+
+@pytest.mark.parametrize(
+    ("provider", "alias", "error"),
+    [("nowhere", "good", "not configured"), ("p1", "stranger", "no credential 'stranger'")],
+)
+async def test_a_configuration_failure_is_an_attempt_on_record(
+    store: Store, settings: Settings, fake: FakeOpenAI, provider: str, alias: str, error: str
+) -> None:
+    """An attempt the exhaustion message names has its row, even one never sent."""
+    _provider(store, settings, fake, "k-good")
+    spec = _spec(alias).model_copy(update={"provider": provider})
+    gateway = ModelGateway(store, settings)
+    report, reply = await gateway.attempt(spec, OWNER, HELLO, [])
+    assert reply is None and report.outcome is AttemptOutcome.AUTH_ERROR
+    assert fake.requests == []
+    (row,) = _attempts(store)
+    assert (row.attempt_id, row.outcome, row.provider, row.credential_alias) == (
+        report.attempt_id,
+        "auth_error",
+        provider,
+        alias,
+    )
+    assert error in (row.error or "") and (row.tokens_in, row.cost_usd) == (0, 0.0)
+    assert (row.owner_kind, row.owner_id, row.tenant) == ("session", "s1", "/ws")
+    # Idempotent by its attempt id: the same attempt again is still one row.
+    await gateway.attempt(spec, OWNER, HELLO, [])
+    assert len(_attempts(store)) == 1
 
 
 async def test_a_device_flow_credential_uses_the_stored_token(
@@ -257,13 +309,16 @@ async def test_a_device_flow_credential_uses_the_stored_token(
     gateway = ModelGateway(store, settings)
     first, _ = await gateway.attempt(_spec("me"), OWNER, HELLO, [])
     assert first.device_flow_required == QWEN_OAUTH
-    assert fake.requests == [] and _attempts(store) == []
+    # Until the flow ends the attempt stands as an auth_error (what it is if the flow
+    # fails); made again with the new token, the same row records how it went.
+    assert fake.requests == [] and [a.outcome for a in _attempts(store)] == ["auth_error"]
     path = credentials_path(settings.resolved_data_dir, QWEN_OAUTH)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"access_token": "k-good", "expiry_date": None}))
     report, reply = await gateway.attempt(_spec("me"), OWNER, HELLO, [])
     assert report.outcome is AttemptOutcome.OK and reply is not None
     assert fake.requests[0].authorization == "Bearer k-good"
+    assert [(a.ordinal, a.outcome) for a in _attempts(store)] == [(0, "ok")]
 
 
 async def test_an_expired_device_flow_token_without_refresh_asks_for_the_flow(

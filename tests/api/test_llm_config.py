@@ -10,7 +10,7 @@ import httpx
 from genai_prices import __version__ as PRICES_VERSION
 
 from runtime.llm.models import LlmCallAttempt
-from runtime.llm.routing import SITE_PARENTS
+from runtime.llm.routing import ATTEMPT_START_TO_CLOSE, SITE_PARENTS, AttemptOutcome
 from runtime.store import Store
 from tests.conftest import ApiFactory
 
@@ -417,10 +417,68 @@ async def test_attempts_in_order_with_their_owner(api: ApiFactory, database_url:
     by_site = (await client.get("/api/v1/llm/attempts?site=Turn:Model")).json()["attempts"]
     assert [a["attemptId"] for a in by_site] == ["c2/a0"]
     assert (await client.get("/api/v1/llm/attempts?sessionId=nobody")).json() == {"attempts": []}
-    for bad in ("limit=0", "limit=100000", "limit=x", "sessionId=s1&agentId=a", "sessionId="):
+    for bad in ("limit=0", "limit=100000", "limit=x", "sessionId="):
         response = await client.get(f"/api/v1/llm/attempts?{bad}")
         assert response.status_code == 400, (bad, response.text)
         assert response.json()["code"] == "invalid_request"
+
+
+async def test_attempt_filters_combine_with_and(api: ApiFactory, database_url: str) -> None:
+    client = await _daemon(api, database_url)
+    t0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    rows = [
+        _attempt(0, "c1", "session", "s1", t0),
+        _attempt(1, "c1", "session", "s1", t0 + timedelta(seconds=1)),
+        _attempt(0, "c2", "session", "s1", t0 + timedelta(seconds=2), site="Turn:Model"),
+        _attempt(0, "c3", "session", "s2", t0 + timedelta(seconds=3)),
+        _attempt(0, "c4", "turn", "turn-1", t0 + timedelta(seconds=4), site="Turn:Model"),
+    ]
+    store = _store(client)
+    with store.session() as db:
+        db.add_all(rows)
+        db.commit()
+
+    async def ids(query: str) -> list[str]:
+        response = await client.get(f"/api/v1/llm/attempts?{query}")
+        assert response.status_code == 200, response.text
+        return [a["attemptId"] for a in response.json()["attempts"]]
+
+    assert await ids("sessionId=s1&site=Session:Default") == ["c1/a0", "c1/a1"]
+    assert await ids("sessionId=s1&site=Turn:Model") == ["c2/a0"]
+    assert await ids("sessionId=s1&site=Session:Default&limit=1") == ["c1/a1"]
+    assert await ids("turnId=turn-1&site=Turn:Model") == ["c4/a0"]
+    assert await ids("site=Turn:Model") == ["c2/a0", "c4/a0"]
+    # Each attempt has one owner: two owners together match only what both own.
+    assert await ids("sessionId=s1&turnId=turn-1") == []
+
+
+async def test_attempts_on_the_wire_have_one_of_six_outcomes(
+    api: ApiFactory, database_url: str
+) -> None:
+    """A running attempt is not listed yet; one whose worker died is a timeout."""
+    client = await _daemon(api, database_url)
+    now = datetime.now(UTC)
+    long_ago = now - ATTEMPT_START_TO_CLOSE - timedelta(minutes=1)
+    rows = [
+        _attempt(0, "c1", "session", "s1", long_ago, outcome="in_flight"),
+        _attempt(1, "c1", "session", "s1", long_ago, outcome="ok"),
+        _attempt(0, "c2", "session", "s1", now, outcome="in_flight"),
+    ]
+    store = _store(client)
+    with store.session() as db:
+        db.add_all(rows)
+        db.commit()
+    listed = (await client.get("/api/v1/llm/attempts?sessionId=s1")).json()["attempts"]
+    assert [(a["attemptId"], a["outcome"]) for a in listed] == [
+        ("c1/a0", "timeout"),
+        ("c1/a1", "ok"),
+    ]
+    schema = client.app.openapi()  # type: ignore[attr-defined]
+    schemas = schema["components"]["schemas"]
+    outcome = schemas["AttemptOut"]["properties"]["outcome"]
+    if "$ref" in outcome:
+        outcome = schemas[outcome["$ref"].rsplit("/", 1)[-1]]
+    assert sorted(outcome["enum"]) == sorted(o.value for o in AttemptOutcome)
 
 
 async def test_mutations_need_a_configured_token(api: ApiFactory, database_url: str) -> None:

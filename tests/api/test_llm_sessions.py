@@ -257,6 +257,91 @@ async def test_a_session_model_choice_yields_to_an_operator_preset(daemon: Daemo
         assert caps["modelServices"][0]["modelId"] == "m-alpha", caps["modelServices"]
 
 
+async def _choose(d: Daemon, sid: str, model: str) -> Any:
+    return await d.client.post(f"/session/{sid}/model", json={"modelId": model})
+
+
+async def test_a_session_model_choice_under_a_preset_is_honoured(daemon: DaemonFactory) -> None:  # noqa: F811
+    """A scripted deployment whose Session:Default is bound to a preset on an
+    OpenAI-compatible provider: a session may pick any model, and its next prompt asks
+    the preset's provider for it."""
+    with FakeOpenAI() as alpha:
+        d = await daemon(token=TOKEN)
+        await _provider(d, "alpha", alpha, "sk-alpha")
+        await _preset(d, "on-alpha", "m-alpha", "alpha", [])
+        await _bind(d, SESSION_SITE, "on-alpha")
+        sid = (await d.create())["sessionId"]
+        moved = await _choose(d, sid, "m-alpha-large")
+        assert moved.status_code == 200, moved.text
+        assert moved.json() == {"modelId": "m-alpha-large"}
+        context = (await d.client.get(f"/session/{sid}/context")).json()
+        assert context["state"]["models"]["currentModelId"] == "m-alpha-large"
+        alpha.queue_text("Large.")
+        end, events = await _ask(d, sid, "one")
+        assert end == "turn_complete" and _text(events) == "Large.", events
+        assert [r.body["model"] for r in alpha.requests] == ["m-alpha-large"]
+        attempts = await _attempts(d, sessionId=sid)
+    assert [(a["presetId"], a["provider"], a["requestedModel"]) for a in attempts] == [
+        ("on-alpha", "alpha", "m-alpha-large")
+    ]
+
+
+async def test_a_binding_change_after_the_choice_wins(daemon: DaemonFactory) -> None:  # noqa: F811
+    """The choice holds for the binding it was made under (preset and primary provider):
+    another preset, or the same preset moved to another provider, sends its own model;
+    back under the same binding, the choice applies again."""
+    with FakeOpenAI() as alpha, FakeOpenAI() as beta:
+        d = await daemon(token=TOKEN)
+        await _provider(d, "alpha", alpha, "sk-alpha")
+        await _provider(d, "beta", beta, "sk-beta")
+        await _preset(d, "on-alpha", "m-alpha", "alpha", [])
+        await _preset(d, "on-beta", "m-beta", "beta", [])
+        await _bind(d, SESSION_SITE, "on-alpha")
+        sid = (await d.create())["sessionId"]
+        assert (await _choose(d, sid, "m-alpha-large")).status_code == 200
+        await _bind(d, SESSION_SITE, "on-beta")
+        context = (await d.client.get(f"/session/{sid}/context")).json()
+        assert context["state"]["models"]["currentModelId"] == "m-beta"
+        beta.queue_text("Beta.")
+        end, events = await _ask(d, sid, "one")
+        assert end == "turn_complete" and _text(events) == "Beta.", events
+        await _bind(d, SESSION_SITE, "on-alpha")
+        alpha.queue_text("Alpha large.")
+        end, events = await _ask(d, sid, "two")
+        assert end == "turn_complete" and _text(events) == "Alpha large.", events
+        # The same preset id, now on beta: not the binding the choice was made under.
+        await _preset(d, "on-alpha", "m-alpha-on-beta", "beta", [])
+        beta.queue_text("Moved.")
+        end, events = await _ask(d, sid, "three")
+        assert end == "turn_complete" and _text(events) == "Moved.", events
+        assert [r.body["model"] for r in alpha.requests] == ["m-alpha-large"]
+        assert [r.body["model"] for r in beta.requests] == ["m-beta", "m-alpha-on-beta"]
+        attempts = await _attempts(d, sessionId=sid)
+    assert [(a["presetId"], a["provider"], a["requestedModel"]) for a in attempts] == [
+        ("on-beta", "beta", "m-beta"),
+        ("on-alpha", "alpha", "m-alpha-large"),
+        ("on-alpha", "beta", "m-alpha-on-beta"),
+    ]
+
+
+async def test_a_preset_on_the_scripted_provider_serves_only_scripted(
+    daemon: DaemonFactory,  # noqa: F811
+) -> None:
+    """Validated against Session:Default's primary provider as bound now: an operator's
+    preset on the scripted deployment's own provider serves only 'scripted'."""
+    d = await daemon(token=TOKEN)
+    await _preset(d, "local", "whatever", "settings", [])
+    await _bind(d, SESSION_SITE, "local")
+    sid = (await d.create())["sessionId"]
+    refused = await _choose(d, sid, "m-alpha-large")
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["code"] == "model_switch_failed"
+    assert "serves only 'scripted'" in refused.json()["error"]
+    assert (await _choose(d, sid, "scripted")).status_code == 200
+    end, events = await _ask(d, sid, "hello")
+    assert end == "turn_complete" and _text(events) == "You said: hello", events
+
+
 # -- agent-tools turns ------------------------------------------------------------------------
 
 

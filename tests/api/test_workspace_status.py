@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlmodel import col, select
 
+from runtime.llm.models import LlmCallAttempt
+from runtime.store import Store
 from tests.api.test_sessions import DaemonFactory, daemon  # noqa: F401  (the fixture)
 from tests.fakes.openai_server import FakeOpenAI
 from tests.session_helpers import Daemon, write_prompt
@@ -456,6 +459,13 @@ async def test_recap_through_the_model(daemon: DaemonFactory) -> None:  # noqa: 
     assert "fix the retry race" in json.dumps(asked["messages"])
     # No event, and the session's history is not extended.
     assert len(d.events(sid)) == before
+    # Its attempts are the session's, in the session's tenant, like its prompts'.
+    store: Store = d.client.app.state.store  # type: ignore[attr-defined]
+    with store.session() as db:
+        rows = db.exec(select(LlmCallAttempt).where(col(LlmCallAttempt.owner_id) == sid)).all()
+    recaps = [r for r in rows if "/recap/" in r.call_id]
+    assert len(recaps) == 2 and len(rows) == 3
+    assert {(r.owner_kind, r.tenant) for r in rows} == {("session", str(d.workspace))}
 
 
 def test_init_refuses_a_directory_by_the_memory_file_name(tmp_path: Path) -> None:

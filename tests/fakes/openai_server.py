@@ -64,6 +64,9 @@ class FakeReply:
     finish_reason: str = "stop"
     model: str | None = None  # served model; None echoes the requested one
     usage: tuple[int, int] | None = None  # (prompt, completion); None: word counts
+    # Of the prompt tokens, how many the server read from its cache
+    # (`usage.prompt_tokens_details.cached_tokens`); None: no details, as older servers.
+    cached_tokens: int | None = None
     send_usage: bool = True  # False: behave like a server that ignores include_usage
     truncate: bool = False  # stop the stream before finish_reason and [DONE]
     status: int = 200
@@ -261,17 +264,20 @@ def _completion(reply: FakeReply, served: str, body: dict[str, Any]) -> dict[str
     }
 
 
-def _usage(reply: FakeReply, body: dict[str, Any]) -> dict[str, int]:
+def _usage(reply: FakeReply, body: dict[str, Any]) -> dict[str, Any]:
     if reply.usage is not None:
         prompt, completion = reply.usage
     else:
         prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
         completion = len(reply.content.split())
-    return {
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    if reply.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+    return usage
 
 
 def _arguments_text(call: dict[str, Any]) -> str:

@@ -87,6 +87,23 @@ def test_an_override_prices_a_model_the_bundle_does_not_know(store: Store) -> No
     )
     assert cost == pytest.approx(0.001 + 0.0015)
     assert version.startswith("override:")
+    # Of the 2000 input tokens, 1500 read from the provider's cache: at the cached price.
+    cached = Usage(prompt_tokens=2000, completion_tokens=1000, cached_prompt_tokens=1500)
+    cost, _ = attempt_cost(store, "openai", "qwen/qwen3:beta", cached)
+    assert cost == pytest.approx((500 * 0.5 + 1500 * 0.1 + 1000 * 1.5) / 1e6)
+
+
+def test_cached_tokens_without_a_cached_price_cost_the_input_price(store: Store) -> None:
+    put_price(store, "m-plain", Price(input_per_mtok_usd=4.0, output_per_mtok_usd=8.0), NOW)
+    usage = Usage(prompt_tokens=1000, completion_tokens=10, cached_prompt_tokens=600)
+    cost, _ = attempt_cost(store, "openai", "m-plain", usage)
+    assert cost == pytest.approx((1000 * 4.0 + 10 * 8.0) / 1e6)
+
+
+def test_a_reply_recorded_before_cached_tokens_were_counted_reads_as_none_cached() -> None:
+    """Usage crosses Temporal inside replies: older histories lack the field."""
+    usage = Usage.model_validate({"prompt_tokens": 5, "completion_tokens": 2})
+    assert usage.cached_prompt_tokens == 0
 
 
 def test_the_scripted_model_is_free(store: Store) -> None:
@@ -101,4 +118,12 @@ def test_the_bundle_agrees_with_genai_prices_own_arithmetic(store: Store) -> Non
     usage = Usage(prompt_tokens=12_345, completion_tokens=678)
     ours, _ = attempt_cost(store, "openai", "gpt-4o-mini", usage)
     theirs = calc_price(PriceUsage(input_tokens=12_345, output_tokens=678), model_ref="gpt-4o-mini")
+    assert ours == pytest.approx(float(theirs.total_price))
+    # With cached tokens too (genai-prices counts them inside input_tokens, as OpenAI does).
+    cached = Usage(prompt_tokens=12_345, completion_tokens=678, cached_prompt_tokens=10_000)
+    ours, _ = attempt_cost(store, "openai", "gpt-4o-mini", cached)
+    theirs = calc_price(
+        PriceUsage(input_tokens=12_345, output_tokens=678, cache_read_tokens=10_000),
+        model_ref="gpt-4o-mini",
+    )
     assert ours == pytest.approx(float(theirs.total_price))
