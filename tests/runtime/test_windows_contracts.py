@@ -229,3 +229,14 @@ async def test_the_error_crosses_temporal_typed() -> None:
     decoded = await pydantic_data_converter.decode_failure(failure)
     err = decode_failure(decoded)
     assert err == original
+
+
+def test_statuses_follow_the_codes_nature() -> None:
+    """The pool refusing agentrt's own credential is the deployment's fault (502); a wait
+    that did not come is an upstream timeout (504, never 408: the client was not slow); a
+    secret aimed at a control that is not masked is a refused argument (422)."""
+    statuses = {code: WindowsError.agentrt(code).http_status for code in WindowsErrorCode}
+    assert statuses[WindowsErrorCode.UNAUTHENTICATED] == 502
+    assert statuses[WindowsErrorCode.FORBIDDEN] == 502
+    assert statuses[WindowsErrorCode.WAIT_TIMEOUT] == statuses[WindowsErrorCode.UI_TIMEOUT] == 504
+    assert statuses[WindowsErrorCode.SECRET_TARGET_NOT_MASKED] == 422
