@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         WindowsPoolActivity,
         WindowsVerb,
         activity_timeout,
+        clamp_waits,
         parse_verb,
         renew_after,
         validate_and_clamp,
@@ -168,7 +169,9 @@ class WindowsLeaseWorkflow:
 
     async def _call(self, request: LeaseCall) -> Any:
         verb = WindowsVerb(request.verb)
-        args = validate_and_clamp(verb, request.args)
+        # Validated by `_validate_call` on acceptance (validators do not run on replay):
+        # only the clamps here, so a call accepted under older rules replays the same.
+        args = clamp_waits(verb, request.args)
         self._last_verb = self._now()
         if self._settle is not None:
             # The holder is gone: a late verb does not lease a machine for nobody.

@@ -117,7 +117,9 @@ async def test_every_verb_through_rest(daemon: Daemon) -> None:
     assert typed["typed"] is True
     assert (await daemon.ok(holder, "windows_key", {"keys": "Ctrl+S"}))["sent"] == "Ctrl+S"
     waited = await daemon.ok(
-        holder, "windows_wait_for", {"title": "Untitled - Notepad", "timeoutMs": 2000}
+        holder,
+        "windows_wait_for",
+        {"title": "Untitled - Notepad", "state": "exists", "timeoutMs": 2000},
     )
     assert waited["reached"] is True
     assert await daemon.ok(holder, "windows_computer", {"action": "move", "x": 5, "y": 5})
@@ -171,6 +173,46 @@ async def test_errors_carry_their_code_and_status(daemon: Daemon) -> None:
     error = evicted.json()["error"]
     assert error["code"] == "NOT_FOUND" and error["data"]["sessionEvicted"] is True
     assert (await daemon.verb("coder-3", "windows_windows")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("verb", "args"),
+    [
+        ("windows_click", {"name": "Save"}),  # name without controlType
+        ("windows_click", {"x": 10}),  # x without y
+        ("windows_click", {"ref": "e1", "automationId": "save"}),  # two targets
+        ("windows_type", {"text": "hello"}),  # no target
+        ("windows_type", {"text": "hello", "name": "Save"}),
+        ("windows_wait_for", {"title": "T", "timeoutMs": 100}),  # no state
+        ("windows_wait_for", {"title": "T", "state": "exists"}),  # no timeoutMs
+        ("windows_wait_for", {"state": "gone", "timeoutMs": 100}),  # no subject
+    ],
+)
+async def test_incomplete_targets_and_waits_are_refused_before_any_lease(
+    daemon: Daemon, verb: str, args: dict[str, Any]
+) -> None:
+    await daemon.enable()
+    refused = await daemon.verb("coder-4", verb, args)
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "VALIDATION_ERROR" and error["data"]["httpStatus"] is None
+    assert not daemon.pool.requests
+    listed = await daemon.client.get(f"{BASE}/windows/leases")
+    assert listed.status_code == 200, listed.text
+    assert not listed.json()["leases"]
+
+
+async def test_a_long_wait_is_clamped_not_refused(daemon: Daemon) -> None:
+    await daemon.enable()
+    await daemon.ok("coder-5", "windows_launch", {"program": "notepad.exe"})
+    waited = await daemon.ok(
+        "coder-5",
+        "windows_wait_for",
+        {"title": "Untitled - Notepad", "state": "exists", "timeoutMs": 3_600_000},
+    )
+    assert waited["reached"] is True
+    (sent,) = [body for _, path, body in daemon.pool.requests if path.endswith("/wait_for")]
+    assert sent["timeoutMs"] == 600_000
 
 
 async def test_feature_flag_needs_a_configured_token(daemon: Daemon) -> None:
