@@ -27,7 +27,8 @@ class WindowsErrorBody(BaseModel):
     message: str
     data: dict[str, Any] = Field(
         description="httpStatus, retryable, poolDetail (projected on a call that carried a "
-        "secret), sessionEvicted on a 404 of the pool."
+        "secret), sessionEvicted on a 404 of the pool, reason on a refusal of agentrt's own "
+        "(holder_settled, unknown_holder)."
     )
 
 
@@ -54,7 +55,11 @@ _VERB_ERROR_SCHEMA = _verb_error_schema()
 # What each code means to a direct client, in the route's documented responses.
 _CODE_NOTES: dict[WindowsErrorCode, str] = {
     WindowsErrorCode.FEATURE_DISABLED: "the tenant's windows-pool feature is off",
-    WindowsErrorCode.VALIDATION_ERROR: "an unknown verb or a refused argument; nothing leased",
+    WindowsErrorCode.VALIDATION_ERROR: (
+        "an unknown verb, a refused argument, or a session-/turn-/agent- holder that is not "
+        "this tenant's (reason unknown_holder) or has settled (reason holder_settled); "
+        "nothing leased"
+    ),
     WindowsErrorCode.DESKTOP_UNAVAILABLE: "the host has no interactive desktop",
     WindowsErrorCode.ELEMENT_NOT_FOUND: "take a new snapshot",
     WindowsErrorCode.WINDOW_NOT_FOUND: "list the windows again",

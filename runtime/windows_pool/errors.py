@@ -161,6 +161,9 @@ class WindowsErrorData(BaseModel):
     retryable: bool
     poolDetail: Any = None
     sessionEvicted: bool | None = None
+    # A refusal of agentrt's own, in a word (`holder_settled`, `unknown_holder`); the
+    # pool's reasons stay in its poolDetail.
+    reason: str | None = None
 
 
 class WindowsError(WireError):
@@ -172,13 +175,15 @@ class WindowsError(WireError):
     data: WindowsErrorData
 
     @classmethod
-    def agentrt(cls, code: WindowsErrorCode, message: str | None = None) -> WindowsError:
+    def agentrt(
+        cls, code: WindowsErrorCode, message: str | None = None, *, reason: str | None = None
+    ) -> WindowsError:
         """An error agentrt finds itself, the pool never asked (FEATURE_DISABLED,
         VALIDATION_ERROR)."""
         return cls(
             code=code,
             message=message or _MESSAGES[code],
-            data=WindowsErrorData(httpStatus=None, retryable=code in _RETRYABLE),
+            data=WindowsErrorData(httpStatus=None, retryable=code in _RETRYABLE, reason=reason),
         )
 
     @property

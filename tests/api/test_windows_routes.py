@@ -277,6 +277,36 @@ async def test_a_stopped_agent_releases_its_lease(daemon: Daemon) -> None:
     stopped = await daemon.client.post(f"{BASE}/agents/{instance}/stop")
     assert stopped.status_code == 200, stopped.text
     await _until(lambda: not daemon.pool.sessions)
+    # Stopped: a verb for it leases nothing until the agent is started again.
+    late = await daemon.verb(f"agent-{instance}", "windows_windows")
+    assert late.status_code == 400, late.text
+    assert late.json()["error"]["data"]["reason"] == "holder_settled"
+    assert not daemon.pool.sessions
+
+
+async def test_agentrt_holders_lease_only_under_their_own_tenant(daemon: Daemon) -> None:
+    """A session's lease is tenant `default`'s, an agent's its tenant's: under another
+    tenant the holder's settlement would never reach the lease, so the door refuses."""
+    await daemon.enable()
+    sid = (await daemon.client.post("/session", json={})).json()["sessionId"]
+    feature = await daemon.client.put(f"{BASE}/features/standing-agents", json={"enabled": True})
+    instance = feature.json()["soaInstanceId"]
+    other = "/api/v1/tenants/other"
+    await daemon.client.put(f"{other}/features/windows-pool", json={"enabled": True})
+    for tenant, holder in [
+        (BASE, f"session-{sid}"),  # a session under acme
+        (other, f"agent-{instance}"),  # acme's agent under another tenant
+        (BASE, "agent-no-such-agent"),
+        (BASE, "turn-no-such-turn"),
+    ]:
+        refused = await daemon.client.post(f"{tenant}/windows/{holder}/windows_windows", json={})
+        assert refused.status_code == 400, (holder, refused.text)
+        error = refused.json()["error"]
+        assert error["code"] == "VALIDATION_ERROR", holder
+        assert error["data"]["reason"] == "unknown_holder", holder
+    assert not daemon.pool.requests
+    # A client's own names stay free.
+    assert await daemon.ok("coder-session-7", "windows_windows")
 
 
 async def test_a_long_held_lease_continues_as_new_on_the_same_machine(daemon: Daemon) -> None:

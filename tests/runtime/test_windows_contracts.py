@@ -31,6 +31,7 @@ from runtime.windows_pool.errors import (
     WindowsErrorCode,
     map_pool_error,
 )
+from runtime.windows_pool.lease import holder_settled, known_holder, unknown_holder
 
 
 def refusal(verb: WindowsVerb, args: dict[str, Any]) -> WindowsError:
@@ -303,3 +304,21 @@ def test_statuses_follow_the_codes_nature() -> None:
     assert statuses[WindowsErrorCode.FORBIDDEN] == 502
     assert statuses[WindowsErrorCode.WAIT_TIMEOUT] == statuses[WindowsErrorCode.UI_TIMEOUT] == 504
     assert statuses[WindowsErrorCode.SECRET_TARGET_NOT_MASKED] == 422
+
+
+def test_agentrt_holders_and_their_refusals() -> None:
+    assert known_holder("session-abc") == ("session", "abc")
+    assert known_holder("turn-t-1") == ("turn", "t-1")
+    assert known_holder("agent-soa-acme") == ("agent", "soa-acme")
+    for own in ("coder-1", "session-", "sessions-1", "my-session-1"):
+        assert known_holder(own) is None
+    settled = holder_settled("turn-t1", "turn_finished")
+    assert settled.code is WindowsErrorCode.VALIDATION_ERROR and settled.http_status == 400
+    assert settled.body()["data"] == {
+        "httpStatus": None,
+        "retryable": False,
+        "poolDetail": None,
+        "reason": "holder_settled",
+    }
+    unknown = unknown_holder("session-s1", "acme", "a session's lease is tenant 'default''s")
+    assert unknown.data.reason == "unknown_holder" and "acme" in unknown.message
