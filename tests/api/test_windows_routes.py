@@ -284,6 +284,27 @@ async def test_a_stopped_agent_releases_its_lease(daemon: Daemon) -> None:
     assert not daemon.pool.sessions
 
 
+async def test_a_session_close_releases_a_lease_a_client_took_for_it(daemon: Daemon) -> None:
+    """The session's own tools never used Windows: its close still settles `session-{id}`."""
+    sid = (await daemon.client.post("/session", json={})).json()["sessionId"]
+    default = "/api/v1/tenants/default"
+    await daemon.client.put(f"{default}/features/windows-pool", json={"enabled": True})
+    leased = await daemon.client.post(f"{default}/windows/session-{sid}/windows_windows", json={})
+    assert leased.status_code == 200, leased.text
+    assert daemon.pool.holders() == [f"session-{sid}"]
+    assert (await daemon.client.delete(f"/session/{sid}")).status_code == 204
+    await _until(lambda: not daemon.pool.sessions)
+    # Closed: a verb for it is refused before any lease, a release answers not_held.
+    late = await daemon.client.post(f"{default}/windows/session-{sid}/windows_windows", json={})
+    assert late.status_code == 400, late.text
+    error = late.json()["error"]
+    assert error["code"] == "VALIDATION_ERROR" and error["data"]["reason"] == "holder_settled"
+    assert error["data"]["httpStatus"] is None
+    released = await daemon.client.post(f"{default}/windows/session-{sid}/windows_release", json={})
+    assert released.json() == {"result": {"released": False, "outcome": "not_held"}}
+    assert not daemon.pool.sessions
+
+
 async def test_agentrt_holders_lease_only_under_their_own_tenant(daemon: Daemon) -> None:
     """A session's lease is tenant `default`'s, an agent's its tenant's: under another
     tenant the holder's settlement would never reach the lease, so the door refuses."""
