@@ -133,11 +133,13 @@ def _chain_statuses(method: str, path: str) -> Iterable[int]:
 
 
 def complete(document: dict[str, Any]) -> dict[str, Any]:
-    """Add the chain's statuses to every operation, drop 422, register the error schemas."""
+    """Add the chain's statuses to every operation, drop FastAPI's default 422 (a route's
+    own declared 422 stays), register the error schemas."""
     for path, operations in document.get("paths", {}).items():
         for method, operation in operations.items():
             responses = operation.setdefault("responses", {})
-            responses.pop("422", None)
+            if _is_fastapi_422(responses.get("422")):
+                responses.pop("422")
             for status, response in errors(*_chain_statuses(method, path)).items():
                 responses.setdefault(str(status), response)
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
@@ -145,6 +147,13 @@ def complete(document: dict[str, Any]) -> dict[str, Any]:
         schemas.pop(unused, None)
     schemas.update(SCHEMAS)
     return document
+
+
+def _is_fastapi_422(response: Any) -> bool:
+    if not isinstance(response, dict):
+        return False
+    schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+    return bool(schema.get("$ref", "").endswith("/HTTPValidationError"))
 
 
 def install_openapi(app: FastAPI) -> None:

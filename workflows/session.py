@@ -94,6 +94,9 @@ _EFFECT_RETRY = RetryPolicy(
 _MODEL_CHAIN = "model-steps-walk-the-fallback-chain"
 # windows_* tools run through the session's Windows lease (issue 12).
 _WINDOWS_TOOLS = "session-windows-tools"
+# Closing settles the lease of holder `session-{id}` whoever took it (a REST client too),
+# not only when the session's own tools used Windows.
+_WINDOWS_SETTLE_ALWAYS = "session-close-settles-its-windows-lease"
 
 
 def session_workflow_id(session_id: str) -> str:
@@ -732,9 +735,11 @@ class SessionWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def _settle_windows(self) -> None:
-        """The session is the holder of its Windows lease: closing it releases the machine."""
+        """The session is the holder `session-{id}` of a Windows lease (tenant `default`),
+        whether its tools or a direct client took it: closing releases the machine."""
         assert self._input is not None
-        if not self._windows_used:
+        # Sessions closed before the patch signalled only after their own windows_* calls.
+        if not workflow.patched(_WINDOWS_SETTLE_ALWAYS) and not self._windows_used:
             return
         lease = workflow.get_external_workflow_handle(
             lease_workflow_id(SESSION_TENANT, session_holder(self._input.session_id))

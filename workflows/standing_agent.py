@@ -71,12 +71,21 @@ with workflow.unsafe.imports_passed_through():
         StandingAgentActivity,
         StandingAgentInput,
     )
+    from runtime.windows_pool.lease import (
+        SETTLE_SIGNAL,
+        SettleRequest,
+        agent_holder,
+        lease_workflow_id,
+    )
     from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
     from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 # Histories from before the model-routing chain retried one model step activity; since,
 # each LLM call resolves its site's chain and runs one activity per attempt.
 LLM_CHAIN_PATCH = "llm-chain"
+# An agent closed as STUCK is stopped: it settles the Windows lease of its holder
+# `agent-{instanceId}` as the stop route does (agents closed before this did not).
+STUCK_SETTLES_WINDOWS_PATCH = "stuck-close-settles-windows-lease"
 # What a blocked turn keeps of the chain's failure (every attempt's provider and outcome).
 CHAIN_FAILURE_MAX = 2000
 _LOCAL = timedelta(minutes=1)
@@ -326,6 +335,8 @@ class StandingAgentWorkflow:
             start_to_close_timeout=timedelta(minutes=1),
             retry_policy=_STORE_RETRY,
         )
+        if verdict.close and workflow.patched(STUCK_SETTLES_WINDOWS_PATCH):
+            await _settle_windows(request.tenant, request.instance_id)
         return state.model_copy(
             update={
                 "ticks_total": state.ticks_total + 1,
@@ -519,3 +530,14 @@ def _cause(err: ActivityError) -> str:
 
 def _any_ok(actions: list[ActionRecord], names: frozenset[str]) -> bool:
     return any(a.outcome == ActionOutcome.OK and a.tool in names for a in actions)
+
+
+async def _settle_windows(tenant: str, instance_id: str) -> None:
+    """Release the agent's Windows lease, if a client took one for it."""
+    lease = workflow.get_external_workflow_handle(
+        lease_workflow_id(tenant, agent_holder(instance_id))
+    )
+    try:
+        await lease.signal(SETTLE_SIGNAL, SettleRequest(reason="agent_closed"))
+    except Exception:
+        pass  # no lease for this agent: nothing is held

@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         WindowsPoolActivity,
         WindowsVerb,
         activity_timeout,
+        clamp_waits,
         parse_verb,
         renew_after,
         validate_and_clamp,
@@ -55,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
         LeaseState,
         LeaseView,
         SettleRequest,
+        holder_settled,
         idle_deadline_ms,
         release_not_held,
     )
@@ -119,7 +121,10 @@ class WindowsLeaseWorkflow:
                 non_retryable=True,
             )
         # VALIDATION_ERROR before any lease: a bad call never enters history.
-        validate_and_clamp(parse_verb(request.verb), request.args)
+        verb = parse_verb(request.verb)
+        validate_and_clamp(verb, request.args)
+        if self._settle is not None and verb != WindowsVerb.RELEASE:
+            raise holder_settled(self._input.holder, self._settle.reason).application_error()
 
     @workflow.signal
     def settle(self, request: SettleRequest) -> None:
@@ -168,13 +173,14 @@ class WindowsLeaseWorkflow:
 
     async def _call(self, request: LeaseCall) -> Any:
         verb = WindowsVerb(request.verb)
-        args = validate_and_clamp(verb, request.args)
+        # Validated by `_validate_call` on acceptance (validators do not run on replay):
+        # only the clamps here, so a call accepted under older rules replays the same.
+        args = clamp_waits(verb, request.args)
         self._last_verb = self._now()
-        if self._settle is not None:
-            # The holder is gone: a late verb does not lease a machine for nobody.
-            raise WindowsError.agentrt(
-                WindowsErrorCode.CONFLICT, "The holder of this lease has settled"
-            ).application_error()
+        if self._settle is not None and verb != WindowsVerb.RELEASE:
+            # The holder is gone (it settled while this verb waited its turn): a late verb
+            # does not lease a machine for nobody. A release still releases.
+            raise holder_settled(self._input.holder, self._settle.reason).application_error()
         if verb == WindowsVerb.RELEASE:
             if self._session is None:
                 return release_not_held()

@@ -3,8 +3,10 @@
 - `GET|PUT /api/v1/tenants/{tenant}/features/windows-pool` — the tenant flag, default off.
 - `POST /api/v1/tenants/{tenant}/windows/{holder}/{verb}` with the verb's arguments →
   `{"result"}` or `{"error": {code, message, data}}`, the status mirroring the code.
-  FEATURE_DISABLED and VALIDATION_ERROR answer before any lease; every other verb runs
-  through the holder's `WindowsLeaseWorkflow` (runtime/windows_pool/lease_client.py).
+  FEATURE_DISABLED and VALIDATION_ERROR (bad arguments; a `session-`/`turn-`/`agent-`
+  holder that is not this tenant's or has settled: api/windows_holders.py) answer before
+  any lease; every other verb runs through the holder's `WindowsLeaseWorkflow`
+  (runtime/windows_pool/lease_client.py).
 - `GET /api/v1/tenants/{tenant}/windows/leases` — the tenant's running leases.
 """
 
@@ -18,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from api.deps import SettingsDep, StoreDep, TemporalDep
-from api.errors import ApiError, rpc_error, worker_unavailable
+from api.errors import ApiError, rpc_error, temporal_unavailable, worker_unavailable
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors, json_body
 from api.routes.agents_models import FeatureBody, FeatureState
@@ -31,6 +33,7 @@ from api.routes.windows_models import (
     WindowsVerbResult,
 )
 from api.security import require_configured_token
+from api.windows_holders import refuse_holder
 from runtime.failures import decode_failure
 from runtime.store.tenants import feature_enabled, set_feature
 from runtime.windows_pool import lease_client
@@ -119,6 +122,16 @@ async def call_verb(
         args = validate_and_clamp(parsed, body)
     except ApplicationError as err:
         raise _typed(err) from err
+    if parsed != WindowsVerb.RELEASE:
+        # A release never leases: it stays open to any holder (idempotent, not_held).
+        try:
+            refusal = await refuse_holder(store, client, settings, tenant, holder)
+        except TimeoutError as err:
+            raise temporal_unavailable() from err
+        except RPCError as err:
+            raise rpc_error(err) from err
+        if refusal is not None:
+            raise _answer(refusal)
     try:
         result = await lease_client.call_verb(
             client,

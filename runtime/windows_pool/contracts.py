@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from temporalio.common import RetryPolicy
@@ -26,9 +26,9 @@ PROTOCOL_VERSION = 1
 # Bounds of the spec, clamped, not refused: the guest's own ceilings.
 MAX_WAIT_FOR_TIMEOUT_MS = 600_000
 MAX_WAIT_FOR_WINDOW_MS = 55_000
-# What agentrt sends when the caller gave no wait, so that every budget below is known
-# to agentrt (the guest never waits longer than agentrt's HTTP timeout allows for).
-DEFAULT_WAIT_FOR_TIMEOUT_MS = 30_000
+# What agentrt sends when the caller gave no waitForWindowMs, so that every budget below
+# is known to agentrt (the guest never waits longer than agentrt's HTTP timeout allows
+# for). windows_wait_for's timeoutMs is required.
 DEFAULT_WAIT_FOR_WINDOW_MS = 10_000
 # guest < pool < core: the pool's budget for a call is its wait + POOL_BUDGET_MARGIN_MS,
 # and agentrt's HTTP timeout is that budget + CORE_MARGIN_MS, so a guest that gave up
@@ -142,8 +142,8 @@ class OptionalHwndArgs(_Args):
 
 
 class _Target(_Args):
-    """An element or a point: `ref` (from the last snapshot), else `automationId`, else
-    `name` (+ `controlType`), else the screen point `x` + `y`."""
+    """An element or a point, in exactly one form: `ref` (from the last snapshot), or
+    `automationId`, or `name` + `controlType`, or the screen point `x` + `y`."""
 
     ref: str | None = Field(default=None, pattern=r"^e[0-9]+$")
     automationId: str | None = None
@@ -152,36 +152,50 @@ class _Target(_Args):
     x: int | None = None
     y: int | None = None
 
-    def has_target(self) -> bool:
-        return bool(
-            self.ref is not None
-            or self.automationId is not None
-            or self.name is not None
-            or (self.x is not None and self.y is not None)
-        )
+    # The verb named in a refusal.
+    verb_name: ClassVar[str] = "windows_*"
+
+    def target_forms(self) -> list[str]:
+        """The forms given, each whole; a half form (name without controlType, x
+        without y) is refused by `_one_target`."""
+        forms = []
+        if self.ref is not None:
+            forms.append("ref")
+        if self.automationId is not None:
+            forms.append("automationId")
+        if self.name is not None or self.controlType is not None:
+            forms.append("name + controlType")
+        if self.x is not None or self.y is not None:
+            forms.append("x + y")
+        return forms
 
     @model_validator(mode="after")
-    def _point_whole(self) -> _Target:
+    def _one_target(self) -> _Target:
         if (self.x is None) != (self.y is None):
             raise ValueError("a point needs both x and y")
+        if (self.name is None) != (self.controlType is None):
+            raise ValueError("an element by name needs both name and controlType")
+        forms = self.target_forms()
+        if len(forms) != 1:
+            given = f" (got {', '.join(forms)})" if forms else ""
+            raise ValueError(
+                f"{self.verb_name} takes exactly one target: ref, automationId, "
+                f"name + controlType, or x + y{given}"
+            )
         return self
 
 
 class ClickArgs(_Target):
+    verb_name: ClassVar[str] = "windows_click"
     button: Literal["left", "right", "middle"] | None = None
     double: bool | None = None
 
-    @model_validator(mode="after")
-    def _one_target(self) -> ClickArgs:
-        if not self.has_target():
-            raise ValueError("windows_click needs ref, automationId, name (+ controlType) or x + y")
-        return self
-
 
 class TypeArgs(_Target):
-    """Exactly one of `text` / `secretRef`; a secretRef is a bare name. No target types into
-    the focused control."""
+    """Exactly one of `text` / `secretRef` (a secretRef is a bare name), into exactly one
+    target, as windows_click takes it."""
 
+    verb_name: ClassVar[str] = "windows_type"
     text: str | None = None
     secretRef: str | None = None
 
@@ -205,22 +219,34 @@ WaitState = Literal["exists", "enabled", "gone"]
 
 
 class WaitForArgs(_Args):
+    """Exactly one subject: an element (`ref`, or `automationId` / `name`, which name an
+    element that may not exist yet) or a window `title`; `state` and `timeoutMs` are
+    required (timeoutMs is clamped to MAX_WAIT_FOR_TIMEOUT_MS, not refused)."""
+
     ref: str | None = Field(default=None, pattern=r"^e[0-9]+$")
     automationId: str | None = None
     name: str | None = None
     title: str | None = None
-    state: WaitState = "exists"
-    timeoutMs: int | None = Field(default=None, ge=0)
+    state: WaitState
+    timeoutMs: int = Field(ge=0)
 
     @model_validator(mode="after")
     def _one_subject(self) -> WaitForArgs:
-        if (
-            self.ref is None
-            and self.automationId is None
-            and self.name is None
-            and (self.title is None)
-        ):
-            raise ValueError("windows_wait_for needs ref, automationId, name or title")
+        given = [
+            key
+            for key, value in (
+                ("ref", self.ref),
+                ("automationId", self.automationId),
+                ("name", self.name),
+                ("title", self.title),
+            )
+            if value is not None
+        ]
+        if len(given) != 1:
+            got = f" (got {', '.join(given)})" if given else ""
+            raise ValueError(
+                f"windows_wait_for takes exactly one of ref, automationId, name, title{got}"
+            )
         return self
 
 
@@ -304,17 +330,23 @@ def validate_and_clamp(verb: WindowsVerb, args: dict[str, Any]) -> dict[str, Any
         raise WindowsError.agentrt(
             WindowsErrorCode.VALIDATION_ERROR, f"{verb.value}: {problems}"
         ).application_error() from None
-    if isinstance(parsed, WaitForArgs):
-        wait = parsed.timeoutMs if parsed.timeoutMs is not None else DEFAULT_WAIT_FOR_TIMEOUT_MS
-        parsed.timeoutMs = min(wait, MAX_WAIT_FOR_TIMEOUT_MS)
-    elif isinstance(parsed, LaunchArgs):
-        wait = (
-            parsed.waitForWindowMs
-            if parsed.waitForWindowMs is not None
-            else DEFAULT_WAIT_FOR_WINDOW_MS
-        )
-        parsed.waitForWindowMs = min(wait, MAX_WAIT_FOR_WINDOW_MS)
-    return parsed.model_dump(exclude_none=True)
+    return clamp_waits(verb, parsed.model_dump(exclude_none=True))
+
+
+def clamp_waits(verb: WindowsVerb, args: dict[str, Any]) -> dict[str, Any]:
+    """The bounds of the spec on arguments already validated, clamped, not refused.
+
+    The lease workflow's update handler applies only this: its validator checked the
+    call when it was accepted, and a handler replaying a call accepted under older rules
+    must issue the same commands as then."""
+    clamped = dict(args)
+    if verb is WindowsVerb.WAIT_FOR and isinstance(clamped.get("timeoutMs"), int):
+        clamped["timeoutMs"] = min(clamped["timeoutMs"], MAX_WAIT_FOR_TIMEOUT_MS)
+    elif verb is WindowsVerb.LAUNCH:
+        wait = clamped.get("waitForWindowMs")
+        wait = wait if isinstance(wait, int) else DEFAULT_WAIT_FOR_WINDOW_MS
+        clamped["waitForWindowMs"] = min(wait, MAX_WAIT_FOR_WINDOW_MS)
+    return clamped
 
 
 def carries_secret(verb: WindowsVerb, args: dict[str, Any]) -> bool:
@@ -325,7 +357,8 @@ def carries_secret(verb: WindowsVerb, args: dict[str, Any]) -> bool:
 def wait_ms(verb: WindowsVerb, args: dict[str, Any]) -> int:
     """How long the guest may wait on this call (validated and clamped args)."""
     if verb is WindowsVerb.WAIT_FOR:
-        return int(args.get("timeoutMs", DEFAULT_WAIT_FOR_TIMEOUT_MS))
+        # Required, and validated; a call accepted under older rules carried it too.
+        return int(args["timeoutMs"])
     if verb is WindowsVerb.LAUNCH:
         return int(args.get("waitForWindowMs", DEFAULT_WAIT_FOR_WINDOW_MS))
     return 0

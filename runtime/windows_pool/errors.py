@@ -65,14 +65,18 @@ _DESKTOP_CODE_NAMES = frozenset(code.value for code in DESKTOP_CODES)
 # The status agentrt answers a direct client with (REST), by the code's nature: the
 # caller's mistake is 4xx, the pool's trouble 5xx. The pool refusing agentrt's own
 # credential (UNAUTHENTICATED / FORBIDDEN) is the deployment's fault, not the caller's:
-# 502, so that a client never takes it for a problem with its own token.
+# 502, so that a client never takes it for a problem with its own token. WAIT_TIMEOUT is
+# 504 like UI_TIMEOUT: the awaited state did not come in time upstream (408 would say the
+# client was slow, and invites clients to resend automatically). SECRET_TARGET_NOT_MASKED
+# is 422: the call is well formed, its target is refused. The verb route's documented
+# responses are built from this table (api/routes/windows_models.py).
 _HTTP_STATUS: dict[WindowsErrorCode, int] = {
     WindowsErrorCode.FEATURE_DISABLED: 403,
     WindowsErrorCode.VALIDATION_ERROR: 400,
     WindowsErrorCode.DESKTOP_UNAVAILABLE: 503,
     WindowsErrorCode.ELEMENT_NOT_FOUND: 404,
     WindowsErrorCode.WINDOW_NOT_FOUND: 404,
-    WindowsErrorCode.WAIT_TIMEOUT: 408,
+    WindowsErrorCode.WAIT_TIMEOUT: 504,
     WindowsErrorCode.UI_TIMEOUT: 504,
     WindowsErrorCode.SECRET_NOT_FOUND: 404,
     WindowsErrorCode.SECRET_TARGET_NOT_MASKED: 422,
@@ -109,6 +113,12 @@ _TRANSIENT: frozenset[WindowsErrorCode] = frozenset(
         WindowsErrorCode.RATE_LIMITED,
     }
 )
+
+
+def http_status_of(code: WindowsErrorCode) -> int:
+    """The REST status of a code (one table: the answers and the OpenAPI document)."""
+    return _HTTP_STATUS[code]
+
 
 _MESSAGES: dict[WindowsErrorCode, str] = {
     WindowsErrorCode.FEATURE_DISABLED: "the windows-pool feature is disabled for this tenant",
@@ -151,6 +161,9 @@ class WindowsErrorData(BaseModel):
     retryable: bool
     poolDetail: Any = None
     sessionEvicted: bool | None = None
+    # A refusal of agentrt's own, in a word (`holder_settled`, `unknown_holder`); the
+    # pool's reasons stay in its poolDetail.
+    reason: str | None = None
 
 
 class WindowsError(WireError):
@@ -162,13 +175,15 @@ class WindowsError(WireError):
     data: WindowsErrorData
 
     @classmethod
-    def agentrt(cls, code: WindowsErrorCode, message: str | None = None) -> WindowsError:
+    def agentrt(
+        cls, code: WindowsErrorCode, message: str | None = None, *, reason: str | None = None
+    ) -> WindowsError:
         """An error agentrt finds itself, the pool never asked (FEATURE_DISABLED,
         VALIDATION_ERROR)."""
         return cls(
             code=code,
             message=message or _MESSAGES[code],
-            data=WindowsErrorData(httpStatus=None, retryable=code in _RETRYABLE),
+            data=WindowsErrorData(httpStatus=None, retryable=code in _RETRYABLE, reason=reason),
         )
 
     @property

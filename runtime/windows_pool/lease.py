@@ -11,12 +11,13 @@ Pure: no I/O, so workflows import it through `imports_passed_through`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 from temporalio.common import SearchAttributeKey, SearchAttributePair
 
 from runtime.windows_pool.contracts import PoolSession
+from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
 
 WINDOWS_POOL_FEATURE = "windows-pool"
 LEASE_KIND = "windows-lease"
@@ -68,6 +69,42 @@ def turn_holder(turn_id: str) -> str:
 
 def agent_holder(instance_id: str) -> str:
     return f"agent-{instance_id}"
+
+
+HolderKind = Literal["session", "turn", "agent"]
+
+# Why agentrt refuses a verb for a holder of its own (VALIDATION_ERROR, nothing leased).
+HOLDER_SETTLED = "holder_settled"
+UNKNOWN_HOLDER = "unknown_holder"
+
+
+def known_holder(holder: str) -> tuple[HolderKind, str] | None:
+    """The kind and id of a holder agentrt settles (`session-{id}`, `turn-{id}`,
+    `agent-{id}`); None for a direct client's own name."""
+    for kind in get_args(HolderKind):
+        prefix = f"{kind}-"
+        if holder.startswith(prefix) and len(holder) > len(prefix):
+            return kind, holder.removeprefix(prefix)
+    return None
+
+
+def holder_settled(holder: str, detail: str = "") -> WindowsError:
+    """A verb for a holder that is gone: no machine is leased for nobody."""
+    return WindowsError.agentrt(
+        WindowsErrorCode.VALIDATION_ERROR,
+        f"the holder {holder} has settled{f' ({detail})' if detail else ''}; nothing was leased",
+        reason=HOLDER_SETTLED,
+    )
+
+
+def unknown_holder(holder: str, tenant: str, detail: str) -> WindowsError:
+    """A verb for an agentrt holder that is not this tenant's: its settlement would
+    never reach a lease under this tenant."""
+    return WindowsError.agentrt(
+        WindowsErrorCode.VALIDATION_ERROR,
+        f"{holder} is not a holder of tenant {tenant!r}: {detail}; nothing was leased",
+        reason=UNKNOWN_HOLDER,
+    )
 
 
 def idle_deadline_ms(last_verb_ms: int, idle_ms: int) -> int:

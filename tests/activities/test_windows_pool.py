@@ -198,8 +198,8 @@ async def test_desktop_form(h: Harness, pool: FakeWindowsPool) -> None:
     assert clicked == {"clicked": "File", "method": "invoke"}
     typed = await h.verb(session, WindowsVerb.TYPE, automationId="text", text="hello")
     assert typed["typed"] is True
-    typed = await h.verb(session, WindowsVerb.TYPE, text=" world")  # the focused control
-    assert typed["method"] == "keys"
+    typed = await h.verb(session, WindowsVerb.TYPE, ref="e3", text=" world")  # the snapshot's
+    assert typed["method"] == "value_pattern"
     guest = pool.guest(session.session_id)
     editor = next(e for e in guest.windows[hwnd].root.walk() if e.automation_id == "text")
     assert editor.value == "hello world"
@@ -240,7 +240,9 @@ async def test_launch_wait_is_the_guest_s_honest_null(h: Harness) -> None:
     assert silent["hwnd"] is None and silent["pid"]
     late = await h.verb(session, WindowsVerb.LAUNCH, program="slow.exe", waitForWindowMs=0)
     assert late["hwnd"] is None
-    shown = await h.verb(session, WindowsVerb.WAIT_FOR, title="Slow window", timeoutMs=5000)
+    shown = await h.verb(
+        session, WindowsVerb.WAIT_FOR, title="Slow window", state="exists", timeoutMs=5000
+    )
     assert shown["reached"] is True
     waited = await h.verb(session, WindowsVerb.LAUNCH, program="slow.exe", waitForWindowMs=5000)
     assert waited["title"] == "Slow window"
@@ -249,7 +251,9 @@ async def test_launch_wait_is_the_guest_s_honest_null(h: Harness) -> None:
 async def test_wait_for_states_and_timeout(h: Harness) -> None:
     session = await h.open()
     launched = await h.verb(session, WindowsVerb.LAUNCH, program="login.exe")
-    ok = await h.verb(session, WindowsVerb.WAIT_FOR, automationId="ok", state="enabled")
+    ok = await h.verb(
+        session, WindowsVerb.WAIT_FOR, automationId="ok", state="enabled", timeoutMs=5000
+    )
     assert ok["reached"] is True
     timeout = await fails(
         h.verb(session, WindowsVerb.WAIT_FOR, automationId="later", state="enabled", timeoutMs=100)
@@ -257,7 +261,9 @@ async def test_wait_for_states_and_timeout(h: Harness) -> None:
     assert timeout.code is WindowsErrorCode.WAIT_TIMEOUT and timeout.data.retryable
     assert timeout.data.poolDetail["elapsedMs"] >= 100
     await h.verb(session, WindowsVerb.CLOSE, hwnd=launched["hwnd"])
-    gone = await h.verb(session, WindowsVerb.WAIT_FOR, title="Sign in", state="gone")
+    gone = await h.verb(
+        session, WindowsVerb.WAIT_FOR, title="Sign in", state="gone", timeoutMs=5000
+    )
     assert gone["reached"] is True
 
 

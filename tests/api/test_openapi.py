@@ -7,6 +7,7 @@ untyped `dict`); a stream or a page declares its media type instead; a 204 has n
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from api.app import create_app
 from runtime.settings import Settings
+from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
 
 NOT_JSON = {"text/event-stream", "text/html", "application/x-ndjson"}
 
@@ -90,3 +92,35 @@ def test_bodies_parsed_by_the_routes_are_documented(document: dict[str, Any]) ->
     schema = prompt["requestBody"]["content"]["application/json"]["schema"]
     assert schema["required"] == ["prompt"]
     assert set(prompt["responses"]) >= {"200", "202"}
+
+
+def test_windows_verb_route_documents_each_code_under_its_status(
+    document: dict[str, Any],
+) -> None:
+    """Every Windows error code is named under the status the route answers it with
+    (runtime/windows_pool/errors.py), and under no other: the document cannot drift."""
+    operation = document["paths"]["/api/v1/tenants/{tenant}/windows/{holder}/{verb}"]["post"]
+    responses: dict[str, Any] = operation["responses"]
+    for code in WindowsErrorCode:
+        status = str(WindowsError.agentrt(code).http_status)
+        assert status in responses, f"{code} answers {status}, undocumented"
+        assert re.search(rf"\b{code.value}\b", responses[status]["description"]), (code, status)
+        elsewhere = [
+            other
+            for other, response in responses.items()
+            if other != status and re.search(rf"\b{code.value}\b", response["description"])
+        ]
+        assert not elsewhere, f"{code} is documented under {elsewhere} too"
+        schema = responses[status]["content"]["application/json"]["schema"]
+        assert {"$ref": "#/components/schemas/WindowsVerbError"} in schema["anyOf"]
+
+
+def test_a_route_keeps_its_own_422(document: dict[str, Any]) -> None:
+    """FastAPI's default 422 is dropped; a 422 the route declares itself stays."""
+    for _method, _path, operation in _operations(document):
+        response = operation["responses"].get("422")
+        if response is not None:
+            schema = response["content"]["application/json"]["schema"]
+            assert "HTTPValidationError" not in str(schema)
+    windows = document["paths"]["/api/v1/tenants/{tenant}/windows/{holder}/{verb}"]["post"]
+    assert "SECRET_TARGET_NOT_MASKED" in windows["responses"]["422"]["description"]

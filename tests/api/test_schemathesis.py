@@ -213,14 +213,18 @@ async def test_the_api_keeps_its_openapi_promises(live: Live) -> None:
     assert not failures, "\n\n".join(failures)
 
 
-async def test_the_document_lists_no_422_and_declares_the_hand_parsed_bodies(
+async def test_the_document_lists_no_default_422_and_declares_the_hand_parsed_bodies(
     live: Live,
 ) -> None:
+    """FastAPI's default 422 is gone (this app answers validation errors with 400); a 422
+    a route sends itself (a workspace `binary_file`, a Windows SECRET_TARGET_NOT_MASKED)
+    is declared with its own body."""
     async with httpx.AsyncClient(base_url=live.base_url, headers=live.headers) as client:
         document: dict[str, Any] = (await client.get("/openapi.json")).json()
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
-            assert "422" not in operation["responses"], (method, path)
+            own_422 = operation["responses"].get("422")
+            assert own_422 is None or "HTTPValidationError" not in str(own_422), (method, path)
             assert {"401", "403", "500"} <= set(operation["responses"]), (method, path)
     hand_parsed = [
         ("post", "/session"),

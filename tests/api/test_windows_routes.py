@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from temporalio.client import Client
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.session import IMAGES_SHOWN
@@ -87,6 +89,19 @@ async def daemon(
         client.headers["Authorization"] = f"Bearer {TOKEN}"
         await stack.enter_async_context(build_worker(dev_env.client, settings, store))
         yield Daemon(client, pool, store, dev_env.client)
+        await _end_leases(dev_env.client, task_queue)
+
+
+async def _end_leases(temporal: Client, task_queue: str) -> None:
+    """Leases this test left held would outlive its worker (their task queue is the
+    test's): a later test listing the tenant's leases would wait on their queries."""
+    query = (
+        f"AgentrtKind = 'windows-lease' AND TaskQueue = '{task_queue}' "
+        "AND ExecutionStatus = 'Running'"
+    )
+    async for execution in temporal.list_workflows(query):
+        with contextlib.suppress(RPCError):  # ended meanwhile
+            await temporal.get_workflow_handle(execution.id).terminate("test over")
 
 
 async def test_every_verb_answers_feature_disabled_before_any_lease(daemon: Daemon) -> None:
@@ -117,7 +132,9 @@ async def test_every_verb_through_rest(daemon: Daemon) -> None:
     assert typed["typed"] is True
     assert (await daemon.ok(holder, "windows_key", {"keys": "Ctrl+S"}))["sent"] == "Ctrl+S"
     waited = await daemon.ok(
-        holder, "windows_wait_for", {"title": "Untitled - Notepad", "timeoutMs": 2000}
+        holder,
+        "windows_wait_for",
+        {"title": "Untitled - Notepad", "state": "exists", "timeoutMs": 2000},
     )
     assert waited["reached"] is True
     assert await daemon.ok(holder, "windows_computer", {"action": "move", "x": 5, "y": 5})
@@ -171,6 +188,43 @@ async def test_errors_carry_their_code_and_status(daemon: Daemon) -> None:
     error = evicted.json()["error"]
     assert error["code"] == "NOT_FOUND" and error["data"]["sessionEvicted"] is True
     assert (await daemon.verb("coder-3", "windows_windows")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("verb", "args"),
+    [
+        ("windows_click", {"name": "Save"}),  # name without controlType
+        ("windows_click", {"x": 10}),  # x without y
+        ("windows_click", {"ref": "e1", "automationId": "save"}),  # two targets
+        ("windows_type", {"text": "hello"}),  # no target
+        ("windows_type", {"text": "hello", "name": "Save"}),
+        ("windows_wait_for", {"title": "T", "timeoutMs": 100}),  # no state
+        ("windows_wait_for", {"title": "T", "state": "exists"}),  # no timeoutMs
+        ("windows_wait_for", {"state": "gone", "timeoutMs": 100}),  # no subject
+    ],
+)
+async def test_incomplete_targets_and_waits_are_refused_before_any_lease(
+    daemon: Daemon, verb: str, args: dict[str, Any]
+) -> None:
+    await daemon.enable()
+    refused = await daemon.verb("coder-4", verb, args)
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "VALIDATION_ERROR" and error["data"]["httpStatus"] is None
+    assert not daemon.pool.requests
+
+
+async def test_a_long_wait_is_clamped_not_refused(daemon: Daemon) -> None:
+    await daemon.enable()
+    await daemon.ok("coder-5", "windows_launch", {"program": "notepad.exe"})
+    waited = await daemon.ok(
+        "coder-5",
+        "windows_wait_for",
+        {"title": "Untitled - Notepad", "state": "exists", "timeoutMs": 3_600_000},
+    )
+    assert waited["reached"] is True
+    (sent,) = [body for _, path, body in daemon.pool.requests if path.endswith("/wait_for")]
+    assert sent["timeoutMs"] == 600_000
 
 
 async def test_feature_flag_needs_a_configured_token(daemon: Daemon) -> None:
@@ -235,6 +289,57 @@ async def test_a_stopped_agent_releases_its_lease(daemon: Daemon) -> None:
     stopped = await daemon.client.post(f"{BASE}/agents/{instance}/stop")
     assert stopped.status_code == 200, stopped.text
     await _until(lambda: not daemon.pool.sessions)
+    # Stopped: a verb for it leases nothing until the agent is started again.
+    late = await daemon.verb(f"agent-{instance}", "windows_windows")
+    assert late.status_code == 400, late.text
+    assert late.json()["error"]["data"]["reason"] == "holder_settled"
+    assert not daemon.pool.sessions
+
+
+async def test_a_session_close_releases_a_lease_a_client_took_for_it(daemon: Daemon) -> None:
+    """The session's own tools never used Windows: its close still settles `session-{id}`."""
+    sid = (await daemon.client.post("/session", json={})).json()["sessionId"]
+    default = "/api/v1/tenants/default"
+    await daemon.client.put(f"{default}/features/windows-pool", json={"enabled": True})
+    leased = await daemon.client.post(f"{default}/windows/session-{sid}/windows_windows", json={})
+    assert leased.status_code == 200, leased.text
+    assert daemon.pool.holders() == [f"session-{sid}"]
+    assert (await daemon.client.delete(f"/session/{sid}")).status_code == 204
+    await _until(lambda: not daemon.pool.sessions)
+    # Closed: a verb for it is refused before any lease, a release answers not_held.
+    late = await daemon.client.post(f"{default}/windows/session-{sid}/windows_windows", json={})
+    assert late.status_code == 400, late.text
+    error = late.json()["error"]
+    assert error["code"] == "VALIDATION_ERROR" and error["data"]["reason"] == "holder_settled"
+    assert error["data"]["httpStatus"] is None
+    released = await daemon.client.post(f"{default}/windows/session-{sid}/windows_release", json={})
+    assert released.json() == {"result": {"released": False, "outcome": "not_held"}}
+    assert not daemon.pool.sessions
+
+
+async def test_agentrt_holders_lease_only_under_their_own_tenant(daemon: Daemon) -> None:
+    """A session's lease is tenant `default`'s, an agent's its tenant's: under another
+    tenant the holder's settlement would never reach the lease, so the door refuses."""
+    await daemon.enable()
+    sid = (await daemon.client.post("/session", json={})).json()["sessionId"]
+    feature = await daemon.client.put(f"{BASE}/features/standing-agents", json={"enabled": True})
+    instance = feature.json()["soaInstanceId"]
+    other = "/api/v1/tenants/other"
+    await daemon.client.put(f"{other}/features/windows-pool", json={"enabled": True})
+    for tenant, holder in [
+        (BASE, f"session-{sid}"),  # a session under acme
+        (other, f"agent-{instance}"),  # acme's agent under another tenant
+        (BASE, "agent-no-such-agent"),
+        (BASE, "turn-no-such-turn"),
+    ]:
+        refused = await daemon.client.post(f"{tenant}/windows/{holder}/windows_windows", json={})
+        assert refused.status_code == 400, (holder, refused.text)
+        error = refused.json()["error"]
+        assert error["code"] == "VALIDATION_ERROR", holder
+        assert error["data"]["reason"] == "unknown_holder", holder
+    assert not daemon.pool.requests
+    # A client's own names stay free.
+    assert await daemon.ok("coder-session-7", "windows_windows")
 
 
 async def test_a_long_held_lease_continues_as_new_on_the_same_machine(daemon: Daemon) -> None:

@@ -1,5 +1,6 @@
 """An agent-tools turn is the holder `turn-{turnId}` of a Windows lease in its workspace's
-tenant: when the turn finishes, the lease is released (the loopback pool sees the DELETE)."""
+tenant: when the turn finishes, the lease is released (the loopback pool sees the DELETE);
+under another tenant, or after the turn finished, a verb for it is refused."""
 
 from __future__ import annotations
 
@@ -60,6 +61,14 @@ async def test_a_finished_turn_releases_its_lease(
     turn_id = turn["turn_id"]
     events = await page.wait_for_event(turn_id, "agent.authorization.required")
     research_id = events[-1]["payload"]["research_id"]
+    # Under another tenant the turn's settlement (its workspace's lease) would miss it.
+    await page.client.put("/api/v1/tenants/other/features/windows-pool", json={"enabled": True})
+    elsewhere = await page.client.post(
+        f"/api/v1/tenants/other/windows/turn-{turn_id}/windows_windows", json={}
+    )
+    assert elsewhere.status_code == 400, elsewhere.text
+    assert elsewhere.json()["error"]["data"]["reason"] == "unknown_holder"
+    assert not pool.sessions
     leased = await page.client.post(f"{tenant}/windows/turn-{turn_id}/windows_windows", json={})
     assert leased.status_code == 200, leased.text
     assert pool.holders() == [f"turn-{turn_id}"]
@@ -69,4 +78,10 @@ async def test_a_finished_turn_releases_its_lease(
         if not pool.sessions:
             break
         await asyncio.sleep(0.05)
+    assert not pool.sessions
+    # Finished: a verb for the turn leases nothing for nobody.
+    late = await page.client.post(f"{tenant}/windows/turn-{turn_id}/windows_windows", json={})
+    assert late.status_code == 400, late.text
+    error = late.json()["error"]
+    assert error["code"] == "VALIDATION_ERROR" and error["data"]["reason"] == "holder_settled"
     assert not pool.sessions

@@ -18,6 +18,7 @@ from runtime.windows_pool.contracts import (
     MAX_WAIT_FOR_WINDOW_MS,
     WindowsVerb,
     carries_secret,
+    clamp_waits,
     http_timeout,
     parse_verb,
     pool_budget_ms,
@@ -30,6 +31,7 @@ from runtime.windows_pool.errors import (
     WindowsErrorCode,
     map_pool_error,
 )
+from runtime.windows_pool.lease import holder_settled, known_holder, unknown_holder
 
 
 def refusal(verb: WindowsVerb, args: dict[str, Any]) -> WindowsError:
@@ -90,7 +92,8 @@ def test_other_shapes_are_refused_before_any_lease() -> None:
     assert refusal(WindowsVerb.CLICK, {}).code is WindowsErrorCode.VALIDATION_ERROR
     assert refusal(WindowsVerb.CLICK, {"x": 3}).code is WindowsErrorCode.VALIDATION_ERROR
     assert (
-        refusal(WindowsVerb.WAIT_FOR, {"state": "gone"}).code is WindowsErrorCode.VALIDATION_ERROR
+        refusal(WindowsVerb.WAIT_FOR, {"state": "gone", "timeoutMs": 5}).code
+        is WindowsErrorCode.VALIDATION_ERROR
     )
     assert refusal(WindowsVerb.FOCUS, {}).code is WindowsErrorCode.VALIDATION_ERROR
     assert refusal(WindowsVerb.COMPUTER, {"action": "dance"}).code is (
@@ -106,21 +109,82 @@ def test_other_shapes_are_refused_before_any_lease() -> None:
 
 
 def test_waits_are_clamped_not_refused_and_always_explicit() -> None:
-    wait = validate_and_clamp(WindowsVerb.WAIT_FOR, {"title": "T", "timeoutMs": 3_600_000})
+    title = {"title": "T", "state": "exists"}
+    wait = validate_and_clamp(WindowsVerb.WAIT_FOR, title | {"timeoutMs": 3_600_000})
     assert wait["timeoutMs"] == MAX_WAIT_FOR_TIMEOUT_MS == 600_000
     launch = validate_and_clamp(WindowsVerb.LAUNCH, {"program": "a.exe", "waitForWindowMs": 90_000})
     assert launch["waitForWindowMs"] == MAX_WAIT_FOR_WINDOW_MS == 55_000
     assert "waitForWindowMs" in validate_and_clamp(WindowsVerb.LAUNCH, {"program": "a.exe"})
-    assert "timeoutMs" in validate_and_clamp(WindowsVerb.WAIT_FOR, {"ref": "e1"})
-    small = validate_and_clamp(WindowsVerb.WAIT_FOR, {"ref": "e1", "timeoutMs": 100})
-    assert small["timeoutMs"] == 100
+    small = validate_and_clamp(
+        WindowsVerb.WAIT_FOR, {"ref": "e1", "state": "gone", "timeoutMs": 100}
+    )
+    assert small == {"ref": "e1", "state": "gone", "timeoutMs": 100}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"title": "T", "timeoutMs": 100},  # no state
+        {"title": "T", "state": "exists"},  # no timeoutMs
+        {"title": "T", "state": "visible", "timeoutMs": 100},  # not a state
+        {"state": "exists", "timeoutMs": 100},  # no subject
+        {"ref": "e1", "title": "T", "state": "exists", "timeoutMs": 100},  # two subjects
+        {"title": "T", "state": "exists", "timeoutMs": -1},
+    ],
+)
+def test_windows_wait_for_needs_one_subject_a_state_and_a_timeout(args: dict[str, Any]) -> None:
+    assert refusal(WindowsVerb.WAIT_FOR, args).code is WindowsErrorCode.VALIDATION_ERROR
+
+
+TARGETS_REFUSED = [
+    {},  # none
+    {"name": "Save"},  # name without controlType
+    {"controlType": "Button"},  # controlType without name
+    {"x": 3},  # x without y
+    {"y": 3},
+    {"ref": "e1", "automationId": "save"},  # two forms
+    {"automationId": "save", "x": 1, "y": 2},
+    {"ref": "e1", "name": "Save", "controlType": "Button"},
+    {"ref": "button-1"},  # not a snapshot ref
+]
+TARGETS_ACCEPTED = [
+    {"ref": "e4"},
+    {"automationId": "save"},
+    {"name": "Save", "controlType": "Button"},
+    {"x": 10, "y": 20},
+]
+
+
+@pytest.mark.parametrize("target", TARGETS_REFUSED)
+def test_click_and_type_refuse_anything_but_one_whole_target(target: dict[str, Any]) -> None:
+    assert refusal(WindowsVerb.CLICK, target).code is WindowsErrorCode.VALIDATION_ERROR
+    err = refusal(WindowsVerb.TYPE, target | {"text": "hello"})
+    assert err.code is WindowsErrorCode.VALIDATION_ERROR and "windows_type" in err.message
+
+
+@pytest.mark.parametrize("target", TARGETS_ACCEPTED)
+def test_click_and_type_take_each_target_form(target: dict[str, Any]) -> None:
+    assert validate_and_clamp(WindowsVerb.CLICK, target) == target
+    assert validate_and_clamp(WindowsVerb.TYPE, target | {"text": "hi"}) == target | {"text": "hi"}
+
+
+def test_the_lease_handler_clamps_without_validating_again() -> None:
+    """A call accepted under older rules (no state, no target) replays as it ran then."""
+    assert clamp_waits(WindowsVerb.WAIT_FOR, {"title": "T", "timeoutMs": 3_600_000}) == {
+        "title": "T",
+        "timeoutMs": MAX_WAIT_FOR_TIMEOUT_MS,
+    }
+    assert clamp_waits(WindowsVerb.TYPE, {"text": "a"}) == {"text": "a"}
+    assert clamp_waits(WindowsVerb.LAUNCH, {"program": "a.exe"})["waitForWindowMs"] == 10_000
 
 
 def test_budgets_are_ordered_guest_pool_core() -> None:
     launch = validate_and_clamp(WindowsVerb.LAUNCH, {"program": "a.exe", "waitForWindowMs": 55_000})
     assert pool_budget_ms(WindowsVerb.LAUNCH, launch) == 65_000
     assert http_timeout(WindowsVerb.LAUNCH, launch).total_seconds() * 1000 > 65_000
-    wait = validate_and_clamp(WindowsVerb.WAIT_FOR, {"title": "T", "timeoutMs": 600_000})
+    wait = validate_and_clamp(
+        WindowsVerb.WAIT_FOR, {"title": "T", "state": "exists", "timeoutMs": 600_000}
+    )
     assert pool_budget_ms(WindowsVerb.WAIT_FOR, wait) == 610_000
     assert http_timeout(WindowsVerb.WAIT_FOR, wait).total_seconds() * 1000 > 610_000
     assert pool_budget_ms(WindowsVerb.CLICK, {"ref": "e1"}) == 10_000
@@ -229,3 +293,32 @@ async def test_the_error_crosses_temporal_typed() -> None:
     decoded = await pydantic_data_converter.decode_failure(failure)
     err = decode_failure(decoded)
     assert err == original
+
+
+def test_statuses_follow_the_codes_nature() -> None:
+    """The pool refusing agentrt's own credential is the deployment's fault (502); a wait
+    that did not come is an upstream timeout (504, never 408: the client was not slow); a
+    secret aimed at a control that is not masked is a refused argument (422)."""
+    statuses = {code: WindowsError.agentrt(code).http_status for code in WindowsErrorCode}
+    assert statuses[WindowsErrorCode.UNAUTHENTICATED] == 502
+    assert statuses[WindowsErrorCode.FORBIDDEN] == 502
+    assert statuses[WindowsErrorCode.WAIT_TIMEOUT] == statuses[WindowsErrorCode.UI_TIMEOUT] == 504
+    assert statuses[WindowsErrorCode.SECRET_TARGET_NOT_MASKED] == 422
+
+
+def test_agentrt_holders_and_their_refusals() -> None:
+    assert known_holder("session-abc") == ("session", "abc")
+    assert known_holder("turn-t-1") == ("turn", "t-1")
+    assert known_holder("agent-soa-acme") == ("agent", "soa-acme")
+    for own in ("coder-1", "session-", "sessions-1", "my-session-1"):
+        assert known_holder(own) is None
+    settled = holder_settled("turn-t1", "turn_finished")
+    assert settled.code is WindowsErrorCode.VALIDATION_ERROR and settled.http_status == 400
+    assert settled.body()["data"] == {
+        "httpStatus": None,
+        "retryable": False,
+        "poolDetail": None,
+        "reason": "holder_settled",
+    }
+    unknown = unknown_holder("session-s1", "acme", "a session's lease is tenant 'default''s")
+    assert unknown.data.reason == "unknown_holder" and "acme" in unknown.message

@@ -30,6 +30,7 @@ from runtime.standing_agents.contracts import (
 )
 from runtime.standing_agents.models import AgentEventRow, SystemConfig
 from runtime.store import Store
+from runtime.windows_pool.lease import SETTLE_SIGNAL, agent_holder, lease_workflow_id
 from tests.workflows import standing_agent_support as sa
 from tests.workflows.standing_agent_support import agent_env
 from workflows.search_attributes import KIND, MODE, STATUS, TENANT
@@ -178,6 +179,26 @@ async def test_three_blocked_turns_close_the_agent_as_stuck(
         stuck = [a for a in sa.attention(store, agent) if a.kind == AttentionKind.STUCK.value]
         assert len(stuck) == 1
         assert stuck[0].source == "soa" and stuck[0].status == "open"
+        # Closed as STUCK is stopped: the agent settles its Windows lease (signal `settle`
+        # to windows-lease/{tenant}/agent-{id}; with no lease running, nothing to do).
+        # The store shows the close (the tick's activity) before the workflow's next task
+        # issues the signal: read the history until it does.
+        lease_id = lease_workflow_id(row.tenant, agent_holder(agent))
+        settles: list[tuple[str, str]] = []
+        for _ in range(200):
+            history = await handle.fetch_history()
+            settles = [
+                (attrs.workflow_execution.workflow_id, attrs.signal_name)
+                for attrs in (
+                    e.signal_external_workflow_execution_initiated_event_attributes
+                    for e in history.events
+                    if e.HasField("signal_external_workflow_execution_initiated_event_attributes")
+                )
+            ]
+            if settles:
+                break
+            await asyncio.sleep(0.05)
+        assert settles == [(lease_id, SETTLE_SIGNAL)]
         # Closed: a day later nothing ticks.
         await agent_env.sleep(DAY * 2)
         assert len(sa.turns(store, agent)) == 4

@@ -5,6 +5,7 @@ eviction (the next verb leases anew), validation before any lease."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -166,3 +167,36 @@ async def test_an_invalid_call_leases_nothing(lane: Lane) -> None:
         )
     assert failed.value.error.code == WindowsErrorCode.VALIDATION_ERROR
     assert not lane.pool.requests
+
+
+async def test_a_verb_after_the_holder_settled_is_refused_and_leases_nothing(lane: Lane) -> None:
+    """The holder settles while a verb runs: the verb after it is a VALIDATION_ERROR of
+    agentrt's (reason holder_settled, no httpStatus, never the pool's CONFLICT), the
+    running verb ends, then the lease is released; no second machine is leased."""
+    holder = _holder()
+    await lane.call(holder, "windows_windows")
+    (sid,) = list(lane.pool.sessions)
+    # A wait the guest holds for a few seconds: the lease is busy meanwhile.
+    waiting = asyncio.create_task(
+        lane.call(
+            holder, "windows_wait_for", {"title": "never", "state": "exists", "timeoutMs": 3000}
+        )
+    )
+    for _ in range(500):
+        if lane.posts("/wait_for"):
+            break
+        await asyncio.sleep(0.02)
+    assert await lease_client.settle(lane.env.client, "acme", holder, "turn_finished")
+    with pytest.raises(lease_client.LeaseCallFailed) as failed:
+        await lane.call(holder, "windows_windows")
+    error = failed.value.error
+    assert error.code == WindowsErrorCode.VALIDATION_ERROR
+    assert error.data.reason == "holder_settled" and error.data.httpStatus is None
+    assert "turn_finished" in error.message
+    with pytest.raises(lease_client.LeaseCallFailed) as timed_out:
+        await waiting
+    assert timed_out.value.error.code == WindowsErrorCode.WAIT_TIMEOUT
+    view = LeaseView.model_validate(await lease_handle(lane.env.client, holder).result())
+    assert view.state == "settled"
+    assert not lane.pool.sessions and sid in lane.pool.closed
+    assert len(lane.posts("/v1/sessions")) == 1
