@@ -39,6 +39,7 @@ def test_there_are_histories_to_replay() -> None:
         "session",
         "session-before-model-chain",
         "session-device-flow-pause",
+        "session-device-flow-pause-before-read-activity",
         "turn",
         "turn-model",
         "turn-model-before-model-chain",
