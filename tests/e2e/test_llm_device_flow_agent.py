@@ -21,16 +21,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from temporalio import activity, client, worker
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from runtime.device_flow.contracts import DeviceFlowActivity
 from runtime.llm import config_store
 from runtime.llm.routing import CredentialConfig
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
+from tests.device_flow_helpers import HangReads
 from tests.e2e.test_llm_device_flow import TokenGatedOpenAI
 from tests.fakes.device_idp import FakeIdP
 from tests.fakes.openai_server import FakeReply
@@ -160,33 +159,6 @@ async def test_a_paused_agent_tick_spans_kill_9_of_the_worker(
             store.dispose()
 
 
-class _HangReads(client.Interceptor, worker.Interceptor):
-    """Once `hang` is set, the pause's reads of the flow's state never return (as when
-    no worker answers their query, which is what a worker shutting down does); `hung`
-    is set when one is in flight."""
-
-    def __init__(self) -> None:
-        self.hang = asyncio.Event()
-        self.hung = asyncio.Event()
-
-    def intercept_activity(
-        self, next: worker.ActivityInboundInterceptor
-    ) -> worker.ActivityInboundInterceptor:
-        return _HangingRead(next, self)
-
-
-class _HangingRead(worker.ActivityInboundInterceptor):
-    def __init__(self, next: worker.ActivityInboundInterceptor, owner: _HangReads) -> None:
-        super().__init__(next)
-        self.owner = owner
-
-    async def execute_activity(self, input: worker.ExecuteActivityInput) -> Any:
-        if activity.info().activity_type == DeviceFlowActivity.READ and self.owner.hang.is_set():
-            self.owner.hung.set()
-            await asyncio.Future()  # until the worker's shutdown cancels it
-        return await super().execute_activity(input)
-
-
 async def _task_failures(handle: WorkflowHandle[Any, Any]) -> list[str]:
     history = await handle.fetch_history()
     return [
@@ -202,10 +174,7 @@ async def test_a_paused_agent_tick_spans_a_graceful_restart_during_a_read(
     """A deploy's graceful shutdown while the paused tick reads the flow's state, the
     read hanging until the worker gives up on it: the next worker carries the tick on
     (a local activity's timeout used to replay as another error, failing the tick)."""
-    hang = _HangReads()
-    config = dev_env.client.config()
-    config["interceptors"] = [hang]
-    hanging = Client(**config)
+    hang = HangReads()
     with FakeIdP(interval=1) as idp, TokenGatedOpenAI(idp) as model:
         providers = json.dumps({IDP: idp.provider_config()})
         settings = Settings(data_dir=tmp_path, workspace=tmp_path, device_flow_providers=providers)
@@ -216,7 +185,7 @@ async def test_a_paused_agent_tick_spans_a_graceful_restart_during_a_read(
         model.queue(PLAN)
         now = await dev_env.get_current_time()
         agent = sa.create_instance(store, now)
-        env = WorkflowEnvironment.from_client(hanging)
+        env = WorkflowEnvironment.from_client(hang.client(dev_env.client))
         async with sa.running(env, store, tmp_path, task_queue, device_flow_providers=providers):
             handle = await sa.start(dev_env.client, agent, task_queue)
             await _until(lambda: idp.devices, "the tick to start the device flow")
