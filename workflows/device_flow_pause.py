@@ -5,7 +5,7 @@ Workflow code, called by the model-call chain (workflows/llm_chain.py) when an a
 reports `device_flow_required`: it starts the provider's `DeviceFlowWorkflow`
 (`device-flow/{workspace}/{providerId}`) or attaches to the one running, announces
 `auth_device_flow_started` on the caller's session stream, and waits for the flow's end
-on durable timers, reading the flow's state between them (a local activity), so the
+on durable timers, reading the flow's state between them (an activity), so the
 wait spans worker restarts. The chain then makes the attempt again with the new token,
 or ends the call with the flow's `errorKind`.
 """
@@ -17,6 +17,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from runtime.device_flow.contracts import (
@@ -44,8 +45,16 @@ EXPIRY_SLACK = timedelta(minutes=2)
 _ENSURE_DEADLINE = timedelta(minutes=5)
 _RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10))
 # A read that fails (no worker answers the query yet) is tried again at the next timer.
-_READ_TIMEOUT = timedelta(seconds=30)
-_READ_RETRY = RetryPolicy(maximum_attempts=2)
+_READ_TIMEOUT = timedelta(seconds=10)
+_READ_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=2)
+# The state was read by a local activity before this patch. A local activity that
+# timed out resolves as an ActivityError when it runs but, replayed from its marker, as
+# a bare TimeoutError (the SDK's core wraps the timeout only in the first case): a
+# worker restart after a hung read (a graceful shutdown stops answering the query the
+# read waits on) failed the caller on replay. A regular activity's failure is an event
+# in the history, so it is the same ActivityError run and replayed.
+READ_ACTIVITY_PATCH = "device-flow-read-activity"
+_LEGACY_READ_TIMEOUT = timedelta(seconds=30)
 CANCELLED = "cancelled"
 
 
@@ -101,8 +110,9 @@ async def await_device_flow(
     workspace = ensured.workspace_cwd or workspace_cwd or ""
     retention = event_retention if event_retention is not None else ensured.event_retention
     announced = False
+    as_activity = workflow.patched(READ_ACTIVITY_PATCH)
     while True:
-        read = await _read(provider_id, workspace, flow_id)
+        read = await _read(provider_id, workspace, flow_id, as_activity=as_activity)
         if read is not None and read.state is None:
             return DeviceFlowOutcome(
                 provider_id=provider_id,
@@ -147,19 +157,36 @@ def _outcome(state: FlowState) -> DeviceFlowOutcome:
     )
 
 
-async def _read(provider_id: str, workspace_cwd: str, flow_id: str) -> ReadFlowResult | None:
+async def _read(
+    provider_id: str, workspace_cwd: str, flow_id: str, *, as_activity: bool
+) -> ReadFlowResult | None:
     """The flow's state (`state` None: the run is gone); None when it could not be read."""
+    request = ReadFlowInput(
+        provider_id=provider_id, workspace_cwd=workspace_cwd, device_flow_id=flow_id
+    )
+    if as_activity:
+        try:
+            read: ReadFlowResult = await workflow.execute_activity(
+                DeviceFlowActivity.READ,
+                request,
+                result_type=ReadFlowResult,
+                start_to_close_timeout=_READ_TIMEOUT,
+                retry_policy=_READ_RETRY,
+            )
+        except ActivityError:
+            return None  # read again after the next timer
+        return read
+    # Histories recorded before the patch: a TimeoutError here is the replay of a
+    # local activity that timed out, an ActivityError when it ran (see the patch).
     try:
-        read: ReadFlowResult = await workflow.execute_local_activity(
+        read = await workflow.execute_local_activity(
             DeviceFlowActivity.READ,
-            ReadFlowInput(
-                provider_id=provider_id, workspace_cwd=workspace_cwd, device_flow_id=flow_id
-            ),
+            request,
             result_type=ReadFlowResult,
-            start_to_close_timeout=_READ_TIMEOUT,
-            retry_policy=_READ_RETRY,
+            start_to_close_timeout=_LEGACY_READ_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=2),
         )
-    except ActivityError:
+    except (ActivityError, TemporalTimeoutError):
         return None  # read again after the next timer
     return read
 

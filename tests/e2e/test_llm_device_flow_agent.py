@@ -1,7 +1,7 @@
 """A standing agent's tick whose planning provider's credential arrives by device flow
 (issue 11): the tick pauses on the flow (the worker's workspace: an agent has no
 session) and plans with the new token once the user approves at the IdP, also when its
-worker is killed (`kill -9`) while the tick waits.
+worker is killed (`kill -9`) or shut down gracefully, mid-read, while the tick waits.
 
 Real HTTP on loopback for the IdP and the model (which accepts only the tokens the IdP
 issued), a real Temporal dev server, the worker in process or as a process to kill.
@@ -29,6 +29,7 @@ from runtime.llm import config_store
 from runtime.llm.routing import CredentialConfig
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
+from tests.device_flow_helpers import HangReads
 from tests.e2e.test_llm_device_flow import TokenGatedOpenAI
 from tests.fakes.device_idp import FakeIdP
 from tests.fakes.openai_server import FakeReply
@@ -156,3 +157,52 @@ async def test_a_paused_agent_tick_spans_kill_9_of_the_worker(
                     process.kill()
                 process.wait()
             store.dispose()
+
+
+async def _task_failures(handle: WorkflowHandle[Any, Any]) -> list[str]:
+    history = await handle.fetch_history()
+    return [
+        e.workflow_task_failed_event_attributes.failure.message
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    ]
+
+
+async def test_a_paused_agent_tick_spans_a_graceful_restart_during_a_read(
+    dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path, store: Store
+) -> None:
+    """A deploy's graceful shutdown while the paused tick reads the flow's state, the
+    read hanging until the worker gives up on it: the next worker carries the tick on
+    (a local activity's timeout used to replay as another error, failing the tick)."""
+    hang = HangReads()
+    with FakeIdP(interval=1) as idp, TokenGatedOpenAI(idp) as model:
+        providers = json.dumps({IDP: idp.provider_config()})
+        settings = Settings(data_dir=tmp_path, workspace=tmp_path, device_flow_providers=providers)
+        credential = CredentialConfig(alias="device", deviceFlow=IDP)
+        config_store.put_provider(store, settings, "oauth", model.base_url, [credential], NOW)
+        config_store.put_preset(store, settings, "plan", "m-device", "oauth", None, [], NOW)
+        config_store.bind_site(store, settings, "Agent:Planning", "plan", NOW)
+        model.queue(PLAN)
+        now = await dev_env.get_current_time()
+        agent = sa.create_instance(store, now)
+        env = WorkflowEnvironment.from_client(hang.client(dev_env.client))
+        async with sa.running(env, store, tmp_path, task_queue, device_flow_providers=providers):
+            handle = await sa.start(dev_env.client, agent, task_queue)
+            await _until(lambda: idp.devices, "the tick to start the device flow")
+            await _until_async(lambda: _timers(handle), "the pause's first timer")
+            hang.hang.set()
+            await _until(hang.hung.is_set, "a read in flight")
+        # The first worker is gone (gracefully); the user approves; a new worker.
+        idp.approve(idp.latest().user_code)
+        async with sa.running(
+            dev_env, store, tmp_path, task_queue, device_flow_providers=providers
+        ):
+            await sa.wait_turns(store, agent, 1, timeout=120)
+            failures = await _task_failures(handle)
+            await handle.terminate("test over")
+    assert failures == []
+    (turn,) = sa.turns(store, agent)
+    assert turn.served_model == "served-device", (turn.decision, turn.wait_condition)
+    (request,) = model.requests
+    assert request.authorization == f"Bearer {idp.issued[-1]}"
+    assert len(idp.devices) == 1

@@ -1,7 +1,8 @@
 """A model call's pause on a device flow (workflows/device_flow_pause.py), driven by a
 probe workflow that calls `await_device_flow` as the chain does, on a real Temporal dev
 server, against a real RFC 8628 IdP on loopback: start or attach, the announcement on
-the paused session, approval, denial, expiry, a worker restart while paused."""
+the paused session, approval, denial, expiry, a worker restart while paused (also a
+graceful one while a read of the flow's state hangs)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.client import WorkflowHandle
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -32,6 +35,7 @@ from runtime.sessions.streams import envelope
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.streams import session_stream
+from tests.device_flow_helpers import HangReads
 from tests.fakes.device_idp import FakeIdP
 from worker import workflow_runner
 from workflows import WORKFLOWS
@@ -65,10 +69,15 @@ class Rig:
     idp: FakeIdP
     stack: AsyncExitStack
 
-    def worker(self) -> Worker:
+    def worker(
+        self,
+        client: Client | None = None,
+        graceful_shutdown_timeout: timedelta = timedelta(),
+    ) -> Worker:
         return Worker(
-            self.env.client,
+            client or self.env.client,
             task_queue=self.settings.task_queue,
+            graceful_shutdown_timeout=graceful_shutdown_timeout,
             workflows=[*WORKFLOWS, DeviceFlowPauseProbe],
             activities=build_activities(
                 self.store,
@@ -219,6 +228,30 @@ async def test_the_pause_spans_a_worker_restart(rig: Rig) -> None:
     rig.idp.approve(user_code)  # while no worker runs
     async with rig.worker():
         outcome = await handle.result()
+    assert outcome.authorized
+    assert len(rig.idp.devices) == 1
+    assert len(_started(rig.events(sid))) == 1
+
+
+async def test_the_pause_spans_a_graceful_restart_while_a_read_hangs(rig: Rig) -> None:
+    """A deploy: the worker shuts down gracefully (as worker.py's does) while the pause
+    reads the flow's state and the read never answers. The next worker carries the
+    pause on, replaying what the first recorded without a non-determinism error."""
+    sid = rig.session()
+    hang = HangReads()
+    async with rig.worker(hang.client(rig.env.client), timedelta(seconds=10)):
+        handle = await rig.pause(sid)
+        user_code = await rig.device()
+        await rig.until(lambda: bool(_started(rig.events(sid))), "auth_device_flow_started")
+        hang.hang.set()
+        await rig.until(hang.hung.is_set, "a read in flight")
+    rig.idp.approve(user_code)  # while no worker runs
+    async with rig.worker():
+        # Bounded: a non-determinism error would retry the workflow task forever.
+        outcome = await asyncio.wait_for(handle.result(), timeout=120)
+    history = await handle.fetch_history()
+    failed = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    assert [e for e in history.events if e.event_type == failed] == []
     assert outcome.authorized
     assert len(rig.idp.devices) == 1
     assert len(_started(rig.events(sid))) == 1
