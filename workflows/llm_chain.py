@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         ResolveChainInput,
     )
     from workflows.device_flow_pause import await_device_flow
+    from workflows.local_activity import execute_local
 
 # Each attempt is one activity execution: a retry is the chain's next attempt.
 ATTEMPT_RETRY = RetryPolicy(maximum_attempts=1)
@@ -72,7 +73,7 @@ async def resolve_chain(
     site: str, model_override: str | None = None, override_binding: ModelBinding | None = None
 ) -> ChainPlan:
     """The call's plan from the live config (a local activity: read at every call)."""
-    plan: ChainPlan = await workflow.execute_local_activity(
+    plan: ChainPlan = await execute_local(
         LlmActivity.RESOLVE_CHAIN,
         ResolveChainInput(
             site=site, model_override=model_override, override_binding=override_binding

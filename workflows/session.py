@@ -81,6 +81,7 @@ with workflow.unsafe.imports_passed_through():
         session_holder,
     )
     from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
+    from workflows.local_activity import execute_local
 
 
 _LOCAL = timedelta(minutes=2)
@@ -248,7 +249,7 @@ class SessionWorkflow:
         previous = self._approval_mode
         if request.persist:
             # `tools.approvalMode` of the workspace: sessions created later start in it.
-            await workflow.execute_local_activity(
+            await execute_local(
                 SessionActivity.PERSIST_APPROVAL_MODE,
                 PersistApprovalModeInput(
                     workspace_cwd=self._input.workspace_cwd, mode=request.mode
@@ -483,7 +484,7 @@ class SessionWorkflow:
         assert self._input is not None
         run_id = workflow.info().run_id
         # The text is in the store, never in history: an activity reads it.
-        await workflow.execute_local_activity(
+        await execute_local(
             SessionActivity.OPEN_PROMPT,
             OpenPromptInput(
                 session_id=self._input.session_id,
@@ -533,7 +534,7 @@ class SessionWorkflow:
             result: ModelStepResult
             if spec.provider == SETTINGS_PROVIDER and self._provider == "scripted":
                 # Built in and instant: a local activity keeps a prompt to few workflow tasks.
-                result = await workflow.execute_local_activity(
+                result = await execute_local(
                     SessionActivity.MODEL_STEP,
                     request,
                     result_type=ModelStepResult,
@@ -579,7 +580,7 @@ class SessionWorkflow:
         result: ModelStepResult
         if self._provider == "scripted":
             # Built in and instant: a local activity keeps a prompt to few workflow tasks.
-            result = await workflow.execute_local_activity(
+            result = await execute_local(
                 SessionActivity.MODEL_STEP,
                 request,
                 result_type=ModelStepResult,
@@ -624,7 +625,7 @@ class SessionWorkflow:
             shell_enabled=self._input.shell_enabled,
             retention=self._input.event_retention,
         )
-        preview: ToolPreview = await workflow.execute_local_activity(
+        preview: ToolPreview = await execute_local(
             SessionActivity.PREVIEW_TOOL,
             step_input,
             result_type=ToolPreview,
@@ -704,7 +705,7 @@ class SessionWorkflow:
     async def _run_tool(self, step_input: ToolStepInput) -> None:
         """Reads and refusals: a local activity; only the journal is written (dedupe keys)."""
         await self._cancellable(
-            workflow.execute_local_activity(
+            execute_local(
                 SessionActivity.RUN_TOOL,
                 step_input,
                 result_type=ToolStepResult,
@@ -764,7 +765,7 @@ class SessionWorkflow:
         assert self._input is not None
         self._events += 1
         event = session_event(event_type, data, prompt_id=prompt_id, originator=originator)
-        await workflow.execute_local_activity(
+        await execute_local(
             APPEND_EVENTS,
             AppendEventsInput(
                 stream=session_stream(self._input.session_id),

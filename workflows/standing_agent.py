@@ -78,6 +78,7 @@ with workflow.unsafe.imports_passed_through():
         lease_workflow_id,
     )
     from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
+    from workflows.local_activity import execute_local
     from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 # Histories from before the model-routing chain retried one model step activity; since,
@@ -171,7 +172,7 @@ class StandingAgentWorkflow:
         while True:
             # Cleared before the read: a wake that lands after it is not lost.
             self._woken = False
-            instance: InstanceView = await workflow.execute_local_activity(
+            instance: InstanceView = await execute_local(
                 StandingAgentActivity.LOAD_INSTANCE,
                 LoadInstanceInput(instance_id=request.instance_id),
                 result_type=InstanceView,
@@ -188,7 +189,7 @@ class StandingAgentWorkflow:
                 view.phase = "waiting"
                 await workflow.wait_condition(lambda: self._woken)
                 continue
-            found: NextEventResult = await workflow.execute_local_activity(
+            found: NextEventResult = await execute_local(
                 StandingAgentActivity.NEXT_EVENT,
                 NextEventInput(
                     tenant=request.tenant,

@@ -63,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.deterministic_agent import PLAN, next_step, summarize, summary_refs
     from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
+    from workflows.local_activity import execute_local
     from workflows.turn_outcome import model_turn_outcome
 
 
@@ -567,7 +568,7 @@ class TurnWorkflow:
             )
             for event_type, payload in events
         ]
-        await workflow.execute_local_activity(
+        await execute_local(
             APPEND_EVENTS,
             AppendEventsInput(
                 stream=agent_tools_events_stream(self._input.instance, self._input.workspace),
