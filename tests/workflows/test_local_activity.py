@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from temporalio import activity, workflow
@@ -98,3 +99,15 @@ async def test_the_sdk_replays_a_local_timeout_unwrapped(dev_env: WorkflowEnviro
 async def test_a_wrapped_local_timeout_replays_as_it_ran(dev_env: WorkflowEnvironment) -> None:
     history = await _run_and_fetch(dev_env, "WrappedLocalTimeout")
     await Replayer(workflows=[WrappedLocalTimeout]).replay_workflow(history)
+
+
+def test_workflows_call_local_activities_through_execute_local() -> None:
+    root = Path(__file__).resolve().parents[2] / "workflows"
+    # device_flow_pause's pre-patch read handles the replayed TimeoutError itself.
+    allowed = {"local_activity.py", "device_flow_pause.py"}
+    direct = [
+        path.name
+        for path in sorted(root.glob("*.py"))
+        if path.name not in allowed and "execute_local_activity" in path.read_text()
+    ]
+    assert direct == []
