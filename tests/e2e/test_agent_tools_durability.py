@@ -90,6 +90,9 @@ async def test_authorization_wait_survives_kill_9_of_the_worker(
     # With no worker alive, the human decides; the turn is still waiting, durably.
     assert (await browser.decide(research_id, "approve")).status_code == 200
     start_worker()
+    # The kill may land after the event is journaled but before its workflow task
+    # completes: see test_authorization_wait_survives_kill_9_of_everything.
+    await browser.wait_for_status(turn["turn_id"], "awaiting_authorization")
     response = await browser.resume(turn["turn_id"])
     assert response.status_code == 200, response.text
     assert response.json()["result"] == "COMPLETED"
