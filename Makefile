@@ -9,8 +9,10 @@ STAMP := $(VENV)/.installed
 .PHONY: run test lint typecheck bench clean
 
 # pytest-xdist workers of `make test`. The suite mostly waits (servers starting, timers),
-# so several processes finish it sooner even on 2 cores; PYTEST_WORKERS=0 runs it in one.
-PYTEST_WORKERS ?= 4
+# so `make test PYTEST_WORKERS=4` finishes it in about half the time even on 2 cores. The
+# default stays 0 (one process) until the tests that still fail now and then under that
+# load are fixed (README, Tests).
+PYTEST_WORKERS ?= 0
 
 # A plain editable install (PEP 660): mypy and the tests resolve the project's packages
 # from the source tree, so setuptools' deprecated `editable_mode=compat` is not needed.
