@@ -8,6 +8,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck bench clean
 
+# pytest-xdist workers of `make test`. The suite mostly waits (servers starting, timers),
+# so `make test PYTEST_WORKERS=4` finishes it in about half the time even on 2 cores. The
+# default stays 0 (one process) until the tests that still fail now and then under that
+# load are fixed (README, Tests).
+PYTEST_WORKERS ?= 0
+
 # A plain editable install (PEP 660): mypy and the tests resolve the project's packages
 # from the source tree, so setuptools' deprecated `editable_mode=compat` is not needed.
 # pip stays quiet (its build chatter is noise), and so does setuptools' informational note
@@ -33,7 +39,7 @@ test: $(STAMP)
 	$(BIN)/mypy
 	if command -v npm >/dev/null; then (cd tests/browser && npm ci --silent --no-audit --no-fund); fi
 	if command -v npm >/dev/null; then (cd tests/node && npm ci --silent --no-audit --no-fund); fi
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

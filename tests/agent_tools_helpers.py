@@ -60,6 +60,17 @@ class Browser:
             await asyncio.sleep(0.1)
         raise AssertionError(f"{event_type} never arrived for turn {turn_id}")
 
+    async def wait_for_status(self, turn_id: str, status: str, timeout: float = 90.0) -> None:
+        """Read the turn (GET, a query) until it reports `status`, as the page does."""
+        deadline = time.monotonic() + timeout
+        state: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            state = (await self.get(f"/api/v1/agent-tools/turns/{turn_id}")).json()
+            if state.get("status") == status:
+                return
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"turn {turn_id} never reached {status}: {state}")
+
     async def decide(self, research_id: str, decision: str) -> httpx.Response:
         return await self.post(
             f"/api/v1/research/{research_id}/decision",

@@ -12,6 +12,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from activities import agent_tools as agent_tools_activities
+from api.security.ratelimit import RateLimiter
 from runtime.agent_tools.contracts import ResearchDecided
 from runtime.investigation.demo import ensure_demo
 from runtime.settings import Settings
@@ -449,6 +450,10 @@ async def test_bearer_applies_on_top(gateway: GatewayFactory) -> None:
 
 async def test_mutation_rate_guard(gateway: GatewayFactory) -> None:
     browser = await gateway()
+    # A stopped clock: the guard refills a token a second, and on a loaded machine the 60
+    # requests can take longer than that.
+    limiter: RateLimiter = browser.client.app.state.agent_tools_limiter  # type: ignore[attr-defined]
+    limiter.clock = lambda: 1000.0
     statuses = []
     for i in range(62):
         response = await browser.post(

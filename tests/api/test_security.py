@@ -358,6 +358,18 @@ async def test_unknown_route_is_a_json_404(api: ApiFactory) -> None:
 # -- rate limiting ---------------------------------------------------------------------------
 
 
+async def _rate_limited(api: ApiFactory, **overrides: Any) -> httpx.AsyncClient:
+    """An app with rate limiting on, on a stopped clock: its buckets never refill.
+
+    These tests count requests up to a tier's limit; on a loaded machine the read tier
+    (120 a minute, a token every 0.5 s) would refill one before the limit is reached.
+    """
+    client = await api(rate_limit=True, **overrides)
+    limiter: RateLimiter = client.app.state.rate_limiter  # type: ignore[attr-defined]
+    limiter.clock = lambda: 1000.0
+    return client
+
+
 async def test_rate_limit_is_off_by_default(api: ApiFactory) -> None:
     client = await api()
     for _ in range(130):
@@ -366,7 +378,7 @@ async def test_rate_limit_is_off_by_default(api: ApiFactory) -> None:
 
 
 async def test_read_tier_429_with_retry_after(api: ApiFactory) -> None:
-    client = await api(rate_limit=True)
+    client = await _rate_limited(api)
     statuses = [(await client.get("/capabilities")).status_code for _ in range(120)]
     assert statuses == [200] * 120
     response = await client.get("/capabilities")
@@ -386,7 +398,7 @@ async def test_read_tier_429_with_retry_after(api: ApiFactory) -> None:
 
 
 async def test_prompt_and_mutation_tiers(api: ApiFactory) -> None:
-    client = await api(rate_limit=True)
+    client = await _rate_limited(api)
     prompts = [(await client.post("/session/s1/prompt")).status_code for _ in range(11)]
     assert 429 not in prompts[:10] and prompts[10] == 429
     mutations = [(await client.post("/session")).status_code for _ in range(31)]
@@ -396,7 +408,7 @@ async def test_prompt_and_mutation_tiers(api: ApiFactory) -> None:
 
 
 async def test_exempt_requests(api: ApiFactory) -> None:
-    client = await api(rate_limit=True, allow_origin=["http://allowed.example"], token=TOKEN)
+    client = await _rate_limited(api, allow_origin=["http://allowed.example"], token=TOKEN)
     for _ in range(130):
         assert (await client.get("/health")).status_code == 200
         assert (await client.get("/session/s1/events", headers=AUTH)).status_code != 429
@@ -408,7 +420,7 @@ async def test_exempt_requests(api: ApiFactory) -> None:
 
 
 async def test_buckets_are_per_client_id_on_loopback(api: ApiFactory) -> None:
-    client = await api(rate_limit=True)
+    client = await _rate_limited(api)
     for _ in range(120):
         await client.get("/capabilities", headers={"X-Qwen-Client-Id": "a"})
     assert (await client.get("/capabilities", headers={"X-Qwen-Client-Id": "a"})).status_code == 429
@@ -416,7 +428,7 @@ async def test_buckets_are_per_client_id_on_loopback(api: ApiFactory) -> None:
 
 
 async def test_buckets_are_per_ip_off_loopback(api: ApiFactory) -> None:
-    client = await api(rate_limit=True, hostname="0.0.0.0", token=TOKEN)
+    client = await _rate_limited(api, hostname="0.0.0.0", token=TOKEN)
     for i in range(120):
         await client.get("/capabilities", headers={"X-Qwen-Client-Id": f"c{i}", **AUTH})
     response = await client.get("/capabilities", headers={"X-Qwen-Client-Id": "new", **AUTH})
@@ -424,7 +436,7 @@ async def test_buckets_are_per_ip_off_loopback(api: ApiFactory) -> None:
 
 
 async def test_unauthenticated_requests_get_401_not_429(api: ApiFactory) -> None:
-    client = await api(rate_limit=True, token=TOKEN)
+    client = await _rate_limited(api, token=TOKEN)
     for _ in range(125):
         assert (await client.get("/capabilities")).status_code == 401
 

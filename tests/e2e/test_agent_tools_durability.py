@@ -90,6 +90,9 @@ async def test_authorization_wait_survives_kill_9_of_the_worker(
     # With no worker alive, the human decides; the turn is still waiting, durably.
     assert (await browser.decide(research_id, "approve")).status_code == 200
     start_worker()
+    # The kill may land after the event is journaled but before its workflow task
+    # completes: see test_authorization_wait_survives_kill_9_of_everything.
+    await browser.wait_for_status(turn["turn_id"], "awaiting_authorization")
     response = await browser.resume(turn["turn_id"])
     assert response.status_code == 200, response.text
     assert response.json()["result"] == "COMPLETED"
@@ -185,6 +188,20 @@ def test_authorization_wait_survives_kill_9_of_everything(tmp_path: Path) -> Non
             headers=headers,
         )
         assert decided.status_code == 200, decided.text
+        # Wait (as the page does, reading the turn) until the restarted worker has the turn
+        # waiting again. kill -9 can land after the event is journaled (a local activity)
+        # but before its workflow task completes: that task is then run again after the
+        # restart, and an update delivered with it is validated before the activity result
+        # it redoes, so a resume sent at once may get 409 "running" (seen on a loaded
+        # machine, with pytest-xdist).
+        deadline = time.monotonic() + 90
+        state: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            state = client.get(f"/api/v1/agent-tools/turns/{turn['turn_id']}").json()
+            if state.get("status") == "awaiting_authorization":
+                break
+            time.sleep(0.5)
+        assert state.get("status") == "awaiting_authorization", state
         resumed = client.post(
             f"/api/v1/agent-tools/turns/{turn['turn_id']}/resume", json={}, headers=headers
         )

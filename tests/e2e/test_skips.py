@@ -10,9 +10,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run_skipping_test(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess[str]:
+def _run_skipping_test(tmp_path: Path, ci: bool, *extra: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_skipping.py").write_text(
         "import pytest\n\ndef test_needs_a_tool():\n    pytest.skip('the tool is not installed')\n"
+        "\ndef test_passes():\n    pass\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "AGENTRT_CI"}
     if ci:
@@ -21,7 +22,7 @@ def _run_skipping_test(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess[
         # This suite's conftest as a plugin, on a test file outside the suite.
         [
             *(sys.executable, "-m", "pytest", "-p", "tests.conftest", "-c", os.devnull, "-rs"),
-            *("-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path)),
+            *("-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path), *extra),
         ],
         cwd=ROOT,
         env={**env, "PYTHONPATH": str(ROOT)},
@@ -41,6 +42,18 @@ def test_in_ci_a_skip_is_a_failure(tmp_path: Path) -> None:
     run = _run_skipping_test(tmp_path, ci=True)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "skipped in CI" in run.stdout and "the tool is not installed" in run.stdout
+
+
+def test_in_ci_a_skip_is_a_failure_in_xdist_workers_too(tmp_path: Path) -> None:
+    """`make test` runs pytest-xdist workers: the hook runs there, the report says why."""
+    run = _run_skipping_test(tmp_path, True, "-n", "1")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "[gw0]" in run.stdout and "1 failed, 1 passed" in run.stdout
+    assert "skipped in CI" in run.stdout and "the tool is not installed" in run.stdout
+
+
+def test_make_test_runs_pytest_in_parallel() -> None:
+    assert "pytest -q -n $(PYTEST_WORKERS)" in (ROOT / "Makefile").read_text()
 
 
 def test_pyproject_asks_for_skip_reasons() -> None:
