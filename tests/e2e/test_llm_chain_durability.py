@@ -12,7 +12,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -38,22 +37,6 @@ PLAN = FakeReply(
     model="served-b",
     usage=(100, 10),
 )
-
-
-def _worker(
-    dev_env: WorkflowEnvironment, task_queue: str, data_dir: Path
-) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker"],
-        env={
-            **os.environ,
-            "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-            "AGENTRT_TASK_QUEUE": task_queue,
-            "AGENTRT_DATA_DIR": str(data_dir),
-            "AGENTRT_WORKSPACE": str(data_dir.parent),
-            "AGENTRT_LOG_LEVEL": "WARNING",
-        },
-    )
 
 
 def _kill9(process: subprocess.Popen[bytes]) -> None:
@@ -116,7 +99,7 @@ async def test_a_worker_killed_between_attempts_resumes_at_the_next_attempt(
             fake.answer_key("k-busy", FakeReply(status=429, retry_after="5"))
             fake.answer_key("k-plan", PLAN)
             _configure(store, settings, fake, ["k-busy", "k-plan"])
-            workers.append(_worker(dev_env, task_queue, data_dir))
+            workers.append(sa.worker_process(dev_env, task_queue, data_dir))
             now = await dev_env.get_current_time()
             agent = sa.create_instance(store, now)
             handle = await sa.start(dev_env.client, agent, task_queue)
@@ -127,7 +110,7 @@ async def test_a_worker_killed_between_attempts_resumes_at_the_next_attempt(
                 lambda: _completed_activities_at_least(handle, 2), "the first attempt's end"
             )
             _kill9(workers[-1])
-            workers.append(_worker(dev_env, task_queue, data_dir))
+            workers.append(sa.worker_process(dev_env, task_queue, data_dir))
             await sa.wait_turns(store, agent, 1, timeout=120)
             await handle.terminate("test over")
             assert len(fake.requests_with_key("k-busy")) == 1  # not made again
@@ -156,7 +139,7 @@ async def test_an_attempt_lost_with_its_worker_is_made_again_once(
             # The only key's first answer stalls; the worker dies while it waits.
             fake.answer_key("k-slow", FakeReply(content="late", delay=120))
             _configure(store, settings, fake, ["k-slow"])
-            workers.append(_worker(dev_env, task_queue, data_dir))
+            workers.append(sa.worker_process(dev_env, task_queue, data_dir))
             now = await dev_env.get_current_time()
             agent = sa.create_instance(store, now)
             handle = await sa.start(dev_env.client, agent, task_queue)
@@ -164,7 +147,7 @@ async def test_an_attempt_lost_with_its_worker_is_made_again_once(
             assert _attempts(store, agent) == [(0, "in_flight", "k-slow")]
             _kill9(workers[-1])
             fake.answer_key("k-slow", PLAN)  # the provider is quick again
-            workers.append(_worker(dev_env, task_queue, data_dir))
+            workers.append(sa.worker_process(dev_env, task_queue, data_dir))
             await sa.wait_turns(store, agent, 1, timeout=120)
             await handle.terminate("test over")
             assert len(fake.requests) == 2

@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -32,7 +31,7 @@ from runtime.store import Store, upgrade_to_head
 from tests.device_flow_helpers import HangReads
 from tests.e2e.test_llm_device_flow import TokenGatedOpenAI
 from tests.fakes.device_idp import FakeIdP
-from tests.fakes.openai_server import FakeReply
+from tests.fakes.openai_server import FakeOpenAI, FakeReply
 from tests.workflows import standing_agent_support as sa
 
 IDP = "test-idp"
@@ -43,6 +42,16 @@ PLAN = FakeReply(
     model="served-device",
     usage=(100, 10),
 )
+
+
+def _plan_with_the_device_flow(store: Store, settings: Settings, model: FakeOpenAI) -> None:
+    """Agent:Planning bound to a preset whose provider's one credential is the device flow
+    of the fake IdP; the model's next answer is the plan."""
+    credential = CredentialConfig(alias="device", deviceFlow=IDP)
+    config_store.put_provider(store, settings, "oauth", model.base_url, [credential], NOW)
+    config_store.put_preset(store, settings, "plan", "m-device", "oauth", None, [], NOW)
+    config_store.bind_site(store, settings, "Agent:Planning", "plan", NOW)
+    model.queue(PLAN)
 
 
 async def _until(predicate: Callable[[], object], what: str, timeout: float = 60) -> None:
@@ -73,11 +82,7 @@ async def test_an_agent_tick_pauses_on_the_device_flow_and_resumes(
     with FakeIdP(interval=1) as idp, TokenGatedOpenAI(idp) as model:
         providers = json.dumps({IDP: idp.provider_config()})
         settings = Settings(data_dir=tmp_path, workspace=tmp_path, device_flow_providers=providers)
-        credential = CredentialConfig(alias="device", deviceFlow=IDP)
-        config_store.put_provider(store, settings, "oauth", model.base_url, [credential], NOW)
-        config_store.put_preset(store, settings, "plan", "m-device", "oauth", None, [], NOW)
-        config_store.bind_site(store, settings, "Agent:Planning", "plan", NOW)
-        model.queue(PLAN)
+        _plan_with_the_device_flow(store, settings, model)
         now = await dev_env.get_current_time()
         agent = sa.create_instance(store, now)
         async with sa.running(
@@ -101,23 +106,6 @@ async def test_an_agent_tick_pauses_on_the_device_flow_and_resumes(
     assert [(a.ordinal, a.outcome, a.credential_alias) for a in attempts] == [(0, "ok", "device")]
 
 
-def _worker(
-    dev_env: WorkflowEnvironment, task_queue: str, data_dir: Path, providers: str
-) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker"],
-        env={
-            **os.environ,
-            "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-            "AGENTRT_TASK_QUEUE": task_queue,
-            "AGENTRT_DATA_DIR": str(data_dir),
-            "AGENTRT_WORKSPACE": str(data_dir.parent),
-            "AGENTRT_DEVICE_FLOW_PROVIDERS": providers,
-            "AGENTRT_LOG_LEVEL": "WARNING",
-        },
-    )
-
-
 async def test_a_paused_agent_tick_spans_kill_9_of_the_worker(
     dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
 ) -> None:
@@ -129,12 +117,12 @@ async def test_a_paused_agent_tick_spans_kill_9_of_the_worker(
         upgrade_to_head(store.engine)
         workers: list[subprocess.Popen[bytes]] = []
         try:
-            credential = CredentialConfig(alias="device", deviceFlow=IDP)
-            config_store.put_provider(store, settings, "oauth", model.base_url, [credential], NOW)
-            config_store.put_preset(store, settings, "plan", "m-device", "oauth", None, [], NOW)
-            config_store.bind_site(store, settings, "Agent:Planning", "plan", NOW)
-            model.queue(PLAN)
-            workers.append(_worker(dev_env, task_queue, data_dir, providers))
+            _plan_with_the_device_flow(store, settings, model)
+            workers.append(
+                sa.worker_process(
+                    dev_env, task_queue, data_dir, AGENTRT_DEVICE_FLOW_PROVIDERS=providers
+                )
+            )
             now = await dev_env.get_current_time()
             agent = sa.create_instance(store, now)
             handle = await sa.start(dev_env.client, agent, task_queue)
@@ -143,7 +131,11 @@ async def test_a_paused_agent_tick_spans_kill_9_of_the_worker(
             os.kill(workers[-1].pid, signal.SIGKILL)
             workers[-1].wait()
             idp.approve(idp.latest().user_code)
-            workers.append(_worker(dev_env, task_queue, data_dir, providers))
+            workers.append(
+                sa.worker_process(
+                    dev_env, task_queue, data_dir, AGENTRT_DEVICE_FLOW_PROVIDERS=providers
+                )
+            )
             await sa.wait_turns(store, agent, 1, timeout=120)
             await handle.terminate("test over")
             (turn,) = sa.turns(store, agent)
@@ -178,11 +170,7 @@ async def test_a_paused_agent_tick_spans_a_graceful_restart_during_a_read(
     with FakeIdP(interval=1) as idp, TokenGatedOpenAI(idp) as model:
         providers = json.dumps({IDP: idp.provider_config()})
         settings = Settings(data_dir=tmp_path, workspace=tmp_path, device_flow_providers=providers)
-        credential = CredentialConfig(alias="device", deviceFlow=IDP)
-        config_store.put_provider(store, settings, "oauth", model.base_url, [credential], NOW)
-        config_store.put_preset(store, settings, "plan", "m-device", "oauth", None, [], NOW)
-        config_store.bind_site(store, settings, "Agent:Planning", "plan", NOW)
-        model.queue(PLAN)
+        _plan_with_the_device_flow(store, settings, model)
         now = await dev_env.get_current_time()
         agent = sa.create_instance(store, now)
         env = WorkflowEnvironment.from_client(hang.client(dev_env.client))

@@ -6,7 +6,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,24 +19,6 @@ from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.streams import agent_stream
 from tests.fakes.openai_server import FakeOpenAI
 from tests.workflows import standing_agent_support as sa
-
-
-def _worker(
-    dev_env: WorkflowEnvironment, task_queue: str, data_dir: Path, base_url: str
-) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker"],
-        env={
-            **os.environ,
-            "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-            "AGENTRT_TASK_QUEUE": task_queue,
-            "AGENTRT_DATA_DIR": str(data_dir),
-            "AGENTRT_WORKSPACE": str(data_dir.parent),
-            "AGENTRT_LOG_LEVEL": "WARNING",
-            "AGENTRT_MODEL_PROVIDER": "openai",
-            "OPENAI_BASE_URL": base_url,
-        },
-    )
 
 
 def _kill9(process: subprocess.Popen[bytes]) -> None:
@@ -60,7 +41,15 @@ async def test_an_episode_spans_kill_9_of_the_worker(
             fake.queue_tool_calls([{"name": "soa_send_message", "arguments": {"text": "on it"}}])
             fake.queue_text("thinking very slowly", delay=60)
             fake.queue_tool_calls([{"name": "phase_complete", "arguments": {"summary": "ok"}}])
-            workers.append(_worker(dev_env, task_queue, data_dir, fake.base_url))
+            workers.append(
+                sa.worker_process(
+                    dev_env,
+                    task_queue,
+                    data_dir,
+                    AGENTRT_MODEL_PROVIDER="openai",
+                    OPENAI_BASE_URL=fake.base_url,
+                )
+            )
             now = await dev_env.get_current_time()
             agent = sa.create_instance(store, now)
             handle = await sa.start(dev_env.client, agent, task_queue)
@@ -73,7 +62,15 @@ async def test_an_episode_spans_kill_9_of_the_worker(
             # Mid-episode: its message is sent, its second model call is in flight.
             assert [m.text for m in sa.messages(store, agent)] == ["hello", "on it"]
             _kill9(workers[-1])
-            workers.append(_worker(dev_env, task_queue, data_dir, fake.base_url))
+            workers.append(
+                sa.worker_process(
+                    dev_env,
+                    task_queue,
+                    data_dir,
+                    AGENTRT_MODEL_PROVIDER="openai",
+                    OPENAI_BASE_URL=fake.base_url,
+                )
+            )
             await sa.wait_turns(store, agent, 2, timeout=120)
             await handle.terminate("test over")
         turns = sa.turns(store, agent)
@@ -97,22 +94,6 @@ async def test_an_episode_spans_kill_9_of_the_worker(
         store.dispose()
 
 
-def _scripted_worker(
-    dev_env: WorkflowEnvironment, task_queue: str, data_dir: Path
-) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker"],
-        env={
-            **os.environ,
-            "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-            "AGENTRT_TASK_QUEUE": task_queue,
-            "AGENTRT_DATA_DIR": str(data_dir),
-            "AGENTRT_WORKSPACE": str(data_dir.parent),
-            "AGENTRT_LOG_LEVEL": "WARNING",
-        },
-    )
-
-
 async def _wait_messages(store: Store, agent: str, count: int) -> None:
     deadline = time.monotonic() + 60
     while len(sa.messages(store, agent)) < count and time.monotonic() < deadline:  # noqa: ASYNC110
@@ -127,7 +108,7 @@ async def test_side_effects_happen_once_across_repeated_kill_9(
     data_dir = tmp_path / ".data"
     store = Store(Settings(data_dir=data_dir).resolved_database_url)
     upgrade_to_head(store.engine)
-    workers = [_scripted_worker(dev_env, task_queue, data_dir)]
+    workers = [sa.worker_process(dev_env, task_queue, data_dir)]
     try:
         now = await dev_env.get_current_time()
         # Foundational: no per-tick envelope, so the whole script runs in one episode.
@@ -142,7 +123,7 @@ async def test_side_effects_happen_once_across_repeated_kill_9(
         for seen in (3, 7):
             await _wait_messages(store, agent, seen)
             _kill9(workers[-1])
-            workers.append(_scripted_worker(dev_env, task_queue, data_dir))
+            workers.append(sa.worker_process(dev_env, task_queue, data_dir))
         await sa.wait_turns(store, agent, 2, timeout=120)
         await handle.terminate("test over")
         texts = [m.text for m in sa.messages(store, agent)]

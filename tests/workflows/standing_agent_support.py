@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -265,3 +268,22 @@ async def wait_turns(store: Store, instance_id: str, count: int, timeout: float 
 
 
 aware = aware_utc
+
+
+def worker_process(
+    env: WorkflowEnvironment, task_queue: str, data_dir: Path, **extra_env: str
+) -> subprocess.Popen[bytes]:
+    """`agentrt worker` as a process of its own (for kill -9), on `task_queue`, its store
+    under `data_dir`; `extra_env` adds settings (e.g. the model provider)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli", "worker"],
+        env={
+            **os.environ,
+            "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
+            "AGENTRT_TASK_QUEUE": task_queue,
+            "AGENTRT_DATA_DIR": str(data_dir),
+            "AGENTRT_WORKSPACE": str(data_dir.parent),
+            "AGENTRT_LOG_LEVEL": "WARNING",
+            **extra_env,
+        },
+    )
