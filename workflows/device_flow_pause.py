@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, CancelledError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
@@ -55,6 +55,11 @@ _READ_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempt
 # in the history, so it is the same ActivityError run and replayed.
 READ_ACTIVITY_PATCH = "device-flow-read-activity"
 _LEGACY_READ_TIMEOUT = timedelta(seconds=30)
+# The caller's cancel (a session's POST cancel, a prompt's deadline) cancels the read in
+# flight, which the SDK reports as an ActivityError caused by CancelledError. Before this
+# patch the pause took it for a failed read and waited on, so the cancel was lost whenever
+# it landed during a read rather than a timer; histories recorded so replay as they ran.
+READ_CANCEL_PATCH = "device-flow-read-cancel"
 CANCELLED = "cancelled"
 
 
@@ -91,6 +96,8 @@ async def await_device_flow(
             retry_policy=_RETRY,
         )
     except ActivityError as err:
+        if _cancelled(err):
+            raise
         return DeviceFlowOutcome(
             provider_id=provider_id,
             authorized=False,
@@ -173,7 +180,9 @@ async def _read(
                 start_to_close_timeout=_READ_TIMEOUT,
                 retry_policy=_READ_RETRY,
             )
-        except ActivityError:
+        except ActivityError as err:
+            if _cancelled(err):
+                raise  # the caller's cancel, not a failed read
             return None  # read again after the next timer
         return read
     # Histories recorded before the patch: a TimeoutError here is the replay of a
@@ -207,6 +216,11 @@ async def _announce(
         start_to_close_timeout=timedelta(seconds=30),
         retry_policy=_RETRY,
     )
+
+
+def _cancelled(err: ActivityError) -> bool:
+    """Whether `err` is the caller's cancel of the activity (patched: see the patch)."""
+    return isinstance(err.cause, CancelledError) and workflow.patched(READ_CANCEL_PATCH)
 
 
 def _now_ms() -> int:

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
+from temporalio.exceptions import ActivityError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -61,6 +62,31 @@ class DeviceFlowPauseProbe:
         )
 
 
+@workflow.defn(name="DeviceFlowPauseCancelProbe")
+class DeviceFlowPauseCancelProbe:
+    """A paused call its caller cancels (a session's POST cancel): the pause must end."""
+
+    def __init__(self) -> None:
+        self._cancel = False
+
+    @workflow.signal
+    def cancel(self) -> None:
+        self._cancel = True
+
+    @workflow.run
+    async def run(self, request: ProbeInput) -> str:
+        pause = asyncio.create_task(
+            await_device_flow(request.provider_id, request.workspace_cwd, request.session_id)
+        )
+        await workflow.wait_condition(lambda: pause.done() or self._cancel)
+        pause.cancel()
+        try:
+            outcome = await pause
+        except (asyncio.CancelledError, ActivityError):
+            return "cancelled"
+        return f"not cancelled: authorized={outcome.authorized}"
+
+
 @dataclass
 class Rig:
     env: WorkflowEnvironment
@@ -78,7 +104,7 @@ class Rig:
             client or self.env.client,
             task_queue=self.settings.task_queue,
             graceful_shutdown_timeout=graceful_shutdown_timeout,
-            workflows=[*WORKFLOWS, DeviceFlowPauseProbe],
+            workflows=[*WORKFLOWS, DeviceFlowPauseProbe, DeviceFlowPauseCancelProbe],
             activities=build_activities(
                 self.store,
                 EventJournal(self.store),
@@ -255,6 +281,27 @@ async def test_the_pause_spans_a_graceful_restart_while_a_read_hangs(rig: Rig) -
     assert outcome.authorized
     assert len(rig.idp.devices) == 1
     assert len(_started(rig.events(sid))) == 1
+
+
+async def test_a_cancel_that_lands_during_a_read_ends_the_pause(rig: Rig) -> None:
+    """The cancel of a paused prompt reaches the pause while it reads the flow's state
+    (the read is an activity, cancelled with it): the pause ends at once instead of
+    taking the cancelled read for a failed one and waiting on for the flow's end."""
+    hang = HangReads()
+    await rig.stack.enter_async_context(rig.worker(hang.client(rig.env.client)))
+    handle = await rig.env.client.start_workflow(
+        DeviceFlowPauseCancelProbe.run,
+        ProbeInput(provider_id=PROVIDER, workspace_cwd=rig.settings.workspace_cwd),
+        id=f"probe-{uuid.uuid4()}",
+        task_queue=rig.settings.task_queue,
+    )
+    user_code = await rig.device()
+    hang.hang.set()
+    await rig.until(hang.hung.is_set, "a read in flight")
+    await handle.signal(DeviceFlowPauseCancelProbe.cancel)
+    rig.idp.approve(user_code)  # were the cancel lost, the pause would end authorized
+    # Bounded: a lost cancel leaves the pause waiting on reads that never answer.
+    assert await asyncio.wait_for(handle.result(), timeout=60) == "cancelled"
 
 
 async def test_a_token_stored_meanwhile_ends_the_pause_without_a_flow(rig: Rig) -> None:
