@@ -8,14 +8,15 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlmodel import col, select
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -158,7 +159,9 @@ async def send(
     payload: dict[str, Any],
     now: datetime,
 ) -> str:
-    """Enqueue an event then wake the workflow (the API's two steps)."""
+    """Enqueue an event then wake the workflow (the API's two steps), once the workflow
+    has settled (`settled`)."""
+    await settled(handle, now)
     event_id = f"test/{uuid.uuid4().hex}"
     enqueue(
         store,
@@ -171,6 +174,95 @@ async def send(
     )
     await handle.signal("wake")
     return event_id
+
+
+# A timer due this soon is let fire before a signal is sent (see `settled`).
+TIMER_GUARD = timedelta(seconds=5)
+
+
+async def settled(handle: WorkflowHandle[Any, Any], now: datetime, timeout: float = 60) -> None:
+    """Until the workflow, by its history, has no workflow task outstanding, no activity
+    running and no timer due within TIMER_GUARD: it waits on a long timer or a signal.
+
+    A signal sent while the workflow is busy can race a timer. The workflow's loop sets
+    a timer until the next event is visible, by the time of its own task: an event the
+    test enqueued just after that task started is due a few milliseconds later, and the
+    wake signal then cancels a timer that fired meanwhile. Temporal's server accepts that
+    cancel; the time-skipping test server refuses the completion ("invalid history
+    builder state for action", temporalio/sdk-java#2606) and never sends the task again
+    (sdk-java#3088), which stranded the STUCK test under load. Sent once settled, the
+    wake's task runs after the event is visible: no short timer, nothing to race.
+
+    `now`: the server's time, read just before (`env.get_current_time()`); the server's
+    clock runs at real pace while nothing skips time.
+    """
+    started = time.monotonic()
+    deadline = started + timeout
+    while True:
+        history = await handle.fetch_history()
+        busy, due = _busy_and_due(history.events)
+        server_now = now + timedelta(seconds=time.monotonic() - started)
+        if not busy and all(at - server_now > TIMER_GUARD for at in due):
+            return
+        if time.monotonic() > deadline:
+            last = [EventType.Name(e.event_type) for e in history.events[-5:]]
+            raise AssertionError(f"{handle.id} never settled; its last events: {last}")
+        await asyncio.sleep(0.02)
+
+
+def _busy_and_due(events: Any) -> tuple[bool, list[datetime]]:
+    """Whether a workflow task or an activity is outstanding, and when the pending timers
+    are due (by the event times the server wrote)."""
+    task = False
+    activities: set[int] = set()
+    timers: dict[str, datetime] = {}
+    for event in events:
+        kind = event.event_type
+        if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+            task = True
+        elif kind in _TASK_ENDED:
+            task = False
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            activities.add(event.event_id)
+        elif kind in _ACTIVITY_ENDED:
+            activities.discard(_ACTIVITY_ENDED[kind](event).scheduled_event_id)
+        elif kind == EventType.EVENT_TYPE_TIMER_STARTED:
+            attrs = event.timer_started_event_attributes
+            started = event.event_time.ToDatetime(tzinfo=UTC)
+            timers[attrs.timer_id] = started + attrs.start_to_fire_timeout.ToTimedelta()
+        elif kind == EventType.EVENT_TYPE_TIMER_FIRED:
+            timers.pop(event.timer_fired_event_attributes.timer_id, None)
+        elif kind == EventType.EVENT_TYPE_TIMER_CANCELED:
+            timers.pop(event.timer_canceled_event_attributes.timer_id, None)
+    closed = bool(events) and events[-1].event_type in _CLOSED
+    return (not closed and (task or bool(activities))), ([] if closed else list(timers.values()))
+
+
+_TASK_ENDED = {
+    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+}
+_ACTIVITY_ENDED: dict[int, Callable[[Any], Any]] = {
+    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: lambda e: (
+        e.activity_task_completed_event_attributes
+    ),
+    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: lambda e: e.activity_task_failed_event_attributes,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: lambda e: (
+        e.activity_task_timed_out_event_attributes
+    ),
+    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: lambda e: (
+        e.activity_task_canceled_event_attributes
+    ),
+}
+_CLOSED = {
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+}
 
 
 def turns(store: Store, instance_id: str) -> list[AgentLedgerTurn]:
