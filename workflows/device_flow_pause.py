@@ -12,6 +12,8 @@ or ends the call with the flow's `errorKind`.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio import workflow
@@ -55,11 +57,15 @@ _READ_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempt
 # in the history, so it is the same ActivityError run and replayed.
 READ_ACTIVITY_PATCH = "device-flow-read-activity"
 _LEGACY_READ_TIMEOUT = timedelta(seconds=30)
-# The caller's cancel (a session's POST cancel, a prompt's deadline) cancels the read in
-# flight, which the SDK reports as an ActivityError caused by CancelledError. Before this
-# patch the pause took it for a failed read and waited on, so the cancel was lost whenever
-# it landed during a read rather than a timer; histories recorded so replay as they ran.
-READ_CANCEL_PATCH = "device-flow-read-cancel"
+# The caller's cancel (a session's POST cancel, a prompt's deadline) must end the pause.
+# Cancelling the caller's task is not enough: a cancel that lands on a read in flight
+# comes back as an ActivityError caused by CancelledError, which the pause took for a
+# failed read; and a cancel that lands in the activation where the read completed is
+# swallowed by the SDK (the activity's result wins and the task is un-cancelled). Either
+# way the pause waited on until the flow ended. So the caller also passes `cancelled`, a
+# predicate the pause checks after each read and waits on between reads; histories
+# recorded before this patch replay as they ran.
+CANCEL_PATCH = "device-flow-pause-cancel"
 CANCELLED = "cancelled"
 
 
@@ -69,6 +75,7 @@ async def await_device_flow(
     session_id: str | None,
     *,
     event_retention: int | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> DeviceFlowOutcome:
     """Run (or join) the device flow of `provider_id` and wait for its end.
 
@@ -77,10 +84,16 @@ async def await_device_flow(
     paused, told `auth_device_flow_started`
     (the flow itself tells every live session of the workspace when it starts; a
     session that got that is not told twice). None for a turn or an agent tick.
+    `cancelled`: the caller's cancel (a session's prompt cancelled); once it holds, the
+    pause raises asyncio.CancelledError at its next step, and a wait between reads ends.
     Returns `authorized`, or the flow's `errorKind` (`cancelled` for a flow cancelled
     or ended from outside, `unsupported_provider` for a provider not configured).
     """
     since_ms = _now_ms()
+    # Decided once per pause, so a pause begun before the patch replays as it ran.
+    honour_cancel = workflow.patched(CANCEL_PATCH)
+    if not honour_cancel:
+        cancelled = None
     try:
         ensured: EnsureFlowResult = await workflow.execute_activity(
             DeviceFlowActivity.ENSURE,
@@ -96,7 +109,7 @@ async def await_device_flow(
             retry_policy=_RETRY,
         )
     except ActivityError as err:
-        if _cancelled(err):
+        if honour_cancel and isinstance(err.cause, CancelledError):
             raise
         return DeviceFlowOutcome(
             provider_id=provider_id,
@@ -119,7 +132,10 @@ async def await_device_flow(
     announced = False
     as_activity = workflow.patched(READ_ACTIVITY_PATCH)
     while True:
-        read = await _read(provider_id, workspace, flow_id, as_activity=as_activity)
+        read = await _read(
+            provider_id, workspace, flow_id, as_activity=as_activity, honour_cancel=honour_cancel
+        )
+        _check_cancel(cancelled)
         if read is not None and read.state is None:
             return DeviceFlowOutcome(
                 provider_id=provider_id,
@@ -147,7 +163,22 @@ async def await_device_flow(
         interval = MIN_READ_INTERVAL
         if state is not None and state.interval_ms:
             interval = timedelta(milliseconds=state.interval_ms)
-        await workflow.sleep(min(max(interval, MIN_READ_INTERVAL), MAX_READ_INTERVAL))
+        wait = min(max(interval, MIN_READ_INTERVAL), MAX_READ_INTERVAL)
+        if cancelled is None:
+            await workflow.sleep(wait)
+            continue
+        # The same timer as a sleep, ended early by the caller's cancel.
+        try:
+            await workflow.wait_condition(cancelled, timeout=wait)
+        except TimeoutError:
+            pass
+        _check_cancel(cancelled)
+
+
+def _check_cancel(cancelled: Callable[[], bool] | None) -> None:
+    """Raise the caller's cancel."""
+    if cancelled is not None and cancelled():
+        raise asyncio.CancelledError("the caller cancelled the call")
 
 
 def _outcome(state: FlowState) -> DeviceFlowOutcome:
@@ -165,7 +196,7 @@ def _outcome(state: FlowState) -> DeviceFlowOutcome:
 
 
 async def _read(
-    provider_id: str, workspace_cwd: str, flow_id: str, *, as_activity: bool
+    provider_id: str, workspace_cwd: str, flow_id: str, *, as_activity: bool, honour_cancel: bool
 ) -> ReadFlowResult | None:
     """The flow's state (`state` None: the run is gone); None when it could not be read."""
     request = ReadFlowInput(
@@ -181,7 +212,7 @@ async def _read(
                 retry_policy=_READ_RETRY,
             )
         except ActivityError as err:
-            if _cancelled(err):
+            if honour_cancel and isinstance(err.cause, CancelledError):
                 raise  # the caller's cancel, not a failed read
             return None  # read again after the next timer
         return read
@@ -216,11 +247,6 @@ async def _announce(
         start_to_close_timeout=timedelta(seconds=30),
         retry_policy=_RETRY,
     )
-
-
-def _cancelled(err: ActivityError) -> bool:
-    """Whether `err` is the caller's cancel of the activity (patched: see the patch)."""
-    return isinstance(err.cause, CancelledError) and workflow.patched(READ_CANCEL_PATCH)
 
 
 def _now_ms() -> int:

@@ -93,6 +93,7 @@ async def run_chain(
     workspace: str | None = None,
     session_id: str | None = None,
     device_flow: DeviceFlowWait | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> ChainResult:
     """Walk `plan` until an attempt succeeds.
 
@@ -101,6 +102,8 @@ async def run_chain(
             MODEL_BAD_REQUEST (a 4xx other than 401/403/429 ended the chain) or
             DEVICE_FLOW_FAILED (a credential's device flow failed: its errorKind is the
             message); details `[ChainFailure]` in each case.
+        asyncio.CancelledError: `cancelled` (the caller's cancel) held during a pause on a
+            device flow (workflows/device_flow_pause.py).
         ActivityError: the attempt's activity failed for a reason of its own (not a
             timeout), which no other provider would fix.
     """
@@ -112,7 +115,7 @@ async def run_chain(
         report, worker_lost = await _attempt(spec, attempt_fn)
         flow = report.device_flow_required
         if flow is not None and spec.attempt_index not in paused_for:
-            wait = device_flow or _device_flow_wait(workspace, session_id)
+            wait = device_flow or _device_flow_wait(workspace, session_id, cancelled)
             # Once per attempt: a flow that "succeeds" without a usable token would
             # otherwise pause forever; the second time it is an auth_error.
             paused_for.add(spec.attempt_index)
@@ -182,13 +185,16 @@ async def _attempt(spec: AttemptSpec, attempt_fn: AttemptFn) -> tuple[AttemptRep
         return lost, True
 
 
-def _device_flow_wait(workspace: str | None, session_id: str | None) -> DeviceFlowWait:
+def _device_flow_wait(
+    workspace: str | None, session_id: str | None, cancelled: Callable[[], bool] | None
+) -> DeviceFlowWait:
     """The device-flow pause (workflows/device_flow_pause.py): start or join the
-    provider's flow, tell the session (if the call is a session's), wait for its end.
-    `workspace` None: the worker's own workspace (a turn's or an agent's call)."""
+    provider's flow, tell the session (if the call is a session's), wait for its end or
+    the caller's cancel. `workspace` None: the worker's own workspace (a turn's or an
+    agent's call)."""
 
     async def pause(provider_id: str) -> str | None:
-        outcome = await await_device_flow(provider_id, workspace, session_id)
+        outcome = await await_device_flow(provider_id, workspace, session_id, cancelled=cancelled)
         if outcome.authorized:
             return None
         return outcome.error_kind or "upstream_error"

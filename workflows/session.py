@@ -562,6 +562,9 @@ class SessionWorkflow:
             attempt,
             workspace=self._input.workspace_cwd,
             session_id=self._input.session_id,
+            # A pause on a device flow ends on the prompt's cancel (the task's cancel alone
+            # can be swallowed: workflows/device_flow_pause.py, CANCEL_PATCH).
+            cancelled=lambda: self._cancel_active,
         )
         return results[-1]
 

@@ -62,6 +62,13 @@ class DeviceFlowPauseProbe:
         )
 
 
+class CancelProbeInput(ProbeInput):
+    # True: the probe cancels the pause's task, as the session does; False: it only sets
+    # the pause's `cancelled` predicate, which is all a task cancel the SDK swallowed
+    # (one landing in the activation where a read completed) leaves the pause to go on.
+    cancel_task: bool = True
+
+
 @workflow.defn(name="DeviceFlowPauseCancelProbe")
 class DeviceFlowPauseCancelProbe:
     """A paused call its caller cancels (a session's POST cancel): the pause must end."""
@@ -74,12 +81,18 @@ class DeviceFlowPauseCancelProbe:
         self._cancel = True
 
     @workflow.run
-    async def run(self, request: ProbeInput) -> str:
+    async def run(self, request: CancelProbeInput) -> str:
         pause = asyncio.create_task(
-            await_device_flow(request.provider_id, request.workspace_cwd, request.session_id)
+            await_device_flow(
+                request.provider_id,
+                request.workspace_cwd,
+                request.session_id,
+                cancelled=lambda: self._cancel,
+            )
         )
         await workflow.wait_condition(lambda: pause.done() or self._cancel)
-        pause.cancel()
+        if request.cancel_task:
+            pause.cancel()
         try:
             outcome = await pause
         except (asyncio.CancelledError, ActivityError):
@@ -283,18 +296,26 @@ async def test_the_pause_spans_a_graceful_restart_while_a_read_hangs(rig: Rig) -
     assert len(_started(rig.events(sid))) == 1
 
 
+async def _cancel_probe(
+    rig: Rig, hang: HangReads, *, cancel_task: bool
+) -> WorkflowHandle[Any, str]:
+    await rig.stack.enter_async_context(rig.worker(hang.client(rig.env.client)))
+    return await rig.env.client.start_workflow(
+        DeviceFlowPauseCancelProbe.run,
+        CancelProbeInput(
+            provider_id=PROVIDER, workspace_cwd=rig.settings.workspace_cwd, cancel_task=cancel_task
+        ),
+        id=f"probe-{uuid.uuid4()}",
+        task_queue=rig.settings.task_queue,
+    )
+
+
 async def test_a_cancel_that_lands_during_a_read_ends_the_pause(rig: Rig) -> None:
     """The cancel of a paused prompt reaches the pause while it reads the flow's state
     (the read is an activity, cancelled with it): the pause ends at once instead of
     taking the cancelled read for a failed one and waiting on for the flow's end."""
     hang = HangReads()
-    await rig.stack.enter_async_context(rig.worker(hang.client(rig.env.client)))
-    handle = await rig.env.client.start_workflow(
-        DeviceFlowPauseCancelProbe.run,
-        ProbeInput(provider_id=PROVIDER, workspace_cwd=rig.settings.workspace_cwd),
-        id=f"probe-{uuid.uuid4()}",
-        task_queue=rig.settings.task_queue,
-    )
+    handle = await _cancel_probe(rig, hang, cancel_task=True)
     user_code = await rig.device()
     hang.hang.set()
     await rig.until(hang.hung.is_set, "a read in flight")
@@ -302,6 +323,19 @@ async def test_a_cancel_that_lands_during_a_read_ends_the_pause(rig: Rig) -> Non
     rig.idp.approve(user_code)  # were the cancel lost, the pause would end authorized
     # Bounded: a lost cancel leaves the pause waiting on reads that never answer.
     assert await asyncio.wait_for(handle.result(), timeout=60) == "cancelled"
+
+
+async def test_the_cancel_predicate_alone_ends_the_pause(rig: Rig) -> None:
+    """A task cancel the SDK swallowed (it landed in the activation where a read
+    completed: the result wins, the task is un-cancelled; recorded in the history
+    session-device-flow-cancel-swallowed) leaves only the caller's `cancelled`: the pause
+    ends on it, between reads or after one, never waiting for the flow's end."""
+    handle = await _cancel_probe(rig, HangReads(), cancel_task=False)
+    user_code = await rig.device()
+    await handle.signal(DeviceFlowPauseCancelProbe.cancel)
+    outcome = await asyncio.wait_for(handle.result(), timeout=60)
+    rig.idp.approve(user_code)
+    assert outcome == "cancelled"
 
 
 async def test_a_token_stored_meanwhile_ends_the_pause_without_a_flow(rig: Rig) -> None:

@@ -40,6 +40,10 @@ def test_there_are_histories_to_replay() -> None:
         "session-before-model-chain",
         "session-device-flow-pause",
         "session-device-flow-pause-before-read-activity",
+        # Not re-recordable: a prompt's cancel swallowed by its device-flow pause (the
+        # cancel landed in the activation where a read completed) before the
+        # `device-flow-pause-cancel` patch; the pause waited on for the flow's end.
+        "session-device-flow-cancel-swallowed",
         "turn",
         "turn-model",
         "turn-model-before-model-chain",
