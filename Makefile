@@ -6,13 +6,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck bench clean
+.PHONY: run test test-quick lint typecheck bench clean
 
-# pytest-xdist workers of `make test`. The suite mostly waits (servers starting, timers),
-# so `make test PYTEST_WORKERS=2` finishes it in about 60 % of the time even on 2 cores;
-# the default stays 0 (one process, in order) until the standing-agent STUCK test stops
-# failing now and then under that load (README, Tests).
-PYTEST_WORKERS ?= 0
+# pytest-xdist workers of `make test` and `make test-quick` (README, Tests): each has its
+# own Temporal servers, temporary directories and databases. 0: one process, in order.
+PYTEST_WORKERS ?= 2
+# Every run shows where the time goes.
+PYTEST_ARGS ?= --durations=25
 
 # A plain editable install (PEP 660): mypy and the tests resolve the project's packages
 # from the source tree, so setuptools' deprecated `editable_mode=compat` is not needed.
@@ -39,7 +39,14 @@ test: $(STAMP)
 	$(BIN)/mypy
 	if command -v npm >/dev/null; then (cd tests/browser && npm ci --silent --no-audit --no-fund); fi
 	if command -v npm >/dev/null; then (cd tests/node && npm ci --silent --no-audit --no-fund); fi
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+
+# The inner loop: lint, types, and every test that starts no Temporal dev server and no
+# `agentrt up` (unit, policy, store, workflow tests on the time-skipping server).
+test-quick: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not stack" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

