@@ -10,7 +10,11 @@ STAMP := $(VENV)/.installed
 
 # pytest-xdist workers of `make test` and `make test-quick` (README, Tests): each has its
 # own Temporal servers, temporary directories and databases. 0: one process, in order.
-PYTEST_WORKERS ?= 2
+# The suite waits more than it computes (servers starting, timers, processes killed and
+# restarted), so 4 workers keep 2 cores busy. Tests go out one at a time, slowest kinds
+# first (tests/conftest.py orders them), so no worker ends the run on a long test alone.
+PYTEST_WORKERS ?= 4
+PYTEST_DIST = --dist load --maxschedchunk 1
 # Every run shows where the time goes.
 PYTEST_ARGS ?= --durations=25
 
@@ -39,14 +43,14 @@ test: $(STAMP)
 	$(BIN)/mypy
 	if command -v npm >/dev/null; then (cd tests/browser && npm ci --silent --no-audit --no-fund); fi
 	if command -v npm >/dev/null; then (cd tests/node && npm ci --silent --no-audit --no-fund); fi
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_DIST) $(PYTEST_ARGS)
 
 # The inner loop: lint, types, and every test that starts no Temporal dev server and no
 # `agentrt up` (unit, policy, store, workflow tests on the time-skipping server).
 test-quick: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not stack" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_DIST) -m "not stack" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -77,10 +77,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         in_e2e = _E2E in Path(str(item.fspath)).parents
         if in_e2e or "dev_env" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.stack)
-    # The end-to-end tests first (a stable sort: each file's order is kept): they take
-    # seconds each, and xdist's workers then end the run on the short tests, together,
-    # instead of one of them finishing a long test alone.
-    items.sort(key=lambda item: _E2E not in Path(str(item.fspath)).parents)
+    # The slowest kinds first (a stable sort: each file's order is kept): end-to-end tests,
+    # then the other tests with a dev server, then the rest. `make test` hands tests to
+    # xdist's workers one at a time in this order, so the workers end the run together on
+    # short tests instead of one of them finishing a long test alone.
+    items.sort(key=_slowness_rank)
+
+
+def _slowness_rank(item: pytest.Item) -> int:
+    if _E2E in Path(str(item.fspath)).parents:
+        return 0
+    return 1 if item.get_closest_marker("stack") else 2
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from runtime.standing_agents.catalog import modes_of
 from runtime.standing_agents.contracts import AgentType
@@ -106,6 +107,7 @@ def _wait_worker(url: str, token: str, timeout: float = 60.0) -> None:
     raise AssertionError(f"worker never polled: {body}")
 
 
+@pytest.mark.stack  # a real `agentrt up`, driven by Chromium
 def test_page_in_chromium_chats_and_answers_a_decision(tmp_path: Path) -> None:
     command = [*_browser_prerequisites()[:1], str(SCRIPT)]
     token = secrets.token_urlsafe(16)

@@ -205,6 +205,8 @@ def _run_all(live: Live, document: dict[str, Any]) -> list[str]:
     return failures
 
 
+# Long by design (about 45 s on 2 cores): 25 generated requests for each of the API's
+# operations, positive and negative, each checked against the document.
 async def test_the_api_keeps_its_openapi_promises(live: Live) -> None:
     async with httpx.AsyncClient(base_url=live.base_url, headers=live.headers) as client:
         document: dict[str, Any] = (await client.get("/openapi.json")).json()

@@ -86,6 +86,7 @@ def _text(stream: str | bytes | None) -> str:
     return stream.decode(errors="replace") if isinstance(stream, bytes) else stream or ""
 
 
+@pytest.mark.stack  # a real `agentrt up`, driven by Chromium
 def test_page_in_chromium_approves_and_denies(tmp_path: Path) -> None:
     command = _browser_prerequisites()
     with agentrt_up(tmp_path) as up:

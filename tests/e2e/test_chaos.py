@@ -102,6 +102,8 @@ def _wait(predicate: Callable[[], bool], what: str, timeout: float = DEADLINE) -
     raise AssertionError(f"{what} never happened")
 
 
+# Long by design (about 35 s): a real `agentrt up` whose worker, API and Temporal server are
+# killed and stalled at random points, then waited on until every prompt and the turn end.
 def test_chaos(tmp_path: Path) -> None:
     seed = int(os.environ.get("AGENTRT_CHAOS_SEED", random.randrange(1 << 30)))
     print(f"chaos seed {seed}")

@@ -102,6 +102,8 @@ async def test_a_pending_flow_spans_kill_9_of_the_worker(
     assert len(idp.devices) == 1  # the same device code, polled by the new worker
 
 
+# Long by design (up to 40 s under load): two whole `agentrt up` starts around a kill -9 of
+# everything, then the flow's next poll of the IdP after the restart.
 def test_a_pending_flow_survives_a_restart_of_everything(tmp_path: Path) -> None:
     from tests.e2e.test_up_e2e import _wait_http, agentrt_up
 

@@ -101,6 +101,8 @@ async def _wait_messages(store: Store, agent: str, count: int) -> None:
     assert len(sa.messages(store, agent)) >= count
 
 
+# Long by design (about 25 s): a worker process is started three times and killed twice
+# in the middle of one episode.
 async def test_side_effects_happen_once_across_repeated_kill_9(
     dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
 ) -> None:

@@ -296,6 +296,8 @@ def _prompt(url: str, session_id: str, text: str, **headers: str) -> httpx.Respo
     )
 
 
+# Long by design (about 35 s): the embedded Temporal server is killed and restarted by the
+# supervisor, and the worker and the API must find it again on their own.
 def test_up_survives_a_temporal_crash(tmp_path: Path) -> None:
     """kill -9 of the embedded Temporal server: the supervisor restarts it on its state,
     the API answers throughout (503 temporal_unavailable for what needs Temporal), and the

@@ -20,6 +20,7 @@ from runtime.sessions.streams import envelope
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.streams import session_stream
+from tests.history_helpers import wait_for_pending_timers_to_fire
 from tests.session_helpers import write_prompt
 from worker import build_worker
 from workflows.session import SessionWorkflow, session_workflow_id
@@ -114,8 +115,9 @@ async def test_timeout_fires_across_a_worker_restart(
     async with build_worker(dev_env.client, settings, store, ScriptedModel()):
         sid = await _start_prompt(dev_env.client, store, task_queue, workspace, 1500)
         await _wait(journal, sid, "permission_request")
-    # No worker while the timer falls due.
-    await asyncio.sleep(3)
+    # No worker while the timer falls due: the server records it fired.
+    handle = dev_env.client.get_workflow_handle(session_workflow_id(sid))
+    await wait_for_pending_timers_to_fire(handle)
     types = [e.type for e in journal.read(session_stream(sid)).entries]
     assert "permission_resolved" not in types
     async with build_worker(dev_env.client, settings, store, ScriptedModel()):
