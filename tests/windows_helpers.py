@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
 
 from runtime.settings import Settings
 from runtime.windows_pool import lease_client
@@ -43,3 +45,16 @@ async def call(
 
 def lease_handle(client: Client, holder: str, tenant: str = "acme") -> WorkflowHandle[Any, Any]:
     return client.get_workflow_handle(lease_workflow_id(tenant, holder))
+
+
+async def end_leases(temporal: Client, task_queue: str) -> None:
+    """Leases a test left held would outlive its worker (their task queue is the test's):
+    a later test on the same dev server listing the tenant's leases would wait on their
+    queries (30 s, then 503) and see them in its list."""
+    query = (
+        f"AgentrtKind = 'windows-lease' AND TaskQueue = '{task_queue}' "
+        "AND ExecutionStatus = 'Running'"
+    )
+    async for execution in temporal.list_workflows(query):
+        with contextlib.suppress(RPCError):  # ended meanwhile
+            await temporal.get_workflow_handle(execution.id).terminate("test over")

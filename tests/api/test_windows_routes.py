@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -17,7 +16,6 @@ from typing import Any
 import httpx
 import pytest
 from temporalio.client import Client
-from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.session import IMAGES_SHOWN
@@ -29,7 +27,7 @@ from runtime.streams import session_stream, session_transcript_stream
 from tests.conftest import ApiFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.windows_pool import FakeWindowsPool
-from tests.windows_helpers import POOL_TOKEN, lease_handle
+from tests.windows_helpers import POOL_TOKEN, end_leases, lease_handle
 from worker import build_worker
 
 TOKEN = "windows-token"
@@ -89,19 +87,7 @@ async def daemon(
         client.headers["Authorization"] = f"Bearer {TOKEN}"
         await stack.enter_async_context(build_worker(dev_env.client, settings, store))
         yield Daemon(client, pool, store, dev_env.client)
-        await _end_leases(dev_env.client, task_queue)
-
-
-async def _end_leases(temporal: Client, task_queue: str) -> None:
-    """Leases this test left held would outlive its worker (their task queue is the
-    test's): a later test listing the tenant's leases would wait on their queries."""
-    query = (
-        f"AgentrtKind = 'windows-lease' AND TaskQueue = '{task_queue}' "
-        "AND ExecutionStatus = 'Running'"
-    )
-    async for execution in temporal.list_workflows(query):
-        with contextlib.suppress(RPCError):  # ended meanwhile
-            await temporal.get_workflow_handle(execution.id).terminate("test over")
+        await end_leases(dev_env.client, task_queue)
 
 
 async def test_every_verb_answers_feature_disabled_before_any_lease(daemon: Daemon) -> None:

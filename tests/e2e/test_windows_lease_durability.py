@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from tests.conftest import ApiFactory
 from tests.e2e.test_agent_tools_durability import _wait_children_gone
 from tests.fakes.windows_pool import FakeWindowsPool
-from tests.windows_helpers import POOL_TOKEN
+from tests.windows_helpers import POOL_TOKEN, end_leases
 
 TOKEN = "windows-durability"
 BASE = "/api/v1/tenants/acme"
@@ -79,6 +79,9 @@ async def split(
         if process.poll() is None:
             process.kill()
         process.wait()
+    # The lease is still held, on this test's task queue, on the shared dev server: a later
+    # test listing tenant acme's leases would wait on it and see it.
+    await end_leases(dev_env.client, task_queue)
 
 
 async def test_a_lease_spans_kill_9_of_the_worker(
