@@ -313,7 +313,17 @@ def pending_ticks(store: Store, instance_id: str) -> list[AgentEventRow]:
 def llm_attempts(store: Store, instance_id: str) -> list[LlmCallAttempt]:
     with store.session() as db:
         return list(
-            db.exec(select(LlmCallAttempt).where(col(LlmCallAttempt.owner_id) == instance_id)).all()
+            db.exec(
+                select(LlmCallAttempt)
+                .where(col(LlmCallAttempt.owner_id) == instance_id)
+                # In the order they were made: a SELECT without ORDER BY has none (on
+                # PostgreSQL rows come back in whatever order the heap holds them).
+                .order_by(
+                    col(LlmCallAttempt.created_at),
+                    col(LlmCallAttempt.call_id),
+                    col(LlmCallAttempt.ordinal),
+                )
+            ).all()
         )
 
 
