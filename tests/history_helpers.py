@@ -12,19 +12,17 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 
-async def wait_for_history_event(
-    handle: WorkflowHandle[Any, Any], event_type: EventType.ValueType, timeout: float = 60
-) -> None:
-    """Until the workflow's history holds an event of `event_type` (bounded)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        history = await handle.fetch_history()
-        if any(e.event_type == event_type for e in history.events):
-            return
-        if time.monotonic() > deadline:
-            name = EventType.Name(event_type)
-            raise AssertionError(f"{handle.id}: no {name} in its history after {timeout} s")
-        await asyncio.sleep(0.1)
+def pending_timers(events: Any) -> dict[str, Any]:
+    """The timers started and neither fired nor cancelled: id to TIMER_STARTED event."""
+    pending: dict[str, Any] = {}
+    for event in events:
+        if event.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
+            pending[event.timer_started_event_attributes.timer_id] = event
+        elif event.event_type == EventType.EVENT_TYPE_TIMER_FIRED:
+            pending.pop(event.timer_fired_event_attributes.timer_id, None)
+        elif event.event_type == EventType.EVENT_TYPE_TIMER_CANCELED:
+            pending.pop(event.timer_canceled_event_attributes.timer_id, None)
+    return pending
 
 
 async def wait_for_pending_timers_to_fire(
@@ -35,14 +33,7 @@ async def wait_for_pending_timers_to_fire(
     deadline = time.monotonic() + timeout
     while True:
         history = await handle.fetch_history()
-        started: set[str] = set()
-        for event in history.events:
-            if event.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
-                started.add(event.timer_started_event_attributes.timer_id)
-            elif event.event_type == EventType.EVENT_TYPE_TIMER_FIRED:
-                started.discard(event.timer_fired_event_attributes.timer_id)
-            elif event.event_type == EventType.EVENT_TYPE_TIMER_CANCELED:
-                started.discard(event.timer_canceled_event_attributes.timer_id)
+        started = pending_timers(history.events)
         fired = any(e.event_type == EventType.EVENT_TYPE_TIMER_FIRED for e in history.events)
         if fired and not started:
             return

@@ -48,6 +48,7 @@ from runtime.standing_agents.workflow_contracts import (
 from runtime.store import Store
 from runtime.store.tenants import set_feature
 from runtime.timestamps import aware_utc
+from tests.history_helpers import pending_timers
 from worker import build_worker
 from workflows.standing_agent import StandingAgentWorkflow
 
@@ -215,7 +216,6 @@ def _busy_and_due(events: Any) -> tuple[bool, list[datetime]]:
     are due (by the event times the server wrote)."""
     task = False
     activities: set[int] = set()
-    timers: dict[str, datetime] = {}
     for event in events:
         kind = event.event_type
         if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
@@ -226,16 +226,13 @@ def _busy_and_due(events: Any) -> tuple[bool, list[datetime]]:
             activities.add(event.event_id)
         elif kind in _ACTIVITY_ENDED:
             activities.discard(_ACTIVITY_ENDED[kind](event).scheduled_event_id)
-        elif kind == EventType.EVENT_TYPE_TIMER_STARTED:
-            attrs = event.timer_started_event_attributes
-            started = event.event_time.ToDatetime(tzinfo=UTC)
-            timers[attrs.timer_id] = started + attrs.start_to_fire_timeout.ToTimedelta()
-        elif kind == EventType.EVENT_TYPE_TIMER_FIRED:
-            timers.pop(event.timer_fired_event_attributes.timer_id, None)
-        elif kind == EventType.EVENT_TYPE_TIMER_CANCELED:
-            timers.pop(event.timer_canceled_event_attributes.timer_id, None)
+    due = [
+        started.event_time.ToDatetime(tzinfo=UTC)
+        + started.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
+        for started in pending_timers(events).values()
+    ]
     closed = bool(events) and events[-1].event_type in _CLOSED
-    return (not closed and (task or bool(activities))), ([] if closed else list(timers.values()))
+    return (not closed and (task or bool(activities))), ([] if closed else due)
 
 
 _TASK_ENDED = {

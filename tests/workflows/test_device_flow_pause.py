@@ -322,7 +322,7 @@ async def test_a_cancel_that_lands_during_a_read_ends_the_pause(rig: Rig) -> Non
     await handle.signal(DeviceFlowPauseCancelProbe.cancel)
     rig.idp.approve(user_code)  # were the cancel lost, the pause would end authorized
     # Bounded: a lost cancel leaves the pause waiting on reads that never answer.
-    assert await asyncio.wait_for(handle.result(), timeout=60) == "cancelled"
+    assert await handle.result(rpc_timeout=timedelta(seconds=60)) == "cancelled"
 
 
 async def test_the_cancel_predicate_alone_ends_the_pause(rig: Rig) -> None:
@@ -333,7 +333,7 @@ async def test_the_cancel_predicate_alone_ends_the_pause(rig: Rig) -> None:
     handle = await _cancel_probe(rig, HangReads(), cancel_task=False)
     user_code = await rig.device()
     await handle.signal(DeviceFlowPauseCancelProbe.cancel)
-    outcome = await asyncio.wait_for(handle.result(), timeout=60)
+    outcome = await handle.result(rpc_timeout=timedelta(seconds=60))
     rig.idp.approve(user_code)
     assert outcome == "cancelled"
 
