@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +18,15 @@ from runtime.store import Store, upgrade_to_head
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.conftest import ApiFactory
 from tests.fakes.openai_server import FakeOpenAI
+from tests.worker_processes import WorkerProcesses, kill9
 
-WorkerFactory = Callable[..., subprocess.Popen[bytes]]
+WorkerFactory = Callable[..., Awaitable[subprocess.Popen[bytes]]]
 
 
 @pytest.fixture
 async def durable(
     api: ApiFactory, dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
-) -> AsyncIterator[tuple[Browser, Callable[..., subprocess.Popen[bytes]]]]:
+) -> AsyncIterator[tuple[Browser, WorkerFactory]]:
     """The API in process; workers as separate processes a test can kill -9."""
     data_dir = tmp_path / ".data"
     store = Store(Settings(data_dir=data_dir).resolved_database_url)
@@ -34,35 +34,11 @@ async def durable(
     with store.session() as session:
         ensure_demo(session, "demo")
     store.dispose()
-    workers: list[subprocess.Popen[bytes]] = []
-
-    def start_worker(**env: str) -> subprocess.Popen[bytes]:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cli", "worker"],
-            env={
-                **os.environ,
-                "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-                "AGENTRT_TASK_QUEUE": task_queue,
-                "AGENTRT_DATA_DIR": str(data_dir),
-                "AGENTRT_LOG_LEVEL": "WARNING",
-                **env,
-            },
-        )
-        workers.append(process)
-        return process
-
+    workers = WorkerProcesses(dev_env, task_queue, data_dir, data_dir.parent)
     client = await api(data_dir=data_dir, task_queue=task_queue)
     browser = await Browser(client).open()
-    yield browser, start_worker
-    for process in workers:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-
-
-def _kill9(process: subprocess.Popen[bytes]) -> None:
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    yield browser, workers.start
+    workers.close()
 
 
 def _check_contiguous_and_single(events: list[dict[str, Any]]) -> None:
@@ -81,15 +57,15 @@ async def test_authorization_wait_survives_kill_9_of_the_worker(
     durable: tuple[Browser, WorkerFactory],
 ) -> None:
     browser, start_worker = durable
-    worker = start_worker()
+    worker = await start_worker()
     turn = await browser.start_turn(DEMO_PROMPT)
     events = await browser.wait_for_event(turn["turn_id"], "agent.authorization.required")
     research_id = events[-1]["payload"]["research_id"]
-    _kill9(worker)
+    kill9(worker)
 
     # With no worker alive, the human decides; the turn is still waiting, durably.
     assert (await browser.decide(research_id, "approve")).status_code == 200
-    start_worker()
+    await start_worker()
     # The kill may land after the event is journaled but before its workflow task
     # completes: see test_authorization_wait_survives_kill_9_of_everything.
     await browser.wait_for_status(turn["turn_id"], "awaiting_authorization")
@@ -118,13 +94,13 @@ async def test_a_turn_spanning_a_kill_9_mid_model_call_finishes_without_gaps(
         fake.queue_tool_calls([prepare], delay=30)
         fake.queue_tool_calls([prepare])
         env = {"AGENTRT_MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": fake.base_url}
-        worker = start_worker(**env)
+        worker = await start_worker(**env)
         turn = await browser.start_turn("Follow the Kestrel money", agent="model")
         await browser.wait_for_event(turn["turn_id"], "agent.tool.completed")
         while len(fake.requests) < 2:  # the slow call is in flight
             await _sleep(0.05)
-        _kill9(worker)
-        start_worker(**env)
+        kill9(worker)
+        await start_worker(**env)
         events = await browser.wait_for_event(
             turn["turn_id"], "agent.authorization.required", timeout=90
         )

@@ -9,9 +9,8 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -21,10 +20,11 @@ from temporalio.testing import WorkflowEnvironment
 from tests.conftest import ApiFactory
 from tests.e2e.test_agent_tools_durability import _wait_children_gone
 from tests.fakes.device_idp import FakeIdP
+from tests.worker_processes import WorkerProcesses
 
 TOKEN = "device-flow-durability"
 FLOW = "/workspace/auth/device-flow"
-WorkerFactory = Callable[[], subprocess.Popen[bytes]]
+WorkerFactory = Callable[[], Awaitable[subprocess.Popen[bytes]]]
 
 
 def _providers(idp: FakeIdP) -> str:
@@ -39,25 +39,10 @@ async def split(
     data_dir = tmp_path / ".data"
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    workers: list[subprocess.Popen[bytes]] = []
     with FakeIdP(interval=1) as idp:
-
-        def start_worker() -> subprocess.Popen[bytes]:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "cli", "worker"],
-                env={
-                    **os.environ,
-                    "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-                    "AGENTRT_TASK_QUEUE": task_queue,
-                    "AGENTRT_DATA_DIR": str(data_dir),
-                    "AGENTRT_WORKSPACE": str(workspace),
-                    "AGENTRT_DEVICE_FLOW_PROVIDERS": _providers(idp),
-                    "AGENTRT_LOG_LEVEL": "WARNING",
-                },
-            )
-            workers.append(process)
-            return process
-
+        workers = WorkerProcesses(
+            dev_env, task_queue, data_dir, workspace, AGENTRT_DEVICE_FLOW_PROVIDERS=_providers(idp)
+        )
         client = await api(
             data_dir=data_dir,
             task_queue=task_queue,
@@ -66,11 +51,8 @@ async def split(
             device_flow_providers=_providers(idp),
         )
         client.headers["Authorization"] = f"Bearer {TOKEN}"
-        yield client, idp, data_dir, start_worker
-        for process in workers:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
+        yield client, idp, data_dir, workers.start
+        workers.close()
 
 
 async def _until_authorized(client: httpx.AsyncClient, flow_id: str) -> None:
@@ -88,14 +70,14 @@ async def test_a_pending_flow_spans_kill_9_of_the_worker(
     split: tuple[httpx.AsyncClient, FakeIdP, Path, WorkerFactory],
 ) -> None:
     client, idp, data_dir, start_worker = split
-    worker = start_worker()
+    worker = await start_worker()
     response = await client.post(FLOW, json={"providerId": "test-idp"})
     assert response.status_code == 201, response.text
     flow_id = response.json()["deviceFlowId"]
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait()
     idp.approve(idp.latest().user_code)  # while no worker runs
-    start_worker()
+    await start_worker()
     await _until_authorized(client, flow_id)
     stored = json.loads((data_dir / "credentials" / "test-idp.json").read_text())
     assert stored["access_token"].startswith("at-")

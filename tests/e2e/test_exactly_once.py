@@ -58,7 +58,7 @@ async def test_vote_while_the_worker_is_stopped(
     split: tuple[Daemon, WorkerFactory],  # noqa: F811
 ) -> None:
     d, start_worker = split
-    worker = start_worker()
+    worker = await start_worker()
     sid, prompt_id, rid = await _park_at_vote(d)
     _signal(worker, signal.SIGSTOP)
     try:
@@ -76,7 +76,7 @@ async def test_worker_stopped_just_after_the_vote(
 ) -> None:
     """Stalled past the workflow task timeout (10 s), so its task is retried elsewhere."""
     d, start_worker = split
-    worker = start_worker()
+    worker = await start_worker()
     sid, prompt_id, rid = await _park_at_vote(d)
     response = await d.client.post(f"/permission/{rid}", json=VOTE)
     assert response.status_code == 200, response.text
@@ -93,12 +93,12 @@ async def test_worker_killed_just_after_the_vote(
     split: tuple[Daemon, WorkerFactory],  # noqa: F811
 ) -> None:
     d, start_worker = split
-    worker = start_worker()
+    worker = await start_worker()
     sid, prompt_id, rid = await _park_at_vote(d)
     response = await d.client.post(f"/permission/{rid}", json=VOTE)
     assert response.status_code == 200, response.text
     await asyncio.sleep(random.uniform(0.045, 0.075))
     worker.kill()
     worker.wait()
-    start_worker()
+    await start_worker()
     await _check_once(d, sid, prompt_id)

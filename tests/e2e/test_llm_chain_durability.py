@@ -9,8 +9,6 @@ Temporal dev server.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -28,6 +26,7 @@ from runtime.llm.routing import CredentialConfig
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from tests.fakes.openai_server import FakeOpenAI, FakeReply
+from tests.worker_processes import kill9
 from tests.workflows import standing_agent_support as sa
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -37,11 +36,6 @@ PLAN = FakeReply(
     model="served-b",
     usage=(100, 10),
 )
-
-
-def _kill9(process: subprocess.Popen[bytes]) -> None:
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
 
 
 def _configure(store: Store, settings: Settings, fake: FakeOpenAI, keys: list[str]) -> None:
@@ -109,7 +103,7 @@ async def test_a_worker_killed_between_attempts_resumes_at_the_next_attempt(
             await _until(
                 lambda: _completed_activities_at_least(handle, 2), "the first attempt's end"
             )
-            _kill9(workers[-1])
+            kill9(workers[-1])
             workers.append(sa.worker_process(dev_env, task_queue, data_dir))
             await sa.wait_turns(store, agent, 1, timeout=120)
             await handle.terminate("test over")
@@ -145,7 +139,7 @@ async def test_an_attempt_lost_with_its_worker_is_made_again_once(
             handle = await sa.start(dev_env.client, agent, task_queue)
             await _until(lambda: len(fake.requests) == 1, "the stalled request")
             assert _attempts(store, agent) == [(0, "in_flight", "k-slow")]
-            _kill9(workers[-1])
+            kill9(workers[-1])
             fake.answer_key("k-slow", PLAN)  # the provider is quick again
             workers.append(sa.worker_process(dev_env, task_queue, data_dir))
             await sa.wait_turns(store, agent, 1, timeout=120)

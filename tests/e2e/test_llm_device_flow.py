@@ -16,9 +16,8 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from tests.conftest import ApiFactory
 from tests.fakes.device_idp import FakeIdP
 from tests.fakes.openai_server import FakeOpenAI
 from tests.session_helpers import Daemon
+from tests.worker_processes import WorkerProcesses
 
 TOKEN = "llm-device-flow"
 IDP = "test-idp"
@@ -59,7 +59,7 @@ class TokenGatedOpenAI(FakeOpenAI):
         return await super()._handle(request)
 
 
-WorkerFactory = Callable[[], subprocess.Popen[bytes]]
+WorkerFactory = Callable[[], Awaitable[subprocess.Popen[bytes]]]
 
 
 @dataclass
@@ -127,24 +127,9 @@ async def rig(
     workspace.mkdir()
     store = Store(Settings(data_dir=data_dir).resolved_database_url)
     upgrade_to_head(store.engine)
-    workers: list[subprocess.Popen[bytes]] = []
-
-    def start_worker() -> subprocess.Popen[bytes]:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cli", "worker"],
-            env={
-                **os.environ,
-                "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-                "AGENTRT_TASK_QUEUE": task_queue,
-                "AGENTRT_DATA_DIR": str(data_dir),
-                "AGENTRT_WORKSPACE": str(workspace),
-                "AGENTRT_DEVICE_FLOW_PROVIDERS": _providers(idp),
-                "AGENTRT_LOG_LEVEL": "WARNING",
-            },
-        )
-        workers.append(process)
-        return process
-
+    workers = WorkerProcesses(
+        dev_env, task_queue, data_dir, workspace, AGENTRT_DEVICE_FLOW_PROVIDERS=_providers(idp)
+    )
     client = await api(
         data_dir=data_dir,
         task_queue=task_queue,
@@ -156,11 +141,8 @@ async def rig(
     model = TokenGatedOpenAI(idp)
     with model:
         daemon = Daemon(client=client, workspace=workspace.resolve(), journal=EventJournal(store))
-        yield Rig(daemon, idp, model, data_dir, start_worker)
-    for process in workers:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
+        yield Rig(daemon, idp, model, data_dir, workers.start)
+    workers.close()
     store.dispose()
 
 
@@ -177,7 +159,7 @@ def _answer(events: list[dict[str, Any]], prompt_id: str) -> str:
 async def test_a_prompt_pauses_on_the_device_flow_and_completes_with_the_new_token(
     rig: Rig,
 ) -> None:
-    rig.start_worker()
+    await rig.start_worker()
     await rig.configure()
     rig.model.queue_text("answered with the device token")
     sid, prompt_id, started = await rig.paused_prompt("hello")
@@ -209,7 +191,7 @@ async def test_a_prompt_pauses_on_the_device_flow_and_completes_with_the_new_tok
 
 
 async def test_a_denied_flow_ends_the_prompt_with_its_error_kind(rig: Rig) -> None:
-    rig.start_worker()
+    await rig.start_worker()
     await rig.configure()
     sid, prompt_id, _started = await rig.paused_prompt("hello")
     rig.idp.deny(await rig.user_code())
@@ -221,7 +203,7 @@ async def test_a_denied_flow_ends_the_prompt_with_its_error_kind(rig: Rig) -> No
 
 
 async def test_a_paused_prompt_spans_kill_9_of_the_worker(rig: Rig) -> None:
-    worker = rig.start_worker()
+    worker = await rig.start_worker()
     await rig.configure()
     rig.model.queue_text("after the restart")
     sid, prompt_id, _started = await rig.paused_prompt("hello")
@@ -229,7 +211,7 @@ async def test_a_paused_prompt_spans_kill_9_of_the_worker(rig: Rig) -> None:
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait()
     rig.idp.approve(user_code)  # while no worker runs
-    rig.start_worker()
+    await rig.start_worker()
     events = await rig.daemon.wait_for(sid, "turn_complete", prompt_id=prompt_id, timeout=90)
     assert _answer(events, prompt_id) == "after the restart"
     assert len(rig.idp.devices) == 1  # the same flow, polled by the new worker
@@ -243,7 +225,7 @@ async def test_a_token_near_expiry_is_refreshed_without_a_flow(rig: Rig) -> None
     rig.idp.token_expires_in = 30  # inside the refresh margin
     store_credentials(rig.data_dir, IDP, credentials_record(IDP, rig.idp.issue(), _now_ms()))
     rig.idp.token_expires_in = 3600
-    rig.start_worker()
+    await rig.start_worker()
     await rig.configure()
     rig.model.queue_text("with a refreshed token")
     sid = (await rig.daemon.create())["sessionId"]
@@ -262,7 +244,7 @@ def _now_ms() -> int:
 async def test_a_paused_prompt_can_be_cancelled_and_the_flow_serves_the_next(rig: Rig) -> None:
     """Cancelling the prompt ends its wait, not the flow: approved later, the flow's token
     serves the next prompt with no second device code."""
-    rig.start_worker()
+    await rig.start_worker()
     await rig.configure()
     sid, prompt_id, _started = await rig.paused_prompt("hello")
     assert (await rig.daemon.client.post(f"/session/{sid}/cancel")).status_code == 204

@@ -7,9 +7,8 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,9 @@ from tests.conftest import ApiFactory
 from tests.e2e.test_agent_tools_durability import _wait_children_gone
 from tests.fakes.openai_server import FakeOpenAI
 from tests.session_helpers import Daemon, write_prompt
+from tests.worker_processes import WorkerProcesses, kill9
 
-WorkerFactory = Callable[..., subprocess.Popen[bytes]]
+WorkerFactory = Callable[..., Awaitable[subprocess.Popen[bytes]]]
 
 
 @pytest.fixture
@@ -37,39 +37,14 @@ async def split(
     workspace.mkdir()
     store = Store(Settings(data_dir=data_dir).resolved_database_url)
     upgrade_to_head(store.engine)
-    workers: list[subprocess.Popen[bytes]] = []
-
-    def start_worker(**env: str) -> subprocess.Popen[bytes]:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cli", "worker"],
-            env={
-                **os.environ,
-                "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-                "AGENTRT_TASK_QUEUE": task_queue,
-                "AGENTRT_DATA_DIR": str(data_dir),
-                "AGENTRT_WORKSPACE": str(workspace),
-                "AGENTRT_LOG_LEVEL": "WARNING",
-                **env,
-            },
-        )
-        workers.append(process)
-        return process
-
+    workers = WorkerProcesses(dev_env, task_queue, data_dir, workspace)
     client = await api(data_dir=data_dir, task_queue=task_queue, workspace=workspace)
     yield (
         Daemon(client=client, workspace=workspace.resolve(), journal=EventJournal(store)),
-        start_worker,
+        workers.start,
     )
-    for process in workers:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
+    workers.close()
     store.dispose()
-
-
-def _kill9(process: subprocess.Popen[bytes]) -> None:
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
 
 
 def _check(events: list[dict[str, Any]], prompt_id: str) -> None:
@@ -84,14 +59,14 @@ async def test_prompt_waiting_on_a_permission_spans_kill_9(
     split: tuple[Daemon, WorkerFactory],
 ) -> None:
     d, start_worker = split
-    worker = start_worker()
+    worker = await start_worker()
     sid = (await d.create())["sessionId"]
     response = await d.prompt(sid, write_prompt(d.workspace, "survivor.txt"))
     prompt_id = response.json()["promptId"]
     events = await d.wait_for(sid, "permission_request", prompt_id=prompt_id)
     rid = events[-1]["data"]["requestId"]
-    _kill9(worker)
-    start_worker()
+    kill9(worker)
+    await start_worker()
     vote = await d.client.post(
         f"/permission/{rid}", json={"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
     )
@@ -109,15 +84,15 @@ async def test_prompt_spanning_kill_9_mid_model_call(
         fake.queue_text("first answer, slowly", delay=30)
         fake.queue_text("second answer")
         env = {"AGENTRT_MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": fake.base_url}
-        worker = start_worker(**env)
+        worker = await start_worker(**env)
         sid = (await d.create())["sessionId"]
         response = await d.prompt(sid, "take your time")
         prompt_id = response.json()["promptId"]
         deadline = time.monotonic() + 60
         while not fake.requests and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
-        _kill9(worker)
-        start_worker(**env)
+        kill9(worker)
+        await start_worker(**env)
         events = await d.wait_for(sid, "turn_complete", prompt_id=prompt_id, timeout=90)
     _check(events, prompt_id)
     text = "".join(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -18,12 +16,8 @@ from runtime.standing_agents.models import AgentArtifact
 from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.streams import agent_stream
 from tests.fakes.openai_server import FakeOpenAI
+from tests.worker_processes import kill9
 from tests.workflows import standing_agent_support as sa
-
-
-def _kill9(process: subprocess.Popen[bytes]) -> None:
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
 
 
 async def test_an_episode_spans_kill_9_of_the_worker(
@@ -61,7 +55,7 @@ async def test_an_episode_spans_kill_9_of_the_worker(
             assert len(fake.requests) == 4
             # Mid-episode: its message is sent, its second model call is in flight.
             assert [m.text for m in sa.messages(store, agent)] == ["hello", "on it"]
-            _kill9(workers[-1])
+            kill9(workers[-1])
             workers.append(
                 sa.worker_process(
                     dev_env,
@@ -124,7 +118,7 @@ async def test_side_effects_happen_once_across_repeated_kill_9(
         await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, script, now)
         for seen in (3, 7):
             await _wait_messages(store, agent, seen)
-            _kill9(workers[-1])
+            kill9(workers[-1])
             workers.append(sa.worker_process(dev_env, task_queue, data_dir))
         await sa.wait_turns(store, agent, 2, timeout=120)
         await handle.terminate("test over")

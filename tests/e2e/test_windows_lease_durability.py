@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,11 @@ from tests.conftest import ApiFactory
 from tests.e2e.test_agent_tools_durability import _wait_children_gone
 from tests.fakes.windows_pool import FakeWindowsPool
 from tests.windows_helpers import POOL_TOKEN, end_leases
+from tests.worker_processes import WorkerProcesses
 
 TOKEN = "windows-durability"
 BASE = "/api/v1/tenants/acme"
-WorkerFactory = Callable[[], subprocess.Popen[bytes]]
+WorkerFactory = Callable[[], Awaitable[subprocess.Popen[bytes]]]
 
 
 @pytest.fixture
@@ -47,24 +47,7 @@ async def split(
 ) -> AsyncIterator[tuple[httpx.AsyncClient, WorkerFactory]]:
     """The API in process; workers as processes a test can kill -9."""
     data_dir = tmp_path / ".data"
-    workers: list[subprocess.Popen[bytes]] = []
-
-    def start_worker() -> subprocess.Popen[bytes]:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cli", "worker"],
-            env={
-                **os.environ,
-                "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-                "AGENTRT_TASK_QUEUE": task_queue,
-                "AGENTRT_DATA_DIR": str(data_dir),
-                "AGENTRT_WORKSPACE": str(tmp_path),
-                "AGENTRT_LOG_LEVEL": "WARNING",
-                **_pool_env(pool),
-            },
-        )
-        workers.append(process)
-        return process
-
+    workers = WorkerProcesses(dev_env, task_queue, data_dir, tmp_path, **_pool_env(pool))
     client = await api(
         data_dir=data_dir,
         task_queue=task_queue,
@@ -74,11 +57,8 @@ async def split(
         windows_pool_token=POOL_TOKEN,
     )
     client.headers["Authorization"] = f"Bearer {TOKEN}"
-    yield client, start_worker
-    for process in workers:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
+    yield client, workers.start
+    workers.close()
     # The lease is still held, on this test's task queue, on the shared dev server: a later
     # test listing tenant acme's leases would wait on it and see it.
     await end_leases(dev_env.client, task_queue)
@@ -88,7 +68,7 @@ async def test_a_lease_spans_kill_9_of_the_worker(
     split: tuple[httpx.AsyncClient, WorkerFactory], pool: FakeWindowsPool
 ) -> None:
     client, start_worker = split
-    worker = start_worker()
+    worker = await start_worker()
     assert (
         await client.put(f"{BASE}/features/windows-pool", json={"enabled": True})
     ).status_code == 200
@@ -100,7 +80,7 @@ async def test_a_lease_spans_kill_9_of_the_worker(
     (sid,) = list(pool.sessions)
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait()
-    start_worker()
+    await start_worker()
     listed = await client.post(f"{BASE}/windows/coder/windows_windows", json={})
     assert listed.status_code == 200, listed.text
     assert hwnd in [w["hwnd"] for w in listed.json()["result"]["windows"]]

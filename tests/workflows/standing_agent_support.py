@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -48,6 +46,7 @@ from runtime.standing_agents.workflow_contracts import (
 from runtime.store import Store
 from runtime.store.tenants import set_feature
 from runtime.timestamps import aware_utc
+from tests import worker_processes
 from tests.history_helpers import pending_timers
 from worker import build_worker
 from workflows.standing_agent import StandingAgentWorkflow
@@ -373,16 +372,8 @@ def worker_process(
     env: WorkflowEnvironment, task_queue: str, data_dir: Path, **extra_env: str
 ) -> subprocess.Popen[bytes]:
     """`agentrt worker` as a process of its own (for kill -9), on `task_queue`, its store
-    under `data_dir`; `extra_env` adds settings (e.g. the model provider)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker"],
-        env={
-            **os.environ,
-            "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
-            "AGENTRT_TASK_QUEUE": task_queue,
-            "AGENTRT_DATA_DIR": str(data_dir),
-            "AGENTRT_WORKSPACE": str(data_dir.parent),
-            "AGENTRT_LOG_LEVEL": "WARNING",
-            **extra_env,
-        },
+    under `data_dir`; `extra_env` adds settings (e.g. the model provider). Workflows started
+    before it polls wait for it: nothing here asks a worker to answer within a bound."""
+    return worker_processes.worker_process(
+        worker_processes.worker_env(env, task_queue, data_dir, data_dir.parent, **extra_env)
     )
