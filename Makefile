@@ -11,10 +11,9 @@ STAMP := $(VENV)/.installed
 # pytest-xdist workers of `make test` and `make test-quick` (README, Tests): each has its
 # own Temporal servers, temporary directories and databases. 0: one process, in order.
 # Tests go out one at a time, slowest kinds first (tests/conftest.py orders them), so no
-# worker ends the run on a long test alone. 4 workers finish sooner (10 min 30 s against
-# about 12 in a clean-clone .ci/run) but under that load two kill -9 tests still race the
-# worker process they just started (README, Tests): 2 until they wait for it to poll.
-PYTEST_WORKERS ?= 2
+# worker ends the run on a long test alone. 4 workers keep both cores busy while tests
+# wait on processes they started (11 min against 13 on 2, clean-clone .ci/run).
+PYTEST_WORKERS ?= 4
 PYTEST_DIST = --dist load --maxschedchunk 1
 # `make test-quick` has no process to wait on: 3 workers do best there (each worker
 # collects the whole suite, a few seconds of CPU).

@@ -28,6 +28,30 @@ if TYPE_CHECKING:
 # the fixtures that use them: a pytest run that loads this conftest as a plugin for a file
 # of its own (tests/e2e/test_skips.py) starts in a fraction of the time.
 
+
+def _analyse_each_endpoint_once() -> None:
+    """FastAPI analyses a route's endpoint signature (its `Dependant`) again for each app
+    that includes the route, on the first request that reaches the route's router: about a
+    fifth of an API test's CPU, since each test builds an app of its own. The analysis is a
+    function of the path, the endpoint and the route's dependencies only (overrides and
+    everything else of the app are read per request), so the suite does it once per
+    process. Production builds one app per process and is not concerned."""
+    from fastapi import routing
+
+    analyse = getattr(routing, "_build_dependant_with_parameterless_dependencies", None)
+    if analyse is None or getattr(analyse, "__name__", "") == "once":  # other FastAPI, or done
+        return
+    done: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+
+    def once(*, path: str, call: Callable[..., Any], dependencies: Any) -> Any:
+        key = (path, call, *map(id, dependencies))
+        if key not in done:
+            done[key] = (analyse(path=path, call=call, dependencies=dependencies), dependencies)
+        return done[key][0]
+
+    routing._build_dependant_with_parameterless_dependencies = once
+
+
 POSTGRES_URL = os.environ.get("AGENTRT_TEST_POSTGRES_URL")
 # Read once at import: `_clean_environment` removes AGENTRT_* from each test's environment.
 IN_CI = bool(os.environ.get("AGENTRT_CI"))
@@ -367,6 +391,7 @@ async def api(
     """
     from api.app import create_app
 
+    _analyse_each_endpoint_once()
     stack = AsyncExitStack()
     default_store = tmp_path / ".data" / "agentrt.db"
     if not default_store.exists():
