@@ -8,7 +8,9 @@ import logging
 import os
 import signal
 import socket
+from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -36,16 +38,22 @@ def workflow_runner() -> SandboxedWorkflowRunner:
 
 
 def build_worker(
-    client: Client, settings: Settings, store: Store, provider: ModelProvider | None = None
+    client: Client,
+    settings: Settings,
+    store: Store,
+    provider: ModelProvider | None = None,
+    *,
+    activities: Sequence[Callable[..., Any]] | None = None,
 ) -> Worker:
+    """The worker of `settings.task_queue`; `activities` replaces `build_activities`'s
+    (a test's stalled journal write, tests/stalling_worker.py)."""
     journal = EventJournal(store)
     return Worker(
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
-        activities=build_activities(
-            store, journal, provider or provider_from_settings(settings), settings
-        ),
+        activities=activities
+        or build_activities(store, journal, provider or provider_from_settings(settings), settings),
         graceful_shutdown_timeout=timedelta(seconds=10),
         # Our workflow modules keep no mutable module-level state, so they can be shared
         # by all sandboxes instead of re-imported per workflow run: ~12 MB less at 100

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
@@ -44,9 +45,28 @@ def worker_process(env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "cli", "worker"], env=env)
 
 
-def kill9(process: subprocess.Popen[bytes]) -> None:
+def kill9(process: subprocess.Popen[Any]) -> None:
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
+
+
+async def until_polling(
+    env: WorkflowEnvironment, task_queue: str, process: subprocess.Popen[Any]
+) -> None:
+    """Until Temporal lists `process` (a worker built by `worker.build_worker`, whose
+    identity names its pid) polling both kinds of task of `task_queue`."""
+    identity = f"agentrt-worker-{process.pid}@{socket.gethostname()}"
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while True:
+        seen = await describe_pollers(env.client, task_queue)
+        kinds = {p["type"] for p in seen["pollers"] if p["identity"] == identity}
+        if kinds == {"workflow", "activity"}:
+            return
+        if process.poll() is not None:
+            raise AssertionError(f"the worker exited with {process.returncode} before polling")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the worker polled only {sorted(kinds)} after 90 s")
+        await asyncio.sleep(0.1)
 
 
 class WorkerProcesses:
@@ -68,7 +88,7 @@ class WorkerProcesses:
     async def start(self, **settings: str) -> subprocess.Popen[bytes]:
         """A new worker process, once it polls both kinds of task of the queue."""
         process = self.spawn(**settings)
-        await self._until_polling(process)
+        await until_polling(self._env, self._task_queue, process)
         return process
 
     def spawn(self, **settings: str) -> subprocess.Popen[bytes]:
@@ -76,20 +96,6 @@ class WorkerProcesses:
         process = worker_process({**self._base, **settings})
         self.processes.append(process)
         return process
-
-    async def _until_polling(self, process: subprocess.Popen[bytes]) -> None:
-        identity = f"agentrt-worker-{process.pid}@{socket.gethostname()}"
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            seen = await describe_pollers(self._env.client, self._task_queue)
-            kinds = {p["type"] for p in seen["pollers"] if p["identity"] == identity}
-            if kinds == {"workflow", "activity"}:
-                return
-            if process.poll() is not None:
-                raise AssertionError(f"the worker exited with {process.returncode} before polling")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the worker polled only {sorted(kinds)} after 90 s")
-            await asyncio.sleep(0.1)
 
     def close(self) -> None:
         for process in self.processes:

@@ -87,6 +87,11 @@ _MODEL_CHAIN = "model-steps-walk-the-fallback-chain"
 _MODEL_TIMEOUT = timedelta(minutes=5)
 # A finished turn settles the Windows lease of its holder `turn-{turnId}` (issue 12).
 _WINDOWS_SETTLE = "turn-settles-its-windows-lease"
+# `agent.authorization.required` is journaled by a regular activity, whose scheduling is
+# recorded before it runs: a client that read the event finds the turn waiting (issue 18).
+_AUTHORIZATION_EVENT_DURABLE = "authorization-event-after-its-wait-is-recorded"
+# A journal write is one short transaction; a worker lost in one is replaced after this.
+_DURABLE_EMIT_TIMEOUT = timedelta(seconds=10)
 
 
 def turn_workflow_id(instance: str, workspace: str, turn_id: str) -> str:
@@ -312,9 +317,12 @@ class TurnWorkflow:
         if research is None:
             return False
         self._research_id = research
-        # Waiting from now on (state only, no command): a client reads the event below
-        # as soon as it is journaled, possibly before this workflow task completes; after
-        # a crash of the worker at that moment, its resume must find the turn waiting.
+        # Waiting from now on (state only, no command). A client may resume as soon as it
+        # reads the event below: the event is written by an activity, which runs only once
+        # the workflow task that scheduled it is recorded, so any worker that takes the
+        # turn afterwards rebuilds this state before it validates the resume. (Written by a
+        # local activity, the event could be read while that task was still in flight: a
+        # worker killed then left a history in which the turn was still running.)
         self._status = "awaiting_authorization"
         await self._emit(
             "agent.authorization.required",
@@ -326,6 +334,7 @@ class TurnWorkflow:
             },
             call_id=summary.call_id,
             refs=[{"kind": "research", "id": research}],
+            durable=workflow.patched(_AUTHORIZATION_EVENT_DURABLE),
         )
         return True
 
@@ -549,8 +558,9 @@ class TurnWorkflow:
         *,
         call_id: str | None = None,
         refs: list[dict[str, str]] | None = None,
+        durable: bool = False,
     ) -> None:
-        await self._emit_many([(event_type, payload)], call_id=call_id, refs=refs)
+        await self._emit_many([(event_type, payload)], call_id=call_id, refs=refs, durable=durable)
 
     async def _emit_many(
         self,
@@ -558,7 +568,11 @@ class TurnWorkflow:
         *,
         call_id: str | None = None,
         refs: list[dict[str, str]] | None = None,
+        durable: bool = False,
     ) -> None:
+        """Journal `events` (deduplicated across retries and replays). `durable`: by a
+        regular activity, so that the workflow's state up to here is recorded before a
+        client can read them; else by a local activity (recorded with the task's end)."""
         assert self._input is not None
         self._events += 1
         batch = [
@@ -568,13 +582,15 @@ class TurnWorkflow:
             )
             for event_type, payload in events
         ]
-        await execute_local(
-            APPEND_EVENTS,
-            AppendEventsInput(
-                stream=agent_tools_events_stream(self._input.instance, self._input.workspace),
-                events=batch,
-                retention=self._input.event_retention,
-                dedupe_key=dedupe_key(workflow.info().workflow_id, self._events, batch),
-            ),
-            start_to_close_timeout=timedelta(seconds=30),
+        append = AppendEventsInput(
+            stream=agent_tools_events_stream(self._input.instance, self._input.workspace),
+            events=batch,
+            retention=self._input.event_retention,
+            dedupe_key=dedupe_key(workflow.info().workflow_id, self._events, batch),
         )
+        if durable:
+            await workflow.execute_activity(
+                APPEND_EVENTS, append, start_to_close_timeout=_DURABLE_EMIT_TIMEOUT
+            )
+            return
+        await execute_local(APPEND_EVENTS, append, start_to_close_timeout=timedelta(seconds=30))

@@ -45,6 +45,7 @@ def test_there_are_histories_to_replay() -> None:
         # `device-flow-pause-cancel` patch; the pause waited on for the flow's end.
         "session-device-flow-cancel-swallowed",
         "turn",
+        "turn-before-durable-authorization-event",
         "turn-model",
         "turn-model-before-model-chain",
         "turn-before-decision-signal",
