@@ -70,6 +70,10 @@ _SESSION_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=10),
     maximum_attempts=3,
 )
+# The lease's own releases (its holder settled, it sat idle) take the verbs' lock: a
+# `windows_release` sent meanwhile waits for them and answers `not_held`, instead of
+# closing the session a second time and answering `evicted`.
+_OWN_RELEASE_LOCKED = "lease-releases-under-the-verbs-lock"
 
 
 @workflow.defn(name="WindowsLeaseWorkflow")
@@ -144,12 +148,12 @@ class WindowsLeaseWorkflow:
             if self._busy == 0 and self._session is None:
                 break  # nothing held: the next verb starts a new run
             if self._settle is not None and self._busy == 0:
-                await self._release("settled")
+                await self._own_release("settled")
                 break
             now = self._now()
             if self._session is not None and self._busy == 0 and self._last_verb is not None:
                 if now >= idle_deadline_ms(self._last_verb, self._input.idle_ms):
-                    await self._release("idle_expired")
+                    await self._own_release("idle_expired")
                     break
             if self._session is not None and self._renewed_at is not None:
                 if now >= self._renewed_at + self._renew_after_ms():
@@ -265,6 +269,15 @@ class WindowsLeaseWorkflow:
         if self._session is session:
             self._session = session.model_copy(update={"expires_at": renewed.expires_at})
             self._renewed_at = self._now()
+
+    async def _own_release(self, state: LeaseState) -> None:
+        """A release the lease decides itself, serialized with the verbs (which hold the
+        lock while they run: none does now, `_busy` is 0)."""
+        if not workflow.patched(_OWN_RELEASE_LOCKED):
+            await self._release(state)
+            return
+        async with self._lock:
+            await self._release(state)
 
     async def _release(self, state: LeaseState) -> dict[str, Any]:
         session = self._session

@@ -491,6 +491,18 @@ class Injection:
     times: int = 1
 
 
+@dataclass
+class Withheld:
+    """The answer to the next request matching `method` and `path_pattern`, computed (the
+    pool has done what it asks) but withheld until `release` is set; `reached` is set when
+    the request arrives."""
+
+    method: str
+    path_pattern: str
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
 def tiny_png(width: int, height: int) -> bytes:
     """A valid grey PNG of this size."""
     width, height = max(width, 1), max(height, 1)
@@ -557,6 +569,7 @@ class FakeWindowsPool:
         self.launched: list[str] = []
         self.requests: list[tuple[str, str, Any]] = []
         self.injections: list[Injection] = []
+        self.withheld: list[Withheld] = []
         self.ids = itertools.count(1000)
         self.lock = threading.RLock()
         self._server = _Server(("127.0.0.1", 0), self._handler())
@@ -594,6 +607,13 @@ class FakeWindowsPool:
         with self.lock:
             self.injections.append(Injection(path_pattern, status, body, method, times))
 
+    def withhold(self, method: str, path_pattern: str) -> Withheld:
+        """Withhold the answer to the next such request (see `Withheld`)."""
+        withheld = Withheld(method, path_pattern)
+        with self.lock:
+            self.withheld.append(withheld)
+        return withheld
+
     def evict(self, session_id: str) -> None:
         """The pool forgets the session (its guest shuts down): the next call is a 404."""
         with self.lock:
@@ -628,6 +648,24 @@ class FakeWindowsPool:
         return None
 
     def handle(self, method: str, path: str, auth: str | None, body: Any) -> tuple[int, Any]:
+        with self.lock:
+            withheld = next(
+                (
+                    w
+                    for w in self.withheld
+                    if w.method == method and re.search(w.path_pattern, path)
+                ),
+                None,
+            )
+            if withheld is not None:
+                self.withheld.remove(withheld)
+        answer = self._answer(method, path, auth, body)
+        if withheld is not None:
+            withheld.reached.set()
+            withheld.release.wait(60)
+        return answer
+
+    def _answer(self, method: str, path: str, auth: str | None, body: Any) -> tuple[int, Any]:
         with self.lock:
             self.requests.append((method, path, body))
             injection = self._injected(method, path)

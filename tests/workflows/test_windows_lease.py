@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from temporalio.client import WorkflowUpdateStage
 from temporalio.testing import WorkflowEnvironment
 
 from runtime.settings import Settings
@@ -20,7 +21,7 @@ from runtime.store import Store, upgrade_to_head
 from runtime.windows_pool import lease_client
 from runtime.windows_pool.contracts import WindowsVerb
 from runtime.windows_pool.errors import WindowsErrorCode
-from runtime.windows_pool.lease import LeaseView
+from runtime.windows_pool.lease import LeaseCall, LeaseCallResult, LeaseView
 from tests.fakes.windows_pool import FakeWindowsPool
 from tests.windows_helpers import POOL_TOKEN, call, lease_handle
 from tests.workflows.standing_agent_support import agent_env  # noqa: F401  (fixture)
@@ -200,3 +201,29 @@ async def test_a_verb_after_the_holder_settled_is_refused_and_leases_nothing(lan
     assert view.state == "settled"
     assert not lane.pool.sessions and sid in lane.pool.closed
     assert len(lane.posts("/v1/sessions")) == 1
+
+
+async def test_a_release_sent_while_the_settlement_releases_answers_not_held(
+    lane: Lane,
+) -> None:
+    """The holder settled and the lease is closing its session when the holder's own
+    `windows_release` arrives: it waits for that close and finds nothing held, instead of
+    closing the session a second time (which the pool no longer knows: `evicted`)."""
+    holder = _holder()
+    await lane.call(holder, "windows_windows")
+    (sid,) = list(lane.pool.sessions)
+    closing = lane.pool.withhold("DELETE", f"/v1/sessions/{sid}$")
+    assert await lease_client.settle(lane.env.client, "acme", holder, "session_closed")
+    assert await asyncio.to_thread(closing.reached.wait, 60)  # the pool has closed it
+    handle = lease_handle(lane.env.client, holder)
+    release = await handle.start_update(
+        "call",
+        LeaseCall(verb="windows_release"),
+        wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+        result_type=LeaseCallResult,
+    )
+    closing.release.set()
+    assert (await release.result()).result == {"released": False, "outcome": "not_held"}
+    view = LeaseView.model_validate(await handle.result())
+    assert view.state == "settled"
+    assert [(m, p) for m, p, _ in lane.pool.requests].count(("DELETE", f"/v1/sessions/{sid}")) == 1
