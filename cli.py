@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 import httpx
 from pydantic import ValidationError
 
+from runtime.file_modes import private_process
 from runtime.settings import Settings, StartupRefusal, check_startup
 from runtime.store.provision import DatabaseUnavailable, ensure_database
 
@@ -72,6 +73,13 @@ def _flags(parser: argparse.ArgumentParser) -> None:
     add("--data-dir", type=Path, help="where the store and Temporal keep state (default .data)")
     add("--temporal-port", type=int, help="embedded Temporal frontend port (default 7233)")
     add("--temporal-ui-port", type=int, help="embedded Temporal Web UI port (default 8233)")
+    add(
+        "--no-temporal-ui",
+        dest="temporal_ui",
+        action="store_false",
+        default=None,
+        help="run the embedded Temporal dev server without its Web UI (it has no auth)",
+    )
     add(
         "--permission-policy",
         choices=["first-responder", "designated", "consensus", "local-only"],
@@ -261,6 +269,10 @@ def run_api(settings: Settings) -> int:
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
+        # The peer address is the TCP peer's: with proxy headers on, uvicorn would take
+        # it from `X-Forwarded-For` of any loopback caller, and a brute-forcer could name
+        # a new address per guess (api/security/bearer.py counts failures per address).
+        proxy_headers=False,
     )
     ApiServer(config).run()
     return 0
@@ -340,9 +352,10 @@ class Backoff:
 
 
 def _embedded_ports(settings: Settings) -> list[tuple[str, str, int, str]]:
+    ui = ("Temporal Web UI", "127.0.0.1", settings.temporal_ui_port, "--temporal-ui-port")
     return [
         ("Temporal frontend", "127.0.0.1", settings.temporal_port, "--temporal-port"),
-        ("Temporal Web UI", "127.0.0.1", settings.temporal_ui_port, "--temporal-ui-port"),
+        *([ui] if settings.temporal_ui else []),
     ]
 
 
@@ -487,7 +500,7 @@ class Supervisor:
             f"  agent-tools page   {api}/ui/agent-tools",
             f"  Temporal frontend  {address}",
         ]
-        if self.dev_server is not None:
+        if self.dev_server is not None and settings.temporal_ui:
             lines.append(f"  Temporal Web UI    {self.dev_server.ui_url}")
         lines += [
             f"  model              {model.provider} ({model.model_id})",
@@ -629,6 +642,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         sys.stderr.write(f"agentrt: invalid settings: {problems}\n")
         return EXIT_REFUSED
+    # Every command from here on may create agentrt's state (`migrate` and
+    # `load-investigation` create the SQLite store; `ledger verify`, above, only reads the
+    # file it is given). Once, before anything is created: the umask every child
+    # inherits, the data dir 0700, and what an older start left loose tightened
+    # (runtime/file_modes.py).
+    private_process(settings.resolved_data_dir, settings.resolved_database_url)
     if args.command != "dev-server":
         try:
             # A PostgreSQL database that does not exist yet is created (or one line says

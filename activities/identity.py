@@ -6,6 +6,10 @@ The device code and the PKCE verifier never cross Temporal either (history is pl
 text): the device authorization request keeps them on the daemon's disk, 0600, under the
 flow id (the workflow's run id), the token poll reads them there, and `forget` deletes
 them when the flow ends.
+
+Both requests go through the worker's egress client: an endpoint whose host resolves to a
+link-local or metadata address is refused at connect time (`runtime.egress_client`), and
+the flow fails with a hint naming the rule.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from runtime.device_flow.contracts import (
 from runtime.device_flow.credentials import credentials_record, store_credentials, write_private
 from runtime.device_flow.providers import DeviceFlowProvider, device_flow_secrets_path
 from runtime.device_flow.tokens import token_response_meaning
+from runtime.egress_client import EgressRefused, egress_client
 from runtime.sessions import registry
 from runtime.sessions.streams import session_event
 from runtime.store import EventJournal, Store
@@ -153,12 +158,14 @@ class IdentityActivities:
         # A client waits on this answer (POST): an IdP that cannot be reached is a 502 now,
         # not retries behind the client's back.
         try:
-            async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
+            async with egress_client(timeout=HTTP_TIMEOUT) as http:
                 response = await http.post(
                     provider.device_authorization_endpoint,
                     data=form,
                     headers={"Accept": "application/json"},
                 )
+        except EgressRefused as err:
+            return RequestCodeResult(hint=f"identity provider refused: {err}")
         except httpx.HTTPError as err:
             return RequestCodeResult(hint=f"identity provider unreachable ({type(err).__name__})")
         body = _json(response)
@@ -212,10 +219,14 @@ class IdentityActivities:
         }
         if stored.get("code_verifier"):
             form["code_verifier"] = str(stored["code_verifier"])
-        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
-            response = await http.post(
-                provider.token_endpoint, data=form, headers={"Accept": "application/json"}
-            )
+        try:
+            async with egress_client(timeout=HTTP_TIMEOUT) as http:
+                response = await http.post(
+                    provider.token_endpoint, data=form, headers={"Accept": "application/json"}
+                )
+        except EgressRefused as err:
+            # Not a transient failure: retrying would meet the same rule.
+            return PollOutcome(outcome="failed", error_kind="upstream_error", hint=str(err))
         body = _json(response)
         meaning, error_kind = token_response_meaning(response.status_code, body)
         if meaning == "retry":

@@ -28,12 +28,15 @@ from activities.workspace import (
     describe_call,
     failed_result,
     run_once,
+    shell_fenced,
     target_hash,
     tool_specs,
 )
 from runtime.llm.chain import first_attempt
 from runtime.llm.config_store import load_chain_plan
 from runtime.llm.contracts import ImageRef
+from runtime.llm.cost_warning import SESSION_EVENT as COST_WARNING_EVENT
+from runtime.llm.cost_warning import cost_warning
 from runtime.llm.models import LlmCallAttempt
 from runtime.llm.routing import (
     SESSION_SITE,
@@ -205,6 +208,15 @@ class SessionActivities:
                     in (AttemptOutcome.BAD_REQUEST, AttemptOutcome.AUTH_ERROR),
                 )
             return ModelStepResult(stop_reason="error", report=report)
+        # Before the answer: a step found answered (above) already said it.
+        warning = cost_warning(spec, report)
+        if warning is not None:
+            event = session_event(
+                COST_WARNING_EVENT,
+                {"sessionId": request.session_id, "promptId": request.prompt_id, **warning},
+                prompt_id=request.prompt_id,
+            )
+            await self._append(stream, [event], f"{key}/cost", request.retention)
         answer = ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
         record = {
             **_message(answer, request.prompt_id).data,
@@ -296,7 +308,10 @@ class SessionActivities:
     async def preview_tool(self, request: ToolStepInput) -> ToolPreview:
         """Describe the call (diff preview for edits) and announce it as a pending tool_call."""
         invocation = request.call
-        tool_call = await asyncio.to_thread(describe_call, Path(request.workspace_cwd), invocation)
+        data_dir = self.settings.resolved_data_dir
+        tool_call = await asyncio.to_thread(
+            describe_call, Path(request.workspace_cwd), invocation, data_dir
+        )
         update = {**tool_call, "sessionUpdate": "tool_call"}
         event = session_event(
             "session_update",
@@ -309,13 +324,19 @@ class SessionActivities:
             f"{request.run_id}/{request.call_key}/preview",
             request.retention,
         )
-        expected = await asyncio.to_thread(target_hash, Path(request.workspace_cwd), invocation)
+        expected = await asyncio.to_thread(
+            target_hash, Path(request.workspace_cwd), invocation, data_dir
+        )
+        fenced = await asyncio.to_thread(
+            shell_fenced, Path(request.workspace_cwd), data_dir, invocation
+        )
         transcript = session_transcript_stream(request.session_id)
         entries = (await self.journal.aread(transcript, 0, 100_000)).entries
         return ToolPreview(
             tool_call=tool_call,
             kind=TOOL_KINDS.get(request.call.name, "other"),
             target_hash=expected,
+            shell_fenced=fenced,
             disabled=request.call.name in _disabled_for(entries, request.prompt_id),
         )
 
@@ -412,6 +433,8 @@ class SessionActivities:
             Path(request.workspace_cwd),
             request.shell_enabled,
             search_timeout=self.settings.session_search_timeout_ms / 1000,
+            data_dir=self.settings.resolved_data_dir,
+            search_children=self.settings.search_children,
         )
 
     async def _report(self, request: ToolStepInput, result: ToolResult) -> ToolStepResult:

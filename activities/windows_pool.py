@@ -20,6 +20,8 @@ from typing import Any
 import httpx
 from temporalio import activity
 
+from runtime.egress import url_refusal
+from runtime.egress_client import EgressTransport
 from runtime.settings import Settings
 from runtime.store import EventJournal
 from runtime.streams import windows_screenshot_stream
@@ -76,12 +78,17 @@ def _body(response: httpx.Response) -> Any:
 
 
 class WindowsPoolClient:
-    """HTTP to the pool with agentrt's bearer token; one connection pool per process."""
+    """HTTP to the pool with agentrt's bearer token; one connection pool per process.
+
+    The pool's URL follows the egress rule (refused at start-up, and here before the token
+    is sent): every connection is checked where it is made (`runtime.egress_client`).
+    """
 
     def __init__(
         self, base_url: str | None, token: str | None, *, transport: httpx.AsyncBaseTransport | None
     ) -> None:
         self._base_url = base_url.rstrip("/") if base_url else None
+        self._refusal = url_refusal(base_url, "AGENTRT_WINDOWS_POOL_URL") if base_url else None
         self._token = token
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
@@ -90,11 +97,11 @@ class WindowsPoolClient:
         # Created on first use, inside the worker's event loop that uses it.
         if self._client is None:
             headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+            limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
             self._client = httpx.AsyncClient(
                 base_url=self._base_url or "",
                 headers=headers,
-                transport=self._transport,
-                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
+                transport=self._transport or EgressTransport(limits=limits),
             )
         return self._client
 
@@ -123,6 +130,13 @@ class WindowsPoolClient:
                 carried_secret=carried_secret,
                 host=host,
             ).application_error(temporal_retryable=idempotent)
+        if self._refusal is not None:
+            raise map_pool_error(
+                None,
+                {"error": "egress_refused", "reason": self._refusal.message},
+                carried_secret=carried_secret,
+                host=host,
+            ).application_error(temporal_retryable=False)
         try:
             response = await self._http().request(
                 method, path, json=json, timeout=httpx.Timeout(timeout_s)

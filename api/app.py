@@ -52,6 +52,7 @@ from api.security import (
     RateLimiter,
     SameOriginStrip,
 )
+from api.security.bearer import auth_failure_limiter
 from api.security.browser import MUTATIONS_PER_MINUTE
 from api.security.hosts import loopback_hosts
 from api.temporal import TemporalConnector
@@ -116,6 +117,7 @@ def create_app(
     app.state.temporal_embedded = temporal_embedded
     app.state.rate_limiter = RateLimiter() if settings.rate_limit else None
     app.state.agent_tools_limiter = RateLimiter({"mutation": MUTATIONS_PER_MINUTE})
+    app.state.auth_failure_limiter = auth_failure_limiter(settings.auth_failures_per_minute)
 
     install_error_handlers(app)
     install_openapi(app)
@@ -151,6 +153,7 @@ def create_app(
         BearerAuth,
         token=settings.token,
         health_exempt=settings.loopback_bind and not settings.require_auth,
+        failures=app.state.auth_failure_limiter,
     )
     allowed_hosts = (
         loopback_hosts(settings.port) | set(settings.allowed_hosts)

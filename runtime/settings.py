@@ -18,6 +18,7 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from runtime.device_flow.providers import DeviceFlowProvider, all_providers, parse_providers
+from runtime.egress import listed_key_env_refusal, url_refusal
 from runtime.sessions.contracts import MAX_DEADLINE_MS
 
 LOOPBACK_HOSTNAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
@@ -39,6 +40,9 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("AGENTRT_TOKEN", "QWEN_SERVER_TOKEN", "token")
     )
     require_auth: bool = False
+    # Failed bearer checks allowed per minute and network address (a token bucket); past
+    # it the address is answered 429 until it refills (api/security/bearer.py).
+    auth_failures_per_minute: int = Field(default=10, ge=1)
     allow_origin: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # The session agents' workspace. None: `<data-dir>/workspace`, created at start-up, so
     # that agents never write into whatever directory the daemon was started from.
@@ -62,6 +66,9 @@ class Settings(BaseSettings):
     )
     temporal_port: int = Field(default=7233, ge=1, le=65535)
     temporal_ui_port: int = Field(default=8233, ge=1, le=65535)
+    # The embedded dev server's Web UI. It has no authentication and answers any Host
+    # (DNS rebinding): false runs the dev server without it (`--headless`).
+    temporal_ui: bool = True
     task_queue: str = "agentrt"
     # Names this deployment in agent-tools streams and rows (isolation per instance).
     instance: str = "local"
@@ -83,11 +90,17 @@ class Settings(BaseSettings):
     # The time bound of one search tool call (glob, grep_search) of a session; below the
     # 2-minute bound of the activity that runs it.
     session_search_timeout_ms: int = Field(default=30_000, ge=1, le=100_000)
+    # Search children (glob, grep_search, GET /glob) one process runs at once: GET /glob
+    # over the cap is a 429 with Retry-After; a session's search waits for a slot.
+    search_children: int = Field(default=4, ge=1, le=64)
 
     # Agent-tools gateway: default investigation workspace and retention windows (FIFO).
     agent_tools_workspace: str = "demo"
     agent_tools_max_results: int = Field(default=64, ge=1)
     agent_tools_max_events: int = Field(default=128, ge=1)
+    # The page's browser sessions (cookies) kept in the store, newest first; expired ones
+    # are purged whenever one is opened (runtime/agent_tools/browser.py).
+    agent_tools_max_browser_sessions: int = Field(default=64, ge=1)
 
     # Models (DESIGN.md "Models"): `scripted` (built in) or `openai` (any compatible endpoint).
     model_provider: Literal["scripted", "openai"] = "scripted"
@@ -101,10 +114,19 @@ class Settings(BaseSettings):
     openai_model: str = Field(
         default="gpt-4o-mini", validation_alias=AliasChoices("OPENAI_MODEL", "openai_model")
     )
+    # The price, in dollars per million tokens, of an attempt whose served and requested
+    # models both have none (runtime/llm/pricing.py): never zero by default, so that an
+    # unpriced model still counts against budgets and credits. High on purpose: set a
+    # price for the model (`PUT /api/v1/llm/prices/{model}`, 0 for a free local one).
+    default_price_per_mtok_in: float = Field(default=10.0, ge=0)
+    default_price_per_mtok_out: float = Field(default=30.0, ge=0)
     # OAuth device flows (RFC 8628): the built-in `qwen-oauth` provider's base URL, and any
     # number of standard providers as a JSON object (runtime/device_flow/providers.py).
     qwen_oauth_base_url: str = "https://chat.qwen.ai"
     device_flow_providers: str | None = None
+    # More variables a provider credential's `apiKeyEnv` may name, beyond `*_API_KEY` and
+    # `*_API_KEY_<n>` (runtime/egress.py); agentrt's own are refused even when listed.
+    provider_key_envs: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Standing agents (spec standing-agents §3.2-§3.6). Cadence of the heartbeat: a fixed
     # interval while the idle heartbeat is enabled, else a geometric backoff on idle ticks.
     agent_heartbeat_ms: int = Field(default=86_400_000, ge=1000)
@@ -141,7 +163,7 @@ class Settings(BaseSettings):
     # Set by `agentrt up` for its children: the Temporal server is the embedded one.
     temporal_embedded: bool = False
 
-    @field_validator("allow_origin", "allowed_hosts", mode="before")
+    @field_validator("allow_origin", "allowed_hosts", "provider_key_envs", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
         # AGENTRT_ALLOW_ORIGIN="https://a.example,https://b.example"
@@ -256,4 +278,41 @@ def check_startup(settings: Settings) -> list[str]:
                 f"InvalidAllowOriginPatternError: --allow-origin {pattern!r} is not a canonical "
                 f"origin; {hint}"
             )
+    check_egress(settings)
     return warnings
+
+
+def outbound_urls(settings: Settings) -> list[tuple[str, str]]:
+    """The URLs the settings have the worker call, each with the setting that names it."""
+    urls: list[tuple[str, str]] = []
+    if settings.model_provider == "openai":
+        urls.append(("OPENAI_BASE_URL", settings.openai_base_url))
+    if settings.windows_pool_url:
+        urls.append(("AGENTRT_WINDOWS_POOL_URL", settings.windows_pool_url))
+    urls.append(("AGENTRT_QWEN_OAUTH_BASE_URL", settings.qwen_oauth_base_url))
+    for provider_id, provider in parse_providers(settings.device_flow_providers).items():
+        where = f"AGENTRT_DEVICE_FLOW_PROVIDERS[{provider_id!r}]"
+        urls.append(
+            (f"{where}.deviceAuthorizationEndpoint", provider.device_authorization_endpoint)
+        )
+        urls.append((f"{where}.tokenEndpoint", provider.token_endpoint))
+    return urls
+
+
+def check_egress(settings: Settings) -> None:
+    """The provider-key rule and the egress rule (runtime/egress.py) on the settings.
+
+    Raises:
+        StartupRefusal: a listed key variable that is agentrt's own (or not a name), or
+            an outbound URL the egress rule refuses.
+    """
+    for name in settings.provider_key_envs:
+        problem = listed_key_env_refusal(name)
+        if problem is not None:
+            raise StartupRefusal(problem)
+    for setting, url in outbound_urls(settings):
+        # A device-flow endpoint is called as it is (it may carry a query); every other
+        # URL is a base URL the worker appends paths to.
+        refusal = url_refusal(url, setting, base=not setting.endswith("Endpoint"))
+        if refusal is not None:
+            raise StartupRefusal(refusal.message)

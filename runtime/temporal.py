@@ -213,11 +213,14 @@ class DevServer:
             "127.0.0.1",
             "--port",
             str(self.settings.temporal_port),
-            "--ui-port",
-            str(self.settings.temporal_ui_port),
-            "--ui-disable-news-fetch",
             "--log-level",
             "warn",
+            # The frontend's HTTP API (on a random port) answers any Host and takes a
+            # cross-site `text/plain` POST: a web page could signal or terminate workflows
+            # through it. Nothing of agentrt's or the Web UI's uses it (they speak gRPC):
+            # no Host is allowed, so it refuses everything.
+            "--dynamic-config-value",
+            "frontend.httpAllowedHosts=[]",
             # The default (20/s) adds ~30 ms to every signal and activity dispatch under
             # load (measured by `python -m bench substrate-tuned`).
             "--dynamic-config-value",
@@ -229,6 +232,12 @@ class DevServer:
             "--sqlite-pragma",
             "journal_mode=wal",
         ]
+        if self.settings.temporal_ui:
+            # No authentication, any Host answered (README, Security): loopback only.
+            ui_port = str(self.settings.temporal_ui_port)
+            args += ["--ui-ip", "127.0.0.1", "--ui-port", ui_port, "--ui-disable-news-fetch"]
+        else:
+            args.append("--headless")
         if self.settings.temporal_namespace != "default":
             args += ["--namespace", self.settings.temporal_namespace]
         for name in SEARCH_ATTRIBUTES:

@@ -39,7 +39,9 @@ with workflow.unsafe.imports_passed_through():
         is_mutating,
         is_rejection,
         needs_permission,
+        tool_kind,
     )
+    from runtime.policy.approval_v0 import needs_permission_v0
     from runtime.sessions.contracts import (
         CancelRequest,
         CloseRequest,
@@ -642,12 +644,21 @@ class SessionWorkflow:
             step_input.refusal = f"Tool {call.name} is disabled in this workspace"
             await self._run_tool(step_input)
             return
-        verdict = needs_permission(
-            self._approval_mode,
-            call.name,
-            frozenset(self._always),
-            command=command if isinstance(command, str) else None,
-        )
+        shell_command = command if isinstance(command, str) else None
+        if tool_kind(call.name) == "execute" and preview.shell_fenced is None:
+            # A preview recorded before the allow-list: replay the decision made then.
+            verdict = needs_permission_v0(
+                self._approval_mode, call.name, frozenset(self._always), command=shell_command
+            )
+        else:
+            verdict = needs_permission(
+                self._approval_mode,
+                call.name,
+                frozenset(self._always),
+                command=shell_command,
+                workspace=self._input.workspace_cwd,
+                fenced=preview.shell_fenced is True,
+            )
         if verdict == "deny":
             step_input.action = "refuse"
             step_input.refusal = f"{call.name} is not allowed in {self._approval_mode} mode"

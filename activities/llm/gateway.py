@@ -8,13 +8,21 @@ as its own activity, with no retries; the activity hands the attempt to
    killed after a success never pays twice), with no HTTP;
 2. resolves the attempt's credential alias to a key (`apiKey`, `apiKeyEnv`, or the
    token a device flow stored); a credential that cannot be used (unknown provider or
-   alias, unset variable) is an `auth_error` attempt row with no HTTP, and a deviceFlow
-   credential without a usable token also reports `device_flow_required`;
+   alias, unset variable, a variable the provider-key rule refuses: `runtime.egress`)
+   is an `auth_error` attempt row with no HTTP, and a deviceFlow credential without a
+   usable token also reports `device_flow_required`; a base URL the egress rule refuses
+   is a `server_error` row with no HTTP (the same outcome as a connection the rule
+   refuses at connect time: the chain moves on to its next provider);
 3. writes the attempt row `in_flight`, makes one HTTP call (no retries inside);
 4. classifies the answer: 429 rate_limited (with its Retry-After), 401/403 auth_error,
    5xx server_error, no answer in time timeout, any other 4xx bad_request;
-5. prices the reply at the served model's price (never the model's own claim),
-   finishes the attempt row and, on success, stores the reply under the call id.
+5. prices the reply at the served model's price (never the model's own claim; the
+   requested model's, else the default price, when it has none: `runtime.llm.pricing`),
+   with tokens the provider did not report estimated (`runtime.llm.token_estimate`),
+   finishes the attempt row and, on success, stores the reply under the call id. The
+   report says whose price and whose tokens it was (`price_source`, `usage_source`):
+   the caller journals a cost warning on its owner's stream when either was a guess
+   (`runtime.llm.cost_warning`).
 """
 
 from __future__ import annotations
@@ -43,8 +51,9 @@ from activities.llm.contracts import (
 from activities.llm.openai import DEFAULT_TIMEOUT, OpenAIProvider
 from activities.llm.scripted import ScriptedModel
 from runtime.device_flow.tokens import forget_token, usable_token
-from runtime.llm.config_store import provider_config
-from runtime.llm.pricing import attempt_cost
+from runtime.egress import url_refusal
+from runtime.llm.config_store import LlmConfigError, provider_config, static_api_key
+from runtime.llm.pricing import attempt_cost, default_price
 from runtime.llm.routing import (
     AttemptOutcome,
     AttemptReport,
@@ -71,12 +80,19 @@ class LlmOwner(NamedTuple):
     tenant: str | None
 
 
-class _NoCredential(Exception):
-    """The attempt's credential cannot be used: reported, never sent."""
+class _NotSent(Exception):
+    """The attempt cannot be made (its credential or its URL): reported, never sent."""
 
-    def __init__(self, message: str, *, device_flow: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        device_flow: str | None = None,
+        outcome: AttemptOutcome = AttemptOutcome.AUTH_ERROR,
+    ) -> None:
         super().__init__(message)
         self.device_flow = device_flow
+        self.outcome = outcome
 
 
 class ModelGateway:
@@ -143,6 +159,10 @@ class ModelGateway:
             if report.http_status is not None:
                 span.set_attribute("http.response.status_code", report.http_status)
             span.set_attribute("llm.cost_usd", report.cost_usd)
+            if report.price_source is not None:
+                span.set_attribute("llm.price_source", report.price_source.value)
+            if report.usage_source is not None:
+                span.set_attribute("llm.usage_source", report.usage_source.value)
             return report, reply
 
     async def _attempt(
@@ -167,6 +187,8 @@ class ModelGateway:
                     cost_usd=stored.cost_usd,
                     provider=stored.provider or spec.provider,
                     credential_alias=stored.credential_alias,
+                    price_source=stored.price_source,
+                    usage_source=stored.usage_source,
                 ),
                 stored.reply,
             )
@@ -192,9 +214,12 @@ class ModelGateway:
         config = await asyncio.to_thread(self.provider_config, spec.provider)
         try:
             if config is None:
-                raise _NoCredential(f"provider {spec.provider!r} is not configured")
+                raise _NotSent(f"provider {spec.provider!r} is not configured")
+            refusal = None if config.kind == "scripted" else url_refusal(config.base_url)
+            if refusal is not None:
+                raise _NotSent(refusal.message, outcome=AttemptOutcome.SERVER_ERROR)
             key = await self._credential(config, spec.credential_alias)
-        except _NoCredential as err:
+        except _NotSent as err:
             # Never sent, yet an attempt the chain counts (and its failure names): it has
             # its row like any other, at no cost. A device-flow credential's row stands
             # as this auth_error while the flow runs; the attempt made again after it
@@ -204,13 +229,17 @@ class ModelGateway:
                 self.store,
                 call_owner,
                 attempt=spec.attempt_index,
-                outcome=AttemptOutcome.AUTH_ERROR.value,
+                outcome=err.outcome.value,
                 http_status=None,
                 error=str(err),
                 duration_ms=0,
                 now=at,
             )
-            update = {"error": str(err), "device_flow_required": err.device_flow}
+            update = {
+                "outcome": err.outcome,
+                "error": str(err),
+                "device_flow_required": err.device_flow,
+            }
             return report.model_copy(update=update), None
         await asyncio.to_thread(
             record.begin_attempt, self.store, call_owner, attempt=spec.attempt_index, now=at
@@ -245,10 +274,17 @@ class ModelGateway:
                 }
             )
             return failed, None
-        # Priced by the model's kind: the built-in scripted model is free, whatever
-        # the worker runs as `scripted` (a test's priced model) is priced.
-        cost, version = await asyncio.to_thread(
-            attempt_cost, self.store, model.name, reply.served_model, reply.usage
+        # Priced by the model that answered, never by the name its reply carries: the
+        # built-in scripted model is free, whatever the worker runs as `scripted` (a
+        # test's priced model) is priced, and so is a remote model named `scripted`.
+        cost = await asyncio.to_thread(
+            attempt_cost,
+            self.store,
+            provider_kind=model.name,
+            requested_model=spec.model,
+            served_model=reply.served_model,
+            usage=reply.usage,
+            default=default_price(self.settings),
         )
         status = None if config.kind == "scripted" else 200
         await asyncio.to_thread(
@@ -257,8 +293,7 @@ class ModelGateway:
             call_owner,
             attempt=spec.attempt_index,
             reply=reply,
-            cost_usd=cost,
-            price_version=version,
+            cost=cost,
             duration_ms=_ms_since(started),
             now=at,
             http_status=status,
@@ -268,7 +303,9 @@ class ModelGateway:
                 "outcome": AttemptOutcome.OK,
                 "http_status": status,
                 "served_model": reply.served_model,
-                "cost_usd": cost,
+                "cost_usd": cost.cost_usd,
+                "price_source": cost.price_source,
+                "usage_source": reply.usage.source,
             }
         )
         return ok, reply
@@ -291,13 +328,14 @@ class ModelGateway:
         """The key behind `alias` now.
 
         Raises:
-            _NoCredential: unknown alias, unset variable, or no usable device-flow token.
+            _NotSent: unknown alias, unset or refused variable, or no usable device-flow
+                token.
         """
         if alias is None:
             return None
         credential = next((c for c in config.credentials if c.alias == alias), None)
         if credential is None:
-            raise _NoCredential(f"provider {config.provider_id!r} has no credential {alias!r}")
+            raise _NotSent(f"provider {config.provider_id!r} has no credential {alias!r}")
         return await self._key(credential)
 
     async def _forget_refused(self, config: ProviderConfig, alias: str | None, token: str) -> None:
@@ -312,9 +350,14 @@ class ModelGateway:
         if credential.api_key is not None:
             return credential.api_key
         if credential.api_key_env is not None:
-            value = os.environ.get(credential.api_key_env)
+            # The provider-key rule again, before the variable is read: a row stored
+            # before the rule (or written around PUT) names no secret of the worker's.
+            try:
+                value = static_api_key(credential, os.environ, self.settings.provider_key_envs)
+            except LlmConfigError as err:
+                raise _NotSent(err.message) from None
             if not value:
-                raise _NoCredential(f"environment variable {credential.api_key_env} is not set")
+                raise _NotSent(f"environment variable {credential.api_key_env} is not set")
             return value
         assert credential.device_flow is not None
         # Refreshed first when near expiry (runtime/device_flow/tokens.py).
@@ -322,7 +365,7 @@ class ModelGateway:
             self.settings.resolved_data_dir, self.settings, credential.device_flow
         )
         if token is None:
-            raise _NoCredential(
+            raise _NotSent(
                 f"no usable device-flow token for {credential.device_flow!r}",
                 device_flow=credential.device_flow,
             )

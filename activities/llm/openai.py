@@ -5,6 +5,11 @@ need none) and `OPENAI_MODEL`. Tool ids contain dots (`graph.get_node`) that
 OpenAI function names may not (`^[a-zA-Z0-9_-]+$`), so names are rewritten on
 the wire (`.` → `__`, any other forbidden character → `_`) and mapped back
 through a per-request table: callers only ever see the original ids.
+
+A server that reports no token usage (none streamed despite
+`stream_options.include_usage`, as llama.cpp's server does, or a `usage` counting no
+tokens) gets its reply's usage estimated from the text (`runtime.llm.token_estimate`),
+marked `estimated`: an attempt is never recorded as free because its server kept quiet.
 """
 
 from __future__ import annotations
@@ -29,6 +34,10 @@ from activities.llm.contracts import (
     ToolSpec,
     Usage,
 )
+from runtime.egress import redact_url
+from runtime.egress_client import egress_client
+from runtime.llm.contracts import UsageSource
+from runtime.llm.token_estimate import estimate_usage
 
 # Read is per chunk when streaming, so it bounds a stall, not the whole reply.
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=120.0, write=30.0, pool=10.0)
@@ -79,6 +88,8 @@ class OpenAIProvider:
         client: httpx.AsyncClient | None = None,
     ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
+        # How the URL appears in errors (attempt rows, events): never with its user-info.
+        self.shown_url = redact_url(self.url)
         self.model = model
         self.stream = stream
         # The output cap of one reply (a standing agent's per-turn budget); None: the server's.
@@ -102,15 +113,21 @@ class OpenAIProvider:
         body = self._body(messages, tools)
         try:
             if self._client is not None:
-                return await self._post(self._client, body, names, on_delta)
-            async with httpx.AsyncClient(timeout=self._timeout) as client:
-                return await self._post(client, body, names, on_delta)
+                reply = await self._post(self._client, body, names, on_delta)
+            else:
+                # Connects only where the egress rule allows (runtime/egress_client.py).
+                async with egress_client(timeout=self._timeout) as client:
+                    reply = await self._post(client, body, names, on_delta)
         except httpx.HTTPError as exc:
             detail = self._redact(f"{type(exc).__name__}: {exc}")
             raise ModelError(
-                f"POST {self.url} failed: {detail}",
+                f"POST {self.shown_url} failed: {detail}",
                 timed_out=isinstance(exc, httpx.TimeoutException),
             ) from exc
+        if reply.usage.source is UsageSource.ESTIMATED:  # the server reported none
+            usage = estimate_usage(messages, tools, reply.content, reply.tool_calls)
+            reply = reply.model_copy(update={"usage": usage})
+        return reply
 
     def _body(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -144,7 +161,7 @@ class OpenAIProvider:
                 await response.aread()
                 excerpt = self._excerpt(response.text)
                 raise ModelError(
-                    f"{self.url} answered HTTP {response.status_code}: {excerpt}",
+                    f"{self.shown_url} answered HTTP {response.status_code}: {excerpt}",
                     status=response.status_code,
                     retry_after=retry_after_s(response.headers),
                 )
@@ -155,7 +172,7 @@ class OpenAIProvider:
             try:
                 reply = reply_from_completion(self._json(response.text), self.model, names)
             except _MALFORMED as exc:
-                raise ModelError(f"{self.url} sent a malformed completion: {exc}") from exc
+                raise ModelError(f"{self.shown_url} sent a malformed completion: {exc}") from exc
             if on_delta is not None and reply.content:
                 await on_delta(reply.content)
             return reply
@@ -174,7 +191,7 @@ class OpenAIProvider:
                     text = stream.feed(chunk)
                 except _MALFORMED as exc:
                     excerpt = self._excerpt(data)
-                    raise ModelError(f"{self.url} sent a malformed chunk: {excerpt}") from exc
+                    raise ModelError(f"{self.shown_url} sent a malformed chunk: {excerpt}") from exc
                 # Outside the try: the caller's own errors must not pass for a bad chunk.
                 if text and on_delta is not None:
                     await on_delta(text)
@@ -187,9 +204,11 @@ class OpenAIProvider:
             data = None
         if not isinstance(data, dict):
             excerpt = self._excerpt(text)
-            raise ModelError(f"{self.url} sent data that is not a JSON object: {excerpt}")
+            raise ModelError(f"{self.shown_url} sent data that is not a JSON object: {excerpt}")
         if "error" in data and not data.get("choices"):
-            raise ModelError(f"{self.url} reported an error: {self._excerpt(json.dumps(data))}")
+            raise ModelError(
+                f"{self.shown_url} reported an error: {self._excerpt(json.dumps(data))}"
+            )
         return data
 
     def _redact(self, text: str) -> str:
@@ -309,7 +328,7 @@ class _StreamReply:
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     finish_reason: str | None = None
     served_model: str = ""
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage | None = None  # None: the server reported none (yet)
     done: bool = False
 
     def feed(self, chunk: dict[str, Any]) -> str:
@@ -317,7 +336,7 @@ class _StreamReply:
         if chunk.get("model"):
             self.served_model = str(chunk["model"])
         if isinstance(chunk.get("usage"), dict):
-            self.usage = _usage(chunk["usage"])
+            self.usage = _usage(chunk["usage"]) or self.usage
         text = ""
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) != 0:
@@ -357,7 +376,7 @@ class _StreamReply:
             finish_reason=self.finish_reason or ("tool_calls" if calls else "stop"),
             requested_model=self.requested_model,
             served_model=self.served_model or self.requested_model,
-            usage=self.usage,
+            usage=self.usage or _UNREPORTED,
         )
 
 
@@ -382,7 +401,7 @@ def reply_from_completion(data: dict[str, Any], requested: str, names: ToolNames
         finish_reason=str(choices[0].get("finish_reason") or ("tool_calls" if calls else "stop")),
         requested_model=requested,
         served_model=str(data.get("model") or requested),
-        usage=_usage(data.get("usage") or {}),
+        usage=_usage(data.get("usage")) or _UNREPORTED,
     )
 
 
@@ -406,14 +425,40 @@ def _tool_call(call_id: str, wire: str, arguments: Any, names: ToolNames) -> Too
     return ToolCall(id=call_id, name=name, arguments=parsed)
 
 
-def _usage(raw: dict[str, Any]) -> Usage:
+# The usage of a reply whose server reported none: `complete` estimates it.
+_UNREPORTED = Usage(source=UsageSource.ESTIMATED)
+
+
+def _usage(raw: Any) -> Usage | None:
+    """The server's `usage`; None without one, or with one that does not add up: that
+    counts no token at all (a real exchange has a prompt), holds a count that is not a
+    non-negative integer, or more cached prompt tokens than prompt tokens. Such a report
+    is no report (estimated instead): a remote server must not be able to give itself
+    credit back with a negative count."""
+    if not isinstance(raw, dict):
+        return None
     details = raw.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return Usage(
-        prompt_tokens=int(raw.get("prompt_tokens") or 0),
-        completion_tokens=int(raw.get("completion_tokens") or 0),
-        cached_prompt_tokens=int(cached or 0),
+    counts = (
+        _count(raw.get("prompt_tokens")),
+        _count(raw.get("completion_tokens")),
+        _count(details.get("cached_tokens") if isinstance(details, dict) else None),
     )
+    prompt, completion, cached = counts
+    if prompt is None or completion is None or cached is None or cached > prompt:
+        return None
+    if prompt <= 0 and completion <= 0:
+        return None
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, cached_prompt_tokens=cached)
+
+
+def _count(value: Any) -> int | None:
+    """A token count as reported: absent (None) is 0; anything but a non-negative
+    integer (a negative, a float, a string, a boolean) is None, "not a count"."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 def _shorten(text: str, limit: int) -> str:

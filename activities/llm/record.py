@@ -17,9 +17,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from runtime.llm.attempt_log import IN_FLIGHT
-from runtime.llm.contracts import ModelReply
+from runtime.llm.contracts import ModelReply, UsageSource
 from runtime.llm.models import LlmCall, LlmCallAttempt
-from runtime.llm.routing import AttemptOutcome, OwnerKind
+from runtime.llm.pricing import AttemptCost
+from runtime.llm.routing import AttemptOutcome, OwnerKind, PriceSource
 from runtime.store.engine import Store
 
 # An attempt between its HTTP request and its answer (IN_FLIGHT, a state of the store,
@@ -58,6 +59,8 @@ class StoredSuccess:
     attempt_id: str | None
     provider: str | None
     credential_alias: str | None
+    price_source: PriceSource | None = None
+    usage_source: UsageSource | None = None
 
 
 def attempt_id(call_id: str, ordinal: int) -> str:
@@ -85,6 +88,8 @@ def stored_success(store: Store, call_id: str) -> StoredSuccess | None:
             attempt_id=ok.attempt_id if ok else None,
             provider=ok.provider if ok else None,
             credential_alias=ok.credential_alias if ok else None,
+            price_source=PriceSource(ok.price_source) if ok and ok.price_source else None,
+            usage_source=UsageSource(ok.usage_source) if ok and ok.usage_source else None,
         )
 
 
@@ -110,8 +115,7 @@ def record_success(
     *,
     attempt: int,
     reply: ModelReply,
-    cost_usd: float,
-    price_version: str,
+    cost: AttemptCost,
     duration_ms: int,
     now: datetime,
     http_status: int | None = None,
@@ -122,8 +126,10 @@ def record_success(
     row.http_status = http_status
     row.tokens_in = reply.usage.prompt_tokens
     row.tokens_out = reply.usage.completion_tokens
-    row.cost_usd = cost_usd
-    row.price_version = price_version
+    row.cost_usd = cost.cost_usd
+    row.price_version = cost.price_version
+    row.price_source = cost.price_source.value
+    row.usage_source = reply.usage.source.value
     with store.session() as db:
         # merge: a retried attempt that already wrote its rows overwrites them with the same.
         db.merge(row)
@@ -140,7 +146,7 @@ def record_success(
                 outcome=AttemptOutcome.OK.value,
                 tokens_in=reply.usage.prompt_tokens,
                 tokens_out=reply.usage.completion_tokens,
-                cost_usd=cost_usd,
+                cost_usd=cost.cost_usd,
                 reply=reply.model_dump(mode="json"),
                 created_at=now,
             )

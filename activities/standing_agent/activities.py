@@ -10,6 +10,7 @@ conversation lives in the journal (`agent_episode_stream`), never in history.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
 from pathlib import Path
@@ -29,9 +30,10 @@ from activities.llm.scripted_agent import ScriptedAgentModel
 from activities.standing_agent.constitution_check import ConstitutionChecker
 from runtime.llm.active import active_model
 from runtime.llm.config_store import load_chain_plan
+from runtime.llm.cost_warning import AGENT_EVENT as COST_WARNING_EVENT
+from runtime.llm.cost_warning import cost_warning
 from runtime.llm.routing import AttemptOutcome, AttemptSpec, OwnerKind
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
-from runtime.sessions import registry
 from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
@@ -200,6 +202,16 @@ class StandingAgentActivities:
                     non_retryable=not retryable,
                 )
             return ModelStepResult(call_id=request.call_id, report=report)
+        warning = cost_warning(spec, report)
+        if warning is not None:
+            # Once per attempt, a retry with the stored reply included (its report says
+            # the same): the operator sees that the credit is spent at a guessed price.
+            body = {"instanceId": request.instance_id, "callId": request.call_id, **warning}
+            await self.journal.aappend_many(
+                agent_stream(request.tenant, request.instance_id),
+                [NewEvent(type=COST_WARNING_EVENT, data=entry_data(body))],
+                dedupe_key=f"cost/{report.attempt_id}",
+            )
         answer = ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
         await self.journal.aappend_many(
             transcript,
@@ -340,6 +352,7 @@ class StandingAgentActivities:
             now=request.now,
             investigation_workspace=self.settings.agent_tools_workspace,
             workspace_root=Path(self.settings.workspace_cwd),
+            data_dir=self.settings.resolved_data_dir,
         )
         try:
             if call.name == "soa_propose_task":
@@ -396,12 +409,16 @@ class StandingAgentActivities:
         task = await asyncio.to_thread(tools.stored_task, self.store, context.op_id)
         if task is None:
             # Every boundary before the row: a blocked call leaves no open task behind.
-            live = await asyncio.to_thread(registry.count_live, self.store)
-            if live >= self.settings.max_sessions:
-                raise tools.BoundaryError(
-                    f"the daemon runs its maximum of {self.settings.max_sessions} sessions"
+            # The session cap is checked where the session row is written, atomically.
+            task = await asyncio.to_thread(
+                functools.partial(
+                    tools.propose_task,
+                    context,
+                    arguments,
+                    workspace_cwd=self.settings.workspace_cwd,
+                    max_sessions=self.settings.max_sessions,
                 )
-            task = await asyncio.to_thread(tools.propose_task, context, arguments)
+            )
         if task.session_id is None:
             session_id = await self._submit_task(task.task_id, task.prompt)
             await asyncio.to_thread(
@@ -418,7 +435,7 @@ class StandingAgentActivities:
         the session the first attempt started and the update id dedupes the prompt.
         """
         settings = self.settings
-        session_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-session/{task_id}"))
+        session_id = tools.task_session_id(task_id)
         prompt_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-prompt/{task_id}"))
         workspace = settings.workspace_cwd
         await asyncio.to_thread(

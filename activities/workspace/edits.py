@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any, Final
 
 from activities.workspace.arguments import optional_bool, required_str
-from activities.workspace.paths import relative
+from activities.workspace.paths import relative, tool_error
 from activities.workspace.results import ToolError
+from runtime.workspace.fence import Fence, FileError
 from runtime.workspace.text import NotText, decode, normalize
 
 MAX_FILE_BYTES: Final = 8 * 1024 * 1024  # read_file / edit refuse larger files
 
 
-def read_existing(root: Path, path: Path) -> str | None:
+def read_existing(fence: Fence, path: Path) -> str | None:
     """The text of an existing file (None when absent), decoded as the file routes do (BOM
-    dropped, CRLF as `\n`); refuses directories and huge files."""
-    data = read_existing_bytes(root, path)
+    dropped, CRLF as `\n`); refuses directories, huge files and non-regular files."""
+    data = read_existing_bytes(fence, path)
     return None if data is None else decode_text(data)
 
 
@@ -28,23 +30,32 @@ def decode_text(data: bytes) -> str:
         return data.decode("utf-8", errors="replace")
 
 
-def read_existing_bytes(root: Path, path: Path) -> bytes | None:
-    if not path.exists():
-        return None
-    if path.is_dir():
-        raise ToolError(f"Path is a directory: {relative(root, path)}")
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise ToolError(f"File is too large ({size} bytes): {relative(root, path)}")
-    return path.read_bytes()
+def read_existing_bytes(fence: Fence, path: Path) -> bytes | None:
+    """The bytes of the file a write or edit targets, through the fence (None when absent):
+    a FIFO, socket or device is refused before it is opened, never read."""
+    shown = relative(fence, path)
+    try:
+        info = fence.lstat(path)
+    except FileError as err:
+        if err.kind == "path_not_found":
+            return None
+        raise tool_error(err, shown) from err
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"Path is a directory: {shown}")
+    if info.st_size > MAX_FILE_BYTES:
+        raise ToolError(f"File is too large ({info.st_size} bytes): {shown}")
+    try:
+        return fence.read(path, limit=MAX_FILE_BYTES)
+    except FileError as err:
+        raise tool_error(err, shown) from err
 
 
-def edited(root: Path, path: Path, old_text: str | None, args: dict[str, Any]) -> tuple[str, int]:
+def edited(fence: Fence, path: Path, old_text: str | None, args: dict[str, Any]) -> tuple[str, int]:
     """The file's content after an `edit`, and the number of replacements."""
     old_string = required_str(args, "old_string", allow_empty=True)
     new_string = required_str(args, "new_string", allow_empty=True)
     replace_all = optional_bool(args, "replace_all")
-    shown = relative(root, path)
+    shown = relative(fence, path)
     if old_text is None:
         if old_string == "":
             return new_string, 1

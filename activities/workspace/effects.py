@@ -20,11 +20,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from activities.workspace.paths import tool_error
 from activities.workspace.results import FILE_TOOLS, ToolError, ToolResult, failed_result
 from activities.workspace.tools import WorkspaceTools
 from runtime.llm.contracts import ToolCall
 from runtime.store.operations import Operation, OperationLedger
-from runtime.workspace.files import HashMismatch, atomic_write, content_hash, file_hash, path_lock
+from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.files import HashMismatch, content_hash, path_lock
 
 OUTCOME_UNKNOWN = "outcome_unknown"
 
@@ -64,15 +66,18 @@ def _file_once(
     expected_hash: str | None,
     record: Operation | None,
 ) -> ToolResult:
-    root = tools.root()
-    if root is None:
+    fence = tools.fence()
+    if fence is None:
         return failed_result("The workspace does not exist.")
     try:
-        path = tools.target(root, invocation)
+        path = tools.target(fence, invocation)
     except (ToolError, ValueError) as err:
         return failed_result(str(err))
     with path_lock(path):
-        current = file_hash(path)
+        try:
+            current = fence.file_hash(path)
+        except FileError as err:
+            return failed_result(str(tool_error(err, fence.relative(path))))
         if record is not None and record.result is not None:
             if current == record.post_hash:
                 # The earlier attempt's write landed; it died before saying so.
@@ -80,9 +85,9 @@ def _file_once(
                 return ToolResult.model_validate(record.result)
             expected_hash = record.pre_hash
         if expected_hash is not None and current != expected_hash:
-            return _conflict(root, path, expected_hash, current)
+            return _conflict(fence, path, expected_hash, current)
         try:
-            change = tools.plan_change(root, invocation.name, invocation.arguments)
+            change = tools.plan_change(fence, invocation.name, invocation.arguments)
         except ToolError as err:
             return failed_result(str(err))
         except ValueError as err:
@@ -98,11 +103,15 @@ def _file_once(
                 result=result,
             )
         try:
-            atomic_write(path, new, expected=change.pre_hash)
+            fence.write(path, new, expected=change.pre_hash, parents=True)
         except HashMismatch as err:
-            conflict = _conflict(root, path, err.expected, err.found)
+            conflict = _conflict(fence, path, err.expected, err.found)
             ledger.finish(op_id, conflict.model_dump(mode="json"))
             return conflict
+        except FileError as err:
+            failed = failed_result(str(tool_error(err, fence.relative(path))))
+            ledger.finish(op_id, failed.model_dump(mode="json"))
+            return failed
         except OSError as err:
             failed = failed_result(f"{type(err).__name__}: {err.strerror or err}")
             ledger.finish(op_id, failed.model_dump(mode="json"))
@@ -111,8 +120,8 @@ def _file_once(
         return change.result
 
 
-def _conflict(root: Path, path: Path, expected: str, found: str) -> ToolResult:
-    shown = path.relative_to(root) if path.is_relative_to(root) else path
+def _conflict(fence: Fence, path: Path, expected: str, found: str) -> ToolResult:
+    shown = path.relative_to(fence.root) if path.is_relative_to(fence.root) else path
     return failed_result(
         f"{shown} changed since this call was proposed (expected {expected}, found {found}); "
         "nothing was written."

@@ -3,25 +3,31 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from activities.workspace.arguments import path_argument, str_argument
 from activities.workspace.edits import edited, read_existing
-from activities.workspace.paths import display, real_root, resolve
+from activities.workspace.paths import display, fence_of, resolve
 from activities.workspace.results import FILE_TOOLS, ToolError, ToolResult, diff_item
+from activities.workspace.tools import shell_search_path
 from runtime.llm.contracts import ToolCall
 from runtime.policy.approval import tool_kind
-from runtime.workspace.files import file_hash
+from runtime.policy.shell_allowlist import check_shell_command
+from runtime.workspace.fence import Fence, FileError
 
 
-def describe_call(workspace: Path, invocation: ToolCall) -> dict[str, Any]:
+def describe_call(
+    workspace: Path, invocation: ToolCall, data_dir: Path | None = None
+) -> dict[str, Any]:
     """The ACP `tool_call` of an invocation, status `pending` (reads the file for a diff).
 
-    Never touches a path outside the workspace: such a call gets no locations and no
-    diff preview (running it fails).
+    Never touches a path outside the workspace fence (outside the workspace, or in the
+    daemon's `data_dir`): such a call gets no locations and no diff preview (running it
+    fails).
     """
-    root = real_root(workspace)
+    root = fence_of(workspace, data_dir)
     name = invocation.name
     args = invocation.arguments
     locations: list[dict[str, Any]] = []
@@ -31,7 +37,7 @@ def describe_call(workspace: Path, invocation: ToolCall) -> dict[str, Any]:
     if raw_path is not None and root is not None:
         try:
             target = resolve(root, raw_path)
-        except (ToolError, ValueError, OSError):
+        except (ToolError, FileError, ValueError, OSError):
             target = None
     if target is not None and root is not None:
         locations = [{"path": str(target)}]
@@ -49,7 +55,7 @@ def describe_call(workspace: Path, invocation: ToolCall) -> dict[str, Any]:
     }
 
 
-def target_hash(workspace: Path, invocation: ToolCall) -> str | None:
+def target_hash(workspace: Path, invocation: ToolCall, data_dir: Path | None = None) -> str | None:
     """The content hash of the file a `write_file` / `edit` targets, as it is now.
 
     Captured when the call is proposed, so that the write applies to exactly the
@@ -58,14 +64,70 @@ def target_hash(workspace: Path, invocation: ToolCall) -> str | None:
     """
     if invocation.name not in FILE_TOOLS:
         return None
-    root = real_root(workspace)
+    fence = fence_of(workspace, data_dir)
     raw = path_argument(invocation.name, invocation.arguments)
-    if root is None or raw is None:
+    if fence is None or raw is None:
         return None
     try:
-        return file_hash(resolve(root, raw))
-    except (ToolError, ValueError, OSError):
+        return fence.file_hash(resolve(fence, raw))
+    except (ToolError, FileError, ValueError, OSError):
         return None
+
+
+def shell_fenced(workspace: Path, data_dir: Path, invocation: ToolCall) -> bool | None:
+    """For a shell call, whether what the `auto` allow-list read of the command names
+    resolves where the list assumed (None for other tools):
+
+    - every path it opens passes the workspace fence (`runtime.workspace.fence`: symlinks
+      resolved, nothing outside the workspace or in the daemon's data dir), and a
+      recursive program is not given a directory that holds the data dir (`grep -r key .`
+      with `--workspace .`);
+    - its program is a shell builtin, or found on the shell's `PATH` outside the
+      workspace, and no entry of that `PATH` is relative or reaches into the workspace
+      (where an `auto`-approved edit could plant a `cat`).
+
+    Captured when the call is proposed, like `target_hash`: nothing an `auto` session
+    runs unasked can make a symlink or an executable in between. False for a command the
+    allow-list refuses (the workflow asks anyway).
+    """
+    if tool_kind(invocation.name) != "execute":
+        return None
+    command = invocation.arguments.get("command")
+    if not isinstance(command, str):
+        return False
+    check = check_shell_command(command, str(workspace))
+    if not check.allowed:
+        return False
+    fence = fence_of(workspace, data_dir)
+    if fence is None:
+        return False
+    if not check.builtin and not _program_outside(fence.root, check.argv[0]):
+        return False
+    for raw in check.paths:
+        try:
+            real = fence.resolve(raw)
+        except (FileError, ValueError, OSError):
+            return False
+        hidden = fence.data_dir
+        if check.recursive and hidden is not None and hidden.is_relative_to(real):
+            return False
+    return True
+
+
+def _program_outside(root: Path, name: str) -> bool:
+    """Whether the shell finds `name` outside the workspace, on a `PATH` that never
+    reaches into it."""
+    found: Path | None = None
+    for entry in shell_search_path().split(os.pathsep):
+        if not os.path.isabs(entry):
+            return False  # "" and relative entries are looked up from the workspace
+        real = Path(os.path.realpath(entry))
+        if real.is_relative_to(root):
+            return False
+        candidate = real / name
+        if found is None and candidate.is_file() and os.access(candidate, os.X_OK):
+            found = Path(os.path.realpath(candidate))
+    return found is not None and not found.is_relative_to(root)
 
 
 def describe_result(invocation: ToolCall, result: ToolResult) -> dict[str, Any]:
@@ -81,7 +143,7 @@ def describe_result(invocation: ToolCall, result: ToolResult) -> dict[str, Any]:
     return update
 
 
-def title(root: Path | None, name: str, args: dict[str, Any]) -> str:
+def title(root: Fence | Path | None, name: str, args: dict[str, Any]) -> str:
     def shown(key: str, *more: str) -> str:
         for k in (key, *more):
             value = args.get(k)
@@ -123,15 +185,17 @@ def _snippet(text: str, width: int = 30) -> str:
     return line if len(line) <= width and "\n" not in text else line[:width] + "..."
 
 
-def preview_diff(root: Path, target: Path, name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+def preview_diff(
+    fence: Fence, target: Path, name: str, args: dict[str, Any]
+) -> list[dict[str, Any]]:
     try:
-        old = read_existing(root, target)
+        old = read_existing(fence, target)
         if name == "write_file":
             new = args.get("content")
             if not isinstance(new, str):
                 return []
         else:
-            new = edited(root, target, old, args)[0]
-    except (ToolError, ValueError, OSError):
+            new = edited(fence, target, old, args)[0]
+    except (ToolError, FileError, ValueError, OSError):
         return []
     return [diff_item(target, old or "", new)]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
 from activities.workspace.arguments import optional_int, optional_str, required_str
 from activities.workspace.edits import MAX_FILE_BYTES, edited, read_existing_bytes
-from activities.workspace.paths import real_root, relative, resolve
+from activities.workspace.paths import fence_of, relative, resolve, tool_error
 from activities.workspace.results import (
     MAX_OUTPUT_BYTES,
     FileChange,
@@ -23,9 +24,12 @@ from activities.workspace.results import (
 )
 from runtime.llm.contracts import ToolCall
 from runtime.telemetry import tracer
-from runtime.workspace.files import ABSENT, atomic_write, content_hash
+from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.files import ABSENT, WORKSPACE_UMASK, content_hash
 from runtime.workspace.search import (
+    DEFAULT_SEARCH_CHILDREN,
     SEARCH_TIMEOUT_SECONDS,
+    SearchBusy,
     SearchFailed,
     kill_group,
     run_search,
@@ -51,12 +55,17 @@ class WorkspaceTools:
         shell_timeout: float = SHELL_TIMEOUT_SECONDS,
         search_timeout: float = SEARCH_TIMEOUT_SECONDS,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
+        data_dir: Path | None = None,
+        search_children: int = DEFAULT_SEARCH_CHILDREN,
     ) -> None:
         self.workspace = Path(workspace)
         self.shell_enabled = shell_enabled
         self.shell_timeout = shell_timeout
         self.search_timeout = search_timeout
         self.max_output_bytes = max_output_bytes
+        # The daemon's data dir: never read or written when it lies in the workspace.
+        self.data_dir = data_dir
+        self.search_children = search_children
 
     async def run(self, invocation: ToolCall) -> ToolResult:
         """Run a tool call; every failure is a `failed` result, never an exception."""
@@ -64,18 +73,20 @@ class WorkspaceTools:
             return await self._run(invocation)
 
     async def _run(self, invocation: ToolCall) -> ToolResult:
-        root = real_root(self.workspace)
-        if root is None:
+        fence = self.fence()
+        if fence is None:
             return failed_result("The workspace does not exist.")
-        # File tools do bounded, linear I/O on a thread; the search tools and the shell run
-        # in child processes killed at their time bound (CPU-bound work holds the GIL).
-        handlers: dict[str, Callable[[Path, dict[str, Any]], ToolResult]] = {
+        # File tools do bounded, linear I/O on a thread, through the workspace fence
+        # (regular files only: a FIFO never blocks a thread); the search tools and the
+        # shell run in child processes killed at their time bound (CPU-bound work holds
+        # the GIL).
+        handlers: dict[str, Callable[[Fence, dict[str, Any]], ToolResult]] = {
             "read_file": self._read_file,
             "list_directory": self._list_directory,
             "write_file": self._write_file,
             "edit": self._edit,
         }
-        children: dict[str, Callable[[Path, dict[str, Any]], Awaitable[ToolResult]]] = {
+        children: dict[str, Callable[[Fence, dict[str, Any]], Awaitable[ToolResult]]] = {
             "glob": self._glob,
             "grep_search": self._grep_search,
             "run_shell_command": self._shell,
@@ -84,13 +95,15 @@ class WorkspaceTools:
         try:
             child = children.get(invocation.name)
             if child is not None:
-                return await child(root, args)
+                return await child(fence, args)
             handler = handlers.get(invocation.name)
             if handler is None:
                 return failed_result(f'Tool "{invocation.name}" not found.')
-            return await asyncio.to_thread(handler, root, args)
+            return await asyncio.to_thread(handler, fence, args)
         except ToolError as err:
             return failed_result(str(err))
+        except FileError as err:
+            return failed_result(str(tool_error(err, _shown_argument(args))))
         except ValueError as err:
             return failed_result(f"Invalid arguments: {err}")
         except OSError as err:
@@ -98,20 +111,23 @@ class WorkspaceTools:
 
     # -- read ---------------------------------------------------------------
 
-    def _read_file(self, root: Path, args: dict[str, Any]) -> ToolResult:
+    def _read_file(self, fence: Fence, args: dict[str, Any]) -> ToolResult:
         raw = required_str(args, "absolute_path", "file_path", "path")
         offset = optional_int(args, "offset", minimum=0) or 0
         limit = optional_int(args, "limit", minimum=1)
-        path = resolve(root, raw)
-        shown = relative(root, path)
-        if not path.exists():
+        path = resolve(fence, raw)
+        shown = relative(fence, path)
+        info = _lstat(fence, path)
+        if info is None:
             raise ToolError(f"File not found: {shown}")
-        if path.is_dir():
+        if stat.S_ISDIR(info.st_mode):
             raise ToolError(f"Path is a directory: {shown}")
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ToolError(f"File is too large ({size} bytes): {shown}")
-        data = path.read_bytes()
+        if info.st_size > MAX_FILE_BYTES:
+            raise ToolError(f"File is too large ({info.st_size} bytes): {shown}")
+        try:
+            data = fence.read(path, limit=MAX_FILE_BYTES)
+        except FileError as err:
+            raise tool_error(err, shown) from err
         try:
             # The file routes' decoding: BOM dropped, CRLF shown as `\n` (written back as CRLF).
             text, _ = decode(data)
@@ -131,16 +147,20 @@ class WorkspaceTools:
             locations=[{"path": str(path)}],
         )
 
-    def _list_directory(self, root: Path, args: dict[str, Any]) -> ToolResult:
+    def _list_directory(self, fence: Fence, args: dict[str, Any]) -> ToolResult:
         raw = optional_str(args, "path") or "."
-        path = resolve(root, raw)
-        shown = relative(root, path)
-        if not path.exists():
+        path = resolve(fence, raw)
+        shown = relative(fence, path)
+        info = _lstat(fence, path)
+        if info is None:
             raise ToolError(f"Directory not found: {shown}")
-        if not path.is_dir():
+        if not stat.S_ISDIR(info.st_mode):
             raise ToolError(f"Path is not a directory: {shown}")
-        entries = sorted(path.iterdir(), key=lambda p: (not p.is_dir(), p.name))
-        lines = [f"[DIR] {p.name}" if p.is_dir() else p.name for p in entries[:MAX_LIST_ENTRIES]]
+        # Names only, never followed: a symlink shows as a directory only when it resolves
+        # to one inside the fence.
+        listed = [(_is_directory(fence, path, e.name, e.kind), e.name) for e in fence.entries(path)]
+        entries = sorted(listed, key=lambda e: (not e[0], e[1]))
+        lines = [f"[DIR] {name}" if is_dir else name for is_dir, name in entries[:MAX_LIST_ENTRIES]]
         if len(entries) > MAX_LIST_ENTRIES:
             lines.append(f"... ({len(entries) - MAX_LIST_ENTRIES} more entries)")
         text = (
@@ -156,17 +176,22 @@ class WorkspaceTools:
             locations=[{"path": str(path)}],
         )
 
-    async def _glob(self, root: Path, args: dict[str, Any]) -> ToolResult:
+    async def _glob(self, fence: Fence, args: dict[str, Any]) -> ToolResult:
         pattern = required_str(args, "pattern")
         if Path(pattern).is_absolute():
             raise ToolError("pattern must be relative to path.")
-        base = resolve(root, optional_str(args, "path") or ".")
-        if not base.is_dir():
-            raise ToolError(f"Directory not found: {relative(root, base)}")
+        try:
+            Fence.pattern(pattern)
+        except FileError as err:
+            raise ToolError(f"Invalid pattern: {err.message} ({err.hint}).") from err
+        base = resolve(fence, optional_str(args, "path") or ".")
+        info = await asyncio.to_thread(_lstat, fence, base)
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            raise ToolError(f"Directory not found: {relative(fence, base)}")
         answer = await self._search(
             "glob",
-            {"op": "glob", "root": str(root), "base": str(base), "pattern": pattern},
-            hint="the pattern may match too many paths (nested **)",
+            {"op": "glob", **_search_scope(fence, base), "pattern": pattern},
+            hint="the pattern may match too many paths",
         )
         found = [str(p) for p in answer["paths"]]
         if not found:
@@ -181,19 +206,18 @@ class WorkspaceTools:
         text = self._bound(text)
         return ToolResult(status="completed", output_text=text, content=[text_item(text)])
 
-    async def _grep_search(self, root: Path, args: dict[str, Any]) -> ToolResult:
+    async def _grep_search(self, fence: Fence, args: dict[str, Any]) -> ToolResult:
         pattern = required_str(args, "pattern")
         include = optional_str(args, "include")
-        base = resolve(root, optional_str(args, "path") or ".")
-        shown = relative(root, base)
-        if not base.exists():
+        base = resolve(fence, optional_str(args, "path") or ".")
+        shown = relative(fence, base)
+        if await asyncio.to_thread(_lstat, fence, base) is None:
             raise ToolError(f"Path not found: {shown}")
         answer = await self._search(
             "grep_search",
             {
                 "op": "grep",
-                "root": str(root),
-                "base": str(base),
+                **_search_scope(fence, base),
                 "pattern": pattern,
                 "include": include,
             },
@@ -218,9 +242,17 @@ class WorkspaceTools:
 
     async def _search(self, tool: str, request: dict[str, Any], *, hint: str) -> dict[str, Any]:
         """Run a search in a child process (`runtime.workspace.search_child`), killed at the
-        call's time bound, so no pattern can hold the worker's interpreter or outlive it."""
+        call's time bound, so no pattern can hold the worker's interpreter or outlive it.
+        At most `search_children` run at once in this worker: a call waits for a slot
+        within its own time bound."""
         try:
-            answer = await run_search(request, self.search_timeout)
+            answer = await run_search(
+                request, self.search_timeout, limit=self.search_children, wait=True
+            )
+        except SearchBusy as err:
+            raise ToolError(
+                f"{tool} could not start within {self.search_timeout:g} s: {err}; retry later."
+            ) from err
         except SearchFailed as err:
             raise ToolError(str(err)) from err
         if answer is None:
@@ -235,31 +267,31 @@ class WorkspaceTools:
 
     # -- edit ---------------------------------------------------------------
 
-    def _write_file(self, root: Path, args: dict[str, Any]) -> ToolResult:
-        return self._apply(self.plan_change(root, "write_file", args))
+    def _write_file(self, fence: Fence, args: dict[str, Any]) -> ToolResult:
+        return self._apply(fence, self.plan_change(fence, "write_file", args))
 
-    def _edit(self, root: Path, args: dict[str, Any]) -> ToolResult:
-        return self._apply(self.plan_change(root, "edit", args))
+    def _edit(self, fence: Fence, args: dict[str, Any]) -> ToolResult:
+        return self._apply(fence, self.plan_change(fence, "edit", args))
 
-    def _apply(self, change: FileChange) -> ToolResult:
-        atomic_write(change.path, change.data, expected=change.pre_hash)
+    def _apply(self, fence: Fence, change: FileChange) -> ToolResult:
+        fence.write(change.path, change.data, expected=change.pre_hash, parents=True)
         return change.result
 
-    def root(self) -> Path | None:
-        """The workspace's real path (None when it does not exist)."""
-        return real_root(self.workspace)
+    def fence(self) -> Fence | None:
+        """The workspace's fence (None when the workspace does not exist)."""
+        return fence_of(self.workspace, self.data_dir)
 
-    def target(self, root: Path, invocation: ToolCall) -> Path:
+    def target(self, fence: Fence, invocation: ToolCall) -> Path:
         """The file a `write_file` / `edit` call writes, resolved inside the workspace."""
-        return resolve(root, required_str(invocation.arguments, "file_path"))
+        return resolve(fence, required_str(invocation.arguments, "file_path"))
 
-    def plan_change(self, root: Path, tool_name: str, args: dict[str, Any]) -> FileChange:
+    def plan_change(self, fence: Fence, tool_name: str, args: dict[str, Any]) -> FileChange:
         """What `write_file` or `edit` would write, from the file as it is now (no write).
 
         The same text handling as POST /file/write and /file/edit: an existing file keeps
         its encoding, BOM and line endings; a binary file cannot be edited."""
-        path = resolve(root, required_str(args, "file_path"))
-        raw = read_existing_bytes(root, path)
+        path = resolve(fence, required_str(args, "file_path"))
+        raw = read_existing_bytes(fence, path)
         profile: TextProfile | None = None
         old: str | None = None
         if raw is not None:
@@ -267,7 +299,7 @@ class WorkspaceTools:
                 old, profile = decode(raw)
             except NotText:
                 if tool_name == "edit":
-                    raise ToolError(f"Cannot edit binary file: {relative(root, path)}") from None
+                    raise ToolError(f"Cannot edit binary file: {relative(fence, path)}") from None
                 old = raw.decode("utf-8", errors="replace")
         if tool_name == "write_file":
             new = required_str(args, "content", allow_empty=True)
@@ -277,7 +309,7 @@ class WorkspaceTools:
                 else f"Successfully overwrote file: {path}."
             )
         else:
-            new, replaced = edited(root, path, old, args)
+            new, replaced = edited(fence, path, old, args)
             text = (
                 f"Created new file: {path}."
                 if old is None
@@ -298,7 +330,8 @@ class WorkspaceTools:
 
     # -- execute ------------------------------------------------------------
 
-    async def _shell(self, root: Path, args: dict[str, Any]) -> ToolResult:
+    async def _shell(self, fence: Fence, args: dict[str, Any]) -> ToolResult:
+        root = fence.root
         if not self.shell_enabled:
             raise ToolError("run_shell_command is disabled on this daemon.")
         command = required_str(args, "command")
@@ -312,6 +345,9 @@ class WorkspaceTools:
             stderr=asyncio.subprocess.STDOUT,
             env=_shell_env(root),
             start_new_session=True,
+            # The worker runs under umask 077 (its own state is private); what a command
+            # creates in the workspace is the user's, with the user's usual modes.
+            umask=WORKSPACE_UMASK,
         )
         kept = bytearray()
         total = 0
@@ -361,10 +397,50 @@ class WorkspaceTools:
         return bound(text, self.max_output_bytes)
 
 
+def shell_search_path() -> str:
+    """The `PATH` the shell tool runs commands with (the fence checks it too)."""
+    return os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+
+
+def _lstat(fence: Fence, path: Path) -> os.stat_result | None:
+    """The stat of a checked path through the fence, None when it does not exist."""
+    try:
+        return fence.lstat(path)
+    except FileError as err:
+        if err.kind == "path_not_found":
+            return None
+        raise
+
+
+def _is_directory(fence: Fence, parent: Path, name: str, kind: str) -> bool:
+    if kind != "symlink":
+        return kind == "directory"
+    real = Path(os.path.realpath(parent / name))
+    return fence.contains(real) and real.is_dir()
+
+
+def _search_scope(fence: Fence, base: Path) -> dict[str, str | None]:
+    """Where a search child walks: the fence's root and data dir, from `base`."""
+    return {
+        "root": str(fence.root),
+        "base": str(base),
+        "data_dir": None if fence.data_dir is None else str(fence.data_dir),
+    }
+
+
+def _shown_argument(args: dict[str, Any]) -> str:
+    """The path argument of a call, as a refusal names it."""
+    for key in ("absolute_path", "file_path", "path"):
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return "."
+
+
 def _shell_env(cwd: Path) -> dict[str, str]:
     """A minimal environment: the worker's secrets (API keys, tokens) stay out."""
     env = {
-        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "PATH": shell_search_path(),
         "HOME": os.environ.get("HOME", str(cwd)),
         "LANG": "C.UTF-8",
         "TERM": "dumb",

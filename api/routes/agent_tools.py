@@ -38,7 +38,12 @@ from api.routes.agent_tools_models import (
     TurnResuming,
 )
 from api.security.browser import BrowserDep, BrowserMutationDep
-from runtime.agent_tools.browser import BROWSER_SESSION_TTL, COOKIE_NAME, open_browser_session
+from runtime.agent_tools.browser import (
+    BROWSER_SESSION_TTL,
+    COOKIE_NAME,
+    MintRefused,
+    open_browser_session,
+)
 from runtime.agent_tools.calls import (
     IdempotencyConflict,
     execute_call,
@@ -102,11 +107,31 @@ def _load_turn(store: Store, instance: str, workspace: str, turn_id: str) -> Age
 # -- browser session and catalog -------------------------------------------------------------------
 
 
-@router.get("/session")
-async def open_browser(request: Request, response: Response, store: StoreDep) -> BrowserSession:
+@router.get("/session", responses=errors(403))
+async def open_browser(
+    request: Request, response: Response, store: StoreDep, settings: SettingsDep
+) -> BrowserSession:
     """Open (or re-open) the browser's local session (a cookie: not a daemon session);
-    the CSRF token goes to the page."""
-    browser = await asyncio.to_thread(open_browser_session, store, request.cookies.get(COOKIE_NAME))
+    the CSRF token goes to the page. A live cookie is re-used: only a caller without one
+    mints a row (runtime/agent_tools/browser.py bounds them), and never a cross-site one
+    (`Sec-Fetch-Site: cross-site`: 403 `cross_site_refused`)."""
+    cross_site = request.headers.get("sec-fetch-site", "").lower() == "cross-site"
+    try:
+        browser = await asyncio.to_thread(
+            open_browser_session,
+            store,
+            request.cookies.get(COOKIE_NAME),
+            max_sessions=settings.agent_tools_max_browser_sessions,
+            may_mint=not cross_site,
+        )
+    except MintRefused:
+        raise ApiError(
+            403,
+            {
+                "error": "A local session cannot be opened from another site",
+                "code": "cross_site_refused",
+            },
+        ) from None
     response.set_cookie(
         COOKIE_NAME,
         browser.cookie,

@@ -176,6 +176,10 @@ class LlmAttempt(BaseModel):
     tokensIn: int
     tokensOut: int
     costUsd: float
+    # As GET /api/v1/llm/attempts: "served" | "requested" | "default" | "builtin", and
+    # "reported" | "estimated"; null on a failed attempt or one recorded before they were.
+    priceSource: str | None = None
+    usageSource: str | None = None
     outcome: str
     httpStatus: int | None
     durationMs: int

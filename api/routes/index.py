@@ -51,7 +51,10 @@ the README has curl recipes.</p>
 
 @router.api_route("/", methods=["GET", "HEAD"])
 async def index(request: Request, settings: SettingsDep) -> Response:
-    if getattr(request.app.state, "temporal_embedded", False):
+    embedded = getattr(request.app.state, "temporal_embedded", False)
+    if embedded and not settings.temporal_ui:
+        temporal = "Temporal Web UI: off (<code>--no-temporal-ui</code>)."
+    elif embedded:
         ui = escape(f"http://127.0.0.1:{settings.temporal_ui_port}", quote=True)
         temporal = f'<a href="{ui}">Temporal Web UI</a>: every workflow, its history and state.'
     else:

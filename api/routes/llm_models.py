@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, model_validator
 
 from runtime.llm.attempt_log import wire_outcome
 from runtime.llm.config_store import ProviderView
+from runtime.llm.contracts import UsageSource
 from runtime.llm.models import LlmCallAttempt
 from runtime.llm.routing import (
     AttemptOutcome,
@@ -20,6 +21,7 @@ from runtime.llm.routing import (
     CredentialConfig,
     Overlay,
     PresetConfig,
+    PriceSource,
     ResolvedSite,
 )
 from runtime.timestamps import iso_ms
@@ -249,6 +251,17 @@ class AttemptOut(BaseModel):
     tokensOut: int
     costUsd: float
     priceVersion: str | None
+    priceSource: PriceSource | None = Field(
+        description='Whose price `costUsd` is at: "served" (the served model\'s), "requested" '
+        '(the served model has none: the requested model\'s), "default" (neither has one: '
+        'the deployment\'s default price) or "builtin" (the built-in scripted model, free); '
+        "null for a failed attempt or one recorded before it was kept."
+    )
+    usageSource: UsageSource | None = Field(
+        description='Whose token counts: "reported" (the provider\'s) or "estimated" (the '
+        "provider reported none: counted from the text, 4 characters a token); null as "
+        "priceSource."
+    )
     durationMs: int
     createdAt: str
     owner: AttemptOwner
@@ -270,6 +283,8 @@ class AttemptOut(BaseModel):
             tokensOut=row.tokens_out,
             costUsd=row.cost_usd,
             priceVersion=row.price_version,
+            priceSource=PriceSource(row.price_source) if row.price_source else None,
+            usageSource=UsageSource(row.usage_source) if row.usage_source else None,
             durationMs=row.duration_ms,
             createdAt=iso_ms(row.created_at),
             owner=AttemptOwner(kind=row.owner_kind, id=row.owner_id),

@@ -2,7 +2,8 @@
 
 - `GET|PUT /api/v1/tenants/{tenant}/features/windows-pool` — the tenant flag, default off.
 - `POST /api/v1/tenants/{tenant}/windows/{holder}/{verb}` with the verb's arguments →
-  `{"result"}` or `{"error": {code, message, data}}`, the status mirroring the code.
+  `{"result"}` or `{"error": {code, message, data}}`, the status mirroring the code;
+  strict (401 `token_required` while no token is configured).
   FEATURE_DISABLED and VALIDATION_ERROR (bad arguments; a `session-`/`turn-`/`agent-`
   holder that is not this tenant's or has settled: api/windows_holders.py) answer before
   any lease; every other verb runs through the holder's `WindowsLeaseWorkflow`
@@ -98,6 +99,9 @@ def _typed(err: ApplicationError) -> ApiError:
 
 @router.post(
     "/windows/{holder}/{verb}",
+    # Strict like every mutation agentrt adds beyond the session spec: a verb leases a
+    # machine and drives its desktop.
+    dependencies=[Depends(require_configured_token)],
     responses=VERB_ERRORS,
     openapi_extra=json_body(WindowsVerbArgs, required=False),
 )

@@ -1,7 +1,10 @@
 """The daemon's workspace file routes (spec session-daemon-http-protocol): GET /file,
 /file/bytes, /stat, /list, /glob, and the strict mutation routes POST /file/write and
-/file/edit. router → runtime.workspace.fs (the same code the session agent's file tools
-use), synchronous file work run on a thread; no Temporal involved.
+/file/edit. router → runtime.workspace.fs through the workspace fence
+(runtime.workspace.fence, the one the session agent's tools use too), synchronous file work
+run on a thread; no Temporal involved. The `.gitignore` is matched without a regex that
+can backtrack (runtime.workspace.ignore); GET /glob runs in a search child, at most
+`search_children` at once per process (429 `rate_limit_exceeded` over it).
 
 Every answer, success or error, carries `Cache-Control: no-store` and
 `X-Content-Type-Options: nosniff`; errors are `{errorKind, error, hint, status}`.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import stat
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -40,8 +44,14 @@ from api.routes.workspace_models import (
 from api.security import require_configured_token
 from runtime.settings import Settings
 from runtime.workspace import fs
-from runtime.workspace.ignore import MatchedIgnore, matched_ignore
-from runtime.workspace.search import SEARCH_TIMEOUT_SECONDS, SearchFailed, run_search
+from runtime.workspace.fence import Fence
+from runtime.workspace.ignore import Ignore, MatchedIgnore, matched_ignore
+from runtime.workspace.search import (
+    SEARCH_TIMEOUT_SECONDS,
+    SearchBusy,
+    SearchFailed,
+    run_search,
+)
 from runtime.workspace.text import ENCODINGS, LINE_ENDINGS, Encoding, LineEnding
 
 FILE_HEADERS: Final = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
@@ -127,34 +137,38 @@ def _int(request: Request, name: str, *, minimum: int, maximum: int | None = Non
     return value
 
 
-def _with_ignore(settings: Settings, done: _Done) -> tuple[_Done, MatchedIgnore]:
+def _with_ignore(fence: Fence, done: _Done) -> tuple[_Done, MatchedIgnore]:
     """What a route did, and how the workspace's `.gitignore` matches its path (read in
     the same worker thread: the file system is never touched on the event loop)."""
-    root = fs.workspace_root(settings.resolved_workspace)
-    return done, matched_ignore(root, done.path)
+    return done, matched_ignore(fence, done.path)
 
 
-def _target(settings: Settings, raw: str) -> tuple[Path, Path]:
-    root = fs.workspace_root(settings.resolved_workspace)
-    path = fs.confine(root, raw, workspace=settings.workspace)
-    _outside_data_dir(settings, root, path)
-    return root, path
+def workspace_fence(settings: Settings) -> Fence:
+    """The fence of the daemon's workspace (as configured, maybe through a symlink),
+    without its data dir when it lies inside (`--workspace .` with the default `.data`:
+    the store, logs and device-flow credentials are never served or written)."""
+    configured = settings.workspace.expanduser() if settings.workspace else None
+    return Fence.of(configured or settings.resolved_workspace, settings.resolved_data_dir)
 
 
-def _outside_data_dir(settings: Settings, root: Path, path: Path) -> None:
-    """A workspace may contain the daemon's data dir (`--workspace .` with the default
-    `.data`): its store, logs and device-flow credentials are never served or written.
-    (The default workspace is inside the data dir, the other way round: nothing to hide.)"""
-    data_dir = settings.resolved_data_dir.resolve()
-    if not data_dir.is_relative_to(root):
-        return
-    if path == data_dir or path.is_relative_to(data_dir):
-        raise fs.FileError(
-            "permission_denied",
-            403,
-            "this path is the daemon's own data directory",
-            "the store, logs and credentials are not workspace files",
-        )
+def _target(settings: Settings, raw: str) -> tuple[Fence, Path]:
+    fence = workspace_fence(settings)
+    return fence, fence.resolve(raw)
+
+
+def search_busy(err: SearchBusy) -> ApiError:
+    """The rate limiter's 429 (api/security/ratelimit.py), for the search children."""
+    return ApiError(
+        429,
+        {
+            "error": f"Too many searches in progress (at most {err.limit} at once)",
+            "code": "rate_limit_exceeded",
+            "tier": "search",
+            "limit": err.limit,
+            "retryAfterMs": err.retry_after * 1000,
+        },
+        {"Retry-After": str(err.retry_after)},
+    )
 
 
 # -- reads ------------------------------------------------------------------------------
@@ -182,11 +196,12 @@ async def read_file(request: Request, settings: SettingsDep) -> FileRead:
     line = _int(request, "line", minimum=1)
     limit = _int(request, "limit", minimum=1)
 
-    def work() -> fs.TextRead:
-        root, path = _target(settings, raw)
-        return fs.read_text(root, path, max_bytes=max_bytes, line=line, limit=limit)
+    def work() -> tuple[fs.TextRead, MatchedIgnore]:
+        fence, path = _target(settings, raw)
+        read = fs.read_text(fence, path, max_bytes=max_bytes, line=line, limit=limit)
+        return _with_ignore(fence, read)
 
-    read, ignored = await asyncio.to_thread(lambda: _with_ignore(settings, work()))
+    read, ignored = await asyncio.to_thread(work)
     return FileRead(
         matchedIgnore=ignored,
         path=read.path,
@@ -225,9 +240,9 @@ async def read_file_bytes(request: Request, settings: SettingsDep) -> FileBytes:
     max_bytes = _int(request, "maxBytes", minimum=1, maximum=fs.MAX_BYTES_WINDOW)
 
     def work() -> fs.BytesRead:
-        root, path = _target(settings, raw)
+        fence, path = _target(settings, raw)
         return fs.read_bytes(
-            root, path, offset=offset, max_bytes=max_bytes or fs.DEFAULT_BYTES_WINDOW
+            fence, path, offset=offset, max_bytes=max_bytes or fs.DEFAULT_BYTES_WINDOW
         )
 
     read = await asyncio.to_thread(work)
@@ -253,8 +268,8 @@ async def stat_path(request: Request, settings: SettingsDep) -> FileStat:
     raw = _path(request)
 
     def work() -> fs.StatResult:
-        root, path = _target(settings, raw)
-        return fs.stat(root, path)
+        fence, path = _target(settings, raw)
+        return fs.stat(fence, path)
 
     info = await asyncio.to_thread(work)
     return FileStat(
@@ -281,22 +296,22 @@ async def list_path(request: Request, settings: SettingsDep) -> DirectoryList:
         raise fs.parse_error(f"path is longer than {MAX_PATH_CHARS} characters")
 
     def listed() -> DirectoryList:
-        root, path = _target(settings, raw)
-        shown, entries, truncated = fs.list_directory(root, path)
+        fence, path = _target(settings, raw)
+        shown, entries, truncated = fs.list_directory(fence, path)
         base = "" if shown in ("", ".") else shown + "/"
+        ignore = Ignore.of(fence)  # one budget for the whole listing
         return DirectoryList(
             path=shown,
             entries=[
                 ListEntryModel(
                     name=e.name,
                     kind=e.kind,
-                    ignored=matched_ignore(root, base + e.name, is_dir=e.kind == "directory")
-                    is not None,
+                    ignored=ignore.matched(base + e.name, is_dir=e.kind == "directory") is not None,
                 )
                 for e in entries
             ],
             truncated=truncated,
-            matchedIgnore=matched_ignore(root, shown, is_dir=True),
+            matchedIgnore=ignore.matched(shown, is_dir=True),
         )
 
     return await asyncio.to_thread(listed)
@@ -305,7 +320,7 @@ async def list_path(request: Request, settings: SettingsDep) -> DirectoryList:
 @router.get(
     "/glob",
     response_model=GlobResult,
-    responses=errors(400, 403, 404),
+    responses=errors(400, 403, 404, 429),
     openapi_extra=_doc(
         _param(
             "pattern",
@@ -322,24 +337,38 @@ async def list_path(request: Request, settings: SettingsDep) -> DirectoryList:
 )
 async def glob_paths(request: Request, settings: SettingsDep) -> GlobResult:
     """Files matching a glob, as workspace-relative paths (run in a child process, bounded
-    in time like the agent's `glob` tool)."""
+    in time like the agent's `glob` tool; a `..` segment is refused before any walk, and
+    at most `search_children` globs run at once: 429 `rate_limit_exceeded` past it)."""
     pattern = request.query_params.get("pattern") or ""
     if not pattern or len(pattern) > MAX_PATTERN_CHARS or "\x00" in pattern:
         raise fs.parse_error("pattern query parameter is required", "pass ?pattern=**/*.py")
-    if pattern.startswith("/"):
-        raise fs.parse_error("pattern must be relative to cwd")
+    Fence.pattern(pattern)
     cwd = request.query_params.get("cwd") or ""
     if len(cwd) > MAX_PATH_CHARS:
         raise fs.parse_error(f"cwd is longer than {MAX_PATH_CHARS} characters")
-    root, base = await asyncio.to_thread(_target, settings, cwd or ".")
-    if not base.is_dir():
-        raise fs.not_found(fs.relative(root, base))
+
+    def where() -> tuple[Fence, Path]:
+        fence, base = _target(settings, cwd or ".")
+        if not stat.S_ISDIR(fence.lstat(base).st_mode):
+            raise fs.not_found(fence.relative(base))
+        return fence, base
+
+    fence, base = await asyncio.to_thread(where)
     started = time.monotonic()
     try:
         answer = await run_search(
-            {"op": "glob", "root": str(root), "base": str(base), "pattern": pattern},
+            {
+                "op": "glob",
+                "root": str(fence.root),
+                "base": str(base),
+                "pattern": pattern,
+                "data_dir": None if fence.data_dir is None else str(fence.data_dir),
+            },
             SEARCH_TIMEOUT_SECONDS,
+            limit=settings.search_children,
         )
+    except SearchBusy as err:
+        raise search_busy(err) from err
     except SearchFailed as err:
         raise fs.parse_error(str(err), "check the pattern") from err
     if answer is None:
@@ -348,7 +377,7 @@ async def glob_paths(request: Request, settings: SettingsDep) -> GlobResult:
         )
     if isinstance(answer.get("error"), str):
         raise fs.parse_error(answer["error"], "check the pattern")
-    matches = [fs.relative(root, Path(p)) for p in answer["paths"]]
+    matches = [fence.relative(Path(p)) for p in answer["paths"]]
     return GlobResult(
         pattern=pattern,
         cwd=cwd,
@@ -411,10 +440,10 @@ async def write_file(request: Request, response: Response, settings: SettingsDep
         raise fs.parse_error("`bom` must be a boolean")
     chosen = cast(Literal["create", "replace"], mode)
 
-    def work() -> fs.WriteResult:
-        root, path = _target(settings, raw)
-        return fs.write_text(
-            root,
+    def work() -> tuple[fs.WriteResult, MatchedIgnore]:
+        fence, path = _target(settings, raw)
+        written = fs.write_text(
+            fence,
             path,
             content,
             mode=chosen,
@@ -423,8 +452,9 @@ async def write_file(request: Request, response: Response, settings: SettingsDep
             bom=bom,
             line_ending=line_ending,
         )
+        return _with_ignore(fence, written)
 
-    result, ignored = await asyncio.to_thread(lambda: _with_ignore(settings, work()))
+    result, ignored = await asyncio.to_thread(work)
     if result.created:
         response.status_code = 201
     return FileWritten(
@@ -456,11 +486,12 @@ async def edit_file(request: Request, settings: SettingsDep) -> FileEdited:
     new_text = _body_str(body, "newText")
     expected = fs.check_hash(body.get("expectedHash"))
 
-    def work() -> fs.WriteResult:
-        root, path = _target(settings, raw)
-        return fs.edit_text(root, path, old_text, new_text, expected_hash=expected)
+    def work() -> tuple[fs.WriteResult, MatchedIgnore]:
+        fence, path = _target(settings, raw)
+        edited = fs.edit_text(fence, path, old_text, new_text, expected_hash=expected)
+        return _with_ignore(fence, edited)
 
-    result, ignored = await asyncio.to_thread(lambda: _with_ignore(settings, work()))
+    result, ignored = await asyncio.to_thread(work)
     return FileEdited(
         matchedIgnore=ignored,
         path=result.path,

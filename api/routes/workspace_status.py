@@ -14,10 +14,10 @@ import asyncio
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,6 +31,7 @@ from api.input_bounds import MAX_ID_CHARS
 from api.openapi import errors, json_body
 from api.routes.session_bodies import InitBody, ToolEnableBody
 from api.routes.session_common import client_id_of, live_session, read_body, update_session
+from api.routes.workspace import workspace_fence
 from api.routes.workspace_status_models import (
     CurrentModel,
     EnvCell,
@@ -60,7 +61,8 @@ from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.migrate import current_revision, head_revision
 from runtime.streams import session_stream
-from runtime.workspace.files import HashMismatch, atomic_write, content_hash
+from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.files import WORKSPACE_FILE_MODE, HashMismatch, content_hash
 from runtime.workspace.settings import (
     APPROVAL_MODE,
     disabled_tools,
@@ -443,37 +445,64 @@ async def enable_tool(
     return ToolToggled(toolName=tool_name, enabled=enabled)
 
 
-def _init_memory_file(path: Path, force: bool) -> tuple[str, int | None]:
-    """Write the empty memory file; (action, existing size when refused).
+MAX_MEMORY_FILE_BYTES = 8 * 1024 * 1024  # read to judge it; a larger one has content
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
-    Atomic (runtime.workspace.files.atomic_write): a replace only lands on the content
-    that was judged (compare-and-swap on its hash), a create never overwrites a file made
-    meanwhile, and a symlink is replaced itself, never written through (it could point
-    outside the workspace)."""
-    if path.is_dir() and not path.is_symlink():
-        return "not_a_file", None  # a directory by that name: nothing to overwrite safely
-    if path.is_symlink():
-        if not force:
-            return "conflict", path.lstat().st_size
-        atomic_write(path, b"")
-        return "overwrote", None
+
+def _init_memory_file(fence: Fence, name: str, force: bool) -> tuple[str, int | None]:
+    """Write the empty memory file `name` at the workspace root; (action, existing size
+    when refused).
+
+    Through the workspace fence, and atomic (`Fence.write`): a replace only lands on the
+    content that was judged (compare-and-swap on its hash), a create never overwrites a
+    file made meanwhile, and a symlink is replaced itself, never written through (it could
+    point outside the workspace). A directory, FIFO, socket or device by that name is
+    never opened: it is not a memory file."""
+    path = fence.root / name
+    if not fence.contains(path):
+        return "not_a_file", None  # the data dir itself by that name
     try:
-        content = path.read_bytes()
-    except FileNotFoundError:
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            return _init_memory_file(path, force)  # created meanwhile: judge it
-        os.close(fd)
+        info: os.stat_result | None = fence.lstat(path)
+    except FileError as err:
+        if err.kind != "path_not_found":
+            raise
+        info = None
+    if info is None:
+        with fence.parent(path) as (dir_fd, entry):
+            try:
+                fd = os.open(entry, _CREATE_FLAGS, 0o600, dir_fd=dir_fd)
+            except FileExistsError:
+                return _init_memory_file(fence, name, force)  # created meanwhile: judge it
+            try:
+                os.fchmod(fd, WORKSPACE_FILE_MODE)  # the user's file, whatever our umask
+            finally:
+                os.close(fd)
         return "created", None
-    if not content.strip():
+    if stat.S_ISLNK(info.st_mode):
+        if not force:
+            return "conflict", info.st_size
+        fence.write(path, b"")
+        return "overwrote", None
+    if not stat.S_ISREG(info.st_mode):
+        return "not_a_file", None
+    try:
+        content = fence.read(path, limit=MAX_MEMORY_FILE_BYTES)
+    except FileError as err:
+        if err.kind != "file_too_large":
+            raise
+        if not force:
+            return "conflict", info.st_size
+        content = None
+    if content is not None and not content.strip():
         return "noop", None
     if not force:
-        return "conflict", len(content)
+        return "conflict", len(content or b"")
     try:
-        atomic_write(path, b"", expected=content_hash(content))
+        fence.write(
+            path, b"", expected=fence.file_hash(path) if content is None else content_hash(content)
+        )
     except HashMismatch:
-        return _init_memory_file(path, force)
+        return _init_memory_file(fence, name, force)
     return "overwrote", None
 
 
@@ -491,7 +520,14 @@ async def init_workspace(
     originator = client_id_of(request)
     force = InitBody.parse(await read_body(request)).force
     path = settings.resolved_workspace / settings.memory_file_name
-    action, existing = await asyncio.to_thread(_init_memory_file, path, force)
+
+    def init() -> tuple[str, int | None]:
+        return _init_memory_file(workspace_fence(settings), settings.memory_file_name, force)
+
+    try:
+        action, existing = await asyncio.to_thread(init)
+    except FileError as err:
+        raise ApiError(err.status, {"error": err.message, "code": err.kind}) from err
     if action == "not_a_file":
         raise ApiError(
             409,

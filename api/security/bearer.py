@@ -1,4 +1,23 @@
-"""Bearer authentication: constant-time, one uniform 401, before the body is read."""
+"""Bearer authentication: constant-time, one uniform 401, before the body is read.
+
+Failed checks are counted per network address (`peer_key`: the peer IP, an IPv6 peer by
+its /64, every loopback address as one) in a token bucket of `auth_failures_per_minute`
+(10 by default), and across all addresses in one of ten times that: past either, every
+request that needs the bearer (from that address, or from anywhere) is answered 429
+`rate_limit_exceeded` with `Retry-After`, the right token included and before it is
+compared, so an answer never tells a guess from the token; the buckets refill
+continuously (one more failure every 6 s at 10 a minute). The global bucket is what
+rotating addresses (IPv6 /64s, or more of them than the limiter keeps buckets for)
+cannot evade. The client id header is not a key here: a caller mints those at will. So
+on a loopback bind every local client shares one key, and a local user who keeps
+sending wrong guesses keeps the local clients waiting for as long as they keep at it: an
+availability trade-off, taken over a token that could otherwise be guessed at line speed.
+
+Only a request that presents a bearer and gets it wrong is a failure: one with no
+`Authorization` header (what a cross-site `<img>` or form sends: a browser attaches the
+header cross-site only after a CORS preflight, which the CORS wall refuses) is answered
+401 but counts nothing, so a web page cannot lock the operator out.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +27,24 @@ import hmac
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.security.asgi import header, is_http, send_json
+from api.security.ratelimit import RateLimiter, peer_key, send_rate_limited
 
 UNAUTHORIZED = {"error": "Unauthorized"}
+AUTH_TIER = "auth"
+# All addresses together, in one bucket of GLOBAL_FACTOR times the per-address bound.
+AUTH_GLOBAL_TIER = "auth-global"
+GLOBAL_FACTOR = 10
+_GLOBAL_KEY = "all"  # never a peer_key (those are "ip:..." or "loopback")
+
+
+def auth_failure_limiter(per_minute: int) -> RateLimiter:
+    """The failed-check limiter: `per_minute` per address, ten times that in all."""
+    return RateLimiter({AUTH_TIER: per_minute, AUTH_GLOBAL_TIER: per_minute * GLOBAL_FACTOR})
+
+
+def presents_bearer(authorization: str | None) -> bool:
+    """Whether the request offers a bearer at all (a guess), right or wrong."""
+    return bool(authorization) and (authorization or "")[:7].lower() == "bearer "
 
 
 def bearer_matches(authorization: str | None, token: str) -> bool:
@@ -44,10 +79,18 @@ class BearerAuth:
     `/health` (for in-pod probes) and the static page assets, unless `--require-auth`.
     """
 
-    def __init__(self, app: ASGIApp, *, token: str | None, health_exempt: bool) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        health_exempt: bool,
+        failures: RateLimiter | None = None,
+    ) -> None:
         self.app = app
         self.token = token or None
         self.health_exempt = health_exempt
+        self.failures = failures  # a limiter with the AUTH_TIER tier
 
     def _exempt(self, scope: Scope) -> bool:
         if not self.health_exempt:
@@ -61,7 +104,36 @@ class BearerAuth:
         if self.token is None or not is_http(scope) or self._exempt(scope):
             await self.app(scope, receive, send)
             return
-        if not bearer_matches(header(scope, b"authorization"), self.token):
+        key = peer_key(scope)
+        if self.failures is not None:
+            for client, tier, error in self._buckets(key):
+                wait = self.failures.blocked(client, tier)
+                if wait:
+                    await send_rate_limited(
+                        send,
+                        error=error,
+                        tier=tier,
+                        limit=self.failures.limits[tier],
+                        wait=wait,
+                    )
+                    return
+        authorization = header(scope, b"authorization")
+        if not bearer_matches(authorization, self.token):
+            # No bearer presented (a cross-site page's request) is no guess: not counted.
+            if self.failures is not None and presents_bearer(authorization):
+                for client, tier, _ in self._buckets(key):
+                    self.failures.check(client, tier)
             await send_json(send, 401, UNAUTHORIZED)
             return
         await self.app(scope, receive, send)
+
+    def _buckets(self, key: str) -> list[tuple[str, str, str]]:
+        """(client, tier, refusal) of the buckets a failure from `key` draws on: its
+        address's, then the global one (last, so the LRU never evicts it)."""
+        assert self.failures is not None
+        buckets = [(key, AUTH_TIER, "Too many failed bearer checks from this address")]
+        if AUTH_GLOBAL_TIER in self.failures.limits:
+            buckets.append(
+                (_GLOBAL_KEY, AUTH_GLOBAL_TIER, "Too many failed bearer checks from all addresses")
+            )
+        return buckets

@@ -16,6 +16,7 @@ import httpx
 
 from runtime.device_flow.credentials import credentials_record, read_credentials, store_credentials
 from runtime.device_flow.providers import DeviceFlowProvider, credentials_path
+from runtime.egress_client import egress_client
 from runtime.settings import Settings
 
 Meaning = Literal["authorized", "pending", "slow_down", "failed", "retry"]
@@ -136,7 +137,7 @@ async def _refresh_locked(data_dir: Path, provider: DeviceFlowProvider) -> str |
         "client_id": provider.client_id,
     }
     try:
-        async with httpx.AsyncClient(timeout=REFRESH_TIMEOUT) as http:
+        async with egress_client(timeout=REFRESH_TIMEOUT) as http:
             response = await http.post(
                 provider.token_endpoint, data=form, headers={"Accept": "application/json"}
             )

@@ -8,6 +8,7 @@ replies cross Temporal as activity inputs and results (pydantic data converter).
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -47,6 +48,13 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any]  # JSON schema of the arguments object
 
 
+class UsageSource(StrEnum):
+    """Where an attempt's token counts come from (`usageSource` of an attempt)."""
+
+    REPORTED = "reported"  # the provider's own counts (`usage`), or the built-in model's
+    ESTIMATED = "estimated"  # the provider reported none: counted by agentrt from the text
+
+
 class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -54,6 +62,8 @@ class Usage(BaseModel):
     # `usage.prompt_tokens_details.cached_tokens`), billed at the cached-input price.
     # Defaults to 0: replies recorded in workflow histories before it was counted.
     cached_prompt_tokens: int = 0
+    # Defaults to reported: replies recorded before agentrt estimated what was missing.
+    source: UsageSource = UsageSource.REPORTED
 
 
 class ModelReply(BaseModel):

@@ -4,7 +4,8 @@ Every model call agentrt makes on behalf of an owner (a standing agent's tick, a
 session prompt, an agent-tools turn) writes a `llm_call` snapshot, and each attempt
 against a provider (failed ones included) a `llm_call_attempt`, with requested vs
 served model, tokens and the cost agentrt computed at the served model's price
-(the model never reports its own cost). Spend is the sum of the attempts.
+(the model never reports its own cost; runtime/llm/pricing.py for a model without one),
+with where the price and the token counts came from. Spend is the sum of the attempts.
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ class LlmCallAttempt(SQLModel, table=True):
     tokens_out: int = 0
     cost_usd: float = Field(default=0.0, sa_column=Column(Float, nullable=False, default=0.0))
     price_version: str | None = Field(default=None, max_length=80)
+    # Of a success: whose price it was charged at ("served" | "requested" | "default" |
+    # "builtin") and whose token counts ("reported" | "estimated"). NULL on a failed
+    # attempt, and on rows recorded before agentrt kept them (migration 0009).
+    price_source: str | None = Field(default=None, max_length=20)
+    usage_source: str | None = Field(default=None, max_length=20)
     duration_ms: int = 0
     error: str | None = Field(default=None, max_length=2000)
     created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))

@@ -2,20 +2,22 @@
 (the deployment's settings, never stored) and the stored `llm_provider` rows.
 
 `provider_config` is the worker's view, keys included; every other function returns
-views without a key.
+views without a key, and URLs without their user-info. A provider's `baseUrl` and its
+credentials' `apiKeyEnv` follow the egress rule and the provider-key rule
+(`runtime.egress`), checked here at PUT and again by the worker before it reads a
+variable or opens a connection.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 from sqlmodel import select
 
+from runtime.egress import Refusal, key_env_refusal, redact_url, url_refusal
 from runtime.llm.config_errors import LlmConfigError, check_id, reserved
 from runtime.llm.models import LlmPreset, LlmProvider
 from runtime.llm.routing import SETTINGS_PROVIDER, CredentialConfig, ProviderConfig
@@ -24,7 +26,6 @@ from runtime.store.engine import Store
 
 # The credential alias of the `settings` provider's key (OPENAI_API_KEY).
 SETTINGS_CREDENTIAL = "env"
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
 MAX_CREDENTIALS = 20
 
 
@@ -75,14 +76,31 @@ def find_credential(provider: ProviderConfig, alias: str | None) -> CredentialCo
     )
 
 
-def static_api_key(credential: CredentialConfig, environ: Mapping[str, str]) -> str | None:
+def static_api_key(
+    credential: CredentialConfig, environ: Mapping[str, str], listed: Collection[str] = ()
+) -> str | None:
     """The key of an `apiKey` or `apiKeyEnv` credential (None when the variable is unset
-    or empty); a `deviceFlow` credential's token comes from the device flow instead."""
+    or empty); a `deviceFlow` credential's token comes from the device flow instead.
+
+    Args:
+        listed: the variables `AGENTRT_PROVIDER_KEY_ENVS` allows beyond `*_API_KEY`.
+
+    Raises:
+        LlmConfigError: 400 `invalid_credentials` when the provider-key rule refuses the
+            variable (a row stored before the rule): it is never read.
+    """
     if credential.api_key is not None:
         return credential.api_key
     if credential.api_key_env is not None:
+        refusal = key_env_refusal(credential.api_key_env, listed)
+        if refusal is not None:
+            raise _refused("invalid_credentials", refusal, f'credential "{credential.alias}": ')
         return environ.get(credential.api_key_env) or None
     return None
+
+
+def _refused(code: str, refusal: Refusal, prefix: str = "") -> LlmConfigError:
+    return LlmConfigError(400, code, prefix + refusal.message, rule=refusal.rule)
 
 
 def _provider(row: LlmProvider) -> ProviderConfig:
@@ -128,7 +146,7 @@ def provider_view(
     return ProviderView(
         provider_id=provider.provider_id,
         kind=provider.kind,
-        base_url=provider.base_url or None,
+        base_url=redact_url(provider.base_url) or None,
         credentials=[_credential_view(c) for c in provider.credentials],
         built_in=built_in,
         updated_at=updated_at,
@@ -158,9 +176,10 @@ def put_provider(
     """Create or replace a provider; effective at the next model call.
 
     Raises:
-        LlmConfigError: a reserved or malformed id, a base URL that is not http(s), a
-            duplicate alias, an env var name that is not one, or a `deviceFlow` naming
-            a provider the deployment does not configure.
+        LlmConfigError: a reserved or malformed id, a base URL the egress rule refuses
+            (`invalid_base_url`), a duplicate alias, an `apiKeyEnv` the provider-key rule
+            refuses (`invalid_credentials`), or a `deviceFlow` naming a provider the
+            deployment does not configure.
     """
     check_id("providerId", provider_id)
     if provider_id == SETTINGS_PROVIDER:
@@ -180,17 +199,10 @@ def put_provider(
 
 
 def check_base_url(base_url: str) -> None:
-    try:
-        parts = urlsplit(base_url)
-        parts.port  # noqa: B018  (raises ValueError on a port out of range)
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise LlmConfigError(
-            400,
-            "invalid_base_url",
-            "baseUrl must be an http(s) URL with a host, e.g. https://api.openai.com/v1",
-        )
+    """Raises: LlmConfigError 400 `invalid_base_url` naming the egress rule it breaks."""
+    refusal = url_refusal(base_url)
+    if refusal is not None:
+        raise _refused("invalid_base_url", refusal)
 
 
 def check_credentials(settings: Settings, credentials: Sequence[CredentialConfig]) -> None:
@@ -210,12 +222,10 @@ def check_credentials(settings: Settings, credentials: Sequence[CredentialConfig
             raise LlmConfigError(
                 400, "invalid_credentials", f'credential "{credential.alias}": apiKey is empty'
             )
-        if credential.api_key_env is not None and not ENV_NAME.match(credential.api_key_env):
-            raise LlmConfigError(
-                400,
-                "invalid_credentials",
-                f'credential "{credential.alias}": apiKeyEnv must be an environment variable name',
-            )
+        if credential.api_key_env is not None:
+            refusal = key_env_refusal(credential.api_key_env, settings.provider_key_envs)
+            if refusal is not None:
+                raise _refused("invalid_credentials", refusal, f'credential "{credential.alias}": ')
         if credential.device_flow is not None and credential.device_flow not in flows:
             raise LlmConfigError(
                 400,

@@ -23,6 +23,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from runtime.llm.contracts import UsageSource
+
 ROOT_SITE = "Default"
 # The built-in preset and provider the root is bound to: the deployment's settings.
 SETTINGS_PRESET = "settings"
@@ -64,6 +66,15 @@ class AttemptOutcome(StrEnum):
     SERVER_ERROR = "server_error"
     TIMEOUT = "timeout"
     BAD_REQUEST = "bad_request"
+
+
+class PriceSource(StrEnum):
+    """Whose price an attempt was charged at (`priceSource` of an attempt)."""
+
+    SERVED = "served"  # the served model's: the normal case
+    REQUESTED = "requested"  # the served model has no price: the requested model's
+    DEFAULT = "default"  # neither has one: the deployment's default price
+    BUILTIN = "builtin"  # the built-in scripted model, which costs nothing: free
 
 
 class CredentialConfig(BaseModel):
@@ -204,6 +215,10 @@ class AttemptReport(BaseModel):
     # A deviceFlow credential without a usable token: the provider id to run the flow for.
     device_flow_required: str | None = None
     error: str | None = None
+    # A success's provenance of its cost: whose price, and whose token counts (None: a
+    # failed attempt, or one reported before they were recorded).
+    price_source: PriceSource | None = None
+    usage_source: UsageSource | None = None
 
 
 class ChainFailure(BaseModel):

@@ -12,10 +12,12 @@ the spec's `ApprovalMode` enumeration (`POST /session/:id/approval-mode`):
 | `yolo`      | allow        | allow | allow                 | allow           |
 
 `auto` stands in for the reference's "LLM classifier auto-approves safe actions, blocks
-risky ones" with a deterministic classifier, `is_risky_command`: a shell command that
-could leave the workspace, touch the network, escalate privileges, destroy data or hide
-what it runs (command substitution) needs a human; a shell call whose command is not
-given is treated as risky. `yolo` approves everything, unknown tools included.
+risky ones" with a deterministic allow-list (`runtime.policy.shell_allowlist`): a shell
+command runs unasked only when it is one read-only program of the list, with options the
+list knows, paths that stay in the workspace and nothing the shell would interpret, and
+the fence (the tool preview, which may do I/O) found that its paths and its program
+resolve where the list assumed (`fenced`). Anything else asks, a call whose command is
+not given included. `yolo` approves everything, unknown tools included.
 
 A tool in `always_allowed` (granted by a `proceed_always` answer earlier in the
 session) is allowed in every mode except `plan`: plan mode never modifies files or
@@ -24,10 +26,10 @@ runs commands, whatever was granted before.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final, Literal, TypeGuard, get_args
 
 from runtime.failures import WireError
+from runtime.policy.shell_allowlist import check_shell_command
 
 ApprovalMode = Literal["plan", "default", "auto-edit", "auto", "yolo"]
 APPROVAL_MODES: Final[tuple[ApprovalMode, ...]] = get_args(ApprovalMode)
@@ -126,11 +128,16 @@ def needs_permission(
     always_allowed: frozenset[str] = frozenset(),
     *,
     command: str | None = None,
+    workspace: str | None = None,
+    fenced: bool = False,
 ) -> Decision:
     """Decide a tool call under an approval mode (see the module table).
 
-    `command` is the shell command of a `run_shell_command` call; only `auto` looks
-    at it. An unknown mode is treated as `default` (ask before anything mutating).
+    `command` is the shell command of a `run_shell_command` call, `workspace` the
+    workspace's absolute path and `fenced` the fence's verdict on the command (the
+    preview's `shell_fenced`); only `auto` looks at them, and asks unless the allow-list
+    accepts the command and the fence passed it. An unknown mode is treated as `default`
+    (ask before anything mutating).
     """
     kind = tool_kind(tool_name)
     if kind in _READ_ONLY_KINDS:
@@ -145,7 +152,9 @@ def needs_permission(
         if kind == "edit":
             return "allow"
         if kind == "execute":
-            return "ask" if command is None or is_risky_command(command) else "allow"
+            if command is None or not fenced:
+                return "ask"
+            return "allow" if check_shell_command(command, workspace).allowed else "ask"
         return "ask"
     return "ask"
 
@@ -153,37 +162,3 @@ def needs_permission(
 def is_rejection(option_id: str | None) -> bool:
     """Whether a selected option refuses the call (the reference's `cancel`)."""
     return option_id is None or option_id == "cancel" or option_id.startswith("reject")
-
-
-# What `auto` will not run without a human: leaving the workspace (absolute paths,
-# `..`, `~`, `cd`), network, privileges, destruction, process control, version-control
-# pushes, interpreters fed code inline, and anything hidden behind substitution or eval.
-_RISKY_PATTERNS: Final[tuple[re.Pattern[str], ...]] = tuple(
-    re.compile(p)
-    for p in (
-        r"(^|[\s=:'\"<>|;&(])/",  # an absolute path
-        r"(^|[\s=:'\"<>|;&(/])\.\.(/|\s|$)",  # a parent directory
-        r"(^|[\s=:'\"<>|;&(])~",  # a home directory
-        r"\$\(|`|\$\{|<\(|>\(",  # command / parameter / process substitution
-        r"(^|[\s;&|(])(sudo|su|doas|pkexec|chroot)\b",
-        r"(^|[\s;&|(])(curl|wget|nc|ncat|netcat|ssh|scp|sftp|rsync|ftp|telnet|socat)\b",
-        r"(^|[\s;&|(])(rm|rmdir|shred|dd|mkfs[\w.]*|fdisk|truncate|chmod|chown|chgrp)\b",
-        r"(^|[\s;&|(])(kill|pkill|killall|shutdown|reboot|halt|poweroff|systemctl|crontab)\b",
-        r"(^|[\s;&|(])(eval|exec|source|xargs|nohup|setsid|disown)\b",
-        r"(^|[\s;&|(])\.\s",  # `. script` (source)
-        r"(^|[\s;&|(])cd\b",
-        r"(^|[\s;&|(])(env|export)\b",
-        r"\bgit\s+(push|reset|clean|checkout\s+--|config)\b",
-        r"\b(pip|pip3|npm|pnpm|yarn|gem|cargo|apt|apt-get|brew)\s+(install|add|publish|remove)\b",
-        r"(^|[\s;&|(])(python[\d.]*|node|perl|ruby|bash|sh|zsh)\s+-[ce]\b",
-        r"&\s*$",  # backgrounded
-    )
-)
-
-
-def is_risky_command(command: str) -> bool:
-    """Deterministic stand-in for the `auto` mode classifier (conservative)."""
-    text = command.strip()
-    if not text:
-        return True
-    return any(p.search(text) for p in _RISKY_PATTERNS)

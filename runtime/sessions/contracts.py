@@ -261,6 +261,11 @@ class ToolPreview(BaseModel):
     target_hash: str | None = None
     # The tool was disabled (`tools.disabled`) when the prompt began: the call is refused.
     disabled: bool = False
+    # run_shell_command: whether the fence passed what the command's paths and program
+    # resolve to (see activities.workspace.previews.shell_fenced). None for other tools,
+    # and in previews recorded before the `auto` allow-list: the workflow then replays
+    # the decision of the rule of that time (runtime.policy.approval_v0).
+    shell_fenced: bool | None = None
 
 
 class ToolStepResult(BaseModel):

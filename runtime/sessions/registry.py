@@ -9,13 +9,20 @@ from typing import Any, Literal
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
 
 from runtime.sessions.models import DaemonSession, SessionClient, SingleSessionSlot
 from runtime.store import Store
+from runtime.store.atomic import serialize
 from runtime.streams import session_stream
 from runtime.timestamps import aware_utc, iso_ms
 
 Scope = Literal["single", "thread"]
+
+
+# The advisory lock (runtime.store.atomic.serialize) of every write that counts live
+# sessions against the cap before making one live.
+SESSION_CAP = "session-cap"
 
 
 class SessionLimitReached(Exception):
@@ -68,13 +75,29 @@ def get_live_session(store: Store, session_id: str) -> SessionRecord | None:
     return record if record is not None and record.live else None
 
 
+_COUNT_LIVE = select(func.count()).select_from(_SESSIONS).where(_SESSIONS.c.closed_at.is_(None))
+
+
 def count_live(store: Store) -> int:
     with store.engine.connect() as connection:
-        return int(
-            connection.execute(
-                select(func.count()).select_from(_SESSIONS).where(_SESSIONS.c.closed_at.is_(None))
-            ).scalar_one()
-        )
+        return int(connection.execute(_COUNT_LIVE).scalar_one())
+
+
+def admit(db: Session, max_sessions: int) -> None:
+    """Inside the caller's write transaction, before it makes a session live (a new row,
+    a revived one): raise SessionLimitReached when `max_sessions` are live already.
+
+    Check and insert are atomic: the transaction first takes the session cap's lock
+    (`serialize`), so concurrent admissions run one after the other and each counts the
+    sessions the one before committed (without it, PostgreSQL's READ COMMITTED let N
+    concurrent creates all count the same number and all insert). The lock ends with
+    the caller's transaction: commit the new session in it. A caller that must read
+    something under the lock before counting takes it first itself (taking it again is
+    a no-op).
+    """
+    serialize(db, SESSION_CAP)
+    if int(db.execute(_COUNT_LIVE).scalar_one()) >= max_sessions:
+        raise SessionLimitReached(max_sessions)
 
 
 def list_live(store: Store, workspace_cwd: str) -> list[SessionRecord]:
@@ -106,11 +129,7 @@ def create_or_attach(
                     return _record(existing), True
                 db.delete(slot)
                 db.flush()
-        live = db.execute(
-            select(func.count()).select_from(_SESSIONS).where(_SESSIONS.c.closed_at.is_(None))
-        ).scalar_one()
-        if live >= max_sessions:
-            raise SessionLimitReached(max_sessions)
+        admit(db, max_sessions)
         row = DaemonSession(
             session_id=str(uuid.uuid4()),
             workspace_cwd=workspace_cwd,
@@ -157,11 +176,10 @@ def revive_session(store: Store, session_id: str, max_sessions: int) -> tuple[Se
             raise LookupError(session_id)
         if row.closed_at is None:
             return _record(row), True
-        live = db.execute(
-            select(func.count()).select_from(_SESSIONS).where(_SESSIONS.c.closed_at.is_(None))
-        ).scalar_one()
-        if live >= max_sessions:
-            raise SessionLimitReached(max_sessions)
+        admit(db, max_sessions)
+        db.refresh(row)  # read again under the cap's lock: a concurrent revive of this one
+        if row.closed_at is None:
+            return _record(row), True
         row.closed_at = None
         db.commit()
         return _record(row), False

@@ -3,7 +3,8 @@
 An entry's data is `{"data": body}`, the envelope the session stream uses
 (runtime/sessions/streams.envelope), so the agent stream reuses api/sse.py as is.
 Types: `agent.turn`, `agent.message`, `agent.decision`, `agent.mode_changed`,
-`agent.status`.
+`agent.status`, and `agent.cost_warning` (a model call charged at a guessed price or
+with estimated tokens: runtime/llm/cost_warning.py).
 """
 
 from __future__ import annotations

@@ -58,6 +58,7 @@ from runtime.standing_agents.modes import (
     apply_mode_change_in,
     journal_mode_change,
 )
+from runtime.store.atomic import upsert
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 from runtime.store.tenants import feature_enabled, set_feature
@@ -664,14 +665,18 @@ def put_config(store: Store, tenant: str, key: str, value: Any) -> SystemConfig:
     Raises:
         UnknownConfigKey, ValueError: from `validate_config`.
     """
-    normalised = validate_config(key, value)
-    now = now_utc()
+    row = SystemConfig(
+        tenant=tenant, key=key, value=validate_config(key, value), updated_at=now_utc()
+    )
     with store.session() as db:
-        row = db.get(SystemConfig, (tenant, key))
-        if row is None:
-            row = SystemConfig(tenant=tenant, key=key, value=normalised, updated_at=now)
-        row.value = normalised
-        row.updated_at = now
-        db.add(row)
+        # An upsert: two concurrent first writes of a key both succeed, the last one wins
+        # (runtime.store.atomic).
+        upsert(
+            db,
+            SystemConfig,
+            {"tenant": tenant, "key": key, "value": row.value, "updated_at": row.updated_at},
+            key=("tenant", "key"),
+            update=("value", "updated_at"),
+        )
         db.commit()
-        return row
+    return row

@@ -157,10 +157,18 @@ def apply_mode_change_in(
     """`apply_mode_change` inside the caller's transaction (the caller commits), with the
     catalogue's mode names read beforehand (`allowed_modes`).
 
+    The read of the current mode and the write of the new one are atomic, so that each
+    audit row's `from` is the `to` of the change before it however many changes race:
+    the instance row is read `FOR UPDATE` (PostgreSQL: a concurrent change waits for this
+    transaction, then reads what it committed) and afresh (`populate_existing`: not a
+    copy the caller's session loaded earlier); on SQLite the transaction holds the
+    database's write lock from its first statement (BEGIN IMMEDIATE), which serializes
+    the same way.
+
     Raises:
         InstanceNotFound, UnknownMode: as `apply_mode_change`.
     """
-    instance = db.get(AgentInstance, instance_id)
+    instance = db.get(AgentInstance, instance_id, with_for_update=True, populate_existing=True)
     if instance is None:
         raise InstanceNotFound(instance_id)
     if decision_id is not None:

@@ -12,7 +12,6 @@ here records the task row; the activity starts the session.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from sqlmodel import SQLModel, col, or_, select
 
 from runtime.investigation.models import InvestigationClaim, InvestigationEvidence, Research
 from runtime.llm.contracts import ToolSpec
+from runtime.sessions import registry
 from runtime.sessions.models import DaemonSession
 from runtime.standing_agents import catalog
 from runtime.standing_agents.contracts import (
@@ -47,8 +47,10 @@ from runtime.standing_agents.models import (
 )
 from runtime.standing_agents.modes import catalogue
 from runtime.standing_agents.ops_digest import probe
+from runtime.store.atomic import serialize
 from runtime.store.engine import Store
 from runtime.timestamps import iso_ms
+from runtime.workspace.fence import Fence, FileError
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 10
@@ -76,6 +78,8 @@ class ToolContext:
     now: datetime
     investigation_workspace: str
     workspace_root: Path | None
+    # The daemon's data dir: never searched when it lies in the workspace.
+    data_dir: Path | None = None
 
 
 def _schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -386,32 +390,51 @@ def knowledge_query(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, An
 
 
 def code_search(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The first line holding `query` in each workspace file, walked through the workspace
+    fence (runtime.workspace.fence): never through a symlink out or into the data dir,
+    regular files only (a FIFO is never opened), at most 512 KiB each."""
     needle = _text(arguments, "query")
     limit = _limit(arguments)
-    root = ctx.workspace_root
-    if root is None or not root.is_dir():
+    if ctx.workspace_root is None:
+        return {"matches": [], "note": "no workspace is configured"}
+    try:
+        fence = Fence.of(ctx.workspace_root, ctx.data_dir)
+    except FileError:
         return {"matches": [], "note": "no workspace is configured"}
     matches: list[dict[str, Any]] = []
     scanned = 0
-    for directory, dirs, files in os.walk(root):
-        # Hidden directories (.git, .data, .venv) hold no code worth showing the agent.
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "node_modules")
-        for name in sorted(files):
+    pending = [fence.root]
+    while pending:
+        directory = pending.pop()
+        try:
+            entries = sorted(fence.entries(directory), key=lambda e: e.name)
+        except FileError:
+            continue
+        subdirs: list[Path] = []
+        for entry in entries:
+            path = directory / entry.name
+            if entry.kind == "directory":
+                # Hidden directories (.git, .data, .venv) hold no code worth showing.
+                if not entry.name.startswith(".") and entry.name != "node_modules":
+                    if fence.contains(path):
+                        subdirs.append(path)
+                continue
+            if entry.kind not in ("file", "symlink"):
+                continue  # a FIFO, socket or device: never opened
             scanned += 1
             if scanned > CODE_SEARCH_MAX_FILES or len(matches) >= limit:
                 return {"matches": matches, "truncated": True}
-            path = Path(directory) / name
+            relative = fence.relative(path)
             try:
-                if path.stat().st_size > CODE_SEARCH_MAX_BYTES:
-                    continue
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
+                real = fence.resolve(relative) if entry.kind == "symlink" else path
+                text = fence.read(real, limit=CODE_SEARCH_MAX_BYTES).decode("utf-8")
+            except (FileError, UnicodeDecodeError):
+                continue  # outside, in the data dir, not regular, too large, not text
             for number, line in enumerate(text.splitlines(), 1):
                 if needle in line:
-                    relative = path.relative_to(root).as_posix()
                     matches.append({"path": relative, "line": number, "text": line.strip()[:200]})
                     break
+        pending.extend(reversed(subdirs))
     return {"matches": matches, "truncated": False}
 
 
@@ -604,36 +627,76 @@ def stored_task(store: Store, op_id: str) -> AgentTask | None:
         return db.exec(select(AgentTask).where(col(AgentTask.op_id) == op_id)).first()
 
 
-def propose_task(ctx: ToolContext, arguments: dict[str, Any]) -> AgentTask:
-    """The task row (once per op id), written after every boundary check passed; the
-    caller submits its session prompt."""
+def task_session_id(task_id: str) -> str:
+    """The session a task runs in, derived from the task: a retry finds the same one."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-session/{task_id}"))
+
+
+def propose_task(
+    ctx: ToolContext, arguments: dict[str, Any], *, workspace_cwd: str, max_sessions: int
+) -> AgentTask:
+    """The task row and its session's registry row (once per op id), written after every
+    boundary check passed; the caller submits its session prompt.
+
+    The session cap is checked and the session row inserted in one transaction under the
+    cap's lock (`registry.admit`): N concurrent proposals never make more than
+    `max_sessions` sessions live. Over the cap: BoundaryError, and nothing is written.
+    """
     require_soa(ctx)
-    row = AgentTask(
-        task_id=_op_uuid(ctx.op_id),
-        tenant=ctx.tenant,
-        instance_id=ctx.instance_id,
-        title=_text(arguments, "title")[:500],
-        prompt=_text(arguments, "prompt"),
-        op_id=ctx.op_id,
-        created_at=ctx.now,
+    task_id = _op_uuid(ctx.op_id)
+    for _ in range(3):
+        with ctx.store.session() as db:
+            serialize(db, registry.SESSION_CAP)
+            # Under the lock: an attempt of this same call may have committed meanwhile
+            # (its session counts against the cap: look for it first).
+            existing = db.exec(select(AgentTask).where(col(AgentTask.op_id) == ctx.op_id)).first()
+            if existing is not None:
+                return existing
+            try:
+                registry.admit(db, max_sessions)
+            except registry.SessionLimitReached:
+                raise BoundaryError(
+                    f"the daemon runs its maximum of {max_sessions} sessions"
+                ) from None
+            row = AgentTask(
+                task_id=task_id,
+                tenant=ctx.tenant,
+                instance_id=ctx.instance_id,
+                title=_text(arguments, "title")[:500],
+                prompt=_text(arguments, "prompt"),
+                op_id=ctx.op_id,
+                created_at=ctx.now,
+            )
+            db.add(row)
+            if db.get(DaemonSession, task_session_id(task_id)) is None:
+                db.add(_task_session_row(task_session_id(task_id), workspace_cwd, task_id))
+            try:
+                db.commit()
+            except IntegrityError:
+                db.rollback()  # the same call committed concurrently: read its row
+                continue
+            return row
+    raise RuntimeError("a task proposal kept racing another writer")
+
+
+def _task_session_row(session_id: str, workspace_cwd: str, task_id: str) -> DaemonSession:
+    return DaemonSession(
+        session_id=session_id,
+        workspace_cwd=workspace_cwd,
+        scope="thread",
+        display_name=f"agent task {task_id}",
+        created_at=datetime.now(UTC),
     )
-    stored: AgentTask = _insert_once(ctx, row, AgentTask)
-    return stored
 
 
 def ensure_task_session(store: Store, session_id: str, workspace_cwd: str, task_id: str) -> None:
-    """The task's session row in the registry (listed with the workspace's sessions)."""
+    """The task's session row in the registry (listed with the workspace's sessions).
+
+    `propose_task` writes it with the task (under the cap); this finds it, and writes it
+    for a task proposed before it did."""
     with store.session() as db:
         if db.get(DaemonSession, session_id) is None:
-            db.add(
-                DaemonSession(
-                    session_id=session_id,
-                    workspace_cwd=workspace_cwd,
-                    scope="thread",
-                    display_name=f"agent task {task_id}",
-                    created_at=datetime.now(UTC),
-                )
-            )
+            db.add(_task_session_row(session_id, workspace_cwd, task_id))
             try:
                 db.commit()
             except IntegrityError:

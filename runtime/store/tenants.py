@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Column, DateTime
 from sqlmodel import Field, SQLModel, col, select
 
+from runtime.store.atomic import upsert
 from runtime.store.engine import Store
 
 
@@ -26,15 +27,21 @@ def feature_enabled(store: Store, tenant: str, feature: str) -> bool:
 
 
 def set_feature(store: Store, tenant: str, feature: str, enabled: bool) -> bool:
-    """Set the flag; returns the previous value."""
+    """Set the flag; returns the previous value.
+
+    An upsert: of two concurrent first writes of a flag, neither fails on the primary key
+    (see runtime.store.atomic). The previous value is read under the row's lock when the
+    row exists (PostgreSQL), in the write transaction (SQLite)."""
     with store.session() as db:
-        row = db.get(TenantFeature, (tenant, feature))
+        row = db.get(TenantFeature, (tenant, feature), with_for_update=True)
         previous = bool(row and row.enabled)
-        if row is None:
-            row = TenantFeature(tenant=tenant, feature=feature, enabled=enabled, updated_at=_now())
-        row.enabled = enabled
-        row.updated_at = _now()
-        db.add(row)
+        upsert(
+            db,
+            TenantFeature,
+            {"tenant": tenant, "feature": feature, "enabled": enabled, "updated_at": _now()},
+            key=("tenant", "feature"),
+            update=("enabled", "updated_at"),
+        )
         db.commit()
         return previous
 

@@ -23,7 +23,10 @@ from activities.llm import (
     Usage,
     provider_from_settings,
 )
+from activities.llm.openai import _usage as openai_usage
 from activities.llm.openai import sse_data
+from runtime.llm.contracts import UsageSource
+from runtime.llm.token_estimate import estimate_usage
 from runtime.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -351,10 +354,71 @@ async def test_openai_message_round_trip(fake_openai: FakeOpenAI) -> None:
     ]
 
 
-async def test_openai_without_usage_counts_zero(fake_openai: FakeOpenAI) -> None:
-    fake_openai.queue_text("hi", send_usage=False, model="served-model")
-    reply = await openai_at(fake_openai).complete([user("hi")], [])
-    assert (reply.usage, reply.served_model) == (Usage(), "served-model")
+@pytest.mark.parametrize("stream", [True, False])
+async def test_openai_without_usage_estimates_it(fake_openai: FakeOpenAI, stream: bool) -> None:
+    """llama.cpp's server reports no usage, streamed or not, even asked with include_usage:
+    the tokens are counted from the text (runtime/llm/token_estimate.py), never left at 0."""
+    call = {"name": "graph__get_node", "arguments": {"id": "n1"}}
+    fake_openai.queue_tool_calls([call], content="Looking.", send_usage=False, model="served-model")
+    messages = [user("What is n1? " * 10)]
+    reply = await openai_at(fake_openai, stream=stream).complete(messages, TOOLS)
+    if stream:
+        assert fake_openai.requests[0].body["stream_options"] == {"include_usage": True}
+    assert reply.served_model == "served-model"
+    assert reply.usage == estimate_usage(messages, TOOLS, reply.content, reply.tool_calls)
+    assert reply.usage.source is UsageSource.ESTIMATED
+    assert reply.usage.prompt_tokens > 30 and reply.usage.completion_tokens > 3
+
+
+async def test_openai_usage_counting_no_tokens_is_no_report(fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_text("hello there", usage=(0, 0))
+    fake_openai.queue_text("hello there", usage=(12, 2))
+    provider = openai_at(fake_openai)
+    assert (await provider.complete([user("hi")], [])).usage.source is UsageSource.ESTIMATED
+    reported = (await provider.complete([user("hi")], [])).usage
+    assert reported == Usage(prompt_tokens=12, completion_tokens=2, source=UsageSource.REPORTED)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_openai_negative_usage_is_no_report(fake_openai: FakeOpenAI, stream: bool) -> None:
+    """A server reporting a negative count must not give itself credit back: its report
+    is dropped and the tokens estimated, as if it had sent none."""
+    fake_openai.queue_text("hello there", usage=(-5_000_000, 1))
+    fake_openai.queue_text("hello there", usage=(120, 4), cached_tokens=500)  # cached > prompt
+    provider = openai_at(fake_openai, stream=stream)
+    messages = [user("hi")]
+    for _ in range(2):
+        reply = await provider.complete(messages, [])
+        assert reply.usage.source is UsageSource.ESTIMATED
+        assert reply.usage == estimate_usage(messages, [], reply.content, reply.tool_calls)
+        assert reply.usage.prompt_tokens > 0 and reply.usage.cached_prompt_tokens == 0
+
+
+CACHED = (10, -1, 2.0)  # more cached than the prompt, negative, not an integer
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"prompt_tokens": -5_000_000, "completion_tokens": 1},
+        {"prompt_tokens": 10, "completion_tokens": -1},
+        {"prompt_tokens": 10.5, "completion_tokens": 1},
+        {"prompt_tokens": "10", "completion_tokens": 1},
+        {"prompt_tokens": True, "completion_tokens": 1},
+        *[{"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": n}} for n in CACHED],
+    ],
+)
+def test_a_usage_that_does_not_add_up_is_no_report(raw: dict[str, Any]) -> None:
+    assert openai_usage(raw) is None
+
+
+def test_a_usage_that_adds_up_is_kept() -> None:
+    details = {"cached_tokens": 10}
+    raw = {"prompt_tokens": 10, "completion_tokens": 0, "prompt_tokens_details": details}
+    assert openai_usage(raw) == Usage(prompt_tokens=10, cached_prompt_tokens=10)
+    # Absent counts are 0, a null `prompt_tokens_details` none cached.
+    raw = {"prompt_tokens": 3, "prompt_tokens_details": None}
+    assert openai_usage(raw) == Usage(prompt_tokens=3)
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -27,15 +27,16 @@ from activities.llm.openai import retry_after_s
 from runtime.device_flow.providers import QWEN_OAUTH, credentials_path
 from runtime.llm import config_store
 from runtime.llm.attempt_log import IN_FLIGHT
-from runtime.llm.contracts import ChatMessage
+from runtime.llm.contracts import ChatMessage, UsageSource
 from runtime.llm.models import LlmCall, LlmCallAttempt
-from runtime.llm.pricing import Price, put_price
+from runtime.llm.pricing import Price, cost_usd, price_for, put_price
 from runtime.llm.routing import (
     AttemptOutcome,
     AttemptSpec,
     CredentialConfig,
     Overlay,
     OwnerKind,
+    PriceSource,
 )
 from runtime.settings import Settings
 from runtime.store import Store
@@ -254,20 +255,20 @@ async def test_an_endpoint_that_refuses_connections_is_a_server_error(
 async def test_an_api_key_from_the_environment(
     store: Store, settings: Settings, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    credential = CredentialConfig(alias="env", apiKeyEnv="GATEWAY_TEST_KEY")
+    credential = CredentialConfig(alias="env", apiKeyEnv="GATEWAY_TEST_API_KEY")
     config_store.put_provider(store, settings, "p1", fake.base_url, [credential], NOW)
     gateway = ModelGateway(store, settings)
-    monkeypatch.delenv("GATEWAY_TEST_KEY", raising=False)
+    monkeypatch.delenv("GATEWAY_TEST_API_KEY", raising=False)
     missing, _ = await gateway.attempt(_spec("env"), OWNER, HELLO, [])
-    assert missing.outcome is AttemptOutcome.AUTH_ERROR and "GATEWAY_TEST_KEY" in (
+    assert missing.outcome is AttemptOutcome.AUTH_ERROR and "GATEWAY_TEST_API_KEY" in (
         missing.error or ""
     )
     assert fake.requests == []  # nothing was sent, but the attempt is on record
     assert [(a.ordinal, a.outcome, a.http_status) for a in _attempts(store)] == [
         (0, "auth_error", None)
     ]
-    assert "GATEWAY_TEST_KEY" in (_attempts(store)[0].error or "")
-    monkeypatch.setenv("GATEWAY_TEST_KEY", "k-good")
+    assert "GATEWAY_TEST_API_KEY" in (_attempts(store)[0].error or "")
+    monkeypatch.setenv("GATEWAY_TEST_API_KEY", "k-good")
     report, reply = await gateway.attempt(_spec("env", index=1), OWNER, HELLO, [])
     assert report.outcome is AttemptOutcome.OK and reply is not None
     assert fake.requests[0].authorization == "Bearer k-good"
@@ -376,3 +377,108 @@ def test_retry_after_as_seconds_milliseconds_or_a_date() -> None:
     assert retry_after_s(httpx.Headers({"Retry-After": date}), now=at) == 10.0
     assert retry_after_s(httpx.Headers({"Retry-After": "soon"})) is None
     assert retry_after_s(httpx.Headers({})) is None
+
+
+# --- an unknown price or unreported usage is never free (issue 18) -----------------------
+
+
+async def test_an_unpriced_served_model_is_charged_at_the_requested_models_price(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    _provider(store, settings, fake, "k-good")  # serves "served-x-2026", priced nowhere
+    spec = _spec("good").model_copy(update={"model": "gpt-4o-mini"})
+    report, reply = await ModelGateway(store, settings).attempt(spec, OWNER, HELLO, [])
+    assert reply is not None and report.served_model == "served-x-2026"
+    requested, _ = price_for(store, "gpt-4o-mini")
+    assert requested is not None
+    assert report.cost_usd == pytest.approx(cost_usd(requested, 1_000_000, 500_000))
+    assert report.cost_usd > 0
+    assert (report.price_source, report.usage_source) == (
+        PriceSource.REQUESTED,
+        UsageSource.REPORTED,
+    )
+    (row,) = _attempts(store)
+    assert (row.price_source, row.usage_source) == ("requested", "reported")
+    assert row.price_version is not None and row.price_version.startswith("genai-prices")
+
+
+async def test_no_price_and_no_usage_is_estimated_at_the_default_price(
+    store: Store, tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """A llama.cpp-like server: no usage at all, a served model no table knows."""
+    local = FakeReply(content="x" * 400, model="llama-3.2-3b-q4_k_m.gguf", send_usage=False)
+    fake.answer_key("k-local", local)
+    settings = Settings(
+        data_dir=tmp_path,
+        workspace=tmp_path,
+        default_price_per_mtok_in=2.0,
+        default_price_per_mtok_out=4.0,
+    )
+    _provider(store, settings, fake, "k-local")
+    messages = [ChatMessage(role="user", content="y" * 4000)]
+    report, reply = await ModelGateway(store, settings).attempt(_spec("local"), OWNER, messages, [])
+    assert reply is not None
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (1000, 100)
+    assert report.cost_usd == pytest.approx((1000 * 2.0 + 100 * 4.0) / 1e6)
+    (row,) = _attempts(store)
+    assert (row.tokens_in, row.tokens_out) == (1000, 100)
+    assert row.cost_usd == pytest.approx(report.cost_usd)
+    assert (row.price_source, row.usage_source, row.price_version) == (
+        "default",
+        "estimated",
+        "default:2/4",
+    )
+    stored = _call(store)
+    assert stored is not None and stored.cost_usd == pytest.approx(report.cost_usd)
+    # The chain's next attempt of the call finds the stored success, and says the same.
+    again, _ = await ModelGateway(store, settings).attempt(
+        _spec("local", index=1), OWNER, messages, []
+    )
+    assert (again.price_source, again.usage_source) == (
+        PriceSource.DEFAULT,
+        UsageSource.ESTIMATED,
+    )
+    assert len(fake.requests) == 1
+
+
+async def test_a_remote_model_named_scripted_is_not_free(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    fake.answer_key("k-fake", FakeReply(content="hi", model="scripted", usage=(1000, 10)))
+    _provider(store, settings, fake, "k-fake")
+    report, reply = await ModelGateway(store, settings).attempt(_spec("fake"), OWNER, HELLO, [])
+    assert reply is not None and reply.served_model == "scripted"
+    assert report.price_source is PriceSource.DEFAULT
+    assert report.cost_usd == pytest.approx((1000 * 10.0 + 10 * 30.0) / 1e6)
+    (row,) = _attempts(store)
+    assert row.price_version == "default:10/30" and row.cost_usd > 0
+
+
+async def test_the_builtin_scripted_model_stays_free(store: Store, settings: Settings) -> None:
+    spec = _spec(None).model_copy(update={"provider": "settings", "model": "scripted"})
+    report, reply = await ModelGateway(store, settings).attempt(spec, OWNER, HELLO, [])
+    assert reply is not None and report.cost_usd == 0.0
+    assert (report.price_source, report.usage_source) == (
+        PriceSource.BUILTIN,
+        UsageSource.REPORTED,
+    )
+    (row,) = _attempts(store)
+    assert (row.cost_usd, row.price_version, row.price_source) == (0.0, "scripted", "builtin")
+
+
+async def test_a_remote_server_naming_a_free_model_pays_the_requested_models_price(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    """The served model is the server's word: naming one priced 0 does not make it free."""
+    put_price(store, "free-local", Price(input_per_mtok_usd=0, output_per_mtok_usd=0), NOW)
+    fake.answer_key("k-free", FakeReply(content="hi", model="free-local", usage=(1000, 10)))
+    _provider(store, settings, fake, "k-free")
+    spec = _spec("free").model_copy(update={"model": "gpt-4o-mini"})
+    report, reply = await ModelGateway(store, settings).attempt(spec, OWNER, HELLO, [])
+    assert reply is not None and reply.served_model == "free-local"
+    requested, version = price_for(store, "gpt-4o-mini")
+    assert requested is not None
+    assert report.price_source is PriceSource.REQUESTED
+    assert report.cost_usd == pytest.approx(cost_usd(requested, 1000, 10)) and report.cost_usd > 0
+    (row,) = _attempts(store)
+    assert (row.price_source, row.price_version) == ("requested", version)

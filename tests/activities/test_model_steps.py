@@ -4,6 +4,7 @@ steps sent without an attempt (their prompt or turn began before the chain)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,15 @@ from activities.agent_tools import AgentToolsActivities
 from activities.llm import ScriptedModel
 from activities.session import SessionActivities
 from runtime.agent_tools.contracts import ModelStepInput as TurnStepInput
+from runtime.llm.contracts import UsageSource
 from runtime.llm.models import LlmCallAttempt
-from runtime.llm.routing import SESSION_SITE, SETTINGS_PRESET, AttemptOutcome, AttemptSpec
+from runtime.llm.routing import (
+    SESSION_SITE,
+    SETTINGS_PRESET,
+    AttemptOutcome,
+    AttemptSpec,
+    PriceSource,
+)
 from runtime.sessions.contracts import ModelStepInput as SessionStepInput
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
@@ -122,8 +130,11 @@ async def test_a_repeated_session_attempt_returns_the_stored_answer_without_payi
     [row] = _attempts(store)
     assert (row.owner_kind, row.owner_id, row.outcome) == ("session", "s1", "ok")
     streamed = journal.read(session_stream("s1"), 0, 1000).entries
-    text = "".join(e.data["data"]["update"]["content"]["text"] for e in streamed)
+    chunks = [e for e in streamed if e.type == "session_update"]
+    text = "".join(e.data["data"]["update"]["content"]["text"] for e in chunks)
     assert text == "Hello back."  # streamed once
+    # `qwen-test` has no price and the fake reported usage: the price was a guess, once.
+    assert [e.type for e in streamed if e.type != "session_update"] == ["model_cost_warning"]
 
 
 async def test_text_of_an_attempt_lost_mid_stream_is_marked_before_the_next(
@@ -165,5 +176,56 @@ async def test_text_of_an_attempt_lost_mid_stream_is_marked_before_the_next(
     data = events[marker].data["data"]
     assert data["attemptId"] == "session/s1/p1/s0/a0"
     assert data["discardedChunks"] == 2
-    after = events[marker + 1 :]
+    after = [e for e in events[marker + 1 :] if e.type == "session_update"]
     assert "".join(e.data["data"]["update"]["content"]["text"] for e in after) == "Whole."
+
+
+async def test_a_server_like_llama_cpp_is_charged_and_the_session_is_warned(
+    store: Store, tmp_path: Path
+) -> None:
+    """No usage streamed (even asked with include_usage) and a served model no price table
+    knows: the attempt has estimated tokens at the default price, never $0, and the
+    session's stream says so."""
+    with FakeOpenAI() as fake:
+        settings = _openai(tmp_path, fake)
+        journal = EventJournal(store)
+        activities = SessionActivities(store, journal, ScriptedModel(), settings)
+        user = {"role": "user", "content": "hello " * 40, "promptId": "p1", "disabledTools": []}
+        journal.append_many(session_transcript_stream("s1"), [NewEvent(type="message", data=user)])
+        request = SessionStepInput(
+            session_id="s1", prompt_id="p1", step=0, run_id="r1", model_id="qwen-test"
+        )
+        request.attempt = AttemptSpec(
+            call_id="session/s1/p1/s0",
+            attempt_index=0,
+            site=SESSION_SITE,
+            preset_id=SETTINGS_PRESET,
+            fallback_step=0,
+            provider="settings",
+            credential_alias=None,
+            model="qwen-test",
+        )
+        served = "qwen2.5-0.5b-instruct-q4_k_m.gguf"
+        fake.queue_text("Hello back, " * 10, send_usage=False, model=served)
+        result = await ActivityEnvironment().run(activities.model_step, request)
+        assert fake.requests[0].body["stream_options"] == {"include_usage": True}
+    assert result.report is not None
+    assert result.report.price_source is PriceSource.DEFAULT
+    assert result.report.usage_source is UsageSource.ESTIMATED
+    [row] = _attempts(store)
+    assert row.served_model == served
+    assert row.tokens_in > 60 and row.tokens_out == 30  # "Hello back, " is 12 characters
+    expected = (row.tokens_in * 10.0 + row.tokens_out * 30.0) / 1e6
+    assert row.cost_usd == pytest.approx(expected) and row.cost_usd > 0
+    assert (row.price_source, row.usage_source) == ("default", "estimated")
+    assert row.price_version == "default:10/30"
+    [warning] = [
+        e for e in journal.read(session_stream("s1"), 0, 1000).entries if e.type != "session_update"
+    ]
+    assert warning.type == "model_cost_warning" and warning.data["promptId"] == "p1"
+    body = warning.data["data"]
+    assert (body["sessionId"], body["attemptId"]) == ("s1", "session/s1/p1/s0/a0")
+    assert (body["servedModel"], body["requestedModel"]) == (served, "qwen-test")
+    assert body["reasons"] == ["price_unknown", "usage_not_reported"]
+    assert body["costUsd"] == pytest.approx(row.cost_usd)
+    assert fake.base_url not in json.dumps(body)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,9 +18,7 @@ from activities.llm import record as llm_record
 from activities.llm.scripted_agent import GREETING, next_call
 from activities.standing_agent import StandingAgentActivities
 from activities.standing_agent import activities as agent_activities
-from runtime.llm.contracts import Usage
-from runtime.llm.pricing import attempt_cost
-from runtime.llm.routing import OwnerKind
+from runtime.llm.routing import OwnerKind, PriceSource
 from runtime.sessions.models import DaemonSession
 from runtime.settings import Settings
 from runtime.standing_agents import catalog, episode, modes, ticks
@@ -495,17 +491,75 @@ async def test_an_attempt_killed_mid_call_is_recorded_as_a_timeout(
     assert [(a.ordinal, a.outcome) for a in attempts] == [(1, "timeout"), (2, "ok")]
 
 
-def test_an_unknown_model_costs_zero_with_an_unknown_price_version(
-    store: Store, caplog: pytest.LogCaptureFixture
+async def test_the_weekly_credit_trips_on_a_model_no_price_table_knows(
+    store: Store, tmp_path: Path
 ) -> None:
-    usage = Usage(prompt_tokens=1000, completion_tokens=10)
-    # A fresh name: the warning is once per model per process, across parametrized runs.
-    model = f"no-such-model-{uuid.uuid4().hex[:8]}"
-    with caplog.at_level(logging.WARNING):
-        first = attempt_cost(store, "openai", model, usage)
-        again = attempt_cost(store, "openai", model, usage)
-    assert first == again == (0.0, "unknown")
-    assert sum(model in r.getMessage() for r in caplog.records) == 1
+    """A local server (llama.cpp's: no usage streamed) serving a model named nowhere: its
+    calls were recorded at $0 and the week's credit never ran out. Now they are charged
+    (estimated tokens at the default price), warned about, and the credit trips."""
+    agent = sa.create_instance(store, NOW)
+    served = "llama-3.2-3b-instruct-q4_k_m.gguf"
+    with FakeOpenAI() as fake:
+        settings = Settings(
+            data_dir=tmp_path,
+            workspace=tmp_path,
+            model_provider="openai",
+            openai_base_url=fake.base_url,
+            openai_model="llama3.2",
+            agent_weekly_credit_usd=0.001,
+        )
+        provider = OpenAIProvider(base_url=fake.base_url, model="llama3.2")
+        activities = StandingAgentActivities(store, EventJournal(store), provider, settings)
+        env = ActivityEnvironment()
+        request = ModelStepInput(
+            tenant=sa.TENANT,
+            instance_id=agent,
+            agent_type=AgentType.SOA,
+            generation=0,
+            event=_event(store, agent, EventKind.AGENT_INITIALIZED),
+            mode=catalog.resolve_mode(AgentType.SOA, None),
+            call_id="c/llm1",
+            step=1,
+            now=NOW,
+        )
+        call = {"name": "soa_send_message", "arguments": {"text": "hello"}}
+        fake.queue_tool_calls([call], model=served, send_usage=False)
+        first = await env.run(activities.model_step, request)
+        # The same step again (its worker was lost after the answer): paid and warned once.
+        env.info = dataclasses.replace(env.info, attempt=2)
+        again = await env.run(activities.model_step, request)
+        assert (again.tool_calls, again.cost_usd) == (first.tool_calls, first.cost_usd)
+        assert again.report is not None and again.report.price_source is PriceSource.DEFAULT
+        assert len(fake.requests) == 1
+        # The next call of the week finds the credit spent: no request is sent.
+        following = request.model_copy(update={"call_id": "c/llm2", "step": 2})
+        later = await env.run(activities.model_step, following)
+        assert len(fake.requests) == 1
+    assert [c.name for c in first.tool_calls] == ["soa_send_message"]
+    (attempt,) = sa.llm_attempts(store, agent)
+    assert attempt.served_model == served and attempt.requested_model == "llama3.2"
+    assert (attempt.price_source, attempt.usage_source) == ("default", "estimated")
+    assert attempt.tokens_in > 100 and attempt.tokens_out > 0
+    assert attempt.cost_usd == first.cost_usd > settings.agent_weekly_credit_usd
+    assert first.tokens == attempt.tokens_in + attempt.tokens_out  # the tick's token budget
+    assert later.credit_exhausted and later.tool_calls == []
+    assert later.credit_regenerates_at == NOW + timedelta(days=7)
+    gate = ticks.credit_gate(store, settings, sa.TENANT, NOW)
+    assert not gate.ok and gate.remaining_usd == 0.0
+    events = EventJournal(store).read(agent_stream(sa.TENANT, agent)).entries
+    [warning] = [e for e in events if e.type == "agent.cost_warning"]
+    body = warning.data["data"]
+    assert (body["instanceId"], body["callId"], body["attemptId"]) == (
+        agent,
+        "c/llm1",
+        attempt.attempt_id,
+    )
+    assert (body["servedModel"], body["priceSource"], body["usageSource"]) == (
+        served,
+        "default",
+        "estimated",
+    )
+    assert body["costUsd"] == pytest.approx(attempt.cost_usd)
 
 
 async def test_a_catastrophic_constitution_pattern_blocks_instead_of_stalling(

@@ -56,9 +56,9 @@ async def test_an_attempt_that_died_after_its_write_is_completed_not_repeated(
     tools = WorkspaceTools(ws)
     call = _edit(ws)
     expected = target_hash(ws, call)
-    root = tools.root()
-    assert root is not None
-    change = tools.plan_change(root, "edit", call.arguments)
+    fence = tools.fence()
+    assert fence is not None
+    change = tools.plan_change(fence, "edit", call.arguments)
     new = change.data
     ledger.begin(
         "op-2",

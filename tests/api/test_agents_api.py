@@ -311,6 +311,8 @@ async def test_llm_calls_and_empty_ledger(agents: AgentsFactory) -> None:
                     tokens_in=10,
                     tokens_out=5 if outcome == "ok" else 0,
                     cost_usd=0.01 if outcome == "ok" else 0.0,
+                    price_source="default" if outcome == "ok" else None,
+                    usage_source="estimated" if outcome == "ok" else None,
                     duration_ms=120,
                     created_at=now + timedelta(seconds=ordinal),
                 )
@@ -324,6 +326,8 @@ async def test_llm_calls_and_empty_ledger(agents: AgentsFactory) -> None:
     assert calls[1]["requestedModel"] == "gpt-x"
     assert calls[1]["tokensOut"] == 5
     assert calls[1]["durationMs"] == 120
+    assert (calls[1]["priceSource"], calls[1]["usageSource"]) == ("default", "estimated")
+    assert (calls[0]["priceSource"], calls[0]["usageSource"]) == (None, None)
     ledger = await d.client.get(f"{d.base(tenant)}/agents/{soa}/ledger", params={"limit": 0})
     assert ledger.status_code == 400
 

@@ -42,7 +42,7 @@ async def _two_providers(client: httpx.AsyncClient) -> None:
             "baseUrl": "http://127.0.0.1:9001/v1",
             "credentials": [
                 {"alias": "primary", "apiKey": SECRET},
-                {"alias": "backup", "apiKeyEnv": "ALPHA_BACKUP_KEY"},
+                {"alias": "backup", "apiKeyEnv": "ALPHA_BACKUP_API_KEY"},
             ],
         },
     )
@@ -84,7 +84,7 @@ async def test_providers_show_aliases_and_kinds_never_a_key(
         {
             "alias": "backup",
             "kind": "apiKeyEnv",
-            "apiKeyEnv": "ALPHA_BACKUP_KEY",
+            "apiKeyEnv": "ALPHA_BACKUP_API_KEY",
             "deviceFlow": None,
         },
     ]
@@ -371,6 +371,8 @@ async def test_attempts_in_order_with_their_owner(api: ApiFactory, database_url:
             tokens_out=20,
             cost_usd=0.00045,
             price_version="genai-prices 0.2.3",
+            price_source="requested",
+            usage_source="estimated",
             duration_ms=830,
             http_status=200,
         ),
@@ -398,11 +400,15 @@ async def test_attempts_in_order_with_their_owner(api: ApiFactory, database_url:
         "tokensOut": 20,
         "costUsd": 0.00045,
         "priceVersion": "genai-prices 0.2.3",
+        "priceSource": "requested",
+        "usageSource": "estimated",
         "durationMs": 830,
         "createdAt": "2026-11-30T12:00:01.000Z",
         "owner": {"kind": "session", "id": "s1"},
     }
     assert session[0]["outcome"] == "rate_limited" and session[0]["httpStatus"] == 429
+    # A failed attempt (or one recorded before they were kept) has neither source.
+    assert (session[0]["priceSource"], session[0]["usageSource"]) == (None, None)
     turn = (await client.get("/api/v1/llm/attempts?turnId=turn-1")).json()["attempts"]
     assert [(a["attemptId"], a["owner"]) for a in turn] == [
         ("c2/a0", {"kind": "turn", "id": "turn-1"})

@@ -436,7 +436,9 @@ async def test_buckets_are_per_ip_off_loopback(api: ApiFactory) -> None:
 
 
 async def test_unauthenticated_requests_get_401_not_429(api: ApiFactory) -> None:
-    client = await _rate_limited(api, token=TOKEN)
+    """The tier buckets come after the bearer: they never see a refused request (failed
+    bearer checks have a bound of their own, tests/api/test_bearer_failures.py)."""
+    client = await _rate_limited(api, token=TOKEN, auth_failures_per_minute=1000)
     for _ in range(125):
         assert (await client.get("/capabilities")).status_code == 401
 

@@ -470,6 +470,7 @@ async def test_recap_through_the_model(daemon: DaemonFactory) -> None:  # noqa: 
 
 def test_init_refuses_a_directory_by_the_memory_file_name(tmp_path: Path) -> None:
     from api.routes.workspace_status import _init_memory_file
+    from runtime.workspace.fence import Fence
 
     (tmp_path / "AGENTS.md").mkdir()
-    assert _init_memory_file(tmp_path / "AGENTS.md", True) == ("not_a_file", None)
+    assert _init_memory_file(Fence.of(tmp_path), "AGENTS.md", True) == ("not_a_file", None)

@@ -8,6 +8,11 @@ into small fragments, a chunk with `finish_reason`, a usage chunk with empty
 `choices` when the request asks `stream_options.include_usage`, then
 `data: [DONE]`. Requests without `stream: true` get one `chat.completion`.
 
+`FakeReply(send_usage=False)` answers as llama.cpp's server does: no usage anywhere,
+streamed or not, even when the request asks `stream_options.include_usage`; and
+`FakeReply(model=...)` names a served model of its own (one the price table does not
+know, or `scripted`), whatever the request asked for.
+
 One server can also stand for several providers' credentials: `answer_key(key, reply)`
 makes every request bearing that API key get `reply` (not consumed), so a test can set
 up a rate-limited key (429 with `Retry-After`), a revoked one (401), a failing one
@@ -67,7 +72,9 @@ class FakeReply:
     # Of the prompt tokens, how many the server read from its cache
     # (`usage.prompt_tokens_details.cached_tokens`); None: no details, as older servers.
     cached_tokens: int | None = None
-    send_usage: bool = True  # False: behave like a server that ignores include_usage
+    # False: report no usage at all (no usage chunk, no `usage` key in any chunk or in a
+    # completion), as llama.cpp's server streams none even when asked with include_usage.
+    send_usage: bool = True
     truncate: bool = False  # stop the stream before finish_reason and [DONE]
     status: int = 200
     error_message: str | None = None
@@ -202,7 +209,7 @@ def _chunks(
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-        extra = {"usage": None} if include_usage else {}
+        extra = {"usage": None} if include_usage and reply.send_usage else {}
         return {**base, "choices": [choice], **extra}
 
     first_content = None if reply.tool_calls and not reply.content else ""
@@ -254,14 +261,16 @@ def _completion(reply: FakeReply, served: str, body: dict[str, Any]) -> dict[str
         "logprobs": None,
         "finish_reason": reply.finish_reason,
     }
-    return {
+    completion = {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": served,
         "choices": [choice],
-        "usage": _usage(reply, body),
     }
+    if reply.send_usage:
+        completion["usage"] = _usage(reply, body)
+    return completion
 
 
 def _usage(reply: FakeReply, body: dict[str, Any]) -> dict[str, Any]:

@@ -201,7 +201,7 @@ def _two_providers(store: Store, settings: Settings) -> None:
         "http://127.0.0.1:9001/v1",
         [
             CredentialConfig(alias="a1", apiKey="sk-a1"),
-            CredentialConfig(alias="a2", apiKeyEnv="ALPHA_KEY_2"),
+            CredentialConfig(alias="a2", apiKeyEnv="ALPHA_API_KEY_2"),
         ],
         NOW,
     )
@@ -289,7 +289,7 @@ def test_providers_list_aliases_and_never_a_key(store: Store) -> None:
     alpha = views[1]
     assert [(c.alias, c.kind, c.api_key_env) for c in alpha.credentials] == [
         ("a1", "apiKey", None),
-        ("a2", "apiKeyEnv", "ALPHA_KEY_2"),
+        ("a2", "apiKeyEnv", "ALPHA_API_KEY_2"),
     ]
     dumped = "".join(v.model_dump_json() for v in views)
     assert "sk-a1" not in dumped and "sk-settings" not in dumped
@@ -400,9 +400,9 @@ def test_an_attempts_alias_finds_its_credential_and_key(store: Store) -> None:
     a2 = find_credential(alpha, "a2")
     assert a1 is not None and a2 is not None
     assert static_api_key(a1, {}) == "sk-a1"
-    assert static_api_key(a2, {"ALPHA_KEY_2": "sk-from-env"}) == "sk-from-env"
+    assert static_api_key(a2, {"ALPHA_API_KEY_2": "sk-from-env"}) == "sk-from-env"
     assert static_api_key(a2, {}) is None
-    assert static_api_key(a2, {"ALPHA_KEY_2": ""}) is None
+    assert static_api_key(a2, {"ALPHA_API_KEY_2": ""}) is None
     beta = provider_config(store, settings, "beta")
     assert beta is not None and find_credential(beta, None) is None
     with pytest.raises(LlmConfigError) as gone:

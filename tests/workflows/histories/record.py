@@ -2,8 +2,8 @@
 
     .venv/bin/python -m tests.workflows.histories.record [name ...]
 
-With names (`session`, `session-device-flow-pause`, `turn`, `turn-model`, `device-flow`,
-`standing-agent`, `windows-lease`), only those are recorded.
+With names (`session`, `session-device-flow-pause`, `session-auto-shell`, `turn`,
+`turn-model`, `device-flow`, `standing-agent`, `windows-lease`), only those are recorded.
 
 Keep the histories of earlier code (rename them, e.g. `turn-before-decision-signal.json`)
 when recording new ones: workflows started then may still be running, and their
@@ -150,6 +150,38 @@ async def _session_device_flow_pause_run(daemon: Daemon, idp: FakeIdP) -> str:
     return session_workflow_id(sid)
 
 
+async def _session_auto_shell_run(daemon: Daemon) -> str:
+    """`auto` mode with the shell on: a command that writes (`touch`), then one that reads
+    a file by its absolute path inside the workspace; each runs, asked and approved where
+    the mode's shell rule asks (the rule changed with the allow-list: the histories of
+    both rules must replay)."""
+    sid = (await daemon.create())["sessionId"]
+    mode = {"mode": "auto"}
+    assert (await daemon.client.post(f"/session/{sid}/approval-mode", json=mode)).is_success
+    made = daemon.workspace / "made.txt"
+    for command in ("touch made.txt", f"cat {made}"):
+        call = json.dumps({"command": command})
+        prompt = (await daemon.prompt(sid, f"/call run_shell_command {call}\n/say ran")).json()
+        pid = prompt["promptId"]
+        deadline = time.monotonic() + 60
+        while True:
+            assert time.monotonic() < deadline, f"{command}: neither asked nor done"
+            mine = [e for e in daemon.events(sid) if e.get("promptId") == pid]
+            if any(e["type"] == "turn_complete" for e in mine):
+                break
+            asked = [e for e in mine if e["type"] == "permission_request"]
+            if asked:
+                rid = asked[-1]["data"]["requestId"]
+                vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+                answer = await daemon.client.post(f"/permission/{rid}", json=vote)
+                assert answer.status_code == 200, answer.text
+                await daemon.wait_for(sid, "turn_complete", prompt_id=pid)
+                break
+            await asyncio.sleep(0.05)
+    assert (await daemon.client.delete(f"/session/{sid}")).status_code == 204
+    return session_workflow_id(sid)
+
+
 async def _standing_agent_run(client: Client, store: Store, task_queue: str) -> tuple[str, str]:
     """An agent's first run: greeted, chatted, escalated, blocked by the rail, then after
     `max_ticks_per_run` ticks continued as new (the recorded run is the first)."""
@@ -228,6 +260,7 @@ async def record(names: list[str] | None = None) -> None:
                 port=4170,
                 task_queue="record",
                 token="record",  # the strict mutation routes (approval mode, tool toggle)
+                session_shell=True,  # session-auto-shell runs a command
                 device_flow_providers=json.dumps(
                     {"idp": idp.provider_config(), "idp-llm": idp.provider_config()}
                 ),
@@ -253,6 +286,7 @@ async def record(names: list[str] | None = None) -> None:
                 every = (
                     "session",
                     "session-device-flow-pause",
+                    "session-auto-shell",
                     "turn",
                     "turn-model",
                     "device-flow",
@@ -266,6 +300,8 @@ async def record(names: list[str] | None = None) -> None:
                 if "session-device-flow-pause" in wanted:
                     paused = await _session_device_flow_pause_run(daemon, idp)
                     runs["session-device-flow-pause"] = (paused, None)
+                if "session-auto-shell" in wanted:
+                    runs["session-auto-shell"] = (await _session_auto_shell_run(daemon), None)
                 if "turn" in wanted:
                     browser = await Browser(http).open()
                     runs["turn"] = (await _turn_run(browser, settings.instance), None)
