@@ -41,6 +41,7 @@ from api.security.browser import BrowserDep, BrowserMutationDep
 from runtime.agent_tools.browser import (
     BROWSER_SESSION_TTL,
     COOKIE_NAME,
+    CrossSiteRefused,
     MintRefused,
     open_browser_session,
 )
@@ -125,13 +126,7 @@ async def open_browser(
             may_mint=not cross_site,
         )
     except MintRefused:
-        raise ApiError(
-            403,
-            {
-                "error": "A local session cannot be opened from another site",
-                "code": "cross_site_refused",
-            },
-        ) from None
+        raise ApiError.of(CrossSiteRefused()) from None
     response.set_cookie(
         COOKIE_NAME,
         browser.cookie,

@@ -158,17 +158,7 @@ def _target(settings: Settings, raw: str) -> tuple[Fence, Path]:
 
 def search_busy(err: SearchBusy) -> ApiError:
     """The rate limiter's 429 (api/security/ratelimit.py), for the search children."""
-    return ApiError(
-        429,
-        {
-            "error": f"Too many searches in progress (at most {err.limit} at once)",
-            "code": "rate_limit_exceeded",
-            "tier": "search",
-            "limit": err.limit,
-            "retryAfterMs": err.retry_after * 1000,
-        },
-        {"Retry-After": str(err.retry_after)},
-    )
+    return ApiError.of(err.refusal())
 
 
 # -- reads ------------------------------------------------------------------------------

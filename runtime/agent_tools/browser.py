@@ -20,11 +20,13 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
 from sqlalchemy import delete, select
 from sqlmodel import Session
 
 from runtime.agent_tools.models import AgentToolsBrowserSession
+from runtime.failures import WireError
 from runtime.store import Store
 from runtime.timestamps import aware_utc
 
@@ -43,6 +45,23 @@ class BrowserSession:
 
 def _hash(cookie: str) -> str:
     return hashlib.sha256(cookie.encode()).hexdigest()
+
+
+class CrossSiteRefused(WireError):
+    """`GET /api/v1/agent-tools/session` from another site without a live session: 403,
+    in the gateway's shape for a refused Origin."""
+
+    kind: Literal["cross_site_refused"] = "cross_site_refused"
+
+    @property
+    def http_status(self) -> int:
+        return 403
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": "A local session cannot be opened from another site",
+            "code": self.kind_name,
+        }
 
 
 class MintRefused(Exception):

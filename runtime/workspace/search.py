@@ -18,8 +18,9 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+from runtime.failures import WireError
 from runtime.workspace import search_child
 
 SEARCH_TIMEOUT_SECONDS: Final = 30.0  # one whole glob or grep_search call
@@ -29,6 +30,31 @@ BUSY_RETRY_AFTER_SECONDS: Final = 1
 _SLOT_POLL_SECONDS: Final = 0.05
 
 
+class SearchesBusy(WireError):
+    """The refusal of a search over the cap: the rate limiter's 429 shape
+    (api/security/ratelimit.py), tier `search`."""
+
+    kind: Literal["rate_limit_exceeded"] = "rate_limit_exceeded"
+    limit: int
+    retry_after: int = BUSY_RETRY_AFTER_SECONDS
+
+    @property
+    def http_status(self) -> int:
+        return 429
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f"Too many searches in progress (at most {self.limit} at once)",
+            "code": self.kind_name,
+            "tier": "search",
+            "limit": self.limit,
+            "retryAfterMs": self.retry_after * 1000,
+        }
+
+    def response_headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
 class SearchBusy(Exception):
     """Every search slot of this process is taken."""
 
@@ -36,6 +62,9 @@ class SearchBusy(Exception):
         super().__init__(f"{limit} searches are already running in this process")
         self.limit = limit
         self.retry_after = BUSY_RETRY_AFTER_SECONDS
+
+    def refusal(self) -> SearchesBusy:
+        return SearchesBusy(limit=self.limit, retry_after=self.retry_after)
 
 
 class _Slots:

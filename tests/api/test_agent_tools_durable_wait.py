@@ -15,6 +15,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -92,11 +93,12 @@ async def test_a_resume_sent_once_the_event_is_read_survives_the_worker_that_wro
             ResumeRequest(),
             id=f"resume-{uuid.uuid4()}",
             wait_for_stage=WorkflowUpdateStage.COMPLETED,
+            rpc_timeout=timedelta(seconds=180),
         )
     )
     await workers.start()
-    update = await asyncio.wait_for(resume, 180)
-    result = await asyncio.wait_for(update.result(), 180)
+    update = await resume
+    result = await update.result(rpc_timeout=timedelta(seconds=180))
     assert result.status == "completed"
     kinds = [e["type"] for e in await browser.events() if e["turn_id"] == turn_id]
     assert kinds.count(AUTHORIZATION) == 1
