@@ -216,7 +216,11 @@ def search_children() -> list[int]:
     """Live search processes this test process started (Linux /proc)."""
     pids = []
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for pid in (task / "children").read_text().split():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue  # the thread ended since the listing: it has no children now
+        for pid in children:
             try:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
