@@ -28,7 +28,7 @@ from tests.api.test_ui_page import (
     _text,
 )
 from tests.conftest import ApiFactory
-from tests.e2e.test_up_e2e import _wait_http, agentrt_up
+from tests.e2e.test_up_e2e import agentrt_up
 
 SCRIPT = ROOT / "tests" / "browser" / "agents_page.mjs"
 
@@ -112,7 +112,7 @@ def test_page_in_chromium_chats_and_answers_a_decision(tmp_path: Path) -> None:
     command = [*_browser_prerequisites()[:1], str(SCRIPT)]
     token = secrets.token_urlsafe(16)
     with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token}) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         _wait_worker(up.api_url, token)
         try:
             run = subprocess.run(

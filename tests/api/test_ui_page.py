@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ApiFactory
-from tests.e2e.test_up_e2e import _wait_http, _wait_worker_live, agentrt_up
+from tests.e2e.test_up_e2e import _wait_worker_live, agentrt_up
 
 ROOT = Path(__file__).resolve().parents[2]
 BROWSER_DIR = ROOT / "tests" / "browser"
@@ -90,7 +90,7 @@ def _text(stream: str | bytes | None) -> str:
 def test_page_in_chromium_approves_and_denies(tmp_path: Path) -> None:
     command = _browser_prerequisites()
     with agentrt_up(tmp_path) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         _wait_worker_live(up.api_url)
         try:
             run = subprocess.run(

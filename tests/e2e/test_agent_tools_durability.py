@@ -125,7 +125,7 @@ def test_authorization_wait_survives_kill_9_of_everything(tmp_path: Path) -> Non
 
     import httpx
 
-    from tests.e2e.test_up_e2e import _wait_http, agentrt_up
+    from tests.e2e.test_up_e2e import agentrt_up
 
     def wait_event(client: httpx.Client, turn_id: str, kind: str) -> dict[str, Any]:
         deadline = time.monotonic() + 90
@@ -137,7 +137,7 @@ def test_authorization_wait_survives_kill_9_of_everything(tmp_path: Path) -> Non
         raise AssertionError(f"{kind} never arrived")
 
     with agentrt_up(tmp_path) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         port = up.api_url.rsplit(":", 1)[1]
         origin = f"http://127.0.0.1:{port}"
         client = httpx.Client(base_url=up.api_url, timeout=30)
@@ -152,7 +152,7 @@ def test_authorization_wait_survives_kill_9_of_everything(tmp_path: Path) -> Non
     _wait_children_gone(up)
 
     with agentrt_up(tmp_path) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         port = up.api_url.rsplit(":", 1)[1]
         client = httpx.Client(base_url=up.api_url, timeout=60)
         csrf = client.get("/api/v1/agent-tools/session").json()["csrfToken"]

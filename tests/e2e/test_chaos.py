@@ -27,7 +27,7 @@ from runtime.sessions.streams import envelope
 from runtime.store import EventJournal, Store
 from runtime.streams import session_stream
 from tests.agent_tools_helpers import DEMO_PROMPT
-from tests.e2e.test_up_e2e import _wait_http, agentrt_up
+from tests.e2e.test_up_e2e import agentrt_up
 
 ROUNDS = 6
 DEADLINE = 240.0
@@ -114,7 +114,7 @@ def test_chaos(tmp_path: Path) -> None:
     data_dir = tmp_path / ".data"
     env = {"AGENTRT_WORKSPACE": str(workspace), "AGENTRT_WORKER_WAIT_MS": "5000"}
     with agentrt_up(tmp_path, env) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         store = Store(f"sqlite:///{data_dir / 'agentrt.db'}")
         c = Client(up.api_url)
 

@@ -87,7 +87,7 @@ async def test_a_pending_flow_spans_kill_9_of_the_worker(
 # Long by design (up to 40 s under load): two whole `agentrt up` starts around a kill -9 of
 # everything, then the flow's next poll of the IdP after the restart.
 def test_a_pending_flow_survives_a_restart_of_everything(tmp_path: Path) -> None:
-    from tests.e2e.test_up_e2e import _wait_http, agentrt_up
+    from tests.e2e.test_up_e2e import agentrt_up
 
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -99,7 +99,7 @@ def test_a_pending_flow_survives_a_restart_of_everything(tmp_path: Path) -> None
         }
         headers = {"Authorization": f"Bearer {TOKEN}"}
         with agentrt_up(tmp_path, env) as up:
-            _wait_http(f"{up.api_url}/health")
+            up.wait_healthy()
             client = httpx.Client(base_url=up.api_url, timeout=60, headers=headers)
             response = client.post(FLOW, json={"providerId": "test-idp"})
             assert response.status_code == 201, response.text
@@ -109,7 +109,7 @@ def test_a_pending_flow_survives_a_restart_of_everything(tmp_path: Path) -> None
         _wait_children_gone(up)
         idp.approve(idp.latest().user_code)  # while agentrt is down
         with agentrt_up(tmp_path, env) as up:
-            _wait_http(f"{up.api_url}/health")
+            up.wait_healthy()
             client = httpx.Client(base_url=up.api_url, timeout=60, headers=headers)
             deadline = time.monotonic() + 120
             status = None

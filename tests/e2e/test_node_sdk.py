@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_up_e2e import _wait_http, _wait_worker_live, agentrt_up
+from tests.e2e.test_up_e2e import _wait_worker_live, agentrt_up
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / "tests" / "node"
@@ -60,7 +60,7 @@ def test_typescript_sdk_drives_a_session(tmp_path: Path, token: str | None) -> N
     if token:
         extra["QWEN_SERVER_TOKEN"] = token
     with agentrt_up(tmp_path, env_extra=extra) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         if token:
             _wait_worker_live_with(up.api_url, token)
         else:

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from tests.e2e.test_node_sdk import NODE_DIR, ROOT, _node_command, _text
-from tests.e2e.test_up_e2e import _wait_http, agentrt_up
+from tests.e2e.test_up_e2e import agentrt_up
 
 SCRIPT = NODE_DIR / "workspace_status.mjs"
 TOKEN = "sdk-status-token"
@@ -40,7 +40,7 @@ def test_typescript_sdk_workspace_status(tmp_path: Path) -> None:
     workspace.mkdir()
     env_extra = {"AGENTRT_WORKSPACE": str(workspace), "AGENTRT_TOKEN": TOKEN}
     with agentrt_up(tmp_path, env_extra=env_extra) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         _wait_worker(up.api_url)
         env = {k: v for k, v in os.environ.items() if k not in ("TOKEN", "QWEN_SERVER_TOKEN")}
         try:

@@ -19,7 +19,7 @@ import pytest
 from cli import build_parser
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
-from tests.e2e.test_up_e2e import _wait_http, _wait_worker_live, agentrt_up
+from tests.e2e.test_up_e2e import _wait_worker_live, agentrt_up
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -103,7 +103,7 @@ def test_the_recipes_run_against_agentrt_up(tmp_path: Path) -> None:
         pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
     outputs: dict[str, str] = {}
     with agentrt_up(tmp_path) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         _wait_worker_live(up.api_url)
         for name, recipe in RECIPES.items():
             if name in TOKEN_RECIPES:
@@ -142,7 +142,7 @@ def test_the_standing_agents_recipe_runs_against_agentrt_up(tmp_path: Path) -> N
         pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
     token = "readme-token"
     with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token}) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         done = subprocess.run(
             [
                 "bash",
@@ -172,7 +172,7 @@ def test_the_model_routing_recipe_runs_against_agentrt_up(tmp_path: Path) -> Non
         pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
     token = "readme-token"
     with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token}) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         done = subprocess.run(
             [
                 "bash",

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.test_up_e2e import _wait_http, agentrt_up
+from tests.e2e.test_up_e2e import agentrt_up
 
 TOKEN = "auto-shell-token"
 SECRET = "PRIVATE-KEY-MARKER-5f1c"
@@ -99,7 +99,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         "HOME": str(home),
     }
     with agentrt_up(workdir, env) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         client = httpx.Client(
             base_url=up.api_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
         )

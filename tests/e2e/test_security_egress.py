@@ -22,7 +22,7 @@ from sqlmodel import select
 
 from runtime.llm.models import LlmCallAttempt, LlmProvider
 from runtime.store import Store
-from tests.e2e.test_up_e2e import _wait_http, agentrt_up
+from tests.e2e.test_up_e2e import agentrt_up
 from tests.fakes.openai_server import FakeOpenAI
 
 TOKEN = "egress-e2e-token-0123456789"
@@ -56,7 +56,7 @@ def _attempts(api: str, sid: str, timeout: float = 90.0) -> list[dict[str, Any]]
 
 def test_an_api_client_cannot_make_the_worker_send_its_secrets(tmp_path: Path) -> None:
     with FakeOpenAI() as attacker, agentrt_up(tmp_path, {"AGENTRT_TOKEN": TOKEN}) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         http = httpx.Client(base_url=up.api_url, headers=AUTH, timeout=30)
 
         # 1. At PUT: the deployment's own bearer as a provider key.

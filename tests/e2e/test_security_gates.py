@@ -79,7 +79,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         providers = json.dumps({PROVIDER: idp.provider_config()})
         env = {"AGENTRT_TOKEN": TOKEN, "AGENTRT_DEVICE_FLOW_PROVIDERS": providers}
         with agentrt_up(workdir, env) as up:
-            _wait_http(f"{up.api_url}/health")
+            up.wait_healthy()
             _wait_ready(up.api_url)
             yield Stack(up, workdir, idp)
 

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.test_up_e2e import _wait_http, agentrt_up
+from tests.e2e.test_up_e2e import agentrt_up
 
 SECRET = "gho_FENCE_SECRET_7d2e"
 CATASTROPHIC = "*a*a*a*a*a*a*a*a*a*a*a*a*b"
@@ -54,7 +54,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     (workdir / "escape").symlink_to(outside / "secret.txt")
     (workdir / "escape_dir").symlink_to(outside, target_is_directory=True)
     with agentrt_up(workdir, {"AGENTRT_WORKSPACE": "."}) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         credentials = workdir / ".data" / "credentials"
         credentials.mkdir(parents=True, exist_ok=True)
         (credentials / "github.json").write_text(json.dumps({"access_token": SECRET}))

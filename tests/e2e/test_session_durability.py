@@ -105,13 +105,13 @@ async def test_prompt_spanning_kill_9_mid_model_call(
 
 
 def test_sessions_survive_a_restart_of_everything(tmp_path: Path) -> None:
-    from tests.e2e.test_up_e2e import _wait_http, agentrt_up
+    from tests.e2e.test_up_e2e import agentrt_up
 
     workspace = tmp_path / "ws"
     workspace.mkdir()
     env = {"AGENTRT_WORKSPACE": str(workspace)}
     with agentrt_up(tmp_path, env) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         client = httpx.Client(base_url=up.api_url, timeout=60)
         sid = client.post("/session", json={}).json()["sessionId"]
         waited = client.post(
@@ -124,7 +124,7 @@ def test_sessions_survive_a_restart_of_everything(tmp_path: Path) -> None:
         up.process.wait()
     _wait_children_gone(up)
     with agentrt_up(tmp_path, env) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         client = httpx.Client(base_url=up.api_url, timeout=60)
         # Still live: the registry and the workflow both survived.
         ws = str(workspace.resolve()).replace("/", "%2F")

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.test_up_e2e import _stop, _wait_http, agentrt_up
+from tests.e2e.test_up_e2e import _stop, agentrt_up
 
 TOKEN = "e2e-agents-token"
 TENANT = "acme"
@@ -75,7 +75,7 @@ def _call(tool: str, arguments: dict[str, Any]) -> str:
 def test_enable_chat_decide_change_mode_and_restart(tmp_path: Path) -> None:
     env = {"QWEN_SERVER_TOKEN": TOKEN}
     with agentrt_up(tmp_path, env) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         api = Api(up.api_url)
         # Enable the tenant: its SOA is bootstrapped, Active, and greets.
         enabled = api.client.put("/features/standing-agents", json={"enabled": True})
@@ -148,7 +148,7 @@ def test_enable_chat_decide_change_mode_and_restart(tmp_path: Path) -> None:
 
     # Everything (API, worker, Temporal) starts again on the same data.
     with agentrt_up(tmp_path, env) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         _wait_worker_live(up.api_url)
         api = Api(up.api_url)
         assert [a["instanceId"] for a in api.get("/agents")["agents"]] == before["agents"]

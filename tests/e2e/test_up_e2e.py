@@ -25,14 +25,51 @@ from tests.conftest import free_port
 
 
 class Up:
-    def __init__(self, process: subprocess.Popen[str], api: int, frontend: int, ui: int) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen[str],
+        api: int,
+        frontend: int,
+        ui: int,
+        data_dir: Path | None = None,
+    ) -> None:
         self.process = process
         self.api_url = f"http://127.0.0.1:{api}"
         self.frontend = f"127.0.0.1:{frontend}"
         self.ui_url = f"http://127.0.0.1:{ui}"
+        self.data_dir = data_dir
 
     def output(self) -> str:
         return self.process.stdout.read() if self.process.stdout else ""
+
+    def wait_healthy(self, timeout: float = 90.0) -> httpx.Response:
+        """`/health` once it answers; if `agentrt up` exits first, fail at once with what
+        it printed and the end of its children's logs (not a bare connection refused)."""
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(
+                    f"agentrt up exited with {self.process.returncode} before /health "
+                    f"answered:\n{self.output()}{self._log_tails()}"
+                )
+            try:
+                return httpx.get(f"{self.api_url}/health", timeout=2)
+            except httpx.HTTPError as err:
+                last = err
+                time.sleep(0.25)
+        raise AssertionError(f"{self.api_url}/health did not answer: {last}{self._log_tails()}")
+
+    def _log_tails(self) -> str:
+        if self.data_dir is None:
+            return ""
+        tails = []
+        for name in ("api", "worker", "temporal"):
+            log = self.data_dir / f"{name}.log"
+            if log.exists():
+                lines = log.read_text(errors="replace").splitlines()[-30:]
+                tails.append(f"\n--- {log} (end)\n" + "\n".join(lines))
+        return "".join(tails)
 
 
 def _wait_http(url: str, timeout: float = 90.0) -> httpx.Response:
@@ -79,7 +116,8 @@ def agentrt_up(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    up = Up(process, api, frontend, ui)
+    data_dir = Path(env.get("AGENTRT_DATA_DIR") or workdir / ".data")
+    up = Up(process, api, frontend, ui, data_dir if data_dir.is_absolute() else workdir / data_dir)
     try:
         yield up
     finally:
@@ -113,7 +151,7 @@ def _wait_worker_live(url: str, timeout: float = 60.0) -> dict[str, object]:
 
 def test_up_serves_everything_and_stops_cleanly(tmp_path: Path) -> None:
     with agentrt_up(tmp_path) as up:
-        assert _wait_http(f"{up.api_url}/health").json() == {"status": "ok"}
+        assert up.wait_healthy().json() == {"status": "ok"}
         caps = httpx.get(f"{up.api_url}/capabilities").json()
         # Not the directory it was started from: a workspace of its own in the data dir.
         workspace = tmp_path.resolve() / ".data" / "workspace"
@@ -169,7 +207,7 @@ def test_up_serves_everything_and_stops_cleanly(tmp_path: Path) -> None:
 
     # A second start finds every workflow and row where the first left them.
     with agentrt_up(tmp_path) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
 
         async def describe() -> WorkflowExecutionStatus | None:
             client = await connect(up.frontend, timeout=30)
@@ -184,7 +222,7 @@ def test_up_serves_everything_and_stops_cleanly(tmp_path: Path) -> None:
 def test_up_uses_a_reachable_temporal_address(tmp_path: Path, dev_env: WorkflowEnvironment) -> None:
     address = dev_env.client.service_client.config.target_host
     with agentrt_up(tmp_path, {"TEMPORAL_ADDRESS": address}) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         status = _wait_worker_live(up.api_url)
         temporal = status["temporal"]
         assert isinstance(temporal, dict)
@@ -239,7 +277,7 @@ def test_up_stops_on_ctrl_c(tmp_path: Path, signum: int) -> None:
     API ends them as soon as it is asked to stop, rather than waiting out uvicorn's
     graceful-shutdown timeout)."""
     with agentrt_up(tmp_path) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         created = httpx.post(f"{up.api_url}/session", json={}, timeout=60)
         assert created.status_code == 200, created.text
         events = f"{up.api_url}/session/{created.json()['sessionId']}/events"
@@ -304,7 +342,7 @@ def test_up_survives_a_temporal_crash(tmp_path: Path) -> None:
     worker and the API carry on with the new server without being restarted."""
     data = tmp_path / ".data"
     with agentrt_up(tmp_path) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         _wait_worker_live(up.api_url)
         # Before the crash: a session that has run a prompt, and a workflow no worker runs.
         session = httpx.post(f"{up.api_url}/session", json={}, timeout=30).json()
@@ -376,7 +414,7 @@ def test_up_with_console_tracing(tmp_path: Path) -> None:
     """OTEL_* configure agentrt's tracing; the embedded Temporal server never sees them
     (it refuses OTEL_TRACES_EXPORTER=console)."""
     with agentrt_up(tmp_path, {"OTEL_TRACES_EXPORTER": "console"}) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         status = _wait_worker_live(up.api_url)
         assert status["status"] == "ok", status["issues"]
         assert up.process.poll() is None

@@ -88,12 +88,12 @@ async def test_a_lease_spans_kill_9_of_the_worker(
 
 
 def test_a_lease_survives_a_restart_of_everything(tmp_path: Path, pool: FakeWindowsPool) -> None:
-    from tests.e2e.test_up_e2e import _wait_http, agentrt_up
+    from tests.e2e.test_up_e2e import agentrt_up
 
     env = {"AGENTRT_WORKSPACE": str(tmp_path), "AGENTRT_TOKEN": TOKEN, **_pool_env(pool)}
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with agentrt_up(tmp_path, env) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         client = httpx.Client(base_url=up.api_url, timeout=60, headers=headers)
         enabled = client.put(f"{BASE}/features/windows-pool", json={"enabled": True})
         assert enabled.status_code == 200, enabled.text
@@ -104,7 +104,7 @@ def test_a_lease_survives_a_restart_of_everything(tmp_path: Path, pool: FakeWind
         up.process.wait()
     _wait_children_gone(up)
     with agentrt_up(tmp_path, env) as up:
-        _wait_http(f"{up.api_url}/health")
+        up.wait_healthy()
         client = httpx.Client(base_url=up.api_url, timeout=60, headers=headers)
         listed = _until_ok(client, "windows_windows", {})
         assert hwnd in [w["hwnd"] for w in listed["windows"]]
