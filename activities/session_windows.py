@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
@@ -26,45 +25,19 @@ from runtime.store import Store
 from runtime.store.tenants import feature_enabled
 from runtime.windows_pool import lease_client
 from runtime.windows_pool.contracts import (
-    ARGS_MODELS,
     SESSION_ACTIVITY_TIMEOUT,
-    WindowsVerb,
     activity_timeout,
     parse_verb,
     validate_and_clamp,
 )
 from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
 from runtime.windows_pool.lease import SESSION_TENANT, WINDOWS_POOL_FEATURE, session_holder
-
-_DESCRIPTIONS: dict[WindowsVerb, str] = {
-    WindowsVerb.RUN_SPEC: "Submit a build script to the leased machine; returns a taskHandle.",
-    WindowsVerb.TASK_STATUS: "The state of a build task (running, succeeded, failed, cancelled).",
-    WindowsVerb.LAUNCH: "Start a program on the leased desktop; returns {pid, hwnd, title}.",
-    WindowsVerb.WINDOWS: "The visible top-level windows with their hwnd and bounds.",
-    WindowsVerb.FOCUS: "Bring a window (hwnd) to the foreground.",
-    WindowsVerb.CLOSE: "Close a window (hwnd).",
-    WindowsVerb.SNAPSHOT: "The UI Automation tree as indented text, one node per line with a "
-    "ref=e<N> valid until the next snapshot.",
-    WindowsVerb.CLICK: "Click an element (ref, else automationId / name + controlType) or a point.",
-    WindowsVerb.TYPE: "Type text (or a secretRef, into a masked password control only).",
-    WindowsVerb.KEY: "Press a key chord, e.g. Ctrl+S, Alt+F4.",
-    WindowsVerb.WAIT_FOR: "Wait for an element or a window title to exist, be enabled or be gone.",
-    WindowsVerb.COMPUTER: "Raw mouse / keyboard in pixels of the primary screen.",
-    WindowsVerb.SCREENSHOT: "A screenshot of the primary screen, or cropped to a hwnd; returns a "
-    "reference to the stored image.",
-    WindowsVerb.RELEASE: "Give the leased machine back to the pool now (idempotent).",
-}
+from runtime.windows_pool.tools import WINDOWS_TOOLS
 
 
 def windows_tool_specs() -> list[ToolSpec]:
-    """OpenAI-style specs of the windows_* verbs, from their argument models."""
-    specs = []
-    for verb, model in ARGS_MODELS.items():
-        schema: dict[str, Any] = model.model_json_schema()
-        schema.pop("title", None)
-        schema.setdefault("properties", {})
-        specs.append(ToolSpec(name=verb.value, description=_DESCRIPTIONS[verb], parameters=schema))
-    return specs
+    """Specs of the windows_* verbs, from their descriptors (runtime/windows_pool/tools)."""
+    return [tool.spec() for tool in WINDOWS_TOOLS.values()]
 
 
 def windows_enabled(store: Store) -> bool:

@@ -23,7 +23,9 @@ from activities.workspace.results import (
     text_item,
 )
 from runtime.llm.contracts import ToolCall
+from runtime.sessions.tools import SESSION_TOOLS
 from runtime.telemetry import tracer
+from runtime.tools import ToolArgumentsError
 from runtime.workspace.fence import Fence, FileError
 from runtime.workspace.files import ABSENT, WORKSPACE_UMASK, content_hash
 from runtime.workspace.search import (
@@ -92,6 +94,13 @@ class WorkspaceTools:
             "run_shell_command": self._shell,
         }
         args = invocation.arguments
+        tool = SESSION_TOOLS.get(invocation.name)
+        if tool is None:
+            return failed_result(f'Tool "{invocation.name}" not found.')
+        try:
+            tool.validate(args)
+        except ToolArgumentsError as err:
+            return failed_result(str(err))
         try:
             child = children.get(invocation.name)
             if child is not None:

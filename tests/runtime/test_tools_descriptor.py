@@ -1,0 +1,122 @@
+"""The one tool layer (runtime/tools): classification, schemas, validation wording."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.sessions.tools import SESSION_TOOLS
+from runtime.tools import Dispatch, ToolAnnotations, ToolArgumentsError, ToolDescriptor
+from runtime.windows_pool.contracts import WindowsVerb
+from runtime.windows_pool.tools import WINDOWS_TOOLS
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, description="Who.")
+    count: int | None = Field(None, ge=1, description="How many.")
+
+
+def _tool(**hints: bool) -> ToolDescriptor:
+    return ToolDescriptor(
+        name="t", description="d", arguments=_Args, annotations=ToolAnnotations(**hints)
+    )
+
+
+@pytest.mark.parametrize(
+    ("hints", "effect_ledger", "dispatch"),
+    [
+        ({"readOnlyHint": True}, False, Dispatch.LOCAL),
+        ({"readOnlyHint": True, "idempotentHint": False}, True, Dispatch.LOCAL),
+        ({"idempotentHint": True}, False, Dispatch.EXACTLY_ONCE),
+        ({}, True, Dispatch.EXACTLY_ONCE),
+        ({}, False, Dispatch.AT_MOST_ONCE),
+        ({"destructiveHint": False, "openWorldHint": False}, False, Dispatch.AT_MOST_ONCE),
+    ],
+)
+def test_the_annotations_alone_decide_the_dispatch(
+    hints: dict[str, bool], effect_ledger: bool, dispatch: Dispatch
+) -> None:
+    tool = ToolDescriptor(
+        name="t",
+        description="d",
+        annotations=ToolAnnotations(**hints),
+        effect_ledger=effect_ledger,
+    )
+    assert tool.dispatch is dispatch
+
+
+def test_a_servers_missing_hints_take_mcps_defaults() -> None:
+    assert ToolAnnotations.of(None) == ToolAnnotations(
+        readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True
+    )
+    given = ToolAnnotations.of({"readOnlyHint": True, "destructiveHint": None, "title": "x"})
+    assert given.readOnlyHint and given.destructiveHint and not given.idempotentHint
+
+
+def test_the_schema_is_what_a_model_api_takes() -> None:
+    assert _tool().spec().parameters == {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "description": "Who."},
+            "count": {"type": "integer", "minimum": 1, "description": "How many."},
+        },
+        "required": ["name"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({}, "Invalid arguments: name is required."),
+        ({"name": 3}, "Invalid arguments: name must be a string."),
+        ({"name": ""}, "Invalid arguments: name must not be empty."),
+        ({"name": "a", "count": 0}, "Invalid arguments: count must be >= 1."),
+        ({"name": "a", "count": "x"}, "Invalid arguments: count must be an integer."),
+        ({"name": "a", "other": 1}, "Invalid arguments: other is not an argument of this tool."),
+        ({"count": 0}, "Invalid arguments: name is required; count must be >= 1."),
+    ],
+)
+def test_one_wording_for_what_is_wrong(args: dict[str, object], message: str) -> None:
+    with pytest.raises(ToolArgumentsError) as refused:
+        _tool().validate(args)
+    assert str(refused.value) == message
+
+
+def test_the_session_tools_are_classified_as_they_are_dispatched() -> None:
+    dispatch = {name: tool.dispatch for name, tool in SESSION_TOOLS.items()}
+    assert dispatch == {
+        "read_file": Dispatch.LOCAL,
+        "list_directory": Dispatch.LOCAL,
+        "glob": Dispatch.LOCAL,
+        "grep_search": Dispatch.LOCAL,
+        "write_file": Dispatch.EXACTLY_ONCE,
+        "edit": Dispatch.EXACTLY_ONCE,
+        "run_shell_command": Dispatch.AT_MOST_ONCE,
+    }
+
+
+def test_read_file_takes_the_path_under_any_of_its_names() -> None:
+    tool = SESSION_TOOLS["read_file"]
+    for key in ("absolute_path", "file_path", "path"):
+        assert tool.validate({key: "a.txt"}) is not None
+    assert tool.spec().parameters["required"] == ["absolute_path"]
+
+
+def test_every_windows_verb_is_a_descriptor_with_a_closed_schema() -> None:
+    assert set(WINDOWS_TOOLS) == set(WindowsVerb)
+    for tool in WINDOWS_TOOLS.values():
+        schema = tool.spec().parameters
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert "title" not in _keys(schema) and "description" not in schema
+    assert WINDOWS_TOOLS[WindowsVerb.SCREENSHOT].read_only
+    assert not WINDOWS_TOOLS[WindowsVerb.CLICK].read_only
+
+
+def _keys(node: object) -> set[str]:
+    if isinstance(node, dict):
+        return set(node) | {k for v in node.values() for k in _keys(v)}
+    if isinstance(node, list):
+        return {k for v in node for k in _keys(v)}
+    return set()
