@@ -46,6 +46,7 @@ test: $(STAMP)
 	$(BIN)/mypy
 	if command -v npm >/dev/null; then (cd tests/browser && npm ci --silent --no-audit --no-fund); fi
 	if command -v npm >/dev/null; then (cd tests/node && npm ci --silent --no-audit --no-fund); fi
+	if command -v npm >/dev/null; then (cd tests/mcp_servers && npm ci --silent --no-audit --no-fund); fi
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_DIST) $(PYTEST_ARGS)
 
 # The inner loop: lint, types, and every test that starts no Temporal dev server and no

@@ -19,6 +19,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities import build_activities
 from activities.activity_log import ActivityLog
 from activities.llm import ModelProvider, provider_from_settings
+from activities.mcp.pool import McpPool, mcp_pool
 from runtime import temporal
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
@@ -37,6 +38,21 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     )
 
 
+class AgentrtWorker(Worker):
+    """A Temporal worker that also owns the process's MCP connections (a stdio server is
+    a child of this process): they are closed when the worker stops."""
+
+    def __init__(self, mcp: McpPool, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.mcp = mcp
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await super().__aexit__(*exc)
+        finally:
+            await self.mcp.close()
+
+
 def build_worker(
     client: Client,
     settings: Settings,
@@ -48,12 +64,16 @@ def build_worker(
     """The worker of `settings.task_queue`; `activities` replaces `build_activities`'s
     (a test's stalled journal write, tests/stalling_worker.py)."""
     journal = EventJournal(store)
-    return Worker(
+    pool = mcp_pool(store, settings)
+    return AgentrtWorker(
+        pool,
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
         activities=activities
-        or build_activities(store, journal, provider or provider_from_settings(settings), settings),
+        or build_activities(
+            store, journal, provider or provider_from_settings(settings), settings, pool
+        ),
         graceful_shutdown_timeout=timedelta(seconds=10),
         # Our workflow modules keep no mutable module-level state, so they can be shared
         # by all sandboxes instead of re-imported per workflow run: ~12 MB less at 100

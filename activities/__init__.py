@@ -11,6 +11,9 @@ from activities.identity import IdentityActivities
 from activities.journal import JournalActivities
 from activities.llm import ModelProvider
 from activities.llm.routing_activities import LlmActivities
+from activities.mcp.calls import McpCalls
+from activities.mcp.discovery import McpDiscoveryActivities
+from activities.mcp.pool import McpPool, mcp_pool
 from activities.session import SessionActivities
 from activities.standing_agent import StandingAgentActivities
 from activities.windows_pool import WindowsPoolActivities
@@ -19,9 +22,14 @@ from runtime.store import EventJournal, Store
 
 
 def build_activities(
-    store: Store, journal: EventJournal, provider: ModelProvider, settings: Settings
+    store: Store,
+    journal: EventJournal,
+    provider: ModelProvider,
+    settings: Settings,
+    pool: McpPool | None = None,
 ) -> list[Callable[..., Any]]:
-    """Every activity the worker registers, bound to this process's store and model."""
+    """Every activity the worker registers, bound to this process's store, model and
+    MCP connections (`pool`, the worker's: it closes them when it stops)."""
     agent_tools = AgentToolsActivities(
         store,
         journal,
@@ -29,7 +37,8 @@ def build_activities(
         settings=settings,
         max_results=settings.agent_tools_max_results,
     )
-    session = SessionActivities(store, journal, provider, settings)
+    mcp = McpCalls(pool or mcp_pool(store, settings), store, journal, settings)
+    session = SessionActivities(store, journal, provider, settings, mcp=mcp)
     identity = IdentityActivities(store, journal, settings.resolved_data_dir)
     agents = StandingAgentActivities(store, journal, provider, settings)
     device_flow_pause = DeviceFlowPauseActivities(settings)
@@ -45,6 +54,9 @@ def build_activities(
         session.persist_approval_mode,
         session.recap,
         session.windows_tool,
+        session.mcp_read,
+        session.mcp_call,
+        McpDiscoveryActivities(mcp).discover,
         agent_tools.call_tool,
         agent_tools.model_step,
         agent_tools.read_research,

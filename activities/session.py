@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from activities.llm import ChatMessage, ModelProvider
 from activities.llm.gateway import LlmOwner, ModelGateway
+from activities.mcp.calls import McpCalls
 from activities.session_windows import run_windows_tool, windows_enabled, windows_tool_specs
 from activities.windows_pool import read_screenshot
 from activities.workspace import (
@@ -45,6 +46,7 @@ from runtime.llm.routing import (
     AttemptSpec,
     OwnerKind,
 )
+from runtime.mcp.names import is_mcp_tool
 from runtime.policy.approval import TOOL_KINDS, is_mutating
 from runtime.sessions.contracts import (
     ModelStepInput,
@@ -66,6 +68,7 @@ from runtime.store import EventJournal, JournalEntry, Store
 from runtime.store.journal_contracts import NewEvent
 from runtime.store.operations import OperationLedger
 from runtime.streams import session_stream, session_transcript_stream
+from runtime.tools import Dispatch
 from runtime.workspace.settings import APPROVAL_MODE, disabled_tools, set_setting
 
 RECAP_PROMPT = (
@@ -89,8 +92,11 @@ class SessionActivities:
         provider: ModelProvider,
         settings: Settings,
         gateway: ModelGateway | None = None,
+        mcp: McpCalls | None = None,
     ) -> None:
         self.store = store
+        # The workspace's MCP tools (activities/mcp): offered to the model, called here.
+        self.mcp = mcp
         self.journal = journal
         self.provider = provider
         self.settings = settings
@@ -193,6 +199,8 @@ class SessionActivities:
         offered = tool_specs(request.shell_enabled)
         if await asyncio.to_thread(windows_enabled, self.store):
             offered += windows_tool_specs()
+        if self.mcp is not None and request.tenant:
+            offered += [tool.descriptor.spec() for tool in await self.mcp.offered(request.tenant)]
         specs = [spec for spec in offered if spec.name not in disabled]
         owner = LlmOwner(OwnerKind.SESSION, request.session_id, request.tenant)
         report, reply = await self.gateway.attempt(spec, owner, messages, specs, on_delta=on_delta)
@@ -332,12 +340,33 @@ class SessionActivities:
         )
         transcript = session_transcript_stream(request.session_id)
         entries = (await self.journal.aread(transcript, 0, 100_000)).entries
-        return ToolPreview(
+        preview = ToolPreview(
             tool_call=tool_call,
             kind=TOOL_KINDS.get(request.call.name, "other"),
             target_hash=expected,
             shell_fenced=fenced,
             disabled=request.call.name in _disabled_for(entries, request.prompt_id),
+        )
+        if self.mcp is not None and is_mcp_tool(request.call.name):
+            preview = await self._mcp_preview(request, preview)
+        return preview
+
+    async def _mcp_preview(self, request: ToolStepInput, preview: ToolPreview) -> ToolPreview:
+        """How an MCP call is dispatched, from its server's annotations: a read-only tool
+        of a trusted server is a `read` for the approval mode; any other asks. A tool that
+        cannot be found now is dispatched at most once (and fails, not found)."""
+        assert self.mcp is not None
+        resolved = await self.mcp.resolve(request.workspace_cwd, request.call.name)
+        if resolved is None:
+            return preview.model_copy(update={"dispatch": Dispatch.AT_MOST_ONCE.value})
+        descriptor = resolved.tool.descriptor
+        trusted_read = resolved.tool.trusted and descriptor.annotations.readOnlyHint
+        return preview.model_copy(
+            update={
+                "dispatch": descriptor.dispatch.value,
+                "kind": "read" if trusted_read else "other",
+                "timeout_ms": int(resolved.config.timeout_seconds * 1000),
+            }
         )
 
     @activity.defn(name=SessionActivity.PERSIST_APPROVAL_MODE)
@@ -410,6 +439,29 @@ class SessionActivities:
         result = await run_windows_tool(self.store, self.settings, activity.client(), request)
         return await self._report(request, result)
 
+    @activity.defn(name=SessionActivity.MCP_READ)
+    async def mcp_read(self, request: ToolStepInput) -> ToolStepResult:
+        """A read-only MCP tool's call (a local activity: it may run again on replay)."""
+        result = await self._mcp().read(request.workspace_cwd, request.call, _image_scope(request))
+        return await self._report(request, result)
+
+    @activity.defn(name=SessionActivity.MCP_CALL)
+    async def mcp_call(self, request: ToolStepInput) -> ToolStepResult:
+        """Any other MCP tool's call, once, under the call's operation id."""
+        result = await heartbeating(
+            self._mcp().run_once(
+                request.workspace_cwd, request.call, request.op_id, _image_scope(request)
+            )
+        )
+        return await self._report(request, result)
+
+    def _mcp(self) -> McpCalls:
+        if self.mcp is None:
+            raise ApplicationError(
+                "this worker has no MCP pool", type="mcp_unavailable", non_retryable=True
+            )
+        return self.mcp
+
     @activity.defn(name=SessionActivity.RUN_EFFECT)
     async def run_effect(self, request: ToolStepInput) -> ToolStepResult:
         """Run a call with a side effect, exactly once (files) or at most once (commands).
@@ -478,6 +530,10 @@ class SessionActivities:
         await asyncio.to_thread(
             self.journal.append_many, stream, events, retention=retention, dedupe_key=dedupe_key
         )
+
+
+def _image_scope(request: ToolStepInput) -> str:
+    return f"session-{request.session_id}"
 
 
 def _message(message: ChatMessage, prompt_id: str) -> NewEvent:

@@ -183,7 +183,8 @@ def screenshot_ref(stream: str, seq: int) -> str:
 async def read_screenshot(journal: EventJournal, ref: str) -> tuple[str, bytes] | None:
     """A stored screenshot's (mimeType, image bytes), or None once it was pruned."""
     stream, _, seq_text = ref.rpartition("#")
-    if not stream.startswith("windows-screenshots/") or not seq_text.isdigit():
+    # Windows screenshots, and the images MCP tools answered (activities/mcp/calls.py).
+    if not stream.startswith(("windows-screenshots/", "mcp-images/")) or not seq_text.isdigit():
         return None
     seq = int(seq_text)
     page = await journal.aread(stream, after=seq - 1, limit=1)

@@ -41,6 +41,7 @@ from api.routes import (
     ui,
     windows,
     workspace,
+    workspace_mcp,
     workspace_status,
 )
 from api.security import (
@@ -135,6 +136,7 @@ def create_app(
     app.include_router(session_events.router)
     app.include_router(workspace.router)
     app.include_router(workspace_status.router)
+    app.include_router(workspace_mcp.router)
     app.include_router(device_flow.router)
     app.include_router(tenant_features.router)
     app.include_router(agents.router)

@@ -93,6 +93,9 @@ class Settings(BaseSettings):
     # Search children (glob, grep_search, GET /glob) one process runs at once: GET /glob
     # over the cap is a 429 with Retry-After; a session's search waits for a slot.
     search_children: int = Field(default=4, ge=1, le=64)
+    # A worker's connection to an MCP server unused this long is closed (the next need
+    # opens it again): AGENTRT_MCP_IDLE_SECONDS.
+    mcp_idle_seconds: float = Field(default=300.0, gt=0)
 
     # Agent-tools gateway: default investigation workspace and retention windows (FIFO).
     agent_tools_workspace: str = "demo"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from workflows.device_flow import DeviceFlowWorkflow
+from workflows.mcp_discovery import McpDiscoveryWorkflow
 from workflows.session import SessionWorkflow
 from workflows.standing_agent import StandingAgentWorkflow
 from workflows.turn import TurnWorkflow
@@ -15,4 +16,5 @@ WORKFLOWS: list[type] = [
     DeviceFlowWorkflow,
     StandingAgentWorkflow,
     WindowsLeaseWorkflow,
+    McpDiscoveryWorkflow,
 ]

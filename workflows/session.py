@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         AttemptReport,
         AttemptSpec,
     )
+    from runtime.mcp.names import is_mcp_tool
     from runtime.policy.approval import (
         InvalidApprovalMode,
         is_approval_mode,
@@ -100,6 +101,8 @@ _WINDOWS_TOOLS = "session-windows-tools"
 # Closing settles the lease of holder `session-{id}` whoever took it (a REST client too),
 # not only when the session's own tools used Windows.
 _WINDOWS_SETTLE_ALWAYS = "session-close-settles-its-windows-lease"
+# mcp__<server>__<tool> calls run through the worker's MCP pool (issue 19).
+_MCP_TOOLS = "session-mcp-tools"
 
 
 def session_workflow_id(session_id: str) -> str:
@@ -658,6 +661,7 @@ class SessionWorkflow:
                 command=shell_command,
                 workspace=self._input.workspace_cwd,
                 fenced=preview.shell_fenced is True,
+                kind="read" if preview.dispatch is not None and preview.kind == "read" else None,
             )
         if verdict == "deny":
             step_input.action = "refuse"
@@ -697,6 +701,14 @@ class SessionWorkflow:
                 )
             )
             return
+        if (
+            step_input.action == "run"
+            and preview.dispatch is not None
+            and is_mcp_tool(call.name)
+            and workflow.patched(_MCP_TOOLS)
+        ):
+            await self._mcp_tool(step_input, preview)
+            return
         if step_input.action == "run" and is_mutating(call.name):
             # A side effect: a regular activity (a local one runs again when a workflow
             # task is replayed), applied exactly once through the operation ledger, and
@@ -715,6 +727,33 @@ class SessionWorkflow:
             return
         # Reads and refusals: only the journal is written, with dedupe keys.
         await self._run_tool(step_input)
+
+    async def _mcp_tool(self, step_input: ToolStepInput, preview: ToolPreview) -> None:
+        """An MCP tool's call: a read-only one as a local activity (it may repeat), any
+        other as a regular activity under the call's operation id, retried until it lands
+        (the ledger makes a retry return the first result, or `outcome_unknown`)."""
+        bound = timedelta(milliseconds=preview.timeout_ms or 600_000) + timedelta(seconds=30)
+        if preview.dispatch == "local":
+            await self._cancellable(
+                execute_local(
+                    SessionActivity.MCP_READ,
+                    step_input,
+                    result_type=ToolStepResult,
+                    start_to_close_timeout=bound,
+                    retry_policy=_RETRY,
+                )
+            )
+            return
+        await self._cancellable(
+            workflow.execute_activity(
+                SessionActivity.MCP_CALL,
+                step_input,
+                result_type=ToolStepResult,
+                start_to_close_timeout=bound,
+                heartbeat_timeout=timedelta(seconds=10),
+                retry_policy=_EFFECT_RETRY,
+            )
+        )
 
     async def _run_tool(self, step_input: ToolStepInput) -> None:
         """Reads and refusals: a local activity; only the journal is written (dedupe keys)."""

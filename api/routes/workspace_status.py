@@ -44,7 +44,6 @@ from api.routes.workspace_status_models import (
     ToolToggled,
     WorkspaceEnv,
     WorkspaceInitialized,
-    WorkspaceMcp,
     WorkspacePreflight,
     WorkspaceProviders,
     WorkspaceSkills,
@@ -355,18 +354,6 @@ async def workspace_providers(settings: SettingsDep, store: StoreDep) -> Workspa
 async def workspace_skills(settings: SettingsDep) -> WorkspaceSkills:
     """agentrt's agents have no skills: an honest empty list."""
     return WorkspaceSkills(v=1, workspaceCwd=settings.workspace_cwd, initialized=True, skills=[])
-
-
-@router.get("/workspace/mcp")
-async def workspace_mcp(settings: SettingsDep) -> WorkspaceMcp:
-    """No MCP servers are configured in agentrt: `initialized: false`, no servers."""
-    return WorkspaceMcp(
-        v=1,
-        workspaceCwd=settings.workspace_cwd,
-        initialized=False,
-        discoveryState="not_started",
-        servers=[],
-    )
 
 
 @router.get("/session/{session_id}/supported-commands", responses=errors(404))

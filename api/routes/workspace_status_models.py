@@ -124,13 +124,33 @@ class WorkspaceSkills(BaseModel):
     skills: list[Skill]
 
 
+class McpError(BaseModel):
+    error: str
+    errorKind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
+    hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
+
+
 class McpServer(BaseModel):
+    """One configured server: never its env values, headers or anything secret."""
+
     kind: Literal["mcp_server"]
     status: CellStatus
     name: str
     mcpStatus: str
     transport: Literal["stdio", "sse", "http", "websocket", "sdk", "unknown"]
     disabled: bool
+    disabledReason: Literal["config", "budget"] | SkipJsonSchema[None] = omittable(
+        "Why the server is disabled: `config` (disabledMcpServers) or `budget`."
+    )
+    description: str | SkipJsonSchema[None] = omittable("The server's configured description.")
+    errorKind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
+    hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
+    errors: list[McpError] | SkipJsonSchema[None] = omittable(
+        "What went wrong; omitted when discovery succeeded."
+    )
+    tools: list[str] | SkipJsonSchema[None] = omittable(
+        "The qualified names (mcp__<server>__<tool>) of the tools it offers, once connected."
+    )
 
 
 class WorkspaceMcp(BaseModel):
@@ -139,6 +159,19 @@ class WorkspaceMcp(BaseModel):
     initialized: bool
     discoveryState: Literal["not_started", "in_progress", "completed"]
     servers: list[McpServer]
+    clientCount: int = Field(description="Servers this daemon's worker is connected to.")
+    budgetMode: Literal["off"] = Field(
+        description="agentrt sets no MCP client budget: always `off` (no budgets[] cell)."
+    )
+    budgets: list[dict[str, Any]] = Field(description="Empty while budgetMode is `off`.")
+
+
+class McpRestarted(BaseModel):
+    serverName: str
+    restarted: bool
+    durationMs: int | SkipJsonSchema[None] = omittable("How long the reconnection took.")
+    skipped: bool | SkipJsonSchema[None] = omittable("True when the restart was skipped.")
+    reason: str | SkipJsonSchema[None] = omittable("Why it was skipped.")
 
 
 class AvailableCommand(BaseModel):

@@ -130,6 +130,7 @@ def needs_permission(
     command: str | None = None,
     workspace: str | None = None,
     fenced: bool = False,
+    kind: ToolKind | None = None,
 ) -> Decision:
     """Decide a tool call under an approval mode (see the module table).
 
@@ -137,9 +138,10 @@ def needs_permission(
     workspace's absolute path and `fenced` the fence's verdict on the command (the
     preview's `shell_fenced`); only `auto` looks at them, and asks unless the allow-list
     accepts the command and the fence passed it. An unknown mode is treated as `default`
-    (ask before anything mutating).
+    (ask before anything mutating). `kind` overrides the kind the name gives: an MCP tool
+    annotated read-only on a server the operator trusts is a `read`, any other `other`.
     """
-    kind = tool_kind(tool_name)
+    kind = kind or tool_kind(tool_name)
     if kind in _READ_ONLY_KINDS:
         return "allow"
     if mode == "plan":

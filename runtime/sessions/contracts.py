@@ -30,6 +30,10 @@ class SessionActivity(StrEnum):
     RECAP = "session.recap"
     # A windows_* tool of the session agent, through the session's Windows lease.
     WINDOWS_TOOL = "session.windows_tool"
+    # An mcp__<server>__<tool> call: a read-only tool (local activity), or any other
+    # (regular activity, under the call's operation id): activities/mcp/calls.py.
+    MCP_READ = "session.mcp_read"
+    MCP_CALL = "session.mcp_call"
 
 
 StopReason = Literal["end_turn", "cancelled", "max_tokens", "error", "length", "refusal"]
@@ -266,6 +270,10 @@ class ToolPreview(BaseModel):
     # and in previews recorded before the `auto` allow-list: the workflow then replays
     # the decision of the rule of that time (runtime.policy.approval_v0).
     shell_fenced: bool | None = None
+    # An MCP tool: how its call is dispatched (runtime/tools.Dispatch, from the server's
+    # annotations), and the server's timeout that bounds it. None for agentrt's own tools.
+    dispatch: str | None = None
+    timeout_ms: int | None = None
 
 
 class ToolStepResult(BaseModel):

@@ -52,7 +52,7 @@ class ToolAnnotations(BaseModel):
         out take MCP's defaults."""
         if given is None:
             return cls()
-        raw = given.model_dump() if isinstance(given, BaseModel) else dict(given)
+        raw = given.model_dump(by_alias=True) if isinstance(given, BaseModel) else dict(given)
         return cls.model_validate({k: v for k, v in raw.items() if isinstance(v, bool)})
 
 

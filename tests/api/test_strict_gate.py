@@ -75,6 +75,7 @@ PATH_VALUES: dict[str, str] = {
     "model": "gpt-4o-mini",
     "holder": "coder-1",
     "verb": "windows_windows",
+    "server": "docs",
 }
 
 

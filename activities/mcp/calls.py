@@ -1,0 +1,198 @@
+"""MCP tool calls of an agent, through the worker's pool, with the guarantees of agentrt's
+own tools (runtime/tools.Dispatch):
+
+- A tool annotated `readOnlyHint: true` runs as a local activity: it may run again when a
+  workflow task is replayed, which a read allows.
+- Any other runs in a regular activity under the call's operation id, recorded `started`
+  in the operation ledger before the request goes out; the id also travels in the
+  request's `_meta` under `io.agentrt/operationId`, so a server that deduplicates can.
+  The result is recorded with it, and every later attempt returns the record. An attempt
+  that finds the operation started but never finished (its worker died mid-call) calls
+  again only a tool annotated `idempotentHint: true`; any other reports
+  `outcome_unknown` and is not called again: the server sees the call once or never.
+
+A server's failure (it crashed, broke the protocol, timed out, or answered
+`isError: true`) is a failed tool call with the server's message, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from mcp_types import (
+    AudioContent,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
+
+from activities.mcp.pool import McpPool, McpTool, McpUnavailable, classify
+from activities.workspace.results import ToolResult, bound, failed_result, text_item
+from runtime.llm.contracts import ToolCall
+from runtime.mcp.config import McpServerConfig, load_servers
+from runtime.settings import Settings
+from runtime.store import EventJournal, Store
+from runtime.store.operations import OperationLedger
+
+OPERATION_ID_KEY: Final = "io.agentrt/operationId"
+OUTCOME_UNKNOWN: Final = "outcome_unknown"
+MCP_IMAGES_PREFIX: Final = "mcp-images/"
+IMAGE_EVENT: Final = "mcp_image"
+IMAGE_RETENTION: Final = 200
+# Text content beyond this goes to the model cut (the whole result stays in the journal
+# event of the call, bounded like every tool's output).
+MAX_TEXT: Final = 64_000
+
+
+@dataclass(frozen=True)
+class ResolvedTool:
+    tool: McpTool
+    config: McpServerConfig
+
+
+class McpCalls:
+    """The MCP tools of a workspace for its sessions: what is offered, and the calls."""
+
+    def __init__(
+        self, pool: McpPool, store: Store, journal: EventJournal, settings: Settings
+    ) -> None:
+        self.pool = pool
+        self.store = store
+        self.journal = journal
+        self.settings = settings
+        self.ledger = OperationLedger(store)
+
+    async def offered(self, workspace: str) -> list[McpTool]:
+        """The tools of the workspace's enabled servers (unreachable ones left out)."""
+        servers = await asyncio.to_thread(
+            load_servers, self.store, workspace, self.settings.resolved_data_dir
+        )
+        enabled = servers.enabled()
+        if not enabled:
+            return []
+        tools, _ = await self.pool.tools(workspace, enabled)
+        return tools
+
+    async def resolve(self, workspace: str, name: str) -> ResolvedTool | None:
+        servers = await asyncio.to_thread(
+            load_servers, self.store, workspace, self.settings.resolved_data_dir
+        )
+        enabled = servers.enabled()
+        tools, _ = await self.pool.tools(workspace, enabled) if enabled else ([], {})
+        for tool in tools:
+            if tool.descriptor.name == name:
+                return ResolvedTool(tool, enabled[tool.server])
+        return None
+
+    async def read(self, workspace: str, call: ToolCall, scope: str) -> ToolResult:
+        """A read-only tool's call (no ledger: it may repeat)."""
+        resolved = await self.resolve(workspace, call.name)
+        if resolved is None:
+            return failed_result(f'Tool "{call.name}" not found.')
+        return await self._call(workspace, resolved, call, None, scope)
+
+    async def run_once(self, workspace: str, call: ToolCall, op_id: str, scope: str) -> ToolResult:
+        """Any other tool's call, under its operation id (see the module's docstring)."""
+        record = await asyncio.to_thread(self.ledger.get, op_id)
+        if record is not None and record.state == "done" and record.result is not None:
+            return ToolResult.model_validate(record.result)
+        resolved = await self.resolve(workspace, call.name)
+        if resolved is None:
+            return failed_result(f'Tool "{call.name}" not found.')
+        idempotent = resolved.tool.descriptor.annotations.idempotentHint
+        attempt = uuid.uuid4().hex
+        if record is None:
+            record = await asyncio.to_thread(
+                self.ledger.begin, op_id, call.name, result={"attempt": attempt}
+            )
+        ours = (record.result or {}).get("attempt") == attempt
+        if not ours and not idempotent:
+            unknown = _outcome_unknown(call.name)
+            await asyncio.to_thread(self.ledger.finish, op_id, unknown.model_dump(mode="json"))
+            return unknown
+        result = await self._call(workspace, resolved, call, op_id, scope)
+        await asyncio.to_thread(self.ledger.finish, op_id, result.model_dump(mode="json"))
+        return result
+
+    async def _call(
+        self,
+        workspace: str,
+        resolved: ResolvedTool,
+        call: ToolCall,
+        op_id: str | None,
+        scope: str,
+    ) -> ToolResult:
+        tool = resolved.tool
+        meta = {OPERATION_ID_KEY: op_id} if op_id else {}
+        try:
+            result = await self.pool.call(
+                workspace, tool.server, resolved.config, tool.tool, dict(call.arguments), meta
+            )
+        except McpUnavailable as err:
+            return failed_result(f"MCP server {tool.server}: {err}")
+        except Exception as err:  # the SDK's MCPError, a broken stream, a timeout
+            failure = classify(err, resolved.config)
+            return failed_result(f"MCP server {tool.server}: {failure}")
+        return await self._result(result, scope)
+
+    async def _result(self, result: CallToolResult, scope: str) -> ToolResult:
+        texts: list[str] = []
+        images: list[str] = []
+        for item in result.content:
+            if isinstance(item, TextContent):
+                texts.append(item.text)
+            elif isinstance(item, ImageContent):
+                images.append(await self._store_image(scope, item.mime_type, item.data))
+                texts.append(f"[image {item.mime_type}: {images[-1]}]")
+            elif isinstance(item, EmbeddedResource):
+                resource = item.resource
+                text = getattr(resource, "text", None)
+                if isinstance(text, str):
+                    texts.append(text)
+                else:
+                    size = len(base64.b64decode(getattr(resource, "blob", "") or ""))
+                    texts.append(f"[resource {resource.uri}: {size} bytes of binary content]")
+            elif isinstance(item, ResourceLink):
+                texts.append(f"[resource link {item.uri}: {item.name}]")
+            elif isinstance(item, AudioContent):
+                texts.append(f"[audio {item.mime_type}, not shown]")
+        if result.structured_content is not None and not texts:
+            texts.append(json.dumps(result.structured_content))
+        text = bound("\n".join(texts), MAX_TEXT)
+        if result.is_error:
+            return failed_result(text or "the MCP server reported an error")
+        return ToolResult(
+            status="completed", output_text=text, content=[text_item(text)], image_refs=images
+        )
+
+    async def _store_image(self, scope: str, mime: str, data: str) -> str:
+        """Keep an image out of history and the transcript: the journal holds it, the
+        tool's answer carries its reference (read back like a Windows screenshot)."""
+        stream = f"{MCP_IMAGES_PREFIX}{scope}"
+        entry = await self.journal.aappend(
+            stream,
+            IMAGE_EVENT,
+            {"mimeType": mime, "data": data},
+            retention=IMAGE_RETENTION,
+        )
+        return f"{stream}#{entry.seq}"
+
+
+def _outcome_unknown(name: str) -> ToolResult:
+    message = (
+        f"{OUTCOME_UNKNOWN}: the worker calling {name} stopped before the server answered, "
+        "so whether the server applied it is unknown; it was not called again."
+    )
+    return failed_result(message)
+
+
+def workspace_of(raw: str) -> Path:
+    return Path(raw)

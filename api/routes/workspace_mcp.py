@@ -1,0 +1,270 @@
+"""The daemon's MCP surface (spec session-daemon-http-protocol): `GET /workspace/mcp`
+and `POST /workspace/mcp/:server/restart`.
+
+The configuration is read here (runtime/mcp/config: the workspace's `.qwen/settings.json`
+and the operator's servers in the store); the connections live in the worker, which
+records each server's state in the store (runtime/mcp/status). A GET that finds enabled
+servers the worker never opened (or opened under another configuration) starts
+`McpDiscoveryWorkflow` and answers at once with `discoveryState: in_progress`. A restart
+runs the same workflow for one server and waits for it.
+
+Nothing secret is shown: a cell carries the server's name, transport, state, tools'
+qualified names and, on failure, the category, the message and a hint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from temporalio.client import WorkflowFailureError
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.service import RPCError
+
+from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
+from api.errors import ApiError
+from api.openapi import errors
+from api.routes.session_common import client_id_of, read_body
+from api.routes.workspace_status import workspace_event
+from api.routes.workspace_status_models import McpError, McpRestarted, McpServer, WorkspaceMcp
+from api.security import require_configured_token
+from api.temporal import is_unavailable
+from runtime.mcp.config import SERVER_NAME, McpServerConfig, McpServers, load_servers
+from runtime.mcp.status import (
+    McpDiscoveryInput,
+    McpDiscoveryResult,
+    McpServerState,
+    read_state,
+)
+from runtime.settings import Settings
+from runtime.store import Store
+from workflows.mcp_discovery import (
+    McpDiscoveryWorkflow,
+    discovery_workflow_id,
+    restart_workflow_id,
+)
+
+router = APIRouter(tags=["workspace"])
+
+
+def _states(store: Store, settings: Settings, servers: McpServers) -> dict[str, McpServerState]:
+    out = {}
+    for name in servers.servers:
+        state = read_state(store, settings.workspace_cwd, name)
+        if state is not None:
+            out[name] = state
+    return out
+
+
+def _cell(
+    name: str, config: McpServerConfig, disabled: bool, state: McpServerState | None
+) -> McpServer:
+    cell: dict[str, Any] = {
+        "kind": "mcp_server",
+        "name": name,
+        "transport": config.transport,
+        "disabled": disabled,
+        "description": config.description,
+        "mcpStatus": "disconnected",
+        "status": "not_started",
+    }
+    if disabled:
+        return McpServer(**{**cell, "status": "disabled", "disabledReason": "config"})
+    if state is None or state.fingerprint != config.fingerprint():
+        return McpServer(**cell)
+    cell["mcpStatus"] = state.mcpStatus
+    if state.mcpStatus == "connected":
+        return McpServer(**{**cell, "status": "ok", "tools": [t.qualified for t in state.tools]})
+    if state.mcpStatus == "connecting":
+        return McpServer(**{**cell, "status": "warning"})
+    if state.errorKind is None:
+        return McpServer(**{**cell, "status": "not_started"})
+    error = McpError(
+        error=state.error or "disconnected", errorKind=state.errorKind, hint=state.hint
+    )
+    return McpServer(
+        **{**cell, "status": "error", "errorKind": state.errorKind, "hint": state.hint},
+        errors=[error],
+    )
+
+
+def _problem_cell(name: str, problem: str) -> McpServer:
+    return McpServer(
+        kind="mcp_server",
+        status="error",
+        name=name,
+        mcpStatus="disconnected",
+        transport="unknown",
+        disabled=False,
+        errorKind="parse_error",
+        hint="fix this entry of mcpServers (.qwen/settings.json)",
+        errors=[McpError(error=problem, errorKind="parse_error")],
+    )
+
+
+def _needs_discovery(servers: McpServers, states: dict[str, McpServerState]) -> bool:
+    for name, config in servers.enabled().items():
+        state = states.get(name)
+        if state is None or state.fingerprint != config.fingerprint():
+            return True
+    return False
+
+
+async def _start_discovery(connector: Any, settings: Settings, servers: McpServers) -> bool:
+    """Start (or join) the workspace's discovery; False when Temporal is not there."""
+    try:
+        client = await connector.get()
+        await client.start_workflow(
+            McpDiscoveryWorkflow.run,
+            McpDiscoveryInput(
+                workspace=settings.workspace_cwd, timeout_ms=_longest_timeout(servers, None)
+            ),
+            id=discovery_workflow_id(settings.workspace_cwd),
+            task_queue=settings.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )
+    except ApiError:
+        return False
+    except RPCError as err:
+        if is_unavailable(err):
+            connector.mark_down()
+            return False
+        raise
+    return True
+
+
+def _longest_timeout(servers: McpServers, only: str | None) -> int:
+    configs = [c for n, c in servers.enabled().items() if only is None or n == only]
+    return max((int(c.timeout_seconds * 1000) for c in configs), default=60_000)
+
+
+@router.get("/workspace/mcp", response_model_exclude_none=True)
+async def workspace_mcp(
+    settings: SettingsDep, store: StoreDep, connector: ConnectorDep
+) -> WorkspaceMcp:
+    """The workspace's MCP servers and what the worker knows of each."""
+    servers = await asyncio.to_thread(
+        load_servers, store, settings.workspace_cwd, settings.resolved_data_dir
+    )
+    states = await asyncio.to_thread(_states, store, settings, servers)
+    cells = [
+        _cell(name, config, name in servers.disabled, states.get(name))
+        for name, config in servers.servers.items()
+    ]
+    cells += [_problem_cell(name, problem) for name, problem in servers.problems.items()]
+    state: Literal["not_started", "in_progress", "completed"] = "completed"
+    if _needs_discovery(servers, states):
+        state = (
+            "in_progress"
+            if await _start_discovery(connector, settings, servers)
+            else ("not_started")
+        )
+    elif any(c.mcpStatus == "connecting" for c in cells):
+        state = "in_progress"
+    return WorkspaceMcp(
+        v=1,
+        workspaceCwd=settings.workspace_cwd,
+        initialized=True,
+        discoveryState=state,
+        servers=cells,
+        clientCount=sum(1 for c in cells if c.mcpStatus == "connected"),
+        budgetMode="off",
+        budgets=[],
+    )
+
+
+@router.post(
+    "/workspace/mcp/{server}/restart",
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401, 404, 503),
+    response_model_exclude_none=True,
+)
+async def restart_mcp_server(
+    server: str,
+    request: Request,
+    settings: SettingsDep,
+    store: StoreDep,
+    journal: JournalDep,
+    connector: ConnectorDep,
+) -> McpRestarted:
+    """Close the server's connection in the worker and open it again (rediscovering its
+    tools); sessions offer the new tools from their next model step."""
+    originator = client_id_of(request)
+    await read_body(request)  # `{}` (or empty); malformed JSON is a 400
+    if not server or not SERVER_NAME.match(server):
+        raise ApiError(
+            400,
+            {
+                "error": "server name must be 1-64 of A-Z a-z 0-9 _ . -",
+                "code": "invalid_server_name",
+            },
+        )
+    servers = await asyncio.to_thread(
+        load_servers, store, settings.workspace_cwd, settings.resolved_data_dir
+    )
+    if server not in servers.servers:
+        raise ApiError(
+            404,
+            {
+                "error": f"No MCP server named {server!r} in mcpServers",
+                "code": "mcp_server_not_found",
+                "serverName": server,
+            },
+        )
+    extra = {"originatorClientId": originator} if originator else {}
+    if server in servers.disabled:
+        reason = "server_disabled"
+        await workspace_event(
+            store,
+            journal,
+            settings,
+            "mcp_server_restart_refused",
+            {"serverName": server, "reason": reason, **extra},
+            originator,
+        )
+        return McpRestarted(serverName=server, restarted=False, skipped=True, reason=reason)
+    client = await connector.get()
+    try:
+        result: McpDiscoveryResult = await client.execute_workflow(
+            McpDiscoveryWorkflow.run,
+            McpDiscoveryInput(
+                workspace=settings.workspace_cwd,
+                server=server,
+                restart=True,
+                timeout_ms=_longest_timeout(servers, server),
+            ),
+            id=restart_workflow_id(settings.workspace_cwd, server, uuid.uuid4().hex),
+            task_queue=settings.task_queue,
+        )
+    except WorkflowFailureError as err:
+        raise ApiError(
+            503,
+            {
+                "error": f"the worker could not restart {server}: {err.cause}",
+                "code": "mcp_restart_failed",
+            },
+        ) from None
+    (outcome,) = result.servers
+    if not outcome.connected:
+        reason = "connect_failed"
+        await workspace_event(
+            store,
+            journal,
+            settings,
+            "mcp_server_restart_refused",
+            {"serverName": server, "reason": reason, **extra},
+            originator,
+        )
+        return McpRestarted(serverName=server, restarted=False, skipped=True, reason=reason)
+    await workspace_event(
+        store,
+        journal,
+        settings,
+        "mcp_server_restarted",
+        {"serverName": server, "durationMs": outcome.durationMs, **extra},
+        originator,
+    )
+    return McpRestarted(serverName=server, restarted=True, durationMs=outcome.durationMs)

@@ -1,0 +1,216 @@
+"""`mcpServers`: the MCP servers of a workspace, in the shape qwen-code's settings use.
+
+Two sources, merged by name (the operator's entry wins):
+- the workspace's own `.qwen/settings.json` (`mcpServers`, `disabledMcpServers`), so a
+  workspace set up for qwen-code works unchanged;
+- the servers an operator adds through `PUT /workspace/mcp/servers/:name`, kept in the
+  store (workspace setting `mcp.servers`, `mcp.disabled`).
+
+A value of `env` or `headers` may be a reference to the worker's environment, `$NAME`
+or `${NAME}` (qwen-code's expansion), resolved in the worker when it connects and only
+for the names the provider-key rule allows (runtime/egress.key_env_refusal). Neither the
+values nor the names of `env` and `headers` are ever shown back: `/workspace/mcp`, the
+events, the logs and workflow history carry the server's name, transport and state only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from runtime.egress import key_env_refusal
+from runtime.store import Store
+from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.settings import get_setting
+
+Transport = Literal["stdio", "http", "sse"]
+
+# qwen-code's MCP_DEFAULT_TIMEOUT_MSEC: a call (and the connection) is bounded by it.
+DEFAULT_TIMEOUT_MS: Final = 600_000
+SERVER_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_REFERENCE: Final = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
+SETTINGS_FILE: Final = Path(".qwen") / "settings.json"
+SERVERS_SETTING: Final = "mcp.servers"
+DISABLED_SETTING: Final = "mcp.disabled"
+MAX_SETTINGS_BYTES: Final = 1 << 20
+
+
+class McpServerConfig(BaseModel):
+    """One entry of `mcpServers`. Exactly one of `command` (stdio), `httpUrl` (Streamable
+    HTTP) or `url` (legacy SSE)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    command: str | None = Field(None, min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    httpUrl: str | None = Field(None, min_length=1)
+    headers: dict[str, str] = Field(default_factory=dict)
+    url: str | None = Field(None, min_length=1)
+    timeout: int | None = Field(None, ge=1, le=3_600_000)
+    trust: bool = False
+    includeTools: list[str] | None = None
+    excludeTools: list[str] | None = None
+    description: str | None = None
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        given = [k for k in ("command", "httpUrl", "url") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError("exactly one of command (stdio), httpUrl or url (sse) is required")
+        return self
+
+    @property
+    def transport(self) -> Transport:
+        if self.command:
+            return "stdio"
+        return "http" if self.httpUrl else "sse"
+
+    @property
+    def timeout_seconds(self) -> float:
+        return (self.timeout or DEFAULT_TIMEOUT_MS) / 1000
+
+    def offers(self, tool: str) -> bool:
+        """`includeTools` / `excludeTools` (exclude wins)."""
+        if self.excludeTools and tool in self.excludeTools:
+            return False
+        return self.includeTools is None or tool in self.includeTools
+
+    def fingerprint(self) -> str:
+        """Changes whenever anything that shapes the connection changes."""
+        raw = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+class StrictMcpServerConfig(McpServerConfig):
+    """What an operator's `PUT` must be: no unknown field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class McpServers(BaseModel):
+    """The merged configuration of one workspace, in declaration order."""
+
+    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    disabled: list[str] = Field(default_factory=list)
+    # Entries of the settings file that could not be read, by server name (or `*`).
+    problems: dict[str, str] = Field(default_factory=dict)
+
+    def enabled(self) -> dict[str, McpServerConfig]:
+        return {n: c for n, c in self.servers.items() if n not in self.disabled}
+
+
+class ReferenceRefused(ValueError):
+    """A `$NAME` reference names a variable the provider-key rule does not allow."""
+
+
+def secret_reference(value: str) -> str | None:
+    """The variable a `$NAME` / `${NAME}` value refers to, or None for a literal."""
+    match = _REFERENCE.match(value)
+    return None if match is None else (match.group(1) or match.group(2))
+
+
+def reference_refusal(config: McpServerConfig, listed: Collection[str] = ()) -> str | None:
+    """Why one of the config's references may not be read; None when all may."""
+    for where, values in (("env", config.env), ("headers", config.headers)):
+        for key, value in values.items():
+            name = secret_reference(value)
+            if name is None:
+                continue
+            refusal = key_env_refusal(name, listed)
+            if refusal is not None:
+                return f"{where}.{key}: {refusal.message.replace('apiKeyEnv', 'reference')}"
+    return None
+
+
+def resolve_references(
+    values: Mapping[str, str], environ: Mapping[str, str], listed: Collection[str] = ()
+) -> dict[str, str]:
+    """The values with their references read from `environ` (the worker's).
+
+    Raises:
+        ReferenceRefused: a reference the rule refuses, or one that is not set.
+    """
+    out = {}
+    for key, value in values.items():
+        name = secret_reference(value)
+        if name is None:
+            out[key] = value
+            continue
+        refusal = key_env_refusal(name, listed)
+        if refusal is not None:
+            raise ReferenceRefused(f"{key}: {refusal.message.replace('apiKeyEnv', 'reference')}")
+        if name not in environ:
+            raise ReferenceRefused(f"{key}: the worker's environment has no {name}")
+        out[key] = environ[name]
+    return out
+
+
+def read_settings_file(workspace: Path, data_dir: Path | None = None) -> McpServers:
+    """`mcpServers` and `disabledMcpServers` of `<workspace>/.qwen/settings.json`, read
+    through the workspace fence (a symlink out of the workspace is not followed)."""
+    try:
+        fence = Fence.of(workspace, data_dir)
+        path = fence.resolve(str(SETTINGS_FILE))
+        if not fence.exists(path):
+            return McpServers()
+        raw = json.loads(fence.read(path, limit=MAX_SETTINGS_BYTES).decode("utf-8"))
+    except FileError as err:
+        if err.kind == "path_not_found":
+            return McpServers()
+        return McpServers(problems={"*": f"{SETTINGS_FILE}: {err.message}"})
+    except ValueError as err:
+        return McpServers(problems={"*": f"{SETTINGS_FILE} is not readable JSON: {err}"})
+    return servers_of(raw if isinstance(raw, dict) else {})
+
+
+def load_servers(store: Store, workspace: str, data_dir: Path | None = None) -> McpServers:
+    """The merged configuration of a workspace: its settings file, then the operator's."""
+    operator = get_setting(store, workspace, SERVERS_SETTING)
+    disabled = get_setting(store, workspace, DISABLED_SETTING)
+    return merged(
+        read_settings_file(Path(workspace), data_dir),
+        operator if isinstance(operator, dict) else None,
+        [n for n in disabled if isinstance(n, str)] if isinstance(disabled, list) else [],
+    )
+
+
+def servers_of(raw: Mapping[str, Any]) -> McpServers:
+    servers: dict[str, McpServerConfig] = {}
+    problems: dict[str, str] = {}
+    entries = raw.get("mcpServers")
+    for name, entry in (entries if isinstance(entries, dict) else {}).items():
+        if not isinstance(name, str) or not SERVER_NAME.match(name):
+            problems[str(name)[:64]] = "a server name is 1-64 of A-Z a-z 0-9 _ . -"
+            continue
+        try:
+            servers[name] = McpServerConfig.model_validate(entry)
+        except ValidationError as err:
+            problems[name] = "; ".join(e["msg"].removeprefix("Value error, ") for e in err.errors())
+    disabled = raw.get("disabledMcpServers")
+    names = [n for n in disabled if isinstance(n, str)] if isinstance(disabled, list) else []
+    return McpServers(servers=servers, disabled=names, problems=problems)
+
+
+def merged(
+    from_file: McpServers,
+    operator: Mapping[str, Any] | None,
+    operator_disabled: Collection[str] = (),
+) -> McpServers:
+    """The file's servers, then the operator's (which replace a file entry of that name)."""
+    servers = dict(from_file.servers)
+    problems = dict(from_file.problems)
+    for name, entry in (operator or {}).items():
+        try:
+            servers[name] = McpServerConfig.model_validate(entry)
+        except ValidationError as err:
+            problems[name] = "; ".join(e["msg"] for e in err.errors())
+    disabled = list(dict.fromkeys([*from_file.disabled, *operator_disabled]))
+    return McpServers(servers=servers, disabled=disabled, problems=problems)

@@ -1,0 +1,273 @@
+"""A session's MCP tools: offered as mcp__<server>__<tool>, asked for by a vote (or run as
+a read when the server is trusted and the tool read-only), called once, and every fault
+of the server a failed tool call with the server's message. API in process + a real
+worker + a real MCP server (the SDK-built fault server, the npm `server-everything`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.api.test_sessions import DaemonFactory, daemon
+from tests.mcp_helpers import EVERYTHING, FaultServer, fault_server, node_server, write_settings
+from tests.session_helpers import Daemon
+
+__all__ = ["daemon"]
+
+TOKEN = "mcp-tools"  # the approval-mode and tool-toggle routes are strict mutations
+PROCEED = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+
+
+@pytest.fixture
+def faults(tmp_path: Path) -> Iterator[FaultServer]:
+    with fault_server(tmp_path) as server:
+        yield server
+
+
+def _updates(d: Daemon, sid: str, prompt_id: str) -> list[dict[str, Any]]:
+    return [
+        e["data"]["update"]
+        for e in d.events(sid)
+        if e["type"] == "session_update"
+        and e.get("promptId") == prompt_id
+        and e["data"]["update"]["sessionUpdate"] == "tool_call_update"
+    ]
+
+
+def _text(update: dict[str, Any]) -> str:
+    return " ".join(c["content"]["text"] for c in update["content"] if c["type"] == "content")
+
+
+async def _ask(d: Daemon, sid: str, line: str) -> tuple[str, dict[str, Any]]:
+    prompt_id = (await d.prompt(sid, line)).json()["promptId"]
+    events = await d.wait_for(sid, "permission_request", prompt_id=prompt_id)
+    request = [e for e in events if e["type"] == "permission_request"][-1]
+    return prompt_id, request["data"]
+
+
+async def _run(d: Daemon, sid: str, line: str) -> tuple[str, list[dict[str, Any]]]:
+    prompt_id = (await d.prompt(sid, line)).json()["promptId"]
+    await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    return prompt_id, _updates(d, sid, prompt_id)
+
+
+async def test_a_call_asks_a_vote_and_reaches_the_server_once_with_its_operation_id(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon()
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url, "timeout": 20_000}})
+    sid = (await d.create())["sessionId"]
+    prompt_id, request = await _ask(d, sid, '/call mcp__faults__record {"value": "one"}')
+    assert request["toolCall"]["kind"] == "other"
+    assert request["toolCall"]["rawInput"] == {"value": "one"}
+    assert faults.calls() == []  # nothing reaches the server before the vote
+    response = await d.client.post(f"/permission/{request['requestId']}", json=PROCEED)
+    assert response.status_code == 200
+    await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    (update,) = _updates(d, sid, prompt_id)
+    assert update["status"] == "completed" and "recorded one" in _text(update)
+    (call,) = faults.calls()
+    assert call["value"] == "one"
+    assert call["operationId"].startswith(f"session/{sid}/{prompt_id}/")
+
+
+async def test_a_rejected_call_never_reaches_the_server(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon()
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url}})
+    sid = (await d.create())["sessionId"]
+    prompt_id, request = await _ask(d, sid, '/call mcp__faults__record {"value": "no"}')
+    reject = {"outcome": {"outcome": "selected", "optionId": "cancel"}}
+    await d.client.post(f"/permission/{request['requestId']}", json=reject)
+    await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    (update,) = _updates(d, sid, prompt_id)
+    assert update["status"] == "failed"
+    assert faults.calls() == []
+
+
+async def test_a_read_only_tool_of_a_trusted_server_runs_like_a_read(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon()
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url, "trust": True}})
+    sid = (await d.create())["sessionId"]
+    _, updates = await _run(d, sid, "/call mcp__faults__count {}")
+    assert [u["status"] for u in updates] == ["completed"]
+    assert "permission_request" not in {e["type"] for e in d.events(sid)}
+    # Not read-only: asks even on a trusted server.
+    _, request = await _ask(d, sid, '/call mcp__faults__record {"value": "x"}')
+    assert request["toolCall"]["title"]
+
+
+async def test_a_read_only_tool_of_an_untrusted_server_asks(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon()
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url}})
+    sid = (await d.create())["sessionId"]
+    await _ask(d, sid, "/call mcp__faults__count {}")
+
+
+async def test_plan_mode_refuses_and_yolo_runs_without_asking(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon(token=TOKEN)
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url}})
+    sid = (await d.create())["sessionId"]
+    await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "plan"})
+    _, updates = await _run(d, sid, '/call mcp__faults__record {"value": "plan"}')
+    assert [u["status"] for u in updates] == ["failed"]
+    await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "yolo"})
+    _, updates = await _run(d, sid, '/call mcp__faults__record {"value": "yolo"}')
+    assert [u["status"] for u in updates] == ["completed"]
+    assert [c["value"] for c in faults.calls()] == ["yolo"]
+
+
+async def test_the_servers_faults_are_failed_calls_with_its_message(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon(token=TOKEN)
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url, "timeout": 1500}})
+    sid = (await d.create())["sessionId"]
+    await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "yolo"})
+    _, (failed,) = await _run(d, sid, '/call mcp__faults__fail {"reason": "on purpose"}')
+    assert failed["status"] == "failed" and "it failed: on purpose" in _text(failed)
+    _, (hung,) = await _run(d, sid, "/call mcp__faults__hang {}")
+    assert hung["status"] == "failed" and "timed out" in _text(hung)
+    _, (crashed,) = await _run(d, sid, "/call mcp__faults__crash {}")
+    assert crashed["status"] == "failed" and "MCP server faults" in _text(crashed)
+
+
+async def test_a_disabled_mcp_tool_is_not_offered(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon(token=TOKEN)
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url}})
+    toggled = await d.client.post(
+        "/workspace/tools/mcp__faults__record/enable", json={"enabled": False}
+    )
+    assert toggled.status_code == 200, toggled.text
+    sid = (await d.create())["sessionId"]
+    _, updates = await _run(d, sid, '/call mcp__faults__record {"value": "x"}')
+    assert updates == [] and faults.calls() == []
+    texts = [
+        e["data"]["update"]["content"]["text"]
+        for e in d.events(sid)
+        if e["type"] == "session_update"
+        and e["data"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    ]
+    assert "is not available" in "".join(texts)
+
+
+async def test_an_npm_server_over_stdio_answers_text_and_images(daemon: DaemonFactory) -> None:
+    d = await daemon()
+    write_settings(d.workspace, {"everything": {**node_server(EVERYTHING, "stdio"), "trust": True}})
+    sid = (await d.create())["sessionId"]
+    _, (echo,) = await _run(d, sid, '/call mcp__everything__echo {"message": "hello mcp"}')
+    assert echo["status"] == "completed" and "Echo: hello mcp" in _text(echo)
+    _, (image,) = await _run(d, sid, "/call mcp__everything__get-tiny-image {}")
+    assert image["status"] == "completed"
+    text = _text(image)
+    assert "[image image/png: mcp-images/" in text
+    assert "base64" not in json.dumps(image)  # stored by reference, not in the event
+
+
+# -- GET /workspace/mcp and POST /workspace/mcp/:server/restart -------------------------------
+
+
+async def _snapshot_until(d: Daemon, done: Any, timeout: float = 60) -> dict[str, Any]:
+    deadline = asyncio.get_running_loop().time() + timeout
+    body: dict[str, Any] = {}
+    while asyncio.get_running_loop().time() < deadline:
+        response = await d.client.get("/workspace/mcp")
+        assert response.status_code == 200, response.text
+        body = response.json()
+        if done(body):
+            return body
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"never reached: {body}")
+
+
+async def test_the_snapshot_shows_each_server_and_never_a_secret(
+    daemon: DaemonFactory, faults: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAULTS_API_KEY", "value-from-the-environment")
+    d = await daemon()
+    write_settings(
+        d.workspace,
+        {
+            "faults": {
+                "httpUrl": faults.url,
+                "headers": {"Authorization": "Bearer literal-secret", "X-Key": "$FAULTS_API_KEY"},
+                "description": "the fault server",
+            },
+            "missing": {"command": "/nonexistent/mcp-server", "env": {"TOKEN": "env-secret"}},
+            "off": {"command": "true"},
+            "bad": {"command": "x", "httpUrl": "http://127.0.0.1:1/mcp"},
+        },
+        disabledMcpServers=["off"],
+    )
+
+    def settled(body: dict[str, Any]) -> bool:
+        cells = {c["name"]: c for c in body["servers"]}
+        return bool(cells["faults"]["status"] == "ok" and cells["missing"]["status"] == "error")
+
+    body = await _snapshot_until(d, settled)
+    text = json.dumps(body)
+    for secret in ("literal-secret", "value-from-the-environment", "env-secret", "FAULTS_API_KEY"):
+        assert secret not in text
+    cells = {c["name"]: c for c in body["servers"]}
+    assert body["discoveryState"] == "completed" and body["initialized"] is True
+    assert body["clientCount"] == 1 and body["budgetMode"] == "off" and body["budgets"] == []
+    faults_cell = cells["faults"]
+    assert faults_cell["mcpStatus"] == "connected" and faults_cell["transport"] == "http"
+    assert faults_cell["description"] == "the fault server"
+    assert "mcp__faults__record" in faults_cell["tools"]
+    assert "errors" not in faults_cell
+    missing = cells["missing"]
+    assert missing["errorKind"] == "missing_binary" and missing["hint"]
+    assert missing["errors"][0]["errorKind"] == "missing_binary"
+    assert cells["off"]["status"] == "disabled" and cells["off"]["disabledReason"] == "config"
+    assert cells["bad"]["errorKind"] == "parse_error" and cells["bad"]["transport"] == "unknown"
+
+
+async def test_a_restart_reconnects_and_says_so_to_every_session(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon(token=TOKEN)
+    write_settings(
+        d.workspace,
+        {"faults": {"httpUrl": faults.url}, "off": {"command": "true"}},
+        disabledMcpServers=["off"],
+    )
+    sid = (await d.create())["sessionId"]
+    restarted = await d.client.post(
+        "/workspace/mcp/faults/restart", json={}, headers={"X-Qwen-Client-Id": "ops"}
+    )
+    assert restarted.status_code == 200, restarted.text
+    body = restarted.json()
+    assert body["serverName"] == "faults" and body["restarted"] is True
+    assert isinstance(body["durationMs"], int)
+    events = await d.wait_for(sid, "mcp_server_restarted")
+    (event,) = [e for e in events if e["type"] == "mcp_server_restarted"]
+    assert event["data"]["serverName"] == "faults" and event["data"]["originatorClientId"] == "ops"
+    skipped = await d.client.post("/workspace/mcp/off/restart", json={})
+    assert skipped.json() == {
+        "serverName": "off",
+        "restarted": False,
+        "skipped": True,
+        "reason": "server_disabled",
+    }
+    await d.wait_for(sid, "mcp_server_restart_refused")
+    unknown = await d.client.post("/workspace/mcp/nope/restart", json={})
+    assert unknown.status_code == 404 and unknown.json()["code"] == "mcp_server_not_found"
+    invalid = await d.client.post("/workspace/mcp/a%20b/restart", json={})
+    assert invalid.status_code == 400 and invalid.json()["code"] == "invalid_server_name"
+    del d.client.headers["Authorization"]
+    assert (await d.client.post("/workspace/mcp/faults/restart", json={})).status_code == 401
