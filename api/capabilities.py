@@ -52,7 +52,9 @@ FEATURES: list[tuple[str, Callable[[Settings], bool]]] = [
     ("workspace_preflight", _always),
     ("workspace_providers", _always),
     ("workspace_skills", _always),
+    # MCP servers of the workspace (mcpServers): discovery, tools in sessions, restart.
     ("workspace_mcp", _always),
+    ("workspace_mcp_restart", _always),
     ("workspace_tool_toggle", _always),
     ("workspace_init", _always),
     ("session_supported_commands", _always),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from bench import llm_chain, sessions, standing_agents, substrate, turn, windows_pool
+from bench import llm_chain, mcp, sessions, standing_agents, substrate, turn, windows_pool
 from bench.report import BenchOptions, Report
 
 # A coroutine function, so `asyncio.run` can drive it.
@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "standing-agents": standing_agents.benchmark,
     "llm-chain": llm_chain.benchmark,
     "windows-pool": windows_pool.benchmark,
+    "mcp": mcp.benchmark,
 }
 
 # `--runs` when not given: 20, unless the benchmark names its own here.
@@ -31,4 +32,5 @@ RUNS: dict[str, int] = {
     "sessions": sessions.DEFAULT_RUNS,
     "session": sessions.DEFAULT_RUNS,
     "sse": sessions.DEFAULT_RUNS,
+    "mcp": mcp.DEFAULT_RUNS,
 }

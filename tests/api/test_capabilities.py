@@ -8,6 +8,7 @@ from api.capabilities import FEATURES, advertised_features
 from runtime.settings import Settings
 
 W = "tests.api.test_workspace_status::"
+M = "tests.api.test_session_mcp_tools::"
 
 # tag -> the tests that show its behaviour ("module::function").
 BEHAVIOUR_TESTS: dict[str, list[str]] = {
@@ -98,7 +99,12 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
         W + "test_workspace_providers_never_show_the_url_or_key",
     ],
     "workspace_skills": [W + "test_workspace_skills_and_mcp"],
-    "workspace_mcp": [W + "test_workspace_skills_and_mcp"],
+    "workspace_mcp": [
+        W + "test_workspace_skills_and_mcp",
+        M + "test_the_snapshot_shows_each_server_and_never_a_secret",
+        M + "test_a_call_asks_a_vote_and_reaches_the_server_once_with_its_operation_id",
+    ],
+    "workspace_mcp_restart": [M + "test_a_restart_reconnects_and_says_so_to_every_session"],
     "workspace_tool_toggle": [
         W + "test_tool_toggle_needs_a_token",
         W + "test_tool_toggle_refusals",

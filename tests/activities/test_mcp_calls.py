@@ -1,0 +1,96 @@
+"""MCP calls under an operation id (activities/mcp/calls.py) against a real server (the
+SDK-built fault server): the server sees each call once, or never; what a retry finds in
+the ledger decides, never timing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from activities.mcp.calls import OPERATION_ID_KEY, McpCalls
+from activities.mcp.pool import McpPool
+from runtime.llm.contracts import ToolCall
+from runtime.settings import Settings
+from runtime.store import EventJournal, Store, upgrade_to_head
+from runtime.store.operations import OperationLedger
+from tests.mcp_helpers import FaultServer, fault_server, write_settings
+
+WORKSPACE_SCOPE = "test"
+
+
+@pytest.fixture
+def faults(tmp_path: Path) -> Iterator[FaultServer]:
+    with fault_server(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture
+async def calls(tmp_path: Path, faults: FaultServer) -> AsyncIterator[McpCalls]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    write_settings(workspace, {"faults": {"httpUrl": faults.url, "timeout": 10_000}})
+    settings = Settings(data_dir=tmp_path / ".data", workspace=workspace)
+    store = Store(f"sqlite:///{tmp_path / 'store.db'}")
+    upgrade_to_head(store.engine)
+    pool = McpPool()
+    yield McpCalls(pool, store, EventJournal(store), settings)
+    await pool.close()
+    store.dispose()
+
+
+def _call(tool: str, **args: str) -> ToolCall:
+    return ToolCall(id="c1", name=f"mcp__faults__{tool}", arguments=args)
+
+
+def _workspace(calls: McpCalls) -> str:
+    return calls.settings.workspace_cwd
+
+
+async def test_a_retry_returns_the_first_result_and_the_server_saw_one_call(
+    calls: McpCalls, faults: FaultServer
+) -> None:
+    first = await calls.run_once(_workspace(calls), _call("record", value="a"), "op-1", "t")
+    again = await calls.run_once(_workspace(calls), _call("record", value="a"), "op-1", "t")
+    assert first.status == "completed" and "recorded a" in first.output_text
+    assert again == first
+    assert [c["operationId"] for c in faults.calls()] == ["op-1"]
+
+
+async def test_an_attempt_lost_mid_call_is_outcome_unknown_and_not_called_again(
+    calls: McpCalls, faults: FaultServer
+) -> None:
+    # What a worker killed after sending the request leaves: `started`, never finished.
+    OperationLedger(calls.store).begin("op-2", "mcp__faults__record", result={"attempt": "lost"})
+    result = await calls.run_once(_workspace(calls), _call("record", value="b"), "op-2", "t")
+    assert result.status == "failed" and result.error is not None
+    assert result.error.startswith("outcome_unknown")
+    assert faults.calls() == []
+    # And it stays so: the next attempt returns the same answer.
+    again = await calls.run_once(_workspace(calls), _call("record", value="b"), "op-2", "t")
+    assert again == result and faults.calls() == []
+
+
+async def test_an_idempotent_tool_lost_mid_call_is_called_again(
+    calls: McpCalls, faults: FaultServer
+) -> None:
+    OperationLedger(calls.store).begin("op-3", "mcp__faults__put", result={"attempt": "lost"})
+    result = await calls.run_once(_workspace(calls), _call("put", key="k", value="v"), "op-3", "t")
+    assert result.status == "completed" and "k is v" in result.output_text
+    assert [(c["tool"], c["operationId"]) for c in faults.calls()] == [("put", "op-3")]
+
+
+async def test_a_read_carries_no_operation_id_and_may_repeat(
+    calls: McpCalls, faults: FaultServer
+) -> None:
+    for _ in range(2):
+        result = await calls.read(_workspace(calls), _call("count"), "t")
+        assert result.status == "completed" and result.output_text == "0"
+    assert OPERATION_ID_KEY == "io.agentrt/operationId"
+
+
+async def test_an_unknown_tool_or_server_is_a_failed_call(calls: McpCalls) -> None:
+    missing = ToolCall(id="c", name="mcp__nowhere__x", arguments={})
+    result = await calls.run_once(_workspace(calls), missing, "op-4", "t")
+    assert result.status == "failed" and "not found" in (result.error or "")
