@@ -38,6 +38,7 @@ from activities.mcp.pool import McpPool, McpTool, McpUnavailable, classify
 from activities.workspace.results import ToolResult, bound, failed_result, text_item
 from runtime.llm.contracts import ToolCall
 from runtime.mcp.config import McpServerConfig, load_servers
+from runtime.mcp.names import server_prefix
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.operations import OperationLedger
@@ -86,7 +87,12 @@ class McpCalls:
             load_servers, self.store, workspace, self.settings.resolved_data_dir
         )
         enabled = servers.enabled()
-        tools, _ = await self.pool.tools(workspace, enabled) if enabled else ([], {})
+        # Only the servers the name can come from are opened: a call never waits on
+        # another server's connection.
+        candidates = [s for s in enabled if name.startswith(server_prefix(s))]
+        if not candidates:
+            return None
+        tools, _ = await self.pool.tools(workspace, enabled, only=candidates)
         for tool in tools:
             if tool.descriptor.name == name:
                 return ResolvedTool(tool, enabled[tool.server])

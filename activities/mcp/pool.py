@@ -19,9 +19,10 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
@@ -30,7 +31,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, Implementation, RequestParamsMeta
 
-from runtime.mcp.config import McpServerConfig, ReferenceRefused, resolve_references
+from runtime.mcp.config import (
+    McpServerConfig,
+    ReferenceRefused,
+    egress_refusal,
+    resolve_references,
+    resolved_refusal,
+)
 from runtime.mcp.names import assign
 from runtime.mcp.status import (
     McpErrorKind,
@@ -207,6 +214,7 @@ class McpPool:
             return client
 
     async def _open(self, key: tuple[str, str], config: McpServerConfig) -> Client:
+        await self._check_egress(config)
         connection = _Connection(config=config)
         loop = asyncio.get_running_loop()
         connection.ready = loop.create_future()
@@ -229,6 +237,19 @@ class McpPool:
             ) from None
         connection.client = client
         return client
+
+    async def _check_egress(self, config: McpServerConfig) -> None:
+        """The egress rule, on the URL and on the addresses its host resolves to now."""
+        refusal = egress_refusal(config)
+        url = config.httpUrl or config.url
+        if refusal is None and url:
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            refusal = await asyncio.to_thread(resolved_refusal, parts.hostname or "", port)
+        if refusal is not None:
+            raise McpUnavailable(
+                "blocked_egress", refusal, "point the server at an address agentrt may reach"
+            )
 
     def _transport(self, config: McpServerConfig) -> Any:
         if config.command:
@@ -314,14 +335,26 @@ class McpPool:
     # -- tools and calls ------------------------------------------------------------------
 
     async def tools(
-        self, workspace: str, servers: Mapping[str, McpServerConfig]
+        self,
+        workspace: str,
+        servers: Mapping[str, McpServerConfig],
+        *,
+        only: Collection[str] | None = None,
     ) -> tuple[list[McpTool], dict[str, McpUnavailable]]:
         """Every tool the enabled servers offer, named for the model; and the servers that
-        could not be reached this time (their tools are left out)."""
+        could not be reached this time (their tools are left out).
+
+        `only`: open just these servers; the others count with the tools they listed when
+        last connected (names stay as the model saw them), and are not waited on.
+        """
         names = list(servers)
-        results = await asyncio.gather(
-            *(self.connection(workspace, n, servers[n]) for n in names), return_exceptions=True
-        )
+
+        async def opened(name: str) -> Client | None:
+            if only is not None and name not in only:
+                return None
+            return await self.connection(workspace, name, servers[name])
+
+        results = await asyncio.gather(*(opened(n) for n in names), return_exceptions=True)
         failures: dict[str, McpUnavailable] = {}
         listed: list[tuple[str, Any]] = []
         for name, result in zip(names, results, strict=True):

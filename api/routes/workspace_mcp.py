@@ -19,19 +19,37 @@ import uuid
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
+from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
 from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
 from api.errors import ApiError
-from api.openapi import errors
+from api.openapi import errors, json_body
 from api.routes.session_common import client_id_of, read_body
 from api.routes.workspace_status import workspace_event
-from api.routes.workspace_status_models import McpError, McpRestarted, McpServer, WorkspaceMcp
+from api.routes.workspace_status_models import (
+    McpError,
+    McpRemoved,
+    McpRestarted,
+    McpServer,
+    McpServerEntry,
+    WorkspaceMcp,
+)
 from api.security import require_configured_token
 from api.temporal import is_unavailable
-from runtime.mcp.config import SERVER_NAME, McpServerConfig, McpServers, load_servers
+from runtime.mcp.config import (
+    SERVER_NAME,
+    McpServerConfig,
+    McpServers,
+    StrictMcpServerConfig,
+    egress_refusal,
+    load_servers,
+    put_operator_server,
+    reference_refusal,
+    remove_operator_server,
+)
 from runtime.mcp.status import (
     McpDiscoveryInput,
     McpDiscoveryResult,
@@ -195,13 +213,7 @@ async def restart_mcp_server(
     originator = client_id_of(request)
     await read_body(request)  # `{}` (or empty); malformed JSON is a 400
     if not server or not SERVER_NAME.match(server):
-        raise ApiError(
-            400,
-            {
-                "error": "server name must be 1-64 of A-Z a-z 0-9 _ . -",
-                "code": "invalid_server_name",
-            },
-        )
+        raise _invalid_server_name()
     servers = await asyncio.to_thread(
         load_servers, store, settings.workspace_cwd, settings.resolved_data_dir
     )
@@ -268,3 +280,83 @@ async def restart_mcp_server(
         originator,
     )
     return McpRestarted(serverName=server, restarted=True, durationMs=outcome.durationMs)
+
+
+# -- the operator's servers ------------------------------------------------------------------
+
+
+def _invalid_server_name() -> ApiError:
+    return ApiError(
+        400,
+        {"error": "server name must be 1-64 of A-Z a-z 0-9 _ . -", "code": "invalid_server_name"},
+    )
+
+
+def _invalid_server(message: str) -> ApiError:
+    return ApiError(400, {"error": message, "code": "invalid_mcp_server"})
+
+
+def _summary(name: str, config: McpServerConfig) -> McpServerEntry:
+    return McpServerEntry(
+        serverName=name,
+        transport=config.transport,
+        trust=config.trust,
+        description=config.description,
+    )
+
+
+@router.put(
+    "/workspace/mcp/servers/{server}",
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401),
+    response_model_exclude_none=True,
+    openapi_extra=json_body(StrictMcpServerConfig),
+)
+async def put_mcp_server(
+    server: str, request: Request, settings: SettingsDep, store: StoreDep
+) -> McpServerEntry:
+    """Add or replace one of the workspace's MCP servers (qwen-code's `mcpServers` entry;
+    it wins over an entry of that name in `.qwen/settings.json`). Values of `env` and
+    `headers` may be `$NAME` references to the worker's environment, for the names the
+    provider-key rule allows; nothing of `env` or `headers` is ever shown back."""
+    if not SERVER_NAME.match(server):
+        raise _invalid_server_name()
+    body = await read_body(request)
+    try:
+        config = StrictMcpServerConfig.model_validate(body)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: "
+            f"{e['msg'].removeprefix('Value error, ')}"
+            for e in err.errors(include_url=False, include_input=False)
+        )
+        raise _invalid_server(problems) from None
+    refusal = reference_refusal(config, settings.provider_key_envs) or egress_refusal(config)
+    if refusal is not None:
+        raise _invalid_server(refusal)
+    entry = config.model_dump(mode="json", exclude_defaults=True)
+    await asyncio.to_thread(put_operator_server, store, settings.workspace_cwd, server, entry)
+    return _summary(server, config)
+
+
+@router.delete(
+    "/workspace/mcp/servers/{server}",
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401, 404),
+)
+async def delete_mcp_server(server: str, settings: SettingsDep, store: StoreDep) -> McpRemoved:
+    """Remove a server an operator added (one from `.qwen/settings.json` stays: edit the
+    file, or list it in `disabledMcpServers`)."""
+    if not SERVER_NAME.match(server):
+        raise _invalid_server_name()
+    removed = await asyncio.to_thread(remove_operator_server, store, settings.workspace_cwd, server)
+    if not removed:
+        raise ApiError(
+            404,
+            {
+                "error": f"No MCP server named {server!r} was added through the API",
+                "code": "mcp_server_not_found",
+                "serverName": server,
+            },
+        )
+    return McpRemoved(serverName=server, removed=True)

@@ -166,6 +166,20 @@ class WorkspaceMcp(BaseModel):
     budgets: list[dict[str, Any]] = Field(description="Empty while budgetMode is `off`.")
 
 
+class McpServerEntry(BaseModel):
+    """A server an operator added: what it is, never its env or headers."""
+
+    serverName: str
+    transport: Literal["stdio", "http", "sse"]
+    trust: bool
+    description: str | SkipJsonSchema[None] = omittable("The server's description.")
+
+
+class McpRemoved(BaseModel):
+    serverName: str
+    removed: bool
+
+
 class McpRestarted(BaseModel):
     serverName: str
     restarted: bool

@@ -24,10 +24,10 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from runtime.egress import key_env_refusal
+from runtime.egress import forbidden_address, key_env_refusal, url_refusal
 from runtime.store import Store
 from runtime.workspace.fence import Fence, FileError
-from runtime.workspace.settings import get_setting
+from runtime.workspace.settings import get_setting, update_setting
 
 Transport = Literal["stdio", "http", "sse"]
 
@@ -90,9 +90,9 @@ class McpServerConfig(BaseModel):
 
 
 class StrictMcpServerConfig(McpServerConfig):
-    """What an operator's `PUT` must be: no unknown field."""
+    """What an operator's `PUT` must be: no unknown field, no `"10"` for a number."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class McpServers(BaseModel):
@@ -105,6 +105,37 @@ class McpServers(BaseModel):
 
     def enabled(self) -> dict[str, McpServerConfig]:
         return {n: c for n, c in self.servers.items() if n not in self.disabled}
+
+
+def egress_refusal(config: McpServerConfig) -> str | None:
+    """Why the worker may not connect to the server's URL (the egress rule of provider
+    URLs: http/https, no user-info, never a link-local or cloud-metadata address); None
+    for a stdio server or an allowed URL. The addresses a name resolves to are checked
+    again when the worker connects (`resolved_refusal`)."""
+    for what, url in (("httpUrl", config.httpUrl), ("url", config.url)):
+        if url:
+            refusal = url_refusal(url, what, base=False)
+            return None if refusal is None else refusal.message
+    return None
+
+
+def resolved_refusal(host: str, port: int) -> str | None:
+    """Why a server's host may not be connected to, from the addresses it resolves to now."""
+    import ipaddress
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+    except OSError as err:
+        return f"{host} does not resolve: {err}"
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+        if forbidden_address(address):
+            return (
+                f"{host} resolves to {address}, a link-local or cloud-metadata address: "
+                "the worker never connects there"
+            )
+    return None
 
 
 class ReferenceRefused(ValueError):
@@ -169,6 +200,24 @@ def read_settings_file(workspace: Path, data_dir: Path | None = None) -> McpServ
     except ValueError as err:
         return McpServers(problems={"*": f"{SETTINGS_FILE} is not readable JSON: {err}"})
     return servers_of(raw if isinstance(raw, dict) else {})
+
+
+def put_operator_server(store: Store, workspace: str, name: str, entry: dict[str, Any]) -> None:
+    """Add or replace an operator's server (read-modify-write of `mcp.servers`)."""
+    update_setting(store, workspace, SERVERS_SETTING, lambda current: {**current, name: entry})
+
+
+def remove_operator_server(store: Store, workspace: str, name: str) -> bool:
+    """Remove an operator's server; False when there was none of that name."""
+    found = False
+
+    def without(current: dict[str, Any]) -> dict[str, Any]:
+        nonlocal found
+        found = name in current
+        return {k: v for k, v in current.items() if k != name}
+
+    update_setting(store, workspace, SERVERS_SETTING, without)
+    return found
 
 
 def load_servers(store: Store, workspace: str, data_dir: Path | None = None) -> McpServers:

@@ -30,6 +30,11 @@ def qualified(server: str, tool: str) -> str:
     return name
 
 
+def server_prefix(server: str) -> str:
+    """What every model-facing name of `server`'s tools starts with (however cut)."""
+    return _UNSAFE.sub("_", f"{PREFIX}{server}__")[: MAX_NAME - 9]
+
+
 def assign(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """The model-facing name of each (server, tool), collisions resolved in order."""
     taken: set[str] = set()

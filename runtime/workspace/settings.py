@@ -8,6 +8,7 @@ API, the worker and every replica see the same values.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import JSON, Column
@@ -48,6 +49,30 @@ def set_setting(store: Store, workspace_cwd: str, key: str, value: Any) -> None:
             except IntegrityError:
                 db.rollback()  # a concurrent first write: update the row it made
     raise RuntimeError(f"could not write workspace setting {key}")
+
+
+def update_setting(
+    store: Store,
+    workspace_cwd: str,
+    key: str,
+    change: Callable[[dict[str, Any]], dict[str, Any]],
+) -> dict[str, Any]:
+    """Read-modify-write of an object-valued setting in one transaction (the row locked
+    on PostgreSQL, writers serialized on SQLite); the new value."""
+    with store.session() as db:
+        row = db.get(WorkspaceSetting, (workspace_cwd, key), with_for_update=True)
+        current = dict(row.value) if row is not None and isinstance(row.value, dict) else {}
+        value = change(current)
+        if row is None:
+            db.add(WorkspaceSetting(workspace_cwd=workspace_cwd, key=key, value=value))
+        else:
+            row.value = value
+        try:
+            db.commit()
+        except IntegrityError:
+            db.rollback()
+            return update_setting(store, workspace_cwd, key, change)
+        return value
 
 
 def disabled_tools(store: Store, workspace_cwd: str) -> list[str]:

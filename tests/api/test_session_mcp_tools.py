@@ -271,3 +271,62 @@ async def test_a_restart_reconnects_and_says_so_to_every_session(
     assert invalid.status_code == 400 and invalid.json()["code"] == "invalid_server_name"
     del d.client.headers["Authorization"]
     assert (await d.client.post("/workspace/mcp/faults/restart", json={})).status_code == 401
+
+
+async def test_an_operator_adds_a_server_uses_it_and_removes_it(
+    daemon: DaemonFactory, faults: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAULTS_API_KEY", "from-the-worker")
+    d = await daemon(token=TOKEN)
+    entry = {
+        "httpUrl": faults.url,
+        "headers": {"X-Key": "$FAULTS_API_KEY", "X-Other": "literal-header-secret"},
+        "trust": True,
+        "description": "added by ops",
+    }
+    put = await d.client.put("/workspace/mcp/servers/ops", json=entry)
+    assert put.status_code == 200, put.text
+    assert put.json() == {
+        "serverName": "ops",
+        "transport": "http",
+        "trust": True,
+        "description": "added by ops",
+    }
+    sid = (await d.create())["sessionId"]
+    _, (update,) = await _run(d, sid, "/call mcp__ops__count {}")
+    assert update["status"] == "completed"
+    snapshot = (await d.client.get("/workspace/mcp")).text
+    assert "literal-header-secret" not in snapshot and "from-the-worker" not in snapshot
+    assert (await d.client.delete("/workspace/mcp/servers/ops")).json() == {
+        "serverName": "ops",
+        "removed": True,
+    }
+    gone = await d.client.delete("/workspace/mcp/servers/ops")
+    assert gone.status_code == 404 and gone.json()["code"] == "mcp_server_not_found"
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        ({"command": "node", "unknown": 1}, "unknown"),
+        ({}, "exactly one of"),
+        ({"httpUrl": "http://169.254.169.254/mcp"}, "link-local"),
+        ({"command": "node", "env": {"T": "$AGENTRT_TOKEN"}}, "not allowed"),
+        ({"command": "node", "env": {"T": "${DATABASE_URL}"}}, "not allowed"),
+        ({"command": "node", "timeout": "10"}, "timeout"),
+    ],
+)
+async def test_an_invalid_server_is_a_400_naming_what_is_wrong(
+    daemon: DaemonFactory, entry: dict[str, Any], words: str
+) -> None:
+    d = await daemon(token=TOKEN)
+    response = await d.client.put("/workspace/mcp/servers/x", json=entry)
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "invalid_mcp_server"
+    assert words in response.json()["error"]
+    bad_name = await d.client.put("/workspace/mcp/servers/a%20b", json={"command": "node"})
+    assert bad_name.status_code == 400 and bad_name.json()["code"] == "invalid_server_name"
+    del d.client.headers["Authorization"]
+    assert (
+        await d.client.put("/workspace/mcp/servers/x", json={"command": "n"})
+    ).status_code == 401

@@ -20,6 +20,7 @@ from cli import build_parser
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from tests.e2e.test_up_e2e import _wait_worker_live, agentrt_up
+from tests.mcp_helpers import EVERYTHING, node_server
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -27,7 +28,7 @@ RECIPE = re.compile(r"<!-- recipe: ([a-z-]+) -->\n```sh\n(.*?)```", re.DOTALL)
 RECIPES = dict(RECIPE.findall(README))
 README_URL = "http://127.0.0.1:4170"
 # Recipes of strict mutation routes: they run against a daemon with a token.
-TOKEN_RECIPES = {"standing-agents", "model-routing"}
+TOKEN_RECIPES = {"standing-agents", "model-routing", "mcp"}
 
 
 def _section(title: str) -> str:
@@ -89,6 +90,7 @@ def test_the_recipes_are_all_there() -> None:
     assert set(RECIPES) == {
         "agent-tools",
         "agent-tools-model",
+        "mcp",
         "model-routing",
         "session",
         "session-tool",
@@ -208,3 +210,34 @@ def test_the_model_routing_recipe_runs_against_agentrt_up(tmp_path: Path) -> Non
     assert json.loads(lines[6]) == {"model": "gpt-4o-mini", "source": "genai-prices"}
     assert json.loads(lines[7]) == {"model": "openai/gpt-4o-mini", "source": "override"}
     assert lines[8:] == []  # no prompt ran: no attempt yet
+
+
+def test_the_mcp_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
+    """The recipe's `npx -y @modelcontextprotocol/server-everything`, offline: an `npx` on
+    agentrt's PATH that runs the copy tests/mcp_servers installed (nothing downloads)."""
+    if shutil.which("curl") is None or shutil.which("jq") is None:
+        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
+    server = node_server(EVERYTHING)
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    npx = shims / "npx"
+    npx.write_text(f"#!/bin/sh\nexec {server['command']} {server['args'][0]}\n")
+    npx.chmod(0o755)
+    token = "readme-token"
+    path = f"{shims}:{os.environ['PATH']}"
+    with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token, "PATH": path}) as up:
+        up.wait_healthy()
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", RECIPES["mcp"].replace(README_URL, up.api_url)],
+            cwd=tmp_path,
+            env={**os.environ, "AGENTRT_TOKEN": token},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    lines = done.stdout.splitlines()
+    assert json.loads(lines[0]) == {"serverName": "everything", "transport": "stdio", "trust": True}
+    assert json.loads(lines[1]) == {"name": "everything", "mcpStatus": "connected", "echo": True}
+    assert lines[2] == '{"stopReason":"end_turn"}'
+    assert lines[-1] == "Echo: hi from MCP"
