@@ -103,15 +103,18 @@ async def benchmark(options: BenchOptions) -> Report:
         settings_file = workspace / SETTINGS_FILE
         settings_file.parent.mkdir()
         settings_file.write_text(json.dumps({"mcpServers": {SERVER: {"httpUrl": url}}}))
-        settings = Settings(data_dir=Path(tmp) / "data", workspace=workspace)
+        # The bench wrote the workspace file itself: trusted, no approval to wait for.
+        settings = Settings(
+            data_dir=Path(tmp) / "data", workspace=workspace, mcp_workspace_servers="trusted"
+        )
         settings.resolved_data_dir.mkdir()
         ws = str(settings.resolved_workspace)
         store = Store(settings.resolved_database_url)
         upgrade_to_head(store.engine)
         journal = EventJournal(store)
-        config: McpServerConfig = load_servers(store, ws, settings.resolved_data_dir).servers[
-            SERVER
-        ]
+        config: McpServerConfig = load_servers(
+            store, ws, settings.resolved_data_dir, "trusted"
+        ).servers[SERVER]
         try:
             async with Client(url) as client:
 

@@ -96,6 +96,10 @@ class Settings(BaseSettings):
     # A worker's connection to an MCP server unused this long is closed (the next need
     # opens it again): AGENTRT_MCP_IDLE_SECONDS.
     mcp_idle_seconds: float = Field(default=300.0, gt=0)
+    # The workspace's own `.qwen/settings.json` mcpServers: used once an operator approved
+    # each entry (`approve`), as they are (`trusted`), or not at all (`off`):
+    # AGENTRT_MCP_WORKSPACE_SERVERS (runtime/mcp/config.merged).
+    mcp_workspace_servers: Literal["approve", "trusted", "off"] = "approve"
 
     # Agent-tools gateway: default investigation workspace and retention windows (FIFO).
     agent_tools_workspace: str = "demo"

@@ -74,7 +74,11 @@ class McpCalls:
     async def offered(self, workspace: str) -> list[McpTool]:
         """The tools of the workspace's enabled servers (unreachable ones left out)."""
         servers = await asyncio.to_thread(
-            load_servers, self.store, workspace, self.settings.resolved_data_dir
+            load_servers,
+            self.store,
+            workspace,
+            self.settings.resolved_data_dir,
+            self.settings.mcp_workspace_servers,
         )
         enabled = servers.enabled()
         if not enabled:
@@ -84,7 +88,11 @@ class McpCalls:
 
     async def resolve(self, workspace: str, name: str) -> ResolvedTool | None:
         servers = await asyncio.to_thread(
-            load_servers, self.store, workspace, self.settings.resolved_data_dir
+            load_servers,
+            self.store,
+            workspace,
+            self.settings.resolved_data_dir,
+            self.settings.mcp_workspace_servers,
         )
         enabled = servers.enabled()
         # Only the servers the name can come from are opened: a call never waits on

@@ -30,6 +30,7 @@ class McpDiscoveryActivities:
             self.calls.store,
             request.workspace,
             self.calls.settings.resolved_data_dir,
+            self.calls.settings.mcp_workspace_servers,
         )
         enabled = servers.enabled()
         names = [request.server] if request.server else list(enabled)
@@ -45,6 +46,7 @@ class McpDiscoveryActivities:
             self.calls.store,
             request.workspace,
             self.calls.settings.resolved_data_dir,
+            self.calls.settings.mcp_workspace_servers,
         )
         config = servers.servers[name]
         started = time.monotonic()

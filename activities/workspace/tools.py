@@ -23,6 +23,7 @@ from activities.workspace.results import (
     text_item,
 )
 from runtime.llm.contracts import ToolCall
+from runtime.mcp.config import AGENT_CONFIG_DIR
 from runtime.sessions.tools import SESSION_TOOLS
 from runtime.telemetry import tracer
 from runtime.tools import ToolArgumentsError
@@ -46,6 +47,20 @@ MAX_LIST_ENTRIES: Final = 1000
 
 
 SHELL_TIMEOUT_SECONDS: Final = 120.0
+
+
+def writable(fence: Fence, raw: str) -> Path:
+    """The file a session tool may write: inside the fence, and not under the workspace's
+    agent configuration (`.qwen/`, where `mcpServers` says which commands the worker
+    runs): the agent never changes what it may run or trust (an operator does, through
+    the file routes or `PUT /workspace/mcp/servers/:name`)."""
+    path = resolve(fence, raw)
+    if fence.relative(path).split("/", 1)[0] == AGENT_CONFIG_DIR:
+        raise ToolError(
+            f"{fence.relative(path)} is agentrt's configuration of this workspace "
+            f"({AGENT_CONFIG_DIR}/): session tools do not write it"
+        )
+    return path
 
 
 class WorkspaceTools:
@@ -292,14 +307,14 @@ class WorkspaceTools:
 
     def target(self, fence: Fence, invocation: ToolCall) -> Path:
         """The file a `write_file` / `edit` call writes, resolved inside the workspace."""
-        return resolve(fence, required_str(invocation.arguments, "file_path"))
+        return writable(fence, required_str(invocation.arguments, "file_path"))
 
     def plan_change(self, fence: Fence, tool_name: str, args: dict[str, Any]) -> FileChange:
         """What `write_file` or `edit` would write, from the file as it is now (no write).
 
         The same text handling as POST /file/write and /file/edit: an existing file keeps
         its encoding, BOM and line endings; a binary file cannot be edited."""
-        path = resolve(fence, required_str(args, "file_path"))
+        path = writable(fence, required_str(args, "file_path"))
         raw = read_existing_bytes(fence, path)
         profile: TextProfile | None = None
         old: str | None = None

@@ -30,6 +30,7 @@ from api.openapi import errors, json_body
 from api.routes.session_common import client_id_of, read_body
 from api.routes.workspace_status import workspace_event
 from api.routes.workspace_status_models import (
+    McpApproved,
     McpError,
     McpRemoved,
     McpRestarted,
@@ -39,11 +40,13 @@ from api.routes.workspace_status_models import (
 )
 from api.security import require_configured_token
 from api.temporal import is_unavailable
+from runtime.egress import redact_url
 from runtime.mcp.config import (
     SERVER_NAME,
     McpServerConfig,
     McpServers,
     StrictMcpServerConfig,
+    approve_file_server,
     egress_refusal,
     load_servers,
     put_operator_server,
@@ -108,6 +111,22 @@ def _cell(
     )
 
 
+def _pending_cell(name: str, config: McpServerConfig) -> McpServer:
+    """A settings-file entry no operator approved (as it is now): never started."""
+    return McpServer(
+        kind="mcp_server",
+        status="disabled",
+        name=name,
+        mcpStatus="disconnected",
+        transport=config.transport,
+        disabled=True,
+        disabledReason="config",
+        description=config.description,
+        hint=f"an operator approves this entry of .qwen/settings.json: "
+        f"POST /workspace/mcp/{name}/approve (AGENTRT_MCP_WORKSPACE_SERVERS)",
+    )
+
+
 def _problem_cell(name: str, problem: str) -> McpServer:
     return McpServer(
         kind="mcp_server",
@@ -165,11 +184,17 @@ async def workspace_mcp(
 ) -> WorkspaceMcp:
     """The workspace's MCP servers and what the worker knows of each."""
     servers = await asyncio.to_thread(
-        load_servers, store, settings.workspace_cwd, settings.resolved_data_dir
+        load_servers,
+        store,
+        settings.workspace_cwd,
+        settings.resolved_data_dir,
+        settings.mcp_workspace_servers,
     )
     states = await asyncio.to_thread(_states, store, settings, servers)
     cells = [
-        _cell(name, config, name in servers.disabled, states.get(name))
+        _pending_cell(name, config)
+        if name in servers.pending
+        else _cell(name, config, name in servers.disabled, states.get(name))
         for name, config in servers.servers.items()
     ]
     cells += [_problem_cell(name, problem) for name, problem in servers.problems.items()]
@@ -215,7 +240,11 @@ async def restart_mcp_server(
     if not server or not SERVER_NAME.match(server):
         raise _invalid_server_name()
     servers = await asyncio.to_thread(
-        load_servers, store, settings.workspace_cwd, settings.resolved_data_dir
+        load_servers,
+        store,
+        settings.workspace_cwd,
+        settings.resolved_data_dir,
+        settings.mcp_workspace_servers,
     )
     if server not in servers.servers:
         raise ApiError(
@@ -227,8 +256,8 @@ async def restart_mcp_server(
             },
         )
     extra = {"originatorClientId": originator} if originator else {}
-    if server in servers.disabled:
-        reason = "server_disabled"
+    if server in servers.disabled or server in servers.pending:
+        reason = "server_disabled" if server in servers.disabled else "approval_required"
         await workspace_event(
             store,
             journal,
@@ -259,6 +288,15 @@ async def restart_mcp_server(
                 "code": "mcp_restart_failed",
             },
         ) from None
+    if not result.servers:  # removed or disabled since it was checked above
+        raise ApiError(
+            404,
+            {
+                "error": f"No enabled MCP server named {server!r}",
+                "code": "mcp_server_not_found",
+                "serverName": server,
+            },
+        )
     (outcome,) = result.servers
     if not outcome.connected:
         reason = "connect_failed"
@@ -360,3 +398,48 @@ async def delete_mcp_server(server: str, settings: SettingsDep, store: StoreDep)
             },
         )
     return McpRemoved(serverName=server, removed=True)
+
+
+@router.post(
+    "/workspace/mcp/{server}/approve",
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401, 404),
+    response_model_exclude_none=True,
+)
+async def approve_mcp_server(
+    server: str, request: Request, settings: SettingsDep, store: StoreDep
+) -> McpApproved:
+    """Approve the workspace's `.qwen/settings.json` entry `server` exactly as it is now
+    (AGENTRT_MCP_WORKSPACE_SERVERS=approve): the worker runs it from its next need, and a
+    later change of the entry waits for a new approval. The answer says what was
+    approved (the command, or the URL without credentials), never env or headers."""
+    await read_body(request)
+    if not SERVER_NAME.match(server):
+        raise _invalid_server_name()
+    servers = await asyncio.to_thread(
+        load_servers,
+        store,
+        settings.workspace_cwd,
+        settings.resolved_data_dir,
+        settings.mcp_workspace_servers,
+    )
+    if servers.sources.get(server) != "settings":
+        raise ApiError(
+            404,
+            {
+                "error": f"No entry {server!r} in the workspace's .qwen/settings.json mcpServers",
+                "code": "mcp_server_not_found",
+                "serverName": server,
+            },
+        )
+    config = servers.servers[server]
+    fingerprint = config.fingerprint()
+    await asyncio.to_thread(approve_file_server, store, settings.workspace_cwd, server, fingerprint)
+    return McpApproved(
+        serverName=server,
+        approved=True,
+        fingerprint=fingerprint,
+        transport=config.transport,
+        command=config.command,
+        url=redact_url((config.httpUrl or config.url or "").split("?", 1)[0]) or None,
+    )

@@ -175,6 +175,18 @@ class McpServerEntry(BaseModel):
     description: str | SkipJsonSchema[None] = omittable("The server's description.")
 
 
+class McpApproved(BaseModel):
+    """What an operator approved: the entry's fingerprint, its command or URL (without
+    credentials or query); never its args, env or headers."""
+
+    serverName: str
+    approved: bool
+    fingerprint: str
+    transport: Literal["stdio", "http", "sse"]
+    command: str | SkipJsonSchema[None] = omittable("The stdio server's command.")
+    url: str | SkipJsonSchema[None] = omittable("The server's URL, without credentials.")
+
+
 class McpRemoved(BaseModel):
     serverName: str
     removed: bool

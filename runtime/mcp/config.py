@@ -35,7 +35,11 @@ Transport = Literal["stdio", "http", "sse"]
 DEFAULT_TIMEOUT_MS: Final = 600_000
 SERVER_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _REFERENCE: Final = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
-SETTINGS_FILE: Final = Path(".qwen") / "settings.json"
+# The workspace's agent configuration (qwen-code's): session tools never write it.
+AGENT_CONFIG_DIR: Final = ".qwen"
+SETTINGS_FILE: Final = Path(AGENT_CONFIG_DIR) / "settings.json"
+APPROVED_SETTING: Final = "mcp.approved"
+WorkspaceServers = Literal["approve", "trusted", "off"]
 SERVERS_SETTING: Final = "mcp.servers"
 DISABLED_SETTING: Final = "mcp.disabled"
 MAX_SETTINGS_BYTES: Final = 1 << 20
@@ -102,9 +106,17 @@ class McpServers(BaseModel):
     disabled: list[str] = Field(default_factory=list)
     # Entries of the settings file that could not be read, by server name (or `*`).
     problems: dict[str, str] = Field(default_factory=dict)
+    # Where each server comes from: the workspace's settings file, or an operator.
+    sources: dict[str, Literal["settings", "operator"]] = Field(default_factory=dict)
+    # Settings-file servers waiting for an operator's approval of exactly this entry.
+    pending: list[str] = Field(default_factory=list)
 
     def enabled(self) -> dict[str, McpServerConfig]:
-        return {n: c for n, c in self.servers.items() if n not in self.disabled}
+        return {
+            n: c
+            for n, c in self.servers.items()
+            if n not in self.disabled and n not in self.pending
+        }
 
 
 def egress_refusal(config: McpServerConfig) -> str | None:
@@ -220,14 +232,31 @@ def remove_operator_server(store: Store, workspace: str, name: str) -> bool:
     return found
 
 
-def load_servers(store: Store, workspace: str, data_dir: Path | None = None) -> McpServers:
+def load_servers(
+    store: Store,
+    workspace: str,
+    data_dir: Path | None = None,
+    mode: WorkspaceServers = "approve",
+) -> McpServers:
     """The merged configuration of a workspace: its settings file, then the operator's."""
     operator = get_setting(store, workspace, SERVERS_SETTING)
     disabled = get_setting(store, workspace, DISABLED_SETTING)
+    approved = get_setting(store, workspace, APPROVED_SETTING)
     return merged(
-        read_settings_file(Path(workspace), data_dir),
+        read_settings_file(Path(workspace), data_dir) if mode != "off" else McpServers(),
         operator if isinstance(operator, dict) else None,
         [n for n in disabled if isinstance(n, str)] if isinstance(disabled, list) else [],
+        mode=mode,
+        approved={k: v for k, v in approved.items() if isinstance(v, str)}
+        if isinstance(approved, dict)
+        else {},
+    )
+
+
+def approve_file_server(store: Store, workspace: str, name: str, fingerprint: str) -> None:
+    """Pin an operator's approval of a settings-file entry to its fingerprint."""
+    update_setting(
+        store, workspace, APPROVED_SETTING, lambda current: {**current, name: fingerprint}
     )
 
 
@@ -252,14 +281,41 @@ def merged(
     from_file: McpServers,
     operator: Mapping[str, Any] | None,
     operator_disabled: Collection[str] = (),
+    *,
+    mode: WorkspaceServers = "approve",
+    approved: Mapping[str, str] | None = None,
 ) -> McpServers:
-    """The file's servers, then the operator's (which replace a file entry of that name)."""
-    servers = dict(from_file.servers)
-    problems = dict(from_file.problems)
+    """The file's servers, then the operator's (which replace a file entry of that name).
+
+    A settings-file entry can make the worker run a command, send a referenced key to a
+    host, or trust a server; whoever can write the workspace (a cloned repository, a
+    collaborator) writes it. So `mode` (AGENTRT_MCP_WORKSPACE_SERVERS):
+    - `approve` (the default): a file entry is used once an operator approved exactly it
+      (`POST /workspace/mcp/:name/approve` pins its fingerprint; any change waits for a
+      new approval);
+    - `trusted`: file entries are used as they are (the operator owns the workspace, as a
+      qwen-code trusted folder);
+    - `off`: the file's `mcpServers` are ignored.
+    """
+    file_servers = {} if mode == "off" else dict(from_file.servers)
+    servers: dict[str, McpServerConfig] = dict(file_servers)
+    sources: dict[str, Literal["settings", "operator"]] = dict.fromkeys(file_servers, "settings")
+    problems = {} if mode == "off" else dict(from_file.problems)
     for name, entry in (operator or {}).items():
         try:
             servers[name] = McpServerConfig.model_validate(entry)
+            sources[name] = "operator"
         except ValidationError as err:
             problems[name] = "; ".join(e["msg"] for e in err.errors())
-    disabled = list(dict.fromkeys([*from_file.disabled, *operator_disabled]))
-    return McpServers(servers=servers, disabled=disabled, problems=problems)
+    pending = [
+        name
+        for name, source in sources.items()
+        if source == "settings"
+        and mode == "approve"
+        and (approved or {}).get(name) != servers[name].fingerprint()
+    ]
+    file_disabled = [] if mode == "off" else from_file.disabled
+    disabled = list(dict.fromkeys([*file_disabled, *operator_disabled]))
+    return McpServers(
+        servers=servers, disabled=disabled, problems=problems, sources=sources, pending=pending
+    )

@@ -31,7 +31,9 @@ async def calls(tmp_path: Path, faults: FaultServer) -> AsyncIterator[McpCalls]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     write_settings(workspace, {"faults": {"httpUrl": faults.url, "timeout": 10_000}})
-    settings = Settings(data_dir=tmp_path / ".data", workspace=workspace)
+    settings = Settings(
+        data_dir=tmp_path / ".data", workspace=workspace, mcp_workspace_servers="trusted"
+    )
     store = Store(f"sqlite:///{tmp_path / 'store.db'}")
     upgrade_to_head(store.engine)
     pool = McpPool()

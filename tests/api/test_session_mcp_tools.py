@@ -19,6 +19,9 @@ from tests.session_helpers import Daemon
 
 __all__ = ["daemon"]
 
+# These tests write the workspace's .qwen/settings.json themselves, as its owner would:
+# trusted (AGENTRT_MCP_WORKSPACE_SERVERS); the approval of file entries has its own tests.
+TRUSTED = "trusted"
 TOKEN = "mcp-tools"  # the approval-mode and tool-toggle routes are strict mutations
 PROCEED = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
 
@@ -59,7 +62,7 @@ async def _run(d: Daemon, sid: str, line: str) -> tuple[str, list[dict[str, Any]
 async def test_a_call_asks_a_vote_and_reaches_the_server_once_with_its_operation_id(
     daemon: DaemonFactory, faults: FaultServer
 ) -> None:
-    d = await daemon()
+    d = await daemon(mcp_workspace_servers=TRUSTED)
     write_settings(d.workspace, {"faults": {"httpUrl": faults.url, "timeout": 20_000}})
     sid = (await d.create())["sessionId"]
     prompt_id, request = await _ask(d, sid, '/call mcp__faults__record {"value": "one"}')
@@ -79,7 +82,7 @@ async def test_a_call_asks_a_vote_and_reaches_the_server_once_with_its_operation
 async def test_a_rejected_call_never_reaches_the_server(
     daemon: DaemonFactory, faults: FaultServer
 ) -> None:
-    d = await daemon()
+    d = await daemon(mcp_workspace_servers=TRUSTED)
     write_settings(d.workspace, {"faults": {"httpUrl": faults.url}})
     sid = (await d.create())["sessionId"]
     prompt_id, request = await _ask(d, sid, '/call mcp__faults__record {"value": "no"}')
@@ -94,7 +97,7 @@ async def test_a_rejected_call_never_reaches_the_server(
 async def test_a_read_only_tool_of_a_trusted_server_runs_like_a_read(
     daemon: DaemonFactory, faults: FaultServer
 ) -> None:
-    d = await daemon()
+    d = await daemon(mcp_workspace_servers=TRUSTED)
     write_settings(d.workspace, {"faults": {"httpUrl": faults.url, "trust": True}})
     sid = (await d.create())["sessionId"]
     _, updates = await _run(d, sid, "/call mcp__faults__count {}")
@@ -108,7 +111,7 @@ async def test_a_read_only_tool_of_a_trusted_server_runs_like_a_read(
 async def test_a_read_only_tool_of_an_untrusted_server_asks(
     daemon: DaemonFactory, faults: FaultServer
 ) -> None:
-    d = await daemon()
+    d = await daemon(mcp_workspace_servers=TRUSTED)
     write_settings(d.workspace, {"faults": {"httpUrl": faults.url}})
     sid = (await d.create())["sessionId"]
     await _ask(d, sid, "/call mcp__faults__count {}")
@@ -117,7 +120,7 @@ async def test_a_read_only_tool_of_an_untrusted_server_asks(
 async def test_plan_mode_refuses_and_yolo_runs_without_asking(
     daemon: DaemonFactory, faults: FaultServer
 ) -> None:
-    d = await daemon(token=TOKEN)
+    d = await daemon(token=TOKEN, mcp_workspace_servers=TRUSTED)
     write_settings(d.workspace, {"faults": {"httpUrl": faults.url}})
     sid = (await d.create())["sessionId"]
     await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "plan"})
@@ -132,7 +135,7 @@ async def test_plan_mode_refuses_and_yolo_runs_without_asking(
 async def test_the_servers_faults_are_failed_calls_with_its_message(
     daemon: DaemonFactory, faults: FaultServer
 ) -> None:
-    d = await daemon(token=TOKEN)
+    d = await daemon(token=TOKEN, mcp_workspace_servers=TRUSTED)
     write_settings(d.workspace, {"faults": {"httpUrl": faults.url, "timeout": 1500}})
     sid = (await d.create())["sessionId"]
     await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "yolo"})
@@ -147,7 +150,7 @@ async def test_the_servers_faults_are_failed_calls_with_its_message(
 async def test_a_disabled_mcp_tool_is_not_offered(
     daemon: DaemonFactory, faults: FaultServer
 ) -> None:
-    d = await daemon(token=TOKEN)
+    d = await daemon(token=TOKEN, mcp_workspace_servers=TRUSTED)
     write_settings(d.workspace, {"faults": {"httpUrl": faults.url}})
     toggled = await d.client.post(
         "/workspace/tools/mcp__faults__record/enable", json={"enabled": False}
@@ -166,7 +169,7 @@ async def test_a_disabled_mcp_tool_is_not_offered(
 
 
 async def test_an_npm_server_over_stdio_answers_text_and_images(daemon: DaemonFactory) -> None:
-    d = await daemon()
+    d = await daemon(mcp_workspace_servers=TRUSTED)
     write_settings(d.workspace, {"everything": {**node_server(EVERYTHING, "stdio"), "trust": True}})
     sid = (await d.create())["sessionId"]
     _, (echo,) = await _run(d, sid, '/call mcp__everything__echo {"message": "hello mcp"}')
@@ -198,7 +201,7 @@ async def test_the_snapshot_shows_each_server_and_never_a_secret(
     daemon: DaemonFactory, faults: FaultServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAULTS_API_KEY", "value-from-the-environment")
-    d = await daemon()
+    d = await daemon(mcp_workspace_servers=TRUSTED)
     write_settings(
         d.workspace,
         {
@@ -240,7 +243,7 @@ async def test_the_snapshot_shows_each_server_and_never_a_secret(
 async def test_a_restart_reconnects_and_says_so_to_every_session(
     daemon: DaemonFactory, faults: FaultServer
 ) -> None:
-    d = await daemon(token=TOKEN)
+    d = await daemon(token=TOKEN, mcp_workspace_servers=TRUSTED)
     write_settings(
         d.workspace,
         {"faults": {"httpUrl": faults.url}, "off": {"command": "true"}},
@@ -277,7 +280,7 @@ async def test_an_operator_adds_a_server_uses_it_and_removes_it(
     daemon: DaemonFactory, faults: FaultServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAULTS_API_KEY", "from-the-worker")
-    d = await daemon(token=TOKEN)
+    d = await daemon(token=TOKEN, mcp_workspace_servers=TRUSTED)
     entry = {
         "httpUrl": faults.url,
         "headers": {"X-Key": "$FAULTS_API_KEY", "X-Other": "literal-header-secret"},
@@ -319,7 +322,7 @@ async def test_an_operator_adds_a_server_uses_it_and_removes_it(
 async def test_an_invalid_server_is_a_400_naming_what_is_wrong(
     daemon: DaemonFactory, entry: dict[str, Any], words: str
 ) -> None:
-    d = await daemon(token=TOKEN)
+    d = await daemon(token=TOKEN, mcp_workspace_servers=TRUSTED)
     response = await d.client.put("/workspace/mcp/servers/x", json=entry)
     assert response.status_code == 400, response.text
     assert response.json()["code"] == "invalid_mcp_server"
@@ -330,3 +333,51 @@ async def test_an_invalid_server_is_a_400_naming_what_is_wrong(
     assert (
         await d.client.put("/workspace/mcp/servers/x", json={"command": "n"})
     ).status_code == 401
+
+
+# -- whoever writes the workspace does not choose what the worker runs ----------------------
+
+
+async def test_a_settings_file_entry_runs_only_once_an_operator_approved_it(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon(token=TOKEN)  # the default: AGENTRT_MCP_WORKSPACE_SERVERS=approve
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url, "trust": True}})
+    (cell,) = (await d.client.get("/workspace/mcp")).json()["servers"]
+    assert cell["status"] == "disabled" and cell["disabledReason"] == "config"
+    assert "/workspace/mcp/faults/approve" in cell["hint"]
+    sid = (await d.create())["sessionId"]
+    _, updates = await _run(d, sid, "/call mcp__faults__count {}")
+    assert updates == []  # not offered: the model was told it is not available
+    approved = await d.client.post("/workspace/mcp/faults/approve", json={})
+    assert approved.status_code == 200, approved.text
+    assert approved.json()["url"] == faults.url and approved.json()["transport"] == "http"
+    _, (update,) = await _run(d, sid, "/call mcp__faults__count {}")
+    assert update["status"] == "completed"
+    # Any change of the entry waits for a new approval.
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url, "trust": True, "timeout": 9}})
+    (cell,) = (await d.client.get("/workspace/mcp")).json()["servers"]
+    assert cell["status"] == "disabled"
+    missing = await d.client.post("/workspace/mcp/other/approve", json={})
+    assert missing.status_code == 404
+    del d.client.headers["Authorization"]
+    assert (await d.client.post("/workspace/mcp/faults/approve", json={})).status_code == 401
+
+
+async def test_off_ignores_the_settings_file(daemon: DaemonFactory, faults: FaultServer) -> None:
+    d = await daemon(mcp_workspace_servers="off")
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url}})
+    assert (await d.client.get("/workspace/mcp")).json()["servers"] == []
+
+
+async def test_the_agent_cannot_write_the_workspaces_agent_configuration(
+    daemon: DaemonFactory,
+) -> None:
+    d = await daemon(token=TOKEN)
+    sid = (await d.create())["sessionId"]
+    await d.client.post(f"/session/{sid}/approval-mode", json={"mode": "yolo"})
+    target = str(d.workspace / ".qwen" / "settings.json")
+    payload = json.dumps({"file_path": target, "content": '{"mcpServers": {}}'})
+    _, (update,) = await _run(d, sid, f"/call write_file {payload}")
+    assert update["status"] == "failed" and "session tools do not write it" in _text(update)
+    assert not (d.workspace / ".qwen").exists()

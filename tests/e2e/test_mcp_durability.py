@@ -52,9 +52,17 @@ async def test_an_approved_call_in_flight_when_the_worker_dies_reaches_the_serve
     workspace.mkdir()
     data_dir = tmp_path / ".data"
     write_settings(workspace, {"faults": {"httpUrl": faults.url, "timeout": 60_000}})
-    workers = WorkerProcesses(dev_env, task_queue, data_dir, workspace)
+    trusted = "trusted"  # the test wrote the settings file, as the workspace's owner
+    workers = WorkerProcesses(
+        dev_env, task_queue, data_dir, workspace, AGENTRT_MCP_WORKSPACE_SERVERS=trusted
+    )
     try:
-        client = await api(data_dir=data_dir, task_queue=task_queue, workspace=workspace)
+        client = await api(
+            data_dir=data_dir,
+            task_queue=task_queue,
+            workspace=workspace,
+            mcp_workspace_servers=trusted,
+        )
         store = Store(f"sqlite:///{data_dir / 'agentrt.db'}")
         d = Daemon(client=client, workspace=workspace.resolve(), journal=EventJournal(store))
         first = await workers.start()
