@@ -178,7 +178,8 @@ def _configure_logging() -> None:
         level=os.environ.get("AGENTRT_LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    for noisy in ("alembic", "httpx"):
+    # httpx2: the MCP SDK's HTTP client, which logs every request URL (query included).
+    for noisy in ("alembic", "httpx", "httpx2", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

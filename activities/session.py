@@ -200,7 +200,9 @@ class SessionActivities:
         if await asyncio.to_thread(windows_enabled, self.store):
             offered += windows_tool_specs()
         if self.mcp is not None and request.tenant:
-            offered += [tool.descriptor.spec() for tool in await self.mcp.offered(request.tenant)]
+            # Bounded (a server slow to open is left out of this step) and heartbeating.
+            tools = await heartbeating(self.mcp.offered(request.tenant))
+            offered += [tool.descriptor.spec() for tool in tools]
         specs = [spec for spec in offered if spec.name not in disabled]
         owner = LlmOwner(OwnerKind.SESSION, request.session_id, request.tenant)
         report, reply = await self.gateway.attempt(spec, owner, messages, specs, on_delta=on_delta)
@@ -360,10 +362,18 @@ class SessionActivities:
         if resolved is None:
             return preview.model_copy(update={"dispatch": Dispatch.AT_MOST_ONCE.value})
         descriptor = resolved.tool.descriptor
-        trusted_read = resolved.tool.trusted and descriptor.annotations.readOnlyHint
+        annotations = descriptor.annotations
+        trusted_read = resolved.tool.trusted and annotations.readOnlyHint
+        dispatch = descriptor.dispatch
+        if dispatch is Dispatch.LOCAL and not trusted_read:
+            # An untrusted server's readOnlyHint is only its word: the call runs once,
+            # under the ledger, like any other (a local activity may run again).
+            dispatch = (
+                Dispatch.EXACTLY_ONCE if annotations.idempotentHint else (Dispatch.AT_MOST_ONCE)
+            )
         return preview.model_copy(
             update={
-                "dispatch": descriptor.dispatch.value,
+                "dispatch": dispatch.value,
                 "kind": "read" if trusted_read else "other",
                 "timeout_ms": int(resolved.config.timeout_seconds * 1000),
             }

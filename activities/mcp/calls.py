@@ -18,7 +18,6 @@ A server's failure (it crashed, broke the protocol, timed out, or answered
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import uuid
 from dataclasses import dataclass
@@ -48,6 +47,10 @@ OUTCOME_UNKNOWN: Final = "outcome_unknown"
 MCP_IMAGES_PREFIX: Final = "mcp-images/"
 IMAGE_EVENT: Final = "mcp_image"
 IMAGE_RETENTION: Final = 200
+# What one call's result may keep of images: the kinds a model API shows, bounded.
+IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+MAX_IMAGE_BYTES: Final = 5 * 1024 * 1024
+MAX_IMAGES: Final = 8
 # Text content beyond this goes to the model cut (the whole result stays in the journal
 # event of the call, bounded like every tool's output).
 MAX_TEXT: Final = 64_000
@@ -164,6 +167,14 @@ class McpCalls:
             if isinstance(item, TextContent):
                 texts.append(item.text)
             elif isinstance(item, ImageContent):
+                size = len(item.data) * 3 // 4
+                if (
+                    item.mime_type not in IMAGE_TYPES
+                    or size > MAX_IMAGE_BYTES
+                    or len(images) >= MAX_IMAGES
+                ):
+                    texts.append(f"[image {item.mime_type[:40]}, {size} bytes: not kept]")
+                    continue
                 images.append(await self._store_image(scope, item.mime_type, item.data))
                 texts.append(f"[image {item.mime_type}: {images[-1]}]")
             elif isinstance(item, EmbeddedResource):
@@ -172,7 +183,7 @@ class McpCalls:
                 if isinstance(text, str):
                     texts.append(text)
                 else:
-                    size = len(base64.b64decode(getattr(resource, "blob", "") or ""))
+                    size = len(getattr(resource, "blob", "") or "") * 3 // 4
                     texts.append(f"[resource {resource.uri}: {size} bytes of binary content]")
             elif isinstance(item, ResourceLink):
                 texts.append(f"[resource link {item.uri}: {item.name}]")

@@ -16,27 +16,28 @@ event loop use the entered client.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
+import re
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, Implementation, RequestParamsMeta
 
+from activities.mcp.egress import egress_refused, mcp_http_client
+from runtime.egress import redact_url
 from runtime.mcp.config import (
     McpServerConfig,
     ReferenceRefused,
     egress_refusal,
     resolve_references,
-    resolved_refusal,
 )
 from runtime.mcp.names import assign
 from runtime.mcp.status import (
@@ -53,8 +54,11 @@ from runtime.tools import ToolAnnotations, ToolDescriptor
 log = logging.getLogger(__name__)
 
 CLIENT_INFO: Final = Implementation(name="agentrt", version="0.1.0")
-# Listing tools on a connection just opened: bounded apart from a call's own timeout.
-LIST_TIMEOUT_SECONDS: Final = 30.0
+# How long offering a workspace's tools waits for a server still opening.
+LIST_TIMEOUT_SECONDS: Final = 15.0
+# What one server may put before the model: its first tools, each schema bounded.
+MAX_TOOLS_PER_SERVER: Final = 128
+MAX_SCHEMA_CHARS: Final = 32_000
 MAX_BACKOFF_SECONDS: Final = 30.0
 
 
@@ -77,6 +81,12 @@ class McpTool:
     trusted: bool
 
 
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Mark a background opening's outcome retrieved (its failure is in the state)."""
+    if not task.cancelled():
+        task.exception()
+
+
 def root_cause(err: BaseException) -> BaseException:
     """The first leaf of an exception group (anyio's task groups wrap what failed)."""
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
@@ -84,7 +94,28 @@ def root_cause(err: BaseException) -> BaseException:
     return err
 
 
+_URL_IN_TEXT: Final = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def redact(text: str) -> str:
+    """`text` with every URL in it cut to scheme, host and path: no credentials, no
+    query (an error message may quote the URL a server or the SDK was given)."""
+    return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)).split("?", 1)[0].split("#")[0], text)
+
+
 def classify(err: BaseException, config: McpServerConfig) -> McpUnavailable:
+    failure = _classify(err, config)
+    return McpUnavailable(failure.kind, redact(str(failure))[:2000], failure.hint)
+
+
+def _classify(err: BaseException, config: McpServerConfig) -> McpUnavailable:
+    refused = egress_refused(err)
+    if refused is not None:
+        return McpUnavailable(
+            "blocked_egress",
+            refused.refusal.message,
+            "point the server at an address agentrt may reach",
+        )
     cause = root_cause(err)
     if isinstance(cause, McpUnavailable):
         return cause
@@ -239,13 +270,9 @@ class McpPool:
         return client
 
     async def _check_egress(self, config: McpServerConfig) -> None:
-        """The egress rule, on the URL and on the addresses its host resolves to now."""
+        """The egress rule on the URL as written (the address each connection is opened
+        to is checked by the transport's client: activities/mcp/egress.py)."""
         refusal = egress_refusal(config)
-        url = config.httpUrl or config.url
-        if refusal is None and url:
-            parts = urlsplit(url)
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-            refusal = await asyncio.to_thread(resolved_refusal, parts.hostname or "", port)
         if refusal is not None:
             raise McpUnavailable(
                 "blocked_egress", refusal, "point the server at an address agentrt may reach"
@@ -263,10 +290,10 @@ class McpPool:
             return stdio_client(params)
         headers = resolve_references(config.headers, self._environ, self._listed)
         if config.httpUrl:
-            http = create_mcp_http_client(headers=headers or None)
+            http = mcp_http_client(headers=headers or None)
             return streamable_http_client(config.httpUrl, http_client=http)
         assert config.url is not None
-        return sse_client(config.url, headers=headers or None)
+        return sse_client(config.url, headers=headers or None, httpx_client_factory=mcp_http_client)
 
     async def _serve(self, connection: _Connection, transport: Any) -> None:
         ready = connection.ready
@@ -284,7 +311,11 @@ class McpPool:
             if not ready.done():
                 ready.set_exception(root_cause(err))
             if not isinstance(root_cause(err), asyncio.CancelledError):
-                log.info("MCP connection to %s ended: %s", connection.name, root_cause(err))
+                log.info(
+                    "MCP connection to %s ended: %s",
+                    connection.name,
+                    redact(str(root_cause(err))),
+                )
         finally:
             connection.client = None
         if not connection.stop.is_set() and connection.tools is not None:
@@ -352,7 +383,19 @@ class McpPool:
         async def opened(name: str) -> Client | None:
             if only is not None and name not in only:
                 return None
-            return await self.connection(workspace, name, servers[name])
+            # A server slow to open does not hold the others up: past the bound it is
+            # left out this time, and goes on opening for the next need.
+            opening = asyncio.ensure_future(self.connection(workspace, name, servers[name]))
+            bound = min(servers[name].timeout_seconds, LIST_TIMEOUT_SECONDS)
+            try:
+                return await asyncio.wait_for(asyncio.shield(opening), bound)
+            except TimeoutError:
+                opening.add_done_callback(_retrieved)
+                raise McpUnavailable(
+                    "init_timeout",
+                    f"still opening after {bound:g} s; its tools are offered once it is",
+                    "a server that starts slowly (npx, first run) is offered on a later step",
+                ) from None
 
         results = await asyncio.gather(*(opened(n) for n in names), return_exceptions=True)
         failures: dict[str, McpUnavailable] = {}
@@ -362,9 +405,15 @@ class McpPool:
                 failures[name] = classify(result, servers[name])
                 continue
             connection = self._connections.get((workspace, name))
+            kept = 0
             for tool in connection.tools if connection and connection.tools else []:
-                if servers[name].offers(tool.name):
-                    listed.append((name, tool))
+                if not servers[name].offers(tool.name) or kept >= MAX_TOOLS_PER_SERVER:
+                    continue
+                if len(json.dumps(tool.input_schema or {})) > MAX_SCHEMA_CHARS:
+                    log.warning("MCP tool %s of %s left out: schema too large", tool.name, name)
+                    continue
+                kept += 1
+                listed.append((name, tool))
         qualified = assign((server, tool.name) for server, tool in listed)
         out = []
         for server, tool in listed:

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from runtime.egress import forbidden_address, key_env_refusal, url_refusal
+from runtime.egress import key_env_refusal, url_refusal
 from runtime.store import Store
 from runtime.workspace.fence import Fence, FileError
 from runtime.workspace.settings import get_setting, update_setting
@@ -123,30 +123,11 @@ def egress_refusal(config: McpServerConfig) -> str | None:
     """Why the worker may not connect to the server's URL (the egress rule of provider
     URLs: http/https, no user-info, never a link-local or cloud-metadata address); None
     for a stdio server or an allowed URL. The addresses a name resolves to are checked
-    again when the worker connects (`resolved_refusal`)."""
-    for what, url in (("httpUrl", config.httpUrl), ("url", config.url)):
+    on each connection (activities/mcp/egress.py)."""
+    for what, url in (("httpUrl", config.httpUrl), ("url", config.url)):  # one is set
         if url:
             refusal = url_refusal(url, what, base=False)
             return None if refusal is None else refusal.message
-    return None
-
-
-def resolved_refusal(host: str, port: int) -> str | None:
-    """Why a server's host may not be connected to, from the addresses it resolves to now."""
-    import ipaddress
-    import socket
-
-    try:
-        infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
-    except OSError as err:
-        return f"{host} does not resolve: {err}"
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        if forbidden_address(address):
-            return (
-                f"{host} resolves to {address}, a link-local or cloud-metadata address: "
-                "the worker never connects there"
-            )
     return None
 
 

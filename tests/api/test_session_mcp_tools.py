@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlmodel import col, select
 
+from runtime.store.operations import Operation
 from tests.api.test_sessions import DaemonFactory, daemon
 from tests.mcp_helpers import EVERYTHING, FaultServer, fault_server, node_server, write_settings
 from tests.session_helpers import Daemon
@@ -114,7 +116,15 @@ async def test_a_read_only_tool_of_an_untrusted_server_asks(
     d = await daemon(mcp_workspace_servers=TRUSTED)
     write_settings(d.workspace, {"faults": {"httpUrl": faults.url}})
     sid = (await d.create())["sessionId"]
-    await _ask(d, sid, "/call mcp__faults__count {}")
+    prompt_id, request = await _ask(d, sid, "/call mcp__faults__count {}")
+    await d.client.post(f"/permission/{request['requestId']}", json=PROCEED)
+    await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    (update,) = _updates(d, sid, prompt_id)
+    assert update["status"] == "completed"
+    # Its readOnlyHint is only the server's word: the call ran once, under the ledger.
+    with d.journal.store.session() as db:
+        rows = db.exec(select(Operation).where(col(Operation.op_id).startswith(f"session/{sid}/")))
+        assert [(r.kind, r.state) for r in rows] == [("mcp__faults__count", "done")]
 
 
 async def test_plan_mode_refuses_and_yolo_runs_without_asking(
