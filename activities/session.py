@@ -49,6 +49,7 @@ from runtime.llm.routing import (
 from runtime.mcp.names import is_mcp_tool
 from runtime.policy.approval import TOOL_KINDS, is_mutating
 from runtime.sessions.contracts import (
+    McpBinding,
     ModelStepInput,
     ModelStepResult,
     OpenPromptInput,
@@ -376,6 +377,11 @@ class SessionActivities:
                 "dispatch": dispatch.value,
                 "kind": "read" if trusted_read else "other",
                 "timeout_ms": int(resolved.config.timeout_seconds * 1000),
+                "mcp": McpBinding(
+                    server=resolved.tool.server,
+                    tool=resolved.tool.tool,
+                    fingerprint=resolved.config.fingerprint(),
+                ),
             }
         )
 
@@ -452,7 +458,9 @@ class SessionActivities:
     @activity.defn(name=SessionActivity.MCP_READ)
     async def mcp_read(self, request: ToolStepInput) -> ToolStepResult:
         """A read-only MCP tool's call (a local activity: it may run again on replay)."""
-        result = await self._mcp().read(request.workspace_cwd, request.call, _image_scope(request))
+        result = await self._mcp().read(
+            request.workspace_cwd, request.call, _image_scope(request), request.mcp
+        )
         return await self._report(request, result)
 
     @activity.defn(name=SessionActivity.MCP_CALL)
@@ -460,7 +468,11 @@ class SessionActivities:
         """Any other MCP tool's call, once, under the call's operation id."""
         result = await heartbeating(
             self._mcp().run_once(
-                request.workspace_cwd, request.call, request.op_id, _image_scope(request)
+                request.workspace_cwd,
+                request.call,
+                request.op_id,
+                _image_scope(request),
+                request.mcp,
             )
         )
         return await self._report(request, result)

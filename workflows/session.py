@@ -733,6 +733,7 @@ class SessionWorkflow:
         other as a regular activity under the call's operation id, retried until it lands
         (the ledger makes a retry return the first result, or `outcome_unknown`)."""
         bound = timedelta(milliseconds=preview.timeout_ms or 600_000) + timedelta(seconds=30)
+        step_input.mcp = preview.mcp
         if preview.dispatch == "local":
             await self._cancellable(
                 execute_local(

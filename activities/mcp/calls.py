@@ -38,6 +38,7 @@ from activities.workspace.results import ToolResult, bound, failed_result, text_
 from runtime.llm.contracts import ToolCall
 from runtime.mcp.config import McpServerConfig, load_servers
 from runtime.mcp.names import server_prefix
+from runtime.sessions.contracts import McpBinding
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.operations import OperationLedger
@@ -109,21 +110,63 @@ class McpCalls:
                 return ResolvedTool(tool, enabled[tool.server])
         return None
 
-    async def read(self, workspace: str, call: ToolCall, scope: str) -> ToolResult:
-        """A read-only tool's call (no ledger: it may repeat)."""
+    async def bound(self, workspace: str, binding: McpBinding) -> ResolvedTool | str:
+        """The tool a preview bound a call to, or why it cannot run any more."""
+        servers = await asyncio.to_thread(
+            load_servers,
+            self.store,
+            workspace,
+            self.settings.resolved_data_dir,
+            self.settings.mcp_workspace_servers,
+        )
+        config = servers.enabled().get(binding.server)
+        if config is None:
+            return f"MCP server {binding.server} is no longer configured or enabled"
+        if config.fingerprint() != binding.fingerprint:
+            return (
+                f"MCP server {binding.server}'s configuration changed since this call was "
+                "proposed; it was not called"
+            )
+        tools, failures = await self.pool.tools(workspace, servers.enabled(), only=[binding.server])
+        for tool in tools:
+            if tool.server == binding.server and tool.tool == binding.tool:
+                return ResolvedTool(tool, config)
+        if binding.server in failures:
+            return f"MCP server {binding.server}: {failures[binding.server]}"
+        return f"MCP server {binding.server} no longer offers {binding.tool}"
+
+    async def _target(
+        self, workspace: str, call: ToolCall, binding: McpBinding | None
+    ) -> ResolvedTool | str:
+        if binding is not None:
+            return await self.bound(workspace, binding)
         resolved = await self.resolve(workspace, call.name)
-        if resolved is None:
-            return failed_result(f'Tool "{call.name}" not found.')
+        return resolved if resolved is not None else f'Tool "{call.name}" not found.'
+
+    async def read(
+        self, workspace: str, call: ToolCall, scope: str, binding: McpBinding | None = None
+    ) -> ToolResult:
+        """A read-only tool's call (no ledger: it may repeat)."""
+        resolved = await self._target(workspace, call, binding)
+        if isinstance(resolved, str):
+            return failed_result(resolved)
         return await self._call(workspace, resolved, call, None, scope)
 
-    async def run_once(self, workspace: str, call: ToolCall, op_id: str, scope: str) -> ToolResult:
+    async def run_once(
+        self,
+        workspace: str,
+        call: ToolCall,
+        op_id: str,
+        scope: str,
+        binding: McpBinding | None = None,
+    ) -> ToolResult:
         """Any other tool's call, under its operation id (see the module's docstring)."""
         record = await asyncio.to_thread(self.ledger.get, op_id)
         if record is not None and record.state == "done" and record.result is not None:
             return ToolResult.model_validate(record.result)
-        resolved = await self.resolve(workspace, call.name)
-        if resolved is None:
-            return failed_result(f'Tool "{call.name}" not found.')
+        resolved = await self._target(workspace, call, binding)
+        if isinstance(resolved, str):
+            return failed_result(resolved)
         idempotent = resolved.tool.descriptor.annotations.idempotentHint
         attempt = uuid.uuid4().hex
         if record is None:

@@ -245,6 +245,8 @@ class ToolStepInput(BaseModel):
     refusal: str | None = None
     # File tools: the target's content hash when the call was proposed (compare-and-swap).
     expected_hash: str | None = None
+    # MCP tools: what the preview resolved the call to (it runs on exactly this).
+    mcp: McpBinding | None = None
 
     @property
     def call_key(self) -> str:
@@ -256,6 +258,17 @@ class ToolStepInput(BaseModel):
     def op_id(self) -> str:
         """The call's operation id: the same for every retry of its activity."""
         return f"session/{self.session_id}/{self.call_key}"
+
+
+class McpBinding(BaseModel):
+    """What an MCP call's preview resolved its name to: the server, the server's own tool
+    name and the fingerprint of the server's configuration. The call runs on exactly
+    this, or not at all: a name never moves to another server between the vote and the
+    call, and a server whose configuration changed meanwhile is not called."""
+
+    server: str
+    tool: str
+    fingerprint: str
 
 
 class ToolPreview(BaseModel):
@@ -274,6 +287,7 @@ class ToolPreview(BaseModel):
     # annotations), and the server's timeout that bounds it. None for agentrt's own tools.
     dispatch: str | None = None
     timeout_ms: int | None = None
+    mcp: McpBinding | None = None
 
 
 class ToolStepResult(BaseModel):

@@ -391,3 +391,19 @@ async def test_the_agent_cannot_write_the_workspaces_agent_configuration(
     _, (update,) = await _run(d, sid, f"/call write_file {payload}")
     assert update["status"] == "failed" and "session tools do not write it" in _text(update)
     assert not (d.workspace / ".qwen").exists()
+
+
+async def test_a_call_runs_on_what_its_vote_was_asked_for_or_not_at_all(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon(mcp_workspace_servers=TRUSTED)
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url}})
+    sid = (await d.create())["sessionId"]
+    prompt_id, request = await _ask(d, sid, '/call mcp__faults__record {"value": "pinned"}')
+    # Between the question and the answer, the server's entry changes.
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url, "timeout": 5000}})
+    await d.client.post(f"/permission/{request['requestId']}", json=PROCEED)
+    await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    (update,) = _updates(d, sid, prompt_id)
+    assert update["status"] == "failed" and "configuration changed" in _text(update)
+    assert faults.calls() == []
