@@ -27,14 +27,13 @@ from temporalio.service import RPCError
 from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.openapi import errors, json_body
+from api.routes.mcp_cells import server_cells
 from api.routes.session_common import client_id_of, read_body
 from api.routes.workspace_status import workspace_event
 from api.routes.workspace_status_models import (
     McpApproved,
-    McpError,
     McpRemoved,
     McpRestarted,
-    McpServer,
     McpServerEntry,
     WorkspaceMcp,
 )
@@ -57,10 +56,8 @@ from runtime.mcp.status import (
     McpDiscoveryInput,
     McpDiscoveryResult,
     McpServerState,
-    read_state,
 )
 from runtime.settings import Settings
-from runtime.store import Store
 from workflows.mcp_discovery import (
     McpDiscoveryWorkflow,
     discovery_workflow_id,
@@ -68,77 +65,6 @@ from workflows.mcp_discovery import (
 )
 
 router = APIRouter(tags=["workspace"])
-
-
-def _states(store: Store, settings: Settings, servers: McpServers) -> dict[str, McpServerState]:
-    out = {}
-    for name in servers.servers:
-        state = read_state(store, settings.workspace_cwd, name)
-        if state is not None:
-            out[name] = state
-    return out
-
-
-def _cell(
-    name: str, config: McpServerConfig, disabled: bool, state: McpServerState | None
-) -> McpServer:
-    cell: dict[str, Any] = {
-        "kind": "mcp_server",
-        "name": name,
-        "transport": config.transport,
-        "disabled": disabled,
-        "description": config.description,
-        "mcpStatus": "disconnected",
-        "status": "not_started",
-    }
-    if disabled:
-        return McpServer(**{**cell, "status": "disabled", "disabledReason": "config"})
-    if state is None or state.fingerprint != config.fingerprint():
-        return McpServer(**cell)
-    cell["mcpStatus"] = state.mcpStatus
-    if state.mcpStatus == "connected":
-        return McpServer(**{**cell, "status": "ok", "tools": [t.qualified for t in state.tools]})
-    if state.mcpStatus == "connecting":
-        return McpServer(**{**cell, "status": "warning"})
-    if state.errorKind is None:
-        return McpServer(**{**cell, "status": "not_started"})
-    error = McpError(
-        error=state.error or "disconnected", errorKind=state.errorKind, hint=state.hint
-    )
-    return McpServer(
-        **{**cell, "status": "error", "errorKind": state.errorKind, "hint": state.hint},
-        errors=[error],
-    )
-
-
-def _pending_cell(name: str, config: McpServerConfig) -> McpServer:
-    """A settings-file entry no operator approved (as it is now): never started."""
-    return McpServer(
-        kind="mcp_server",
-        status="disabled",
-        name=name,
-        mcpStatus="disconnected",
-        transport=config.transport,
-        disabled=True,
-        disabledReason="config",
-        description=config.description,
-        hint=f"an operator approves this entry of .qwen/settings.json: "
-        f"POST /workspace/mcp/{name}/approve (AGENTRT_MCP_WORKSPACE_SERVERS)",
-    )
-
-
-def _problem_cell(name: str, problem: str) -> McpServer:
-    return McpServer(
-        kind="mcp_server",
-        status="error",
-        name=name,
-        mcpStatus="disconnected",
-        transport="unknown",
-        disabled=False,
-        errorKind="parse_error",
-        hint="fix this entry of mcpServers (.qwen/settings.json)",
-        errors=[McpError(error=problem, errorKind="parse_error")],
-    )
 
 
 def _needs_discovery(servers: McpServers, states: dict[str, McpServerState]) -> bool:
@@ -183,21 +109,7 @@ async def workspace_mcp(
     settings: SettingsDep, store: StoreDep, connector: ConnectorDep
 ) -> WorkspaceMcp:
     """The workspace's MCP servers and what the worker knows of each."""
-    servers = await asyncio.to_thread(
-        load_servers,
-        store,
-        settings.workspace_cwd,
-        settings.resolved_data_dir,
-        settings.mcp_workspace_servers,
-    )
-    states = await asyncio.to_thread(_states, store, settings, servers)
-    cells = [
-        _pending_cell(name, config)
-        if name in servers.pending
-        else _cell(name, config, name in servers.disabled, states.get(name))
-        for name, config in servers.servers.items()
-    ]
-    cells += [_problem_cell(name, problem) for name, problem in servers.problems.items()]
+    servers, states, cells = await server_cells(store, settings)
     state: Literal["not_started", "in_progress", "completed"] = "completed"
     if _needs_discovery(servers, states):
         state = (

@@ -29,12 +29,14 @@ from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDe
 from api.errors import ApiError, workflow_error
 from api.input_bounds import MAX_ID_CHARS
 from api.openapi import errors, json_body
+from api.routes.mcp_cells import discovery_cell, server_cells
 from api.routes.session_bodies import InitBody, ToolEnableBody
 from api.routes.session_common import client_id_of, live_session, read_body, update_session
 from api.routes.workspace import workspace_fence
 from api.routes.workspace_status_models import (
     CurrentModel,
     EnvCell,
+    McpServer,
     ModelProvider,
     PreflightCell,
     ProviderModel,
@@ -238,6 +240,17 @@ async def _model_cell(settings: Settings) -> PreflightCell:
     return PreflightCell(kind="providers", status="ok", locality="daemon", detail=detail)
 
 
+async def _mcp_view(store: Store, settings: Settings) -> tuple[list[McpServer], str]:
+    """The servers' cells and the discovery state, read only (the preflight starts no
+    discovery: `GET /workspace/mcp` does)."""
+    servers, states, cells = await server_cells(store, settings)
+    opened = all(
+        name in states and states[name].fingerprint == config.fingerprint()
+        for name, config in servers.enabled().items()
+    )
+    return cells, "completed" if opened else "not_started"
+
+
 @router.get("/workspace/preflight", response_model_exclude_none=True)
 async def workspace_preflight(
     settings: SettingsDep, store: StoreDep, connector: ConnectorDep
@@ -284,12 +297,7 @@ async def workspace_preflight(
             locality="daemon",
             detail={"tools": [t for t in tools if t not in disabled], "disabled": disabled},
         ),
-        PreflightCell(
-            kind="mcp_discovery",
-            status="disabled",
-            locality="daemon",
-            hint="agentrt has no MCP servers configured.",
-        ),
+        discovery_cell(*await _mcp_view(store, settings)),
     ]
     return WorkspacePreflight(
         v=1,

@@ -248,6 +248,14 @@ async def test_the_snapshot_shows_each_server_and_never_a_secret(
     assert missing["errors"][0]["errorKind"] == "missing_binary"
     assert cells["off"]["status"] == "disabled" and cells["off"]["disabledReason"] == "config"
     assert cells["bad"]["errorKind"] == "parse_error" and cells["bad"]["transport"] == "unknown"
+    preflight = (await d.client.get("/workspace/preflight")).json()
+    (discovery,) = [c for c in preflight["cells"] if c["kind"] == "mcp_discovery"]
+    assert discovery["status"] == "error" and discovery["errorKind"] in (
+        "missing_binary",
+        "parse_error",
+    )
+    assert discovery["detail"]["connected"] == 1 and discovery["detail"]["total"] == 4
+    assert "literal-secret" not in json.dumps(preflight)
 
 
 async def test_a_restart_reconnects_and_says_so_to_every_session(
