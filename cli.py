@@ -107,6 +107,16 @@ def _flags(parser: argparse.ArgumentParser) -> None:
         help="the workspace memory file POST /workspace/init creates (default AGENTS.md)",
     )
     add(
+        "--mcp-client-budget",
+        type=int,
+        help="MCP servers a worker keeps connected per workspace (default: no budget)",
+    )
+    add(
+        "--mcp-budget-mode",
+        choices=["warn", "enforce", "off"],
+        help="past the MCP client budget: warn, or refuse in declaration order (enforce)",
+    )
+    add(
         "--model-provider",
         choices=["scripted", "openai"],
         help="model behind the agents: scripted (built in, default) or openai "

@@ -55,6 +55,9 @@ FEATURES: list[tuple[str, Callable[[Settings], bool]]] = [
     # MCP servers of the workspace (mcpServers): discovery, tools in sessions, restart.
     ("workspace_mcp", _always),
     ("workspace_mcp_restart", _always),
+    # The MCP client budget: the snapshot's fields and flags, and its SSE events.
+    ("mcp_guardrails", _always),
+    ("mcp_guardrail_events", _always),
     ("workspace_tool_toggle", _always),
     ("workspace_init", _always),
     ("session_supported_commands", _always),

@@ -100,6 +100,18 @@ class Settings(BaseSettings):
     # each entry (`approve`), as they are (`trusted`), or not at all (`off`):
     # AGENTRT_MCP_WORKSPACE_SERVERS (runtime/mcp/config.merged).
     mcp_workspace_servers: Literal["approve", "trusted", "off"] = "approve"
+    # The MCP client budget (spec: mcp_guardrails): servers a worker keeps connected per
+    # workspace, AGENTRT_MCP_CLIENT_BUDGET / --mcp-client-budget; and what passing it
+    # does, AGENTRT_MCP_BUDGET_MODE / --mcp-budget-mode: `warn` (the default with a
+    # budget) or `enforce` (refused in declaration order); `off` (the default without).
+    mcp_client_budget: int | None = Field(default=None, ge=1)
+    mcp_budget_mode: Literal["warn", "enforce", "off"] | None = None
+
+    @property
+    def effective_mcp_budget_mode(self) -> Literal["warn", "enforce", "off"]:
+        if self.mcp_budget_mode is not None:
+            return self.mcp_budget_mode if self.mcp_client_budget is not None else "off"
+        return "warn" if self.mcp_client_budget is not None else "off"
 
     # Agent-tools gateway: default investigation workspace and retention windows (FIFO).
     agent_tools_workspace: str = "demo"

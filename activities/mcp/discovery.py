@@ -24,44 +24,52 @@ class McpDiscoveryActivities:
 
     @activity.defn(name=MCP_DISCOVER_ACTIVITY)
     async def discover(self, request: McpDiscoveryInput) -> McpDiscoveryResult:
-        """Every enabled server opened (each records its state), or `server` reopened."""
+        """Every enabled server opened in one pass (slots of the client budget taken in
+        declaration order, refusals batched), or `server` closed and opened again."""
+        settings = self.calls.settings
         servers = await asyncio.to_thread(
             load_servers,
             self.calls.store,
             request.workspace,
-            self.calls.settings.resolved_data_dir,
-            self.calls.settings.mcp_workspace_servers,
+            settings.resolved_data_dir,
+            settings.mcp_workspace_servers,
         )
         enabled = servers.enabled()
-        names = [request.server] if request.server else list(enabled)
-        outcomes = await asyncio.gather(
-            *(self._open(request, name) for name in names if name in enabled)
-        )
-        return McpDiscoveryResult(servers=list(outcomes))
-
-    async def _open(self, request: McpDiscoveryInput, name: str) -> McpServerOutcome:
         pool = self.calls.pool
-        servers = await asyncio.to_thread(
-            load_servers,
-            self.calls.store,
-            request.workspace,
-            self.calls.settings.resolved_data_dir,
-            self.calls.settings.mcp_workspace_servers,
-        )
-        config = servers.servers[name]
         started = time.monotonic()
-        try:
-            if request.restart:
-                await pool.restart(request.workspace, name, config)
-            else:
-                await pool.connection(request.workspace, name, config)
-        except Exception as err:
-            return McpServerOutcome(
-                name=name,
-                connected=False,
-                durationMs=int((time.monotonic() - started) * 1000),
-                error=str(classify(err, config)),
-            )
-        return McpServerOutcome(
-            name=name, connected=True, durationMs=int((time.monotonic() - started) * 1000)
+        if request.server is not None:
+            if request.server not in enabled:
+                return McpDiscoveryResult()
+            config = enabled[request.server]
+            try:
+                if request.restart:
+                    await pool.restart(request.workspace, request.server, config)
+                else:
+                    await pool.connection(request.workspace, request.server, config)
+            except Exception as err:
+                failure = classify(err, config)
+                return McpDiscoveryResult(
+                    servers=[_outcome(request.server, started, str(failure), failure.kind)]
+                )
+            return McpDiscoveryResult(servers=[_outcome(request.server, started)])
+        _, failures = await pool.tools(request.workspace, enabled)
+        return McpDiscoveryResult(
+            servers=[
+                _outcome(name, started, str(failures[name]), failures[name].kind)
+                if name in failures
+                else _outcome(name, started)
+                for name in enabled
+            ]
         )
+
+
+def _outcome(
+    name: str, started: float, error: str | None = None, kind: str | None = None
+) -> McpServerOutcome:
+    return McpServerOutcome(
+        name=name,
+        connected=error is None,
+        durationMs=int((time.monotonic() - started) * 1000),
+        error=error,
+        errorKind=kind,
+    )

@@ -41,14 +41,23 @@ from runtime.mcp.config import (
 )
 from runtime.mcp.names import assign
 from runtime.mcp.status import (
+    BUDGET_HINT,
+    BUDGET_REARM_FRACTION,
+    BUDGET_WARN_FRACTION,
+    BudgetMode,
+    McpBudgetState,
     McpErrorKind,
     McpServerState,
     McpStatus,
     McpToolInfo,
+    write_budget,
     write_state,
 )
+from runtime.sessions import registry
+from runtime.sessions.streams import session_event
 from runtime.settings import Settings
-from runtime.store import Store
+from runtime.store import EventJournal, Store
+from runtime.streams import session_stream
 from runtime.tools import ToolAnnotations, ToolDescriptor
 
 log = logging.getLogger(__name__)
@@ -183,6 +192,9 @@ class McpPool:
         listed_envs: tuple[str, ...] = (),
         idle_seconds: float = 300.0,
         on_state: Any = None,
+        budget: int | None = None,
+        budget_mode: BudgetMode = "off",
+        on_budget: Any = None,
     ) -> None:
         self._environ = os.environ if environ is None else environ
         self._listed = listed_envs
@@ -193,6 +205,16 @@ class McpPool:
         # Called with (workspace, McpServerState) on every change of a server's state.
         self._on_state = on_state
         self._reaper: asyncio.Task[None] | None = None
+        # The client budget (spec mcp_guardrails), per workspace: the servers holding a
+        # slot (opening or open), whether the 75 % warning is armed, what was refused.
+        self.budget = budget
+        self.budget_mode: BudgetMode = budget_mode if budget is not None else "off"
+        self._slots: dict[str, list[str]] = {}
+        self._warned: dict[str, bool] = {}
+        self._refused: dict[str, list[str]] = {}
+        self._budget_locks: dict[str, asyncio.Lock] = {}
+        # Called with (workspace, event type or None, payload, McpBudgetState).
+        self._on_budget = on_budget
 
     def _ensure_reaper(self) -> None:
         if self._reaper is None or self._reaper.done():
@@ -224,6 +246,14 @@ class McpPool:
             backoff = self._backoff.setdefault(key, _Backoff())
             if backoff.last is not None and time.monotonic() < backoff.not_before:
                 raise backoff.last
+            # Before anything awaits: slots go in the order the servers asked for them
+            # (declaration order, when `tools` opens them all).
+            refusal = self._reserve(workspace, name)
+            if refusal is not None:
+                await self._report(workspace, name, config, "disconnected", failure=refusal)
+                await self._budget_changed(workspace)
+                raise refusal
+            await self._budget_changed(workspace)
             await self._report(workspace, name, config, "connecting")
             try:
                 client = await self._open(key, config)
@@ -333,8 +363,82 @@ class McpPool:
                 failure=failure,
             )
 
+    def _reserve(self, workspace: str, name: str) -> McpUnavailable | None:
+        slots = self._slots.setdefault(workspace, [])
+        if name in slots:
+            return None
+        if self.budget_mode == "enforce" and self.budget is not None and len(slots) >= self.budget:
+            self._refused.setdefault(workspace, [])
+            if name not in self._refused[workspace]:
+                self._refused[workspace].append(name)
+            return McpUnavailable(
+                "budget_exhausted",
+                f"the MCP client budget ({self.budget}) is taken by {', '.join(slots)}",
+                BUDGET_HINT,
+            )
+        slots.append(name)
+        refused = self._refused.get(workspace, [])
+        if name in refused:
+            refused.remove(name)
+        return None
+
+    def _release(self, workspace: str, name: str) -> bool:
+        slots = self._slots.get(workspace, [])
+        if name in slots:
+            slots.remove(name)
+            return True
+        return False
+
+    def budget_state(self, workspace: str) -> McpBudgetState:
+        live = [n for (ws, n), c in self._connections.items() if ws == workspace and c.alive]
+        return McpBudgetState(
+            budget=self.budget,
+            mode=self.budget_mode,
+            reserved=list(self._slots.get(workspace, [])),
+            live=live,
+            refused=list(self._refused.get(workspace, [])),
+        )
+
+    async def _budget_changed(self, workspace: str) -> None:
+        """Record the accounting; `mcp_budget_warning` once on crossing 75 % of the budget
+        upwards, re-armed below 37.5 % (the reference's hysteresis)."""
+        if self._on_budget is None or self.budget_mode == "off" or self.budget is None:
+            return
+        state = self.budget_state(workspace)
+        ratio = len(state.reserved) / self.budget
+        event: str | None = None
+        payload: dict[str, Any] = {}
+        if not self._warned.get(workspace) and ratio >= BUDGET_WARN_FRACTION:
+            self._warned[workspace] = True
+            event = "mcp_budget_warning"
+            payload = {
+                "liveCount": len(state.live),
+                "reservedCount": len(state.reserved),
+                "budget": self.budget,
+                "thresholdRatio": BUDGET_WARN_FRACTION,
+                "mode": self.budget_mode,
+            }
+        elif self._warned.get(workspace) and ratio < BUDGET_REARM_FRACTION:
+            self._warned[workspace] = False
+        await self._notify_budget(workspace, event, payload, state)
+
+    async def _notify_budget(
+        self, workspace: str, event: str | None, payload: dict[str, Any], state: McpBudgetState
+    ) -> None:
+        # One record at a time per workspace, each the accounting as it is when written:
+        # concurrent openings must not leave an older count as the last word.
+        lock = self._budget_locks.setdefault(workspace, asyncio.Lock())
+        async with lock:
+            try:
+                await self._on_budget(workspace, event, payload, self.budget_state(workspace))
+            except Exception:
+                log.exception("could not record the MCP budget of %s", workspace)
+
     async def _close(self, key: tuple[str, str]) -> None:
+        released = self._release(*key)
         connection = self._connections.pop(key, None)
+        if released:
+            await self._budget_changed(key[0])
         if connection is None or connection.task is None:
             return
         connection.stop.set()
@@ -398,6 +502,33 @@ class McpPool:
                 ) from None
 
         results = await asyncio.gather(*(opened(n) for n in names), return_exceptions=True)
+        refused = [
+            n
+            for n, r in zip(names, results, strict=True)
+            if isinstance(r, McpUnavailable) and r.kind == "budget_exhausted"
+        ]
+        if refused and self._on_budget is not None and self.budget is not None:
+            # One batch per pass, in declaration order (the spec's mcp_child_refused_batch).
+            state = self.budget_state(workspace)
+            await self._notify_budget(
+                workspace,
+                "mcp_child_refused_batch",
+                {
+                    "refusedServers": [
+                        {
+                            "name": n,
+                            "transport": servers[n].transport,
+                            "reason": "budget_exhausted",
+                        }
+                        for n in refused
+                    ],
+                    "budget": self.budget,
+                    "liveCount": len(state.live),
+                    "reservedCount": len(state.reserved),
+                    "mode": "enforce",
+                },
+                state,
+            )
         failures: dict[str, McpUnavailable] = {}
         listed: list[tuple[str, Any]] = []
         for name, result in zip(names, results, strict=True):
@@ -504,8 +635,31 @@ def mcp_pool(store: Store, settings: Settings) -> McpPool:
     async def on_state(workspace: str, state: McpServerState) -> None:
         await asyncio.to_thread(write_state, store, workspace, state)
 
+    async def on_budget(
+        workspace: str, event: str | None, payload: dict[str, Any], state: McpBudgetState
+    ) -> None:
+        await asyncio.to_thread(write_budget, store, workspace, state)
+        if event is not None:
+            await asyncio.to_thread(workspace_event, store, settings, workspace, event, payload)
+
     return McpPool(
         listed_envs=tuple(settings.provider_key_envs),
         idle_seconds=settings.mcp_idle_seconds,
         on_state=on_state,
+        budget=settings.mcp_client_budget,
+        budget_mode=settings.effective_mcp_budget_mode,
+        on_budget=on_budget,
     )
+
+
+def workspace_event(
+    store: Store, settings: Settings, workspace: str, event: str, data: dict[str, Any]
+) -> None:
+    """A workspace-scoped event on every live session of `workspace` (their SSE replay)."""
+    journal = EventJournal(store)
+    for record in registry.list_live(store, workspace):
+        journal.append_many(
+            session_stream(record.session_id),
+            [session_event(event, data)],
+            retention=settings.event_ring_size,
+        )

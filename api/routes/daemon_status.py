@@ -26,8 +26,10 @@ from api.routes.daemon_models import DaemonStatus
 from api.security.ratelimit import RateLimiter
 from api.temporal import count_workflows, describe_pollers, is_unavailable
 from runtime import __version__
+from runtime.mcp.status import BUDGET_WARN_FRACTION, read_budget
 from runtime.sessions.registry import count_live
-from runtime.settings import BODY_LIMIT_BYTES
+from runtime.settings import BODY_LIMIT_BYTES, Settings
+from runtime.store import Store
 from runtime.store.migrate import current_revision, head_revision
 from runtime.timestamps import iso_ms
 
@@ -40,6 +42,35 @@ def _rss_bytes() -> int:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except OSError:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _mcp_budget_issues(store: Store, settings: Settings) -> list[dict[str, str]]:
+    """`mcp_budget_exhausted` (servers refused in enforce mode) and `mcp_budget_warning`
+    (slots at 75 % of the budget or more), from the worker's accounting."""
+    limit = settings.mcp_client_budget
+    if settings.effective_mcp_budget_mode == "off" or limit is None:
+        return []
+    budget = read_budget(store, settings.workspace_cwd)
+    if budget is None:
+        return []
+    if budget.refused:
+        names = ", ".join(budget.refused)
+        return [
+            _issue(
+                "mcp_budget_exhausted",
+                "error",
+                f"MCP client budget {limit} exhausted: refused {names}.",
+            )
+        ]
+    if len(budget.reserved) >= BUDGET_WARN_FRACTION * limit:
+        return [
+            _issue(
+                "mcp_budget_warning",
+                "warning",
+                f"{len(budget.reserved)} of {limit} MCP client slots in use.",
+            )
+        ]
+    return []
 
 
 def _issue(code: str, severity: str, message: str) -> dict[str, str]:
@@ -119,6 +150,8 @@ async def daemon_status(
                 f"{sum(rejected.values())} requests rate limited since start.",
             )
         )
+
+    issues += await asyncio.to_thread(_mcp_budget_issues, store, settings)
 
     severities = {issue["severity"] for issue in issues}
     status = "error" if "error" in severities else "warning" if severities else "ok"

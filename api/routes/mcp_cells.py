@@ -46,6 +46,8 @@ def _cell(
         return McpServer(**{**cell, "status": "warning"})
     if state.errorKind is None:
         return McpServer(**{**cell, "status": "not_started"})
+    if state.errorKind == "budget_exhausted":
+        cell["disabledReason"] = "budget"
     error = McpError(
         error=state.error or "disconnected", errorKind=state.errorKind, hint=state.hint
     )

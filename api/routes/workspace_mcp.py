@@ -32,6 +32,7 @@ from api.routes.session_common import client_id_of, read_body
 from api.routes.workspace_status import workspace_event
 from api.routes.workspace_status_models import (
     McpApproved,
+    McpBudgetCell,
     McpRemoved,
     McpRestarted,
     McpServerEntry,
@@ -53,9 +54,13 @@ from runtime.mcp.config import (
     remove_operator_server,
 )
 from runtime.mcp.status import (
+    BUDGET_HINT,
+    BUDGET_WARN_FRACTION,
+    McpBudgetState,
     McpDiscoveryInput,
     McpDiscoveryResult,
     McpServerState,
+    read_budget,
 )
 from runtime.settings import Settings
 from workflows.mcp_discovery import (
@@ -119,16 +124,53 @@ async def workspace_mcp(
         )
     elif any(c.mcpStatus == "connecting" for c in cells):
         state = "in_progress"
+    budget = await asyncio.to_thread(read_budget, store, settings.workspace_cwd)
+    mode = settings.effective_mcp_budget_mode
+    live = sum(1 for c in cells if c.mcpStatus == "connected")
     return WorkspaceMcp(
         v=1,
         workspaceCwd=settings.workspace_cwd,
         initialized=True,
         discoveryState=state,
         servers=cells,
-        clientCount=sum(1 for c in cells if c.mcpStatus == "connected"),
-        budgetMode="off",
-        budgets=[],
+        clientCount=len(budget.reserved) if budget is not None and mode != "off" else live,
+        clientBudget=settings.mcp_client_budget,
+        budgetMode=mode,
+        budgets=budget_cells(settings, budget, live, servers),
     )
+
+
+def budget_cells(
+    settings: Settings, budget: McpBudgetState | None, live: int, servers: McpServers
+) -> list[McpBudgetCell]:
+    """The workspace's budget cell (none in `off`): error when servers were refused,
+    warning past 75 % of the budget, ok otherwise (the reference's semantics). Its scope
+    is `workspace`: one worker's pool serves every session of the workspace."""
+    mode = settings.effective_mcp_budget_mode
+    if mode == "off":
+        return []
+    limit = settings.mcp_client_budget
+    refused = [n for n in (budget.refused if budget else []) if n not in servers.disabled]
+    cell = McpBudgetCell(
+        kind="mcp_budget",
+        scope="workspace",
+        status="ok",
+        liveCount=live,
+        mode=mode,
+        refusedCount=len(refused),
+        budget=limit,
+    )
+    if refused:
+        return [
+            cell.model_copy(
+                update={"status": "error", "errorKind": "budget_exhausted", "hint": BUDGET_HINT}
+            )
+        ]
+    if limit is not None and live >= BUDGET_WARN_FRACTION * limit:
+        share = round(BUDGET_WARN_FRACTION * 100)
+        hint = f"Live MCP clients are above {share}% of the configured budget."
+        return [cell.model_copy(update={"status": "warning", "hint": hint})]
+    return [cell]
 
 
 @router.post(
@@ -211,7 +253,9 @@ async def restart_mcp_server(
         )
     (outcome,) = result.servers
     if not outcome.connected:
-        reason = "connect_failed"
+        # The spec's reason when the budget has no slot for it (enforce mode).
+        budget_full = outcome.errorKind == "budget_exhausted"
+        reason = "budget_would_exceed" if budget_full else "connect_failed"
         await workspace_event(
             store,
             journal,

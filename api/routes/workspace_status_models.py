@@ -16,6 +16,7 @@ from runtime.policy.approval import ApprovalMode
 
 CellStatus = Literal["ok", "warning", "error", "disabled", "not_started", "unknown"]
 ErrorKind = Literal[
+    "budget_exhausted",
     "missing_binary",
     "blocked_egress",
     "auth_env_error",
@@ -153,17 +154,35 @@ class McpServer(BaseModel):
     )
 
 
+class McpBudgetCell(BaseModel):
+    """The workspace's MCP client budget (spec: mcp_guardrails)."""
+
+    kind: Literal["mcp_budget"]
+    scope: Literal["workspace"]
+    status: CellStatus
+    liveCount: int
+    mode: Literal["warn", "enforce"]
+    refusedCount: int
+    budget: int | SkipJsonSchema[None] = omittable("The budget (--mcp-client-budget).")
+    errorKind: ErrorKind | SkipJsonSchema[None] = omittable("budget_exhausted on refusals.")
+    hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
+
+
 class WorkspaceMcp(BaseModel):
     v: Literal[1]
     workspaceCwd: str
     initialized: bool
     discoveryState: Literal["not_started", "in_progress", "completed"]
     servers: list[McpServer]
-    clientCount: int = Field(description="Servers this daemon's worker is connected to.")
-    budgetMode: Literal["off"] = Field(
-        description="agentrt sets no MCP client budget: always `off` (no budgets[] cell)."
+    clientCount: int = Field(
+        description="MCP clients of the workspace: slots held (opening or open) when a "
+        "budget is set, else the connected servers."
     )
-    budgets: list[dict[str, Any]] = Field(description="Empty while budgetMode is `off`.")
+    clientBudget: int | SkipJsonSchema[None] = omittable(
+        "The budget (--mcp-client-budget); absent when none is set."
+    )
+    budgetMode: Literal["warn", "enforce", "off"]
+    budgets: list[McpBudgetCell] = Field(description="Empty in `off` mode.")
 
 
 class McpServerEntry(BaseModel):

@@ -19,8 +19,40 @@ from runtime.workspace.settings import get_setting, set_setting
 McpStatus = Literal["connecting", "connected", "disconnected"]
 # The closed `errorKind` enumeration of the status routes (spec: /workspace/preflight).
 McpErrorKind = Literal[
-    "missing_binary", "blocked_egress", "auth_env_error", "init_timeout", "protocol_error"
+    "missing_binary",
+    "blocked_egress",
+    "auth_env_error",
+    "init_timeout",
+    "protocol_error",
+    "budget_exhausted",
 ]
+BudgetMode = Literal["warn", "enforce", "off"]
+BUDGET_SETTING: Final = "mcp.budget"
+# The reference's thresholds: warn at 75 % of the budget, re-armed below 37.5 %.
+BUDGET_WARN_FRACTION: Final = 0.75
+BUDGET_REARM_FRACTION: Final = 0.375
+BUDGET_HINT: Final = "Raise --mcp-client-budget or remove servers from mcpServers config."
+
+
+class McpBudgetState(BaseModel):
+    """The worker's accounting of a workspace's MCP clients (spec: mcp_guardrails)."""
+
+    budget: int | None = None
+    mode: BudgetMode = "off"
+    reserved: list[str] = Field(default_factory=list)  # servers holding a slot
+    live: list[str] = Field(default_factory=list)  # of them, connected
+    refused: list[str] = Field(default_factory=list)  # refused in the last pass
+
+
+def write_budget(store: Store, workspace: str, state: McpBudgetState) -> None:
+    set_setting(store, workspace, BUDGET_SETTING, state.model_dump(mode="json"))
+
+
+def read_budget(store: Store, workspace: str) -> McpBudgetState | None:
+    raw: Any = get_setting(store, workspace, BUDGET_SETTING)
+    return McpBudgetState.model_validate(raw) if isinstance(raw, dict) else None
+
+
 _PREFIX: Final = "mcp.status."
 
 
@@ -72,6 +104,7 @@ class McpServerOutcome(BaseModel):
     connected: bool
     durationMs: int
     error: str | None = None
+    errorKind: str | None = None
 
 
 class McpDiscoveryResult(BaseModel):

@@ -105,6 +105,15 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
         M + "test_a_call_asks_a_vote_and_reaches_the_server_once_with_its_operation_id",
     ],
     "workspace_mcp_restart": [M + "test_a_restart_reconnects_and_says_so_to_every_session"],
+    "mcp_guardrails": [
+        M + "test_enforce_refuses_past_the_budget_in_declaration_order",
+        M + "test_warn_connects_everything_and_warns_once",
+        W + "test_workspace_skills_and_mcp",
+    ],
+    "mcp_guardrail_events": [
+        M + "test_enforce_refuses_past_the_budget_in_declaration_order",
+        M + "test_warn_connects_everything_and_warns_once",
+    ],
     "workspace_tool_toggle": [
         W + "test_tool_toggle_needs_a_token",
         W + "test_tool_toggle_refusals",

@@ -415,3 +415,83 @@ async def test_a_call_runs_on_what_its_vote_was_asked_for_or_not_at_all(
     (update,) = _updates(d, sid, prompt_id)
     assert update["status"] == "failed" and "configuration changed" in _text(update)
     assert faults.calls() == []
+
+
+# -- the client budget (mcp_guardrails, mcp_guardrail_events) -------------------------------
+
+
+def _three(faults: FaultServer) -> dict[str, Any]:
+    return {name: {"httpUrl": faults.url} for name in ("a", "b", "c")}
+
+
+async def test_enforce_refuses_past_the_budget_in_declaration_order(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon(
+        token=TOKEN, mcp_workspace_servers=TRUSTED, mcp_client_budget=2, mcp_budget_mode="enforce"
+    )
+    write_settings(d.workspace, _three(faults))
+    sid = (await d.create())["sessionId"]
+
+    def settled(body: dict[str, Any]) -> bool:
+        return [c["status"] for c in body["servers"]] == ["ok", "ok", "error"]
+
+    body = await _snapshot_until(d, settled)
+    c = body["servers"][2]
+    assert c["errorKind"] == "budget_exhausted" and c["disabledReason"] == "budget"
+    assert c["hint"] == "Raise --mcp-client-budget or remove servers from mcpServers config."
+    assert body["clientCount"] == 2 and body["clientBudget"] == 2
+    assert body["budgetMode"] == "enforce"
+    (cell,) = body["budgets"]
+    assert cell == {
+        "kind": "mcp_budget",
+        "scope": "workspace",
+        "status": "error",
+        "liveCount": 2,
+        "mode": "enforce",
+        "refusedCount": 1,
+        "budget": 2,
+        "errorKind": "budget_exhausted",
+        "hint": "Raise --mcp-client-budget or remove servers from mcpServers config.",
+    }
+    events = await d.wait_for(sid, "mcp_child_refused_batch")
+    (batch,) = [e["data"] for e in events if e["type"] == "mcp_child_refused_batch"]
+    assert batch == {
+        "refusedServers": [{"name": "c", "transport": "http", "reason": "budget_exhausted"}],
+        "budget": 2,
+        "liveCount": batch["liveCount"],
+        "reservedCount": 2,
+        "mode": "enforce",
+    }
+    (warning,) = [e["data"] for e in d.events(sid) if e["type"] == "mcp_budget_warning"]
+    assert warning["budget"] == 2 and warning["thresholdRatio"] == 0.75
+    assert warning["reservedCount"] >= 2 and warning["mode"] == "enforce"
+    status = (await d.client.get("/daemon/status")).json()
+    (issue,) = [i for i in status["issues"] if i["code"].startswith("mcp_budget")]
+    assert issue["code"] == "mcp_budget_exhausted" and issue["severity"] == "error"
+    restart = await d.client.post("/workspace/mcp/c/restart", json={})
+    assert restart.json() == {
+        "serverName": "c",
+        "restarted": False,
+        "skipped": True,
+        "reason": "budget_would_exceed",
+    }
+
+
+async def test_warn_connects_everything_and_warns_once(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    d = await daemon(mcp_workspace_servers=TRUSTED, mcp_client_budget=2)  # warn by default
+    write_settings(d.workspace, _three(faults))
+    sid = (await d.create())["sessionId"]
+    body = await _snapshot_until(d, lambda b: [c["status"] for c in b["servers"]] == ["ok"] * 3)
+    assert body["budgetMode"] == "warn" and body["clientCount"] == 3
+    (cell,) = body["budgets"]
+    assert cell["status"] == "warning" and cell["refusedCount"] == 0 and cell["liveCount"] == 3
+    events = await d.wait_for(sid, "mcp_budget_warning")
+    assert [e["type"] for e in events].count("mcp_budget_warning") == 1
+    status = (await d.client.get("/daemon/status")).json()
+    assert [i["code"] for i in status["issues"] if i["code"].startswith("mcp")] == [
+        "mcp_budget_warning"
+    ]
+    assert "mcp_child_refused_batch" not in [e["type"] for e in events]
