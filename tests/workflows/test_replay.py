@@ -48,6 +48,8 @@ def test_there_are_histories_to_replay() -> None:
         # previews have no `shell_fenced`), and by the allow-list.
         "session-auto-shell-before-allow-list",
         "session-auto-shell",
+        # MCP tools: a trusted read (local activity), an approved effect (regular one).
+        "session-mcp",
         "turn",
         "turn-before-durable-authorization-event",
         "turn-model",

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m tests.workflows.histories.record [name ...]
 
-With names (`session`, `session-device-flow-pause`, `session-auto-shell`, `turn`,
+With names (`session`, `session-device-flow-pause`, `session-auto-shell`, `session-mcp`, `turn`,
 `turn-model`, `device-flow`, `standing-agent`, `windows-lease`), only those are recorded.
 
 Keep the histories of earlier code (rename them, e.g. `turn-before-decision-signal.json`)
@@ -40,6 +40,7 @@ from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.fakes.device_idp import FakeIdP
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.windows_pool import FakeWindowsPool
+from tests.mcp_helpers import FaultServer, fault_server
 from tests.session_helpers import Daemon, write_prompt
 from tests.workflows import standing_agent_support as sa
 from worker import build_worker
@@ -182,6 +183,28 @@ async def _session_auto_shell_run(daemon: Daemon) -> str:
     return session_workflow_id(sid)
 
 
+async def _session_mcp_run(daemon: Daemon, faults: FaultServer) -> str:
+    """MCP tools in a session: an operator's trusted server; a read-only call that runs
+    unasked (a local activity), then one with an effect, asked and approved (a regular
+    activity under its operation id); then the session closed."""
+    entry = {"httpUrl": faults.url, "trust": True}
+    put = await daemon.client.put("/workspace/mcp/servers/faults", json=entry)
+    assert put.status_code == 200, put.text
+    sid = (await daemon.create())["sessionId"]
+    read = (await daemon.prompt(sid, "/call mcp__faults__count {}")).json()
+    await daemon.wait_for(sid, "turn_complete", prompt_id=read["promptId"])
+    effect = (await daemon.prompt(sid, '/call mcp__faults__record {"value": "r"}')).json()
+    events = await daemon.wait_for(sid, "permission_request", prompt_id=effect["promptId"])
+    rid = [e for e in events if e["type"] == "permission_request"][-1]["data"]["requestId"]
+    vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+    assert (await daemon.client.post(f"/permission/{rid}", json=vote)).status_code == 200
+    await daemon.wait_for(sid, "turn_complete", prompt_id=effect["promptId"])
+    assert [c["value"] for c in faults.calls()] == ["r"]
+    assert (await daemon.client.delete(f"/session/{sid}")).status_code == 204
+    assert (await daemon.client.delete("/workspace/mcp/servers/faults")).status_code == 200
+    return session_workflow_id(sid)
+
+
 async def _standing_agent_run(client: Client, store: Store, task_queue: str) -> tuple[str, str]:
     """An agent's first run: greeted, chatted, escalated, blocked by the rail, then after
     `max_ticks_per_run` ticks continued as new (the recorded run is the first)."""
@@ -287,6 +310,7 @@ async def record(names: list[str] | None = None) -> None:
                     "session",
                     "session-device-flow-pause",
                     "session-auto-shell",
+                    "session-mcp",
                     "turn",
                     "turn-model",
                     "device-flow",
@@ -302,6 +326,9 @@ async def record(names: list[str] | None = None) -> None:
                     runs["session-device-flow-pause"] = (paused, None)
                 if "session-auto-shell" in wanted:
                     runs["session-auto-shell"] = (await _session_auto_shell_run(daemon), None)
+                if "session-mcp" in wanted:
+                    with fault_server(root) as faults:
+                        runs["session-mcp"] = (await _session_mcp_run(daemon, faults), None)
                 if "turn" in wanted:
                     browser = await Browser(http).open()
                     runs["turn"] = (await _turn_run(browser, settings.instance), None)
