@@ -16,7 +16,14 @@ from sqlmodel import col, select
 
 from runtime.store.operations import Operation
 from tests.api.test_sessions import DaemonFactory, daemon
-from tests.mcp_helpers import EVERYTHING, FaultServer, fault_server, node_server, write_settings
+from tests.mcp_helpers import (
+    EVERYTHING,
+    FILESYSTEM,
+    FaultServer,
+    fault_server,
+    node_server,
+    write_settings,
+)
 from tests.session_helpers import Daemon
 
 __all__ = ["daemon"]
@@ -495,3 +502,22 @@ async def test_warn_connects_everything_and_warns_once(
         "mcp_budget_warning"
     ]
     assert "mcp_child_refused_batch" not in [e["type"] for e in events]
+
+
+async def test_the_npm_filesystem_server_reads_unasked_and_writes_after_a_vote(
+    daemon: DaemonFactory,
+) -> None:
+    d = await daemon(token=TOKEN)
+    (d.workspace / "notes.txt").write_text("from the workspace\n")
+    server = {**node_server(FILESYSTEM, str(d.workspace)), "trust": True}
+    assert (await d.client.put("/workspace/mcp/servers/fs", json=server)).status_code == 200
+    sid = (await d.create())["sessionId"]
+    path = json.dumps({"path": str(d.workspace / "notes.txt")})
+    _, (read,) = await _run(d, sid, f"/call mcp__fs__read_text_file {path}")
+    assert read["status"] == "completed" and "from the workspace" in _text(read)
+    target = json.dumps({"path": str(d.workspace / "out.txt"), "content": "written by MCP"})
+    prompt_id, request = await _ask(d, sid, f"/call mcp__fs__write_file {target}")
+    assert not (d.workspace / "out.txt").exists()
+    await d.client.post(f"/permission/{request['requestId']}", json=PROCEED)
+    await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    assert (d.workspace / "out.txt").read_text() == "written by MCP"
