@@ -42,6 +42,7 @@ from runtime.sessions.contracts import McpBinding
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.operations import OperationLedger
+from runtime.tools import ToolArgumentsError
 
 OPERATION_ID_KEY: Final = "io.agentrt/operationId"
 OUTCOME_UNKNOWN: Final = "outcome_unknown"
@@ -191,6 +192,10 @@ class McpCalls:
         scope: str,
     ) -> ToolResult:
         tool = resolved.tool
+        try:
+            tool.descriptor.validate(dict(call.arguments))
+        except ToolArgumentsError as err:
+            return failed_result(str(err))  # never sent: the schema the model saw says no
         meta = {OPERATION_ID_KEY: op_id} if op_id else {}
         try:
             result = await self.pool.call(

@@ -322,7 +322,7 @@ class StandingAgentActivities:
 
         if request.exhausted_axis is not None:
             return blocked(f"{BLOCK_BUDGET}:{request.exhausted_axis}"), None
-        if call.name not in tools.SPECS:
+        if call.name not in tools.TOOLS:
             return blocked(BLOCK_UNKNOWN), None
         if call.name not in request.mode_tools:
             return blocked(BLOCK_MODE), None

@@ -19,8 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, col, or_, select
 
@@ -50,6 +48,8 @@ from runtime.standing_agents.ops_digest import probe
 from runtime.store.atomic import serialize
 from runtime.store.engine import Store
 from runtime.timestamps import iso_ms
+from runtime.tools import ToolAnnotations, ToolArgumentsError, ToolDescriptor
+from runtime.tools.descriptor import READ_ONLY
 from runtime.workspace.fence import Fence, FileError
 
 MAX_LIMIT = 50
@@ -95,13 +95,45 @@ _TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_TEXT}
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _QUERY = _schema({"query": _TEXT, "limit": _LIMIT}, ["query"])
 
-SPECS: dict[str, ToolSpec] = {
-    spec.name: spec
-    for spec in (
-        ToolSpec(
+# What only reads (the agent's memory, agentrt's health, the knowledge, the workspace, the
+# research and dossiers): read-only in MCP's terms. Every other tool records its effect
+# under the call's operation id (a unique `op_id` column): exactly once.
+_READS = frozenset(
+    {
+        "agent_query_memory",
+        "soa_query_telemetry",
+        "intelligence_knowledge_query",
+        "compliance_knowledge_query",
+        "intelligence_code_search",
+        "orchestrator_research_get",
+        "compliance_query_posture",
+        "compliance_dossier_list",
+    }
+)
+
+
+def _tool(name: str, description: str, input_schema: dict[str, Any]) -> ToolDescriptor:
+    """A standing agent's tool in the one tool layer (runtime/tools)."""
+    if name in _READS:
+        return ToolDescriptor(
+            name=name, description=description, input_schema=input_schema, annotations=READ_ONLY
+        )
+    return ToolDescriptor(
+        name=name,
+        description=description,
+        input_schema=input_schema,
+        annotations=ToolAnnotations(destructiveHint=False, openWorldHint=False),
+        effect_ledger=True,
+    )
+
+
+TOOLS: dict[str, ToolDescriptor] = {
+    tool.name: tool
+    for tool in (
+        _tool(
             name="agent_query_memory",
             description="Your own memory: your past ledger turns and the operator chat.",
-            parameters=_schema(
+            input_schema=_schema(
                 {
                     "kind": {"type": "string", "enum": ["turns", "messages", "all"]},
                     "contains": {"type": "string", "maxLength": 200},
@@ -109,85 +141,85 @@ SPECS: dict[str, ToolSpec] = {
                 }
             ),
         ),
-        ToolSpec(
+        _tool(
             name="soa_query_telemetry",
             description="agentrt's own health over 24 h: failed model calls and tool "
             "actions, blocked turns, closed agents.",
-            parameters=_schema({}),
+            input_schema=_schema({}),
         ),
-        ToolSpec(
+        _tool(
             name="intelligence_knowledge_query",
             description="Search the knowledge base (investigation evidence and claims, "
             "knowledge you ingested).",
-            parameters=_QUERY,
+            input_schema=_QUERY,
         ),
-        ToolSpec(
+        _tool(
             name="compliance_knowledge_query",
             description="Search the compliance knowledge (ingested items and evidence).",
-            parameters=_QUERY,
+            input_schema=_QUERY,
         ),
-        ToolSpec(
+        _tool(
             name="intelligence_code_search",
             description="Search the tenant's workspace files for a literal string.",
-            parameters=_QUERY,
+            input_schema=_QUERY,
         ),
-        ToolSpec(
+        _tool(
             name="orchestrator_research_get",
             description="Research items: the ones agents recorded and the gateway's research.",
-            parameters=_schema({"researchId": {"type": "string"}, "limit": _LIMIT}),
+            input_schema=_schema({"researchId": {"type": "string"}, "limit": _LIMIT}),
         ),
-        ToolSpec(
+        _tool(
             name="compliance_query_posture",
             description="The compliance posture: dossiers, knowledge items, open decisions.",
-            parameters=_schema({}),
+            input_schema=_schema({}),
         ),
-        ToolSpec(
+        _tool(
             name="compliance_dossier_list",
             description="The recorded compliance dossiers (newest first).",
-            parameters=_schema({"limit": _LIMIT}),
+            input_schema=_schema({"limit": _LIMIT}),
         ),
-        ToolSpec(
+        _tool(
             name="compliance_dossier_record",
             description="Record a dossier chapter.",
-            parameters=_schema(
+            input_schema=_schema(
                 {"title": _TEXT, "content": _TEXT, "chapter": {"type": "string"}},
                 ["title", "content"],
             ),
         ),
-        ToolSpec(
+        _tool(
             name="compliance_dossier_translate",
             description="Record a translation of a dossier.",
-            parameters=_schema(
+            input_schema=_schema(
                 {"dossierId": _TEXT, "language": _TEXT, "content": _TEXT},
                 ["dossierId", "language", "content"],
             ),
         ),
-        ToolSpec(
+        _tool(
             name="compliance_knowledge_ingest",
             description="Add an item to the knowledge base.",
-            parameters=_schema(
+            input_schema=_schema(
                 {"title": _TEXT, "content": _TEXT, "tags": {"type": "array", "items": _TEXT}},
                 ["title", "content"],
             ),
         ),
-        ToolSpec(
+        _tool(
             name="orchestrator_research_create",
             description="Record a research item (a question worth investigating).",
-            parameters=_schema(
+            input_schema=_schema(
                 {"title": _TEXT, "question": _TEXT, "notes": {"type": "string"}},
                 ["title", "question"],
             ),
         ),
-        ToolSpec(
+        _tool(
             name="soa_send_message",
             description="Send a message to the operator (the chat transcript).",
-            parameters=_schema({"text": _TEXT}, ["text"]),
+            input_schema=_schema({"text": _TEXT}, ["text"]),
         ),
-        ToolSpec(
+        _tool(
             name="soa_propose_decision",
             description="Ask a human to decide (the decision queue). The answer comes back "
             "as an OperatorAnsweredEscalation event.",
-            parameters=_schema(
+            input_schema=_schema(
                 {
                     "title": _TEXT,
                     "body": _TEXT,
@@ -196,50 +228,48 @@ SPECS: dict[str, ToolSpec] = {
                 ["title", "body"],
             ),
         ),
-        ToolSpec(
+        _tool(
             name="soa_propose_mode_change",
             description="Propose a change of your operating mode to a human (never applied "
             "by you).",
-            parameters=_schema({"mode": _TEXT, "reason": _TEXT}, ["mode", "reason"]),
+            input_schema=_schema({"mode": _TEXT, "reason": _TEXT}, ["mode", "reason"]),
         ),
-        ToolSpec(
+        _tool(
             name="soa_propose_task",
             description="Create a task: a coding-agent session prompt in the tenant's workspace.",
-            parameters=_schema({"title": _TEXT, "prompt": _TEXT}, ["title", "prompt"]),
+            input_schema=_schema({"title": _TEXT, "prompt": _TEXT}, ["title", "prompt"]),
         ),
-        ToolSpec(
+        _tool(
             name="agent_workset_complete",
             description="Declare your starting workset built (ends the foundational phase).",
-            parameters=_schema({}),
+            input_schema=_schema({}),
         ),
-        ToolSpec(
+        _tool(
             name=catalog.PHASE_COMPLETE,
             description="End this episode: the work of this event is done.",
-            parameters=_schema({"summary": {"type": "string", "maxLength": 2000}}),
+            input_schema=_schema({"summary": {"type": "string", "maxLength": 2000}}),
         ),
-        ToolSpec(
+        _tool(
             name=catalog.PHASE_BLOCKED,
             description="End this episode blocked, with the reason.",
-            parameters=_schema({"reason": _TEXT}, ["reason"]),
+            input_schema=_schema({"reason": _TEXT}, ["reason"]),
         ),
     )
 }
 
 
 def specs_for(tools: list[str]) -> list[ToolSpec]:
-    return [SPECS[name] for name in tools if name in SPECS]
-
-
-_VALIDATORS = {name: Draft202012Validator(spec.parameters) for name, spec in SPECS.items()}
+    return [TOOLS[name].spec() for name in tools if name in TOOLS]
 
 
 def argument_problem(tool: str, arguments: dict[str, Any]) -> str | None:
-    """Why the arguments do not fit the schema the model was shown (None: they fit)."""
-    error = best_match(_VALIDATORS[tool].iter_errors(arguments))
-    if error is None:
-        return None
-    where = "/".join(str(part) for part in error.absolute_path) or "arguments"
-    return f"{where}: {error.message}"[:500]
+    """Why the arguments do not fit the schema the model was shown (None: they fit), in
+    the one wording of the tool layer."""
+    try:
+        TOOLS[tool].validate(arguments)
+    except ToolArgumentsError as err:
+        return str(err)[:500]
+    return None
 
 
 def _text(arguments: dict[str, Any], key: str, *, required: bool = True) -> str:

@@ -20,10 +20,13 @@ what is wrong: `Invalid arguments: <field> <problem>.`, the problems joined by `
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, Final
 
+from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
@@ -99,12 +102,16 @@ class ToolDescriptor:
         return ToolSpec(name=self.name, description=self.description, parameters=self.input_schema)
 
     def validate(self, args: dict[str, Any]) -> BaseModel | None:
-        """The parsed arguments (None for a tool without an argument model).
+        """The parsed arguments (None for a tool declared by its JSON schema alone: an
+        MCP server's, a standing agent's), checked against the schema the model saw.
 
         Raises:
             ToolArgumentsError: with the one wording, naming each field and its problem.
         """
         if self.arguments is None:
+            problems = schema_problems(self.input_schema, args)
+            if problems:
+                raise ToolArgumentsError(f"Invalid arguments: {'; '.join(problems)}.")
             return None
         try:
             return self.arguments.model_validate(args)
@@ -119,6 +126,60 @@ def arguments_problem(err: ValidationError) -> str:
         where = ".".join(str(part) for part in error["loc"]) or "arguments"
         problems.append(f"{where} {_problem(error)}")
     return f"Invalid arguments: {'; '.join(problems)}."
+
+
+def schema_problems(schema: dict[str, Any], args: dict[str, Any]) -> list[str]:
+    """What `args` breaks of a JSON schema, in the one wording (at most 5 problems)."""
+    if not schema:
+        return []
+    try:
+        validator = _validator(json.dumps(schema, sort_keys=True))
+        errors = sorted(validator.iter_errors(args), key=lambda e: [str(p) for p in e.path])
+    except Exception:  # a schema jsonschema cannot apply (a server's): its server judges
+        return []
+    problems = []
+    for error in errors[:5]:
+        path = [str(part) for part in error.absolute_path]
+        keyword = error.validator
+        if keyword == "required":
+            missing = error.message.split("'")[1] if "'" in error.message else "a field"
+            problems.append(f"{'.'.join([*path, missing])} is required")
+            continue
+        where = ".".join(path) or "arguments"
+        if keyword == "additionalProperties":
+            problems.append(f"{where}: {error.message}")
+        elif keyword == "type":
+            problems.append(f"{where} must be {_a(error.validator_value)}")
+        elif keyword == "minimum":
+            problems.append(f"{where} must be >= {error.validator_value}")
+        elif keyword == "maximum":
+            problems.append(f"{where} must be <= {error.validator_value}")
+        elif keyword == "minLength" and error.validator_value == 1:
+            problems.append(f"{where} must not be empty")
+        elif keyword == "enum":
+            allowed = ", ".join(map(str, error.validator_value))
+            problems.append(f"{where} must be one of {allowed}")
+        else:
+            problems.append(f"{where}: {error.message}"[:300])
+    return problems
+
+
+def _a(kind: Any) -> str:
+    names = {
+        "string": "a string",
+        "integer": "an integer",
+        "boolean": "a boolean",
+        "number": "a number",
+        "object": "an object",
+        "array": "an array",
+    }
+    kinds = kind if isinstance(kind, list) else [kind]
+    return " or ".join(names.get(str(k), str(k)) for k in kinds)
+
+
+@lru_cache(maxsize=512)
+def _validator(schema: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema))
 
 
 def _problem(error: Any) -> str:

@@ -120,3 +120,44 @@ def _keys(node: object) -> set[str]:
     if isinstance(node, list):
         return {k for v in node for k in _keys(v)}
     return set()
+
+
+def test_a_tool_declared_by_its_json_schema_is_validated_in_the_same_words() -> None:
+    tool = ToolDescriptor(
+        name="t",
+        description="d",
+        annotations=ToolAnnotations(),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "q": {"type": "string", "minLength": 1},
+                "n": {"type": "integer", "minimum": 1},
+                "kind": {"type": "string", "enum": ["a", "b"]},
+            },
+            "required": ["q"],
+            "additionalProperties": False,
+        },
+    )
+    assert tool.validate({"q": "x"}) is None
+    with pytest.raises(ToolArgumentsError) as refused:
+        tool.validate({"n": 0, "kind": "c"})
+    assert str(refused.value) == (
+        "Invalid arguments: q is required; kind must be one of a, b; n must be >= 1."
+    )
+    with pytest.raises(ToolArgumentsError, match="q must be a string"):
+        tool.validate({"q": 3})
+    # A schema jsonschema cannot apply is left to its server.
+    odd = ToolDescriptor(
+        name="o", description="d", annotations=ToolAnnotations(), input_schema={"type": 5}
+    )
+    assert odd.validate({"anything": 1}) is None
+
+
+def test_the_standing_agents_tools_are_descriptors_classified_by_what_they_do() -> None:
+    from runtime.standing_agents.tools import TOOLS, argument_problem
+
+    assert TOOLS["agent_query_memory"].dispatch is Dispatch.LOCAL
+    assert TOOLS["soa_send_message"].dispatch is Dispatch.EXACTLY_ONCE
+    assert argument_problem("intelligence_knowledge_query", {}) == (
+        "Invalid arguments: query is required."
+    )
