@@ -29,7 +29,7 @@ class Availability(BaseModel):
 
 class CatalogTool(BaseModel):
     """One tool of the catalog: every attribute the spec lists
-    (`runtime.investigation.catalog.ToolDescriptor.describe`)."""
+    (`runtime.investigation.catalog.CatalogEntry.describe`)."""
 
     tool_id: str
     tool_version: str

@@ -6,7 +6,7 @@ decision. `tools.run_tool` is the one entry of the nine agent tools;
 `catalog.catalog` describes them with their real availability.
 """
 
-from runtime.investigation.catalog import TOOL_DESCRIPTORS, TOOL_IDS, ToolDescriptor, catalog
+from runtime.investigation.catalog import TOOL_DESCRIPTORS, TOOL_IDS, CatalogEntry, catalog
 from runtime.investigation.demo import DEMO_WORKSPACE, ensure_demo
 from runtime.investigation.loader import load_investigation, read_investigation_file
 from runtime.investigation.research import (
@@ -26,12 +26,12 @@ __all__ = [
     "DEMO_WORKSPACE",
     "TOOL_DESCRIPTORS",
     "TOOL_IDS",
+    "CatalogEntry",
     "InvalidResearchTransition",
     "ObjectRef",
     "ResearchAlreadyDecided",
     "ResearchError",
     "ResearchNotFound",
-    "ToolDescriptor",
     "ToolOutcome",
     "ToolStatus",
     "catalog",

@@ -24,6 +24,8 @@ from runtime.investigation.models import (
     Research,
 )
 from runtime.investigation.research import DECISION_ROUTE_TEMPLATE, RESEARCH_STATES
+from runtime.tools import ToolAnnotations, ToolDescriptor
+from runtime.tools.descriptor import READ_ONLY
 
 CAPABILITY_VERSION = "agent-tools/v1"
 TOOL_VERSION = "1.0.0"
@@ -112,8 +114,11 @@ _SCOPE_IN: dict[str, Any] = {
 
 
 @dataclass(frozen=True)
-class ToolDescriptor:
-    """Static metadata of one tool; `requires` says which data makes it available."""
+class CatalogEntry:
+    """One tool of the agent-tools catalog: the tool layer's descriptor (`tool`, its name
+    the spec's `tool_id`) plus what spec `agent-tools-protocol-v1` adds to it (output
+    contract, classes, authorization, versions); `requires` says which data makes it
+    available."""
 
     tool_id: str
     description: str
@@ -127,6 +132,22 @@ class ToolDescriptor:
     tool_version: str = TOOL_VERSION
     capability_version: str = CAPABILITY_VERSION
     network_contact: bool = False
+
+    @property
+    def tool(self) -> ToolDescriptor:
+        """The tool in the one tool layer (runtime/tools): `read` tools are read-only;
+        `research.prepare` records a draft under the turn's call (idempotent)."""
+        annotations = (
+            READ_ONLY
+            if self.action_class == "read"
+            else ToolAnnotations(destructiveHint=False, idempotentHint=True, openWorldHint=False)
+        )
+        return ToolDescriptor(
+            name=self.tool_id,
+            description=self.description,
+            input_schema=self.input_schema,
+            annotations=annotations,
+        )
 
     def describe(self, availability: dict[str, Any]) -> dict[str, Any]:
         """The catalog entry: every attribute the spec lists, as JSON (a copy)."""
@@ -149,7 +170,7 @@ class ToolDescriptor:
 
 
 _TOOLS = (
-    ToolDescriptor(
+    CatalogEntry(
         tool_id="investigation.search",
         description="Search the investigation: case-insensitive word match over node labels and "
         "properties, evidence titles and summaries, claims and jobs; ranked references with "
@@ -181,7 +202,7 @@ _TOOLS = (
         requires="data",
         cost_class="moderate",
     ),
-    ToolDescriptor(
+    CatalogEntry(
         tool_id="graph.get_node",
         description="One node of the graph: type, label, properties, edge counts, and the "
         "evidence items and jobs that concern it (ids only).",
@@ -199,7 +220,7 @@ _TOOLS = (
         ),
         requires="nodes",
     ),
-    ToolDescriptor(
+    CatalogEntry(
         tool_id="graph.get_neighbors",
         description="The nodes linked to a node, with the edges' type, direction and "
         "properties; optionally only some edge types.",
@@ -238,7 +259,7 @@ _TOOLS = (
         ),
         requires="nodes",
     ),
-    ToolDescriptor(
+    CatalogEntry(
         tool_id="evidence.get_summary",
         description="An evidence item's title, summary, source, the nodes it concerns and the "
         "claims it supports; the excerpt's length, not its text.",
@@ -257,7 +278,7 @@ _TOOLS = (
         ),
         requires="evidence",
     ),
-    ToolDescriptor(
+    CatalogEntry(
         tool_id="evidence.read_excerpt",
         description="Read part of an evidence item's excerpt: at most max_chars characters "
         "from offset; the range read is returned as an artifact.",
@@ -283,7 +304,7 @@ _TOOLS = (
         ),
         requires="evidence",
     ),
-    ToolDescriptor(
+    CatalogEntry(
         tool_id="provenance.trace",
         description="The provenance chain around an evidence item, a claim or a source: "
         "evidence → source, and the claims derived from the evidence.",
@@ -311,7 +332,7 @@ _TOOLS = (
         ),
         requires="provenance",
     ),
-    ToolDescriptor(
+    CatalogEntry(
         tool_id="jobs.get",
         description="A processing job by id, or the jobs about a node (newest first).",
         input_schema=_input(
@@ -341,7 +362,7 @@ _TOOLS = (
         ),
         requires="jobs",
     ),
-    ToolDescriptor(
+    CatalogEntry(
         tool_id="research.get_state",
         description="The state of a research campaign and its human decision, if any.",
         input_schema=_input(
@@ -365,7 +386,7 @@ _TOOLS = (
         ),
         requires="research",
     ),
-    ToolDescriptor(
+    CatalogEntry(
         tool_id="research.prepare",
         description="Propose a research campaign on some nodes. It only prepares: no grant, no "
         "campaign, no network contact. The result is AUTHORIZATION_REQUIRED until a human "
@@ -399,7 +420,7 @@ _TOOLS = (
     ),
 )
 
-TOOL_DESCRIPTORS: dict[str, ToolDescriptor] = {tool.tool_id: tool for tool in _TOOLS}
+TOOL_DESCRIPTORS: dict[str, CatalogEntry] = {tool.tool_id: tool for tool in _TOOLS}
 TOOL_IDS: tuple[str, ...] = tuple(TOOL_DESCRIPTORS)
 
 # -- availability --------------------------------------------------------------------------

@@ -161,3 +161,14 @@ def test_the_standing_agents_tools_are_descriptors_classified_by_what_they_do() 
     assert argument_problem("intelligence_knowledge_query", {}) == (
         "Invalid arguments: query is required."
     )
+
+
+def test_the_agent_tools_catalog_uses_the_same_descriptor() -> None:
+    from runtime.investigation.catalog import TOOL_DESCRIPTORS, TOOL_IDS
+
+    tools = [TOOL_DESCRIPTORS[tool_id].tool for tool_id in TOOL_IDS]
+    assert len(tools) == 9 and [t.name for t in tools] == list(TOOL_IDS)
+    prepares = {t.name for t in tools if not t.read_only}
+    assert prepares == {e.tool_id for e in TOOL_DESCRIPTORS.values() if e.action_class == "prepare"}
+    for entry in TOOL_DESCRIPTORS.values():
+        assert entry.tool.spec().parameters == entry.input_schema
