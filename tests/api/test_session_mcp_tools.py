@@ -521,3 +521,18 @@ async def test_the_npm_filesystem_server_reads_unasked_and_writes_after_a_vote(
     await d.client.post(f"/permission/{request['requestId']}", json=PROCEED)
     await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
     assert (d.workspace / "out.txt").read_text() == "written by MCP"
+
+
+async def test_a_servers_request_for_the_user_is_refused_cleanly(
+    daemon: DaemonFactory, faults: FaultServer
+) -> None:
+    """agentrt declares no elicitation (nor sampling, nor roots): a server that asks
+    anyway gets the SDK's refusal, and the tool call fails with the server's message."""
+    d = await daemon(mcp_workspace_servers=TRUSTED)
+    write_settings(d.workspace, {"faults": {"httpUrl": faults.url, "timeout": 10_000}})
+    sid = (await d.create())["sessionId"]
+    prompt_id, request = await _ask(d, sid, "/call mcp__faults__ask_login {}")
+    await d.client.post(f"/permission/{request['requestId']}", json=PROCEED)
+    await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    (update,) = _updates(d, sid, prompt_id)
+    assert update["status"] == "failed" and "MCP server faults" in _text(update)

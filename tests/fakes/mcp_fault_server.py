@@ -1,6 +1,7 @@
 """An MCP server built on the official Python SDK (`mcp.server.mcpserver.MCPServer`),
 served over Streamable HTTP, for the faults a real server can show agentrt: a call that
-hangs, a crash mid-call, `isError: true`, and a ledger of the calls it received.
+hangs, a crash mid-call, `isError: true`, a request for the user (elicitation, which
+agentrt does not declare), and a ledger of the calls it received.
 
 Run as its own process so a test can kill it:
     python -m tests.fakes.mcp_fault_server --port P --calls FILE
@@ -22,6 +23,7 @@ import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
+from pydantic import BaseModel
 
 OPERATION_ID_KEY = "io.agentrt/operationId"
 
@@ -80,6 +82,14 @@ def build(calls: Path) -> MCPServer:
     @server.tool(description="The server process dies mid-call.")
     async def crash() -> str:
         os._exit(3)
+
+    class Login(BaseModel):
+        user: str
+
+    @server.tool(description="Asks the client's user for a login (elicitation).")
+    async def ask_login(ctx: Context) -> str:
+        answer = await ctx.elicit("Who are you?", Login)
+        return f"elicited: {answer}"
 
     @server.tool(description="Always fails (isError: true).")
     async def fail(reason: str) -> str:
