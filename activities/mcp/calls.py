@@ -22,16 +22,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
-
-from mcp_types import (
-    AudioContent,
-    CallToolResult,
-    EmbeddedResource,
-    ImageContent,
-    ResourceLink,
-    TextContent,
-)
+from typing import TYPE_CHECKING, Final
 
 from activities.mcp.pool import McpPool, McpTool, McpUnavailable, classify
 from activities.workspace.results import ToolResult, bound, failed_result, text_item
@@ -43,6 +34,9 @@ from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.operations import OperationLedger
 from runtime.tools import ToolArgumentsError
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
 
 OPERATION_ID_KEY: Final = "io.agentrt/operationId"
 OUTCOME_UNKNOWN: Final = "outcome_unknown"
@@ -209,6 +203,14 @@ class McpCalls:
         return await self._result(result, scope)
 
     async def _result(self, result: CallToolResult, scope: str) -> ToolResult:
+        from mcp_types import (
+            AudioContent,
+            EmbeddedResource,
+            ImageContent,
+            ResourceLink,
+            TextContent,
+        )
+
         texts: list[str] = []
         images: list[str] = []
         for item in result.content:

@@ -23,15 +23,9 @@ import re
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from mcp import Client, StdioServerParameters
-from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CallToolResult, Implementation, RequestParamsMeta
-
-from activities.mcp.egress import egress_refused, mcp_http_client
+from runtime import __version__
 from runtime.egress import redact_url
 from runtime.mcp.config import (
     McpServerConfig,
@@ -60,9 +54,13 @@ from runtime.store import EventJournal, Store
 from runtime.streams import session_stream
 from runtime.tools import ToolAnnotations, ToolDescriptor
 
+if TYPE_CHECKING:  # the SDK is imported when a server is first opened, not at start-up
+    from mcp import Client
+    from mcp_types import CallToolResult
+
 log = logging.getLogger(__name__)
 
-CLIENT_INFO: Final = Implementation(name="agentrt", version="0.1.0")
+CLIENT_NAME: Final = "agentrt"
 # How long offering a workspace's tools waits for a server still opening.
 LIST_TIMEOUT_SECONDS: Final = 15.0
 # What one server may put before the model: its first tools, each schema bounded.
@@ -118,6 +116,8 @@ def classify(err: BaseException, config: McpServerConfig) -> McpUnavailable:
 
 
 def _classify(err: BaseException, config: McpServerConfig) -> McpUnavailable:
+    from activities.mcp.egress import egress_refused
+
     refused = egress_refused(err)
     if refused is not None:
         return McpUnavailable(
@@ -309,6 +309,15 @@ class McpPool:
             )
 
     def _transport(self, config: McpServerConfig) -> Any:
+        # The SDK is imported here, on the first server opened: a worker of a deployment
+        # without MCP servers never loads it (about 0.6 s of CPU at every start).
+        from mcp import StdioServerParameters
+        from mcp.client.sse import sse_client
+        from mcp.client.stdio import stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        from activities.mcp.egress import mcp_http_client
+
         if config.command:
             env = resolve_references(config.env, self._environ, self._listed)
             params = StdioServerParameters(
@@ -326,12 +335,15 @@ class McpPool:
         return sse_client(config.url, headers=headers or None, httpx_client_factory=mcp_http_client)
 
     async def _serve(self, connection: _Connection, transport: Any) -> None:
+        from mcp import Client
+        from mcp_types import Implementation
+
         ready = connection.ready
         assert ready is not None
         try:
             async with Client(
                 transport,
-                client_info=CLIENT_INFO,
+                client_info=Implementation(name=CLIENT_NAME, version=__version__),
                 read_timeout_seconds=config_timeout(connection.config),
             ) as client:
                 if not ready.done():
@@ -574,6 +586,8 @@ class McpPool:
         meta: dict[str, Any],
     ) -> CallToolResult:
         """One `tools/call`, bounded by the server's timeout."""
+        from mcp_types import RequestParamsMeta
+
         client = await self.connection(workspace, name, config)
         connection = self._connections.get((workspace, name))
         if connection is not None:
