@@ -16,6 +16,7 @@ from sqlmodel import col, select
 
 from runtime.store.operations import Operation
 from tests.api.test_sessions import DaemonFactory, daemon
+from tests.conftest import migrated_sqlite
 from tests.mcp_helpers import (
     EVERYTHING,
     FILESYSTEM,
@@ -33,6 +34,13 @@ __all__ = ["daemon"]
 TRUSTED = "trusted"
 TOKEN = "mcp-tools"  # the approval-mode and tool-toggle routes are strict mutations
 PROCEED = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+
+
+@pytest.fixture
+def database_url(tmp_path: Path, sqlite_template: Path) -> str:
+    """MCP is agentrt's, not the store's: these run on SQLite only (each starts a server and
+    a worker); the store's part of MCP runs on both in tests/runtime/test_mcp_store.py."""
+    return migrated_sqlite(sqlite_template, tmp_path / ".data" / "agentrt.db")
 
 
 @pytest.fixture
