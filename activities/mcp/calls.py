@@ -21,7 +21,6 @@ import asyncio
 import json
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from activities.mcp.pool import McpPool, McpTool, McpUnavailable, classify
@@ -267,7 +266,3 @@ def _outcome_unknown(name: str) -> ToolResult:
         "so whether the server applied it is unknown; it was not called again."
     )
     return failed_result(message)
-
-
-def workspace_of(raw: str) -> Path:
-    return Path(raw)
