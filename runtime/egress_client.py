@@ -61,6 +61,17 @@ async def resolve(host: str, port: int) -> list[str]:
     return addresses
 
 
+def refused_address(host: str, addresses: Iterable[str]) -> Refusal | None:
+    """The egress rule on what `host` resolved to: refused if *any* address is (a name
+    that resolves to both a public and a metadata address is not connected to)."""
+    for address in addresses:
+        parsed = literal_address(address)
+        refusal = address_refusal(host, parsed) if parsed is not None else None
+        if refusal is not None:
+            return refusal
+    return None
+
+
 class EgressNetworkBackend(httpcore.AsyncNetworkBackend):
     """Connects only to addresses the egress rule allows, and to the very ones it checked."""
 
@@ -82,11 +93,9 @@ class EgressNetworkBackend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         deadline = None if timeout is None else time.monotonic() + timeout
         addresses = await self._addresses(host, port, timeout)
-        for address in addresses:
-            parsed = literal_address(address)
-            refusal = address_refusal(host, parsed) if parsed is not None else None
-            if refusal is not None:
-                raise _Refused(refusal)
+        refusal = refused_address(host, addresses)
+        if refusal is not None:
+            raise _Refused(refusal)
         failure: Exception = httpcore.ConnectError(f"{host} resolves to no address")
         for address in addresses:
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)

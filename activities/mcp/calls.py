@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Final
 from activities.mcp.pool import McpPool, McpTool, McpUnavailable, classify
 from activities.workspace.results import ToolResult, bound, failed_result, text_item
 from runtime.llm.contracts import ToolCall
-from runtime.mcp.config import McpServerConfig, load_servers
+from runtime.mcp.config import McpServerConfig, McpServers, load_servers
 from runtime.mcp.names import server_prefix
 from runtime.sessions.contracts import McpBinding
 from runtime.settings import Settings
@@ -69,15 +69,19 @@ class McpCalls:
         self.settings = settings
         self.ledger = OperationLedger(store)
 
-    async def offered(self, workspace: str) -> list[McpTool]:
-        """The tools of the workspace's enabled servers (unreachable ones left out)."""
-        servers = await asyncio.to_thread(
+    async def servers(self, workspace: str) -> McpServers:
+        """The workspace's configuration as it is now (runtime/mcp/config.load_servers)."""
+        return await asyncio.to_thread(
             load_servers,
             self.store,
             workspace,
             self.settings.resolved_data_dir,
             self.settings.mcp_workspace_servers,
         )
+
+    async def offered(self, workspace: str) -> list[McpTool]:
+        """The tools of the workspace's enabled servers (unreachable ones left out)."""
+        servers = await self.servers(workspace)
         enabled = servers.enabled()
         if not enabled:
             return []
@@ -85,13 +89,7 @@ class McpCalls:
         return tools
 
     async def resolve(self, workspace: str, name: str) -> ResolvedTool | None:
-        servers = await asyncio.to_thread(
-            load_servers,
-            self.store,
-            workspace,
-            self.settings.resolved_data_dir,
-            self.settings.mcp_workspace_servers,
-        )
+        servers = await self.servers(workspace)
         enabled = servers.enabled()
         # Only the servers the name can come from are opened: a call never waits on
         # another server's connection.
@@ -106,13 +104,7 @@ class McpCalls:
 
     async def bound(self, workspace: str, binding: McpBinding) -> ResolvedTool | str:
         """The tool a preview bound a call to, or why it cannot run any more."""
-        servers = await asyncio.to_thread(
-            load_servers,
-            self.store,
-            workspace,
-            self.settings.resolved_data_dir,
-            self.settings.mcp_workspace_servers,
-        )
+        servers = await self.servers(workspace)
         config = servers.enabled().get(binding.server)
         if config is None:
             return f"MCP server {binding.server} is no longer configured or enabled"

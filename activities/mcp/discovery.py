@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from temporalio import activity
 
 from activities.mcp.calls import McpCalls
 from activities.mcp.pool import classify
-from runtime.mcp.config import load_servers
 from runtime.mcp.status import (
     MCP_DISCOVER_ACTIVITY,
     McpDiscoveryInput,
@@ -26,14 +24,7 @@ class McpDiscoveryActivities:
     async def discover(self, request: McpDiscoveryInput) -> McpDiscoveryResult:
         """Every enabled server opened in one pass (slots of the client budget taken in
         declaration order, refusals batched), or `server` closed and opened again."""
-        settings = self.calls.settings
-        servers = await asyncio.to_thread(
-            load_servers,
-            self.calls.store,
-            request.workspace,
-            settings.resolved_data_dir,
-            settings.mcp_workspace_servers,
-        )
+        servers = await self.calls.servers(request.workspace)
         enabled = servers.enabled()
         pool = self.calls.pool
         started = time.monotonic()

@@ -25,7 +25,7 @@ import httpcore2
 import httpx2
 
 from runtime import egress_client
-from runtime.egress import Refusal, address_refusal, literal_address
+from runtime.egress import Refusal
 
 
 class EgressRefusedError(httpcore2.ConnectError):
@@ -54,11 +54,9 @@ class McpEgressBackend(httpcore2.AsyncNetworkBackend):
             addresses = await egress_client.resolve(host, port)
         except OSError as err:
             raise httpcore2.ConnectError(f"cannot resolve {host}: {err}") from err
-        for address in addresses:
-            parsed = literal_address(address)
-            refusal = address_refusal(host, parsed) if parsed is not None else None
-            if refusal is not None:
-                raise EgressRefusedError(refusal)
+        refusal = egress_client.refused_address(host, addresses)
+        if refusal is not None:
+            raise EgressRefusedError(refusal)
         failure: Exception = httpcore2.ConnectError(f"{host} resolves to no address")
         for address in addresses:
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)

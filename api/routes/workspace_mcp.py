@@ -56,13 +56,18 @@ from runtime.mcp.config import (
 from runtime.mcp.status import (
     BUDGET_HINT,
     BUDGET_WARN_FRACTION,
+    InvalidMcpServer,
+    InvalidServerName,
     McpBudgetState,
     McpDiscoveryInput,
     McpDiscoveryResult,
+    McpRestartFailed,
+    McpServerNotFound,
     McpServerState,
     read_budget,
 )
 from runtime.settings import Settings
+from runtime.store import Store
 from workflows.mcp_discovery import (
     McpDiscoveryWorkflow,
     discovery_workflow_id,
@@ -193,22 +198,9 @@ async def restart_mcp_server(
     await read_body(request)  # `{}` (or empty); malformed JSON is a 400
     if not server or not SERVER_NAME.match(server):
         raise _invalid_server_name()
-    servers = await asyncio.to_thread(
-        load_servers,
-        store,
-        settings.workspace_cwd,
-        settings.resolved_data_dir,
-        settings.mcp_workspace_servers,
-    )
+    servers = await _load(store, settings)
     if server not in servers.servers:
-        raise ApiError(
-            404,
-            {
-                "error": f"No MCP server named {server!r} in mcpServers",
-                "code": "mcp_server_not_found",
-                "serverName": server,
-            },
-        )
+        raise _not_found(server, f"No MCP server named {server!r} in mcpServers")
     extra = {"originatorClientId": originator} if originator else {}
     if server in servers.disabled or server in servers.pending:
         reason = "server_disabled" if server in servers.disabled else "approval_required"
@@ -235,22 +227,10 @@ async def restart_mcp_server(
             task_queue=settings.task_queue,
         )
     except WorkflowFailureError as err:
-        raise ApiError(
-            503,
-            {
-                "error": f"the worker could not restart {server}: {err.cause}",
-                "code": "mcp_restart_failed",
-            },
-        ) from None
+        message = f"the worker could not restart {server}: {err.cause}"
+        raise ApiError.of(McpRestartFailed(server=server, message=message)) from None
     if not result.servers:  # removed or disabled since it was checked above
-        raise ApiError(
-            404,
-            {
-                "error": f"No enabled MCP server named {server!r}",
-                "code": "mcp_server_not_found",
-                "serverName": server,
-            },
-        )
+        raise _not_found(server, f"No enabled MCP server named {server!r}")
     (outcome,) = result.servers
     if not outcome.connected:
         # The spec's reason when the budget has no slot for it (enforce mode).
@@ -280,14 +260,25 @@ async def restart_mcp_server(
 
 
 def _invalid_server_name() -> ApiError:
-    return ApiError(
-        400,
-        {"error": "server name must be 1-64 of A-Z a-z 0-9 _ . -", "code": "invalid_server_name"},
-    )
+    return ApiError.of(InvalidServerName())
 
 
 def _invalid_server(message: str) -> ApiError:
-    return ApiError(400, {"error": message, "code": "invalid_mcp_server"})
+    return ApiError.of(InvalidMcpServer(message=message))
+
+
+def _not_found(server: str, message: str) -> ApiError:
+    return ApiError.of(McpServerNotFound(server=server, message=message))
+
+
+async def _load(store: Store, settings: Settings) -> McpServers:
+    return await asyncio.to_thread(
+        load_servers,
+        store,
+        settings.workspace_cwd,
+        settings.resolved_data_dir,
+        settings.mcp_workspace_servers,
+    )
 
 
 def _summary(name: str, config: McpServerConfig) -> McpServerEntry:
@@ -345,14 +336,7 @@ async def delete_mcp_server(server: str, settings: SettingsDep, store: StoreDep)
         raise _invalid_server_name()
     removed = await asyncio.to_thread(remove_operator_server, store, settings.workspace_cwd, server)
     if not removed:
-        raise ApiError(
-            404,
-            {
-                "error": f"No MCP server named {server!r} was added through the API",
-                "code": "mcp_server_not_found",
-                "serverName": server,
-            },
-        )
+        raise _not_found(server, f"No MCP server named {server!r} was added through the API")
     return McpRemoved(serverName=server, removed=True)
 
 
@@ -372,21 +356,10 @@ async def approve_mcp_server(
     await read_body(request)
     if not SERVER_NAME.match(server):
         raise _invalid_server_name()
-    servers = await asyncio.to_thread(
-        load_servers,
-        store,
-        settings.workspace_cwd,
-        settings.resolved_data_dir,
-        settings.mcp_workspace_servers,
-    )
+    servers = await _load(store, settings)
     if servers.sources.get(server) != "settings":
-        raise ApiError(
-            404,
-            {
-                "error": f"No entry {server!r} in the workspace's .qwen/settings.json mcpServers",
-                "code": "mcp_server_not_found",
-                "serverName": server,
-            },
+        raise _not_found(
+            server, f"No entry {server!r} in the workspace's .qwen/settings.json mcpServers"
         )
     config = servers.servers[server]
     fingerprint = config.fingerprint()

@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
 
+from runtime.failures import WireError
 from runtime.store import Store
 from runtime.workspace.settings import get_setting, set_setting
 
@@ -112,3 +113,65 @@ class McpDiscoveryResult(BaseModel):
 
 
 MCP_DISCOVER_ACTIVITY: Final = "mcp.discover"
+
+
+# -- the refusals of the MCP routes (one idiom: WireError models, api/errors.ApiError.of) --
+
+
+class InvalidServerName(WireError):
+    """A server name outside `SERVER_NAME` in a route's path: 400."""
+
+    kind: Literal["invalid_server_name"] = "invalid_server_name"
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": "server name must be 1-64 of A-Z a-z 0-9 _ . -", "code": self.kind_name}
+
+
+class InvalidMcpServer(WireError):
+    """An operator's server entry that breaks the shape, the reference rule or the
+    egress rule: 400 naming what is wrong."""
+
+    kind: Literal["invalid_mcp_server"] = "invalid_mcp_server"
+    message: str
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": self.message, "code": self.kind_name}
+
+
+class McpServerNotFound(WireError):
+    """No such server where the route looks (the configuration, the operator's entries,
+    the settings file): 404."""
+
+    kind: Literal["mcp_server_not_found"] = "mcp_server_not_found"
+    server: str
+    message: str
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": self.message, "code": self.kind_name, "serverName": self.server}
+
+
+class McpRestartFailed(WireError):
+    """The restart's workflow failed (its activity timed out, or no worker ran it): 503."""
+
+    kind: Literal["mcp_restart_failed"] = "mcp_restart_failed"
+    server: str
+    message: str
+
+    @property
+    def http_status(self) -> int:
+        return 503
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": self.message, "code": self.kind_name, "serverName": self.server}
