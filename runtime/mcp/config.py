@@ -197,17 +197,20 @@ def read_settings_file(workspace: Path, data_dir: Path | None = None) -> McpServ
 
 def put_operator_server(store: Store, workspace: str, name: str, entry: dict[str, Any]) -> None:
     """Add or replace an operator's server (read-modify-write of `mcp.servers`)."""
-    update_setting(store, workspace, SERVERS_SETTING, lambda current: {**current, name: entry})
+    update_setting(
+        store, workspace, SERVERS_SETTING, lambda current: {**_dict(current), name: entry}
+    )
 
 
 def remove_operator_server(store: Store, workspace: str, name: str) -> bool:
     """Remove an operator's server; False when there was none of that name."""
     found = False
 
-    def without(current: dict[str, Any]) -> dict[str, Any]:
+    def without(current: Any) -> dict[str, Any]:
         nonlocal found
-        found = name in current
-        return {k: v for k, v in current.items() if k != name}
+        entries = _dict(current)
+        found = name in entries
+        return {k: v for k, v in entries.items() if k != name}
 
     update_setting(store, workspace, SERVERS_SETTING, without)
     return found
@@ -237,8 +240,12 @@ def load_servers(
 def approve_file_server(store: Store, workspace: str, name: str, fingerprint: str) -> None:
     """Pin an operator's approval of a settings-file entry to its fingerprint."""
     update_setting(
-        store, workspace, APPROVED_SETTING, lambda current: {**current, name: fingerprint}
+        store, workspace, APPROVED_SETTING, lambda current: {**_dict(current), name: fingerprint}
     )
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def servers_of(raw: Mapping[str, Any]) -> McpServers:

@@ -9,7 +9,7 @@ API, the worker and every replica see the same values.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import JSON, Column
 from sqlalchemy.exc import IntegrityError
@@ -17,6 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from runtime.store import Store
 
+T = TypeVar("T")
 TOOLS_DISABLED = "tools.disabled"
 APPROVAL_MODE = "tools.approvalMode"
 
@@ -55,14 +56,14 @@ def update_setting(
     store: Store,
     workspace_cwd: str,
     key: str,
-    change: Callable[[dict[str, Any]], dict[str, Any]],
-) -> dict[str, Any]:
-    """Read-modify-write of an object-valued setting in one transaction (the row locked
-    on PostgreSQL, writers serialized on SQLite); the new value."""
+    change: Callable[[Any], T],
+) -> T:
+    """Read-modify-write of a setting in one transaction (the row locked on PostgreSQL,
+    writers serialized on SQLite): `change` gets the stored value (None when there is
+    none) and returns the new one, which is returned."""
     with store.session() as db:
         row = db.get(WorkspaceSetting, (workspace_cwd, key), with_for_update=True)
-        current = dict(row.value) if row is not None and isinstance(row.value, dict) else {}
-        value = change(current)
+        value = change(None if row is None else row.value)
         if row is None:
             db.add(WorkspaceSetting(workspace_cwd=workspace_cwd, key=key, value=value))
         else:
@@ -81,23 +82,10 @@ def disabled_tools(store: Store, workspace_cwd: str) -> list[str]:
 
 
 def set_tool_enabled(store: Store, workspace_cwd: str, tool_name: str, enabled: bool) -> list[str]:
-    """Add `tool_name` to `tools.disabled` (enabled=False) or remove it; the new list.
+    """Add `tool_name` to `tools.disabled` (enabled=False) or remove it; the new list."""
 
-    Read-modify-write in one transaction (SQLite serializes writers; on PostgreSQL the
-    row is locked with SELECT ... FOR UPDATE)."""
-    with store.session() as db:
-        row = db.get(WorkspaceSetting, (workspace_cwd, TOOLS_DISABLED), with_for_update=True)
-        current = list(row.value) if row is not None and isinstance(row.value, list) else []
-        names = [name for name in current if name != tool_name]
-        if not enabled:
-            names.append(tool_name)
-        if row is None:
-            db.add(WorkspaceSetting(workspace_cwd=workspace_cwd, key=TOOLS_DISABLED, value=names))
-        else:
-            row.value = names
-        try:
-            db.commit()
-        except IntegrityError:
-            db.rollback()
-            return set_tool_enabled(store, workspace_cwd, tool_name, enabled)
-        return names
+    def toggled(current: Any) -> list[str]:
+        names = [n for n in current if n != tool_name] if isinstance(current, list) else []
+        return names if enabled else [*names, tool_name]
+
+    return update_setting(store, workspace_cwd, TOOLS_DISABLED, toggled)
