@@ -19,7 +19,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities import build_activities
 from activities.activity_log import ActivityLog
 from activities.llm import ModelProvider, provider_from_settings
-from activities.mcp.pool import McpPool, mcp_pool
+from activities.mcp.pool import McpPool
+from activities.mcp.worker_pool import mcp_pool
 from runtime import temporal
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store

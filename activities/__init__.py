@@ -13,7 +13,8 @@ from activities.llm import ModelProvider
 from activities.llm.routing_activities import LlmActivities
 from activities.mcp.calls import McpCalls
 from activities.mcp.discovery import McpDiscoveryActivities
-from activities.mcp.pool import McpPool, mcp_pool
+from activities.mcp.pool import McpPool
+from activities.mcp.worker_pool import mcp_pool
 from activities.session import SessionActivities
 from activities.standing_agent import StandingAgentActivities
 from activities.windows_pool import WindowsPoolActivities

@@ -35,7 +35,8 @@ from mcp import Client
 from mcp_types import CallToolResult
 
 from activities.mcp.calls import McpCalls
-from activities.mcp.pool import McpPool, mcp_pool
+from activities.mcp.pool import McpPool
+from activities.mcp.worker_pool import mcp_pool
 from activities.workspace.results import ToolResult
 from bench.report import BenchOptions, Figure, Report, Target, elapsed_ms, sample
 from bench.stats import ratio

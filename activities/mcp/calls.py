@@ -23,7 +23,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from activities.mcp.pool import McpPool, McpTool, McpUnavailable, classify
+from activities.mcp.failures import McpUnavailable, classify
+from activities.mcp.pool import McpPool, McpTool
 from activities.workspace.results import ToolResult, bound, failed_result, text_item
 from runtime.llm.contracts import ToolCall
 from runtime.mcp.config import McpServerConfig, McpServers, load_servers

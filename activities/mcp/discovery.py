@@ -7,7 +7,7 @@ import time
 from temporalio import activity
 
 from activities.mcp.calls import McpCalls
-from activities.mcp.pool import classify
+from activities.mcp.failures import classify
 from runtime.mcp.status import (
     MCP_DISCOVER_ACTIVITY,
     McpDiscoveryInput,

@@ -19,39 +19,26 @@ import asyncio
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from activities.mcp.budget import ClientBudget
+from activities.mcp.failures import McpUnavailable, classify, redact, root_cause
 from runtime import __version__
-from runtime.egress import redact_url
 from runtime.mcp.config import (
     McpServerConfig,
-    ReferenceRefused,
     egress_refusal,
     resolve_references,
 )
 from runtime.mcp.names import assign
 from runtime.mcp.status import (
-    BUDGET_HINT,
-    BUDGET_REARM_FRACTION,
-    BUDGET_WARN_FRACTION,
     BudgetMode,
-    McpBudgetState,
-    McpErrorKind,
     McpServerState,
     McpStatus,
     McpToolInfo,
-    write_budget,
-    write_state,
 )
-from runtime.sessions import registry
-from runtime.sessions.streams import session_event
-from runtime.settings import Settings
-from runtime.store import EventJournal, Store
-from runtime.streams import session_stream
 from runtime.tools import ToolAnnotations, ToolDescriptor
 
 if TYPE_CHECKING:  # the SDK is imported when a server is first opened, not at start-up
@@ -69,15 +56,6 @@ MAX_SCHEMA_CHARS: Final = 32_000
 MAX_BACKOFF_SECONDS: Final = 30.0
 
 
-class McpUnavailable(Exception):
-    """A server could not be reached; `kind` is the status routes' errorKind."""
-
-    def __init__(self, kind: McpErrorKind, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.kind: McpErrorKind = kind
-        self.hint = hint
-
-
 @dataclass(frozen=True)
 class McpTool:
     """A tool of a server, as the model is offered it."""
@@ -92,63 +70,6 @@ def _retrieved(task: asyncio.Future[Any]) -> None:
     """Mark a background opening's outcome retrieved (its failure is in the state)."""
     if not task.cancelled():
         task.exception()
-
-
-def root_cause(err: BaseException) -> BaseException:
-    """The first leaf of an exception group (anyio's task groups wrap what failed)."""
-    while isinstance(err, BaseExceptionGroup) and err.exceptions:
-        err = err.exceptions[0]
-    return err
-
-
-_URL_IN_TEXT: Final = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-
-
-def redact(text: str) -> str:
-    """`text` with every URL in it cut to scheme, host and path: no credentials, no
-    query (an error message may quote the URL a server or the SDK was given)."""
-    return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)).split("?", 1)[0].split("#")[0], text)
-
-
-def classify(err: BaseException, config: McpServerConfig) -> McpUnavailable:
-    failure = _classify(err, config)
-    return McpUnavailable(failure.kind, redact(str(failure))[:2000], failure.hint)
-
-
-def _classify(err: BaseException, config: McpServerConfig) -> McpUnavailable:
-    from activities.mcp.egress import egress_refused
-
-    refused = egress_refused(err)
-    if refused is not None:
-        return McpUnavailable(
-            "blocked_egress",
-            refused.refusal.message,
-            "point the server at an address agentrt may reach",
-        )
-    cause = root_cause(err)
-    if isinstance(cause, McpUnavailable):
-        return cause
-    if isinstance(cause, ReferenceRefused):
-        return McpUnavailable(
-            "auth_env_error",
-            str(cause),
-            "set the variable in the worker's "
-            "environment, or allow its name (AGENTRT_PROVIDER_KEY_ENVS)",
-        )
-    if isinstance(cause, FileNotFoundError | PermissionError) and config.command:
-        return McpUnavailable(
-            "missing_binary",
-            f"cannot start {config.command!r}: {cause.strerror or cause}",
-            "install the server's command, or fix `command` in mcpServers",
-        )
-    if isinstance(cause, TimeoutError):
-        return McpUnavailable(
-            "init_timeout",
-            f"the server did not answer within {config.timeout_seconds:g} s",
-            "raise `timeout` (ms) of this server, or check that it starts",
-        )
-    text = str(cause) or type(cause).__name__
-    return McpUnavailable("protocol_error", text, "see the worker's log for the server's output")
 
 
 def _input_schema(raw: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -205,16 +126,11 @@ class McpPool:
         # Called with (workspace, McpServerState) on every change of a server's state.
         self._on_state = on_state
         self._reaper: asyncio.Task[None] | None = None
-        # The client budget (spec mcp_guardrails), per workspace: the servers holding a
-        # slot (opening or open), whether the 75 % warning is armed, what was refused.
-        self.budget = budget
-        self.budget_mode: BudgetMode = budget_mode if budget is not None else "off"
-        self._slots: dict[str, list[str]] = {}
-        self._warned: dict[str, bool] = {}
-        self._refused: dict[str, list[str]] = {}
-        self._budget_locks: dict[str, asyncio.Lock] = {}
-        # Called with (workspace, event type or None, payload, McpBudgetState).
-        self._on_budget = on_budget
+        # The client budget (spec mcp_guardrails): activities/mcp/budget.py.
+        self.budget = ClientBudget(budget, budget_mode, on_budget, self._live)
+
+    def _live(self, workspace: str) -> list[str]:
+        return [n for (ws, n), c in self._connections.items() if ws == workspace and c.alive]
 
     def _ensure_reaper(self) -> None:
         if self._reaper is None or self._reaper.done():
@@ -248,12 +164,12 @@ class McpPool:
                 raise backoff.last
             # Before anything awaits: slots go in the order the servers asked for them
             # (declaration order, when `tools` opens them all).
-            refusal = self._reserve(workspace, name)
+            refusal = self.budget.reserve(workspace, name)
             if refusal is not None:
                 await self._report(workspace, name, config, "disconnected", failure=refusal)
-                await self._budget_changed(workspace)
+                await self.budget.changed(workspace)
                 raise refusal
-            await self._budget_changed(workspace)
+            await self.budget.changed(workspace)
             await self._report(workspace, name, config, "connecting")
             try:
                 client = await self._open(key, config)
@@ -344,7 +260,7 @@ class McpPool:
             async with Client(
                 transport,
                 client_info=Implementation(name=CLIENT_NAME, version=__version__),
-                read_timeout_seconds=config_timeout(connection.config),
+                read_timeout_seconds=connection.config.timeout_seconds,
             ) as client:
                 if not ready.done():
                     ready.set_result(client)
@@ -375,82 +291,11 @@ class McpPool:
                 failure=failure,
             )
 
-    def _reserve(self, workspace: str, name: str) -> McpUnavailable | None:
-        slots = self._slots.setdefault(workspace, [])
-        if name in slots:
-            return None
-        if self.budget_mode == "enforce" and self.budget is not None and len(slots) >= self.budget:
-            self._refused.setdefault(workspace, [])
-            if name not in self._refused[workspace]:
-                self._refused[workspace].append(name)
-            return McpUnavailable(
-                "budget_exhausted",
-                f"the MCP client budget ({self.budget}) is taken by {', '.join(slots)}",
-                BUDGET_HINT,
-            )
-        slots.append(name)
-        refused = self._refused.get(workspace, [])
-        if name in refused:
-            refused.remove(name)
-        return None
-
-    def _release(self, workspace: str, name: str) -> bool:
-        slots = self._slots.get(workspace, [])
-        if name in slots:
-            slots.remove(name)
-            return True
-        return False
-
-    def budget_state(self, workspace: str) -> McpBudgetState:
-        live = [n for (ws, n), c in self._connections.items() if ws == workspace and c.alive]
-        return McpBudgetState(
-            budget=self.budget,
-            mode=self.budget_mode,
-            reserved=list(self._slots.get(workspace, [])),
-            live=live,
-            refused=list(self._refused.get(workspace, [])),
-        )
-
-    async def _budget_changed(self, workspace: str) -> None:
-        """Record the accounting; `mcp_budget_warning` once on crossing 75 % of the budget
-        upwards, re-armed below 37.5 % (the reference's hysteresis)."""
-        if self._on_budget is None or self.budget_mode == "off" or self.budget is None:
-            return
-        state = self.budget_state(workspace)
-        ratio = len(state.reserved) / self.budget
-        event: str | None = None
-        payload: dict[str, Any] = {}
-        if not self._warned.get(workspace) and ratio >= BUDGET_WARN_FRACTION:
-            self._warned[workspace] = True
-            event = "mcp_budget_warning"
-            payload = {
-                "liveCount": len(state.live),
-                "reservedCount": len(state.reserved),
-                "budget": self.budget,
-                "thresholdRatio": BUDGET_WARN_FRACTION,
-                "mode": self.budget_mode,
-            }
-        elif self._warned.get(workspace) and ratio < BUDGET_REARM_FRACTION:
-            self._warned[workspace] = False
-        await self._notify_budget(workspace, event, payload, state)
-
-    async def _notify_budget(
-        self, workspace: str, event: str | None, payload: dict[str, Any], state: McpBudgetState
-    ) -> None:
-        # One record at a time per workspace, each the accounting as it is when written:
-        # concurrent openings must not leave an older count as the last word.
-        lock = self._budget_locks.setdefault(workspace, asyncio.Lock())
-        async with lock:
-            try:
-                await self._on_budget(workspace, event, payload, self.budget_state(workspace))
-            except Exception:
-                log.exception("could not record the MCP budget of %s", workspace)
-
     async def _close(self, key: tuple[str, str]) -> None:
-        released = self._release(*key)
+        released = self.budget.release(*key)
         connection = self._connections.pop(key, None)
         if released:
-            await self._budget_changed(key[0])
+            await self.budget.changed(key[0])
         if connection is None or connection.task is None:
             return
         connection.stop.set()
@@ -519,10 +364,10 @@ class McpPool:
             for n, r in zip(names, results, strict=True)
             if isinstance(r, McpUnavailable) and r.kind == "budget_exhausted"
         ]
-        if refused and self._on_budget is not None and self.budget is not None:
+        if refused and self.budget.budget is not None:
             # One batch per pass, in declaration order (the spec's mcp_child_refused_batch).
-            state = self.budget_state(workspace)
-            await self._notify_budget(
+            state = self.budget.state(workspace)
+            await self.budget.notify(
                 workspace,
                 "mcp_child_refused_batch",
                 {
@@ -534,7 +379,7 @@ class McpPool:
                         }
                         for n in refused
                     ],
-                    "budget": self.budget,
+                    "budget": self.budget.budget,
                     "liveCount": len(state.live),
                     "reservedCount": len(state.reserved),
                     "mode": "enforce",
@@ -637,43 +482,3 @@ class McpPool:
             await self._on_state(workspace, state)
         except Exception:
             log.exception("could not record the state of MCP server %s", name)
-
-
-def config_timeout(config: McpServerConfig) -> float:
-    return config.timeout_seconds
-
-
-def mcp_pool(store: Store, settings: Settings) -> McpPool:
-    """The worker's pool: each server's state recorded in the store for the API."""
-
-    async def on_state(workspace: str, state: McpServerState) -> None:
-        await asyncio.to_thread(write_state, store, workspace, state)
-
-    async def on_budget(
-        workspace: str, event: str | None, payload: dict[str, Any], state: McpBudgetState
-    ) -> None:
-        await asyncio.to_thread(write_budget, store, workspace, state)
-        if event is not None:
-            await asyncio.to_thread(workspace_event, store, settings, workspace, event, payload)
-
-    return McpPool(
-        listed_envs=tuple(settings.provider_key_envs),
-        idle_seconds=settings.mcp_idle_seconds,
-        on_state=on_state,
-        budget=settings.mcp_client_budget,
-        budget_mode=settings.effective_mcp_budget_mode,
-        on_budget=on_budget,
-    )
-
-
-def workspace_event(
-    store: Store, settings: Settings, workspace: str, event: str, data: dict[str, Any]
-) -> None:
-    """A workspace-scoped event on every live session of `workspace` (their SSE replay)."""
-    journal = EventJournal(store)
-    for record in registry.list_live(store, workspace):
-        journal.append_many(
-            session_stream(record.session_id),
-            [session_event(event, data)],
-            retention=settings.event_ring_size,
-        )

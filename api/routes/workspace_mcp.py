@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import timedelta
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
@@ -225,6 +226,9 @@ async def restart_mcp_server(
             ),
             id=restart_workflow_id(settings.workspace_cwd, server, uuid.uuid4().hex),
             task_queue=settings.task_queue,
+            # Bounded: with no worker to run it, the restart fails (503) instead of hanging.
+            execution_timeout=timedelta(milliseconds=_longest_timeout(servers, server))
+            + timedelta(seconds=60),
         )
     except WorkflowFailureError as err:
         message = f"the worker could not restart {server}: {err.cause}"

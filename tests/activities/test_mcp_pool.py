@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from activities.mcp.pool import McpPool, classify, redact
+from activities.mcp.failures import classify, redact
+from activities.mcp.pool import McpPool
 from runtime import egress_client
 from runtime.mcp.config import McpServerConfig
 from tests.mcp_helpers import FaultServer, fault_server
