@@ -41,7 +41,7 @@ def build_activities(
     mcp = McpCalls(pool or mcp_pool(store, settings), store, journal, settings)
     session = SessionActivities(store, journal, provider, settings, mcp=mcp)
     identity = IdentityActivities(store, journal, settings.resolved_data_dir)
-    agents = StandingAgentActivities(store, journal, provider, settings)
+    agents = StandingAgentActivities(store, journal, provider, settings, mcp=mcp)
     device_flow_pause = DeviceFlowPauseActivities(settings)
     llm = LlmActivities(store, settings)
     windows_pool = WindowsPoolActivities(settings, journal)
@@ -72,6 +72,7 @@ def build_activities(
         agents.begin_tick,
         agents.model_step,
         agents.run_tool,
+        agents.run_approved_mcp_call,
         agents.complete_tick,
         llm.resolve_chain,
         windows_pool.open_session,

@@ -46,10 +46,10 @@ from runtime.llm.routing import (
     AttemptSpec,
     OwnerKind,
 )
+from runtime.mcp.binding import McpBinding
 from runtime.mcp.names import is_mcp_tool
 from runtime.policy.approval import TOOL_KINDS, is_mutating
 from runtime.sessions.contracts import (
-    McpBinding,
     ModelStepInput,
     ModelStepResult,
     OpenPromptInput,

@@ -20,6 +20,8 @@ from api.errors import LastResort, install_error_handlers
 from api.openapi import install_openapi
 from api.routes import (
     agent_config,
+    agent_mcp,
+    agent_modes,
     agent_stream,
     agent_tools,
     agents,
@@ -144,6 +146,8 @@ def create_app(
     app.include_router(decisions.router)
     app.include_router(registry.router)
     app.include_router(agent_config.router)
+    app.include_router(agent_mcp.router)
+    app.include_router(agent_modes.router)
     app.include_router(llm.router)
     app.include_router(windows.router)
 

@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
         WORKFLOW_NAME,
         ActionRecord,
         AgentStatusView,
+        ApprovedMcpCallInput,
         BeginTickInput,
         BeginTickResult,
         CarriedState,
@@ -87,6 +88,11 @@ LLM_CHAIN_PATCH = "llm-chain"
 # An agent closed as STUCK is stopped: it settles the Windows lease of its holder
 # `agent-{instanceId}` as the stop route does (agents closed before this did not).
 STUCK_SETTLES_WINDOWS_PATCH = "stuck-close-settles-windows-lease"
+# The tick of an answer approving an MCP call runs the call once before the episode
+# (histories from before MCP tools had no such answers).
+APPROVED_MCP_CALL_PATCH = "agent-approved-mcp-call"
+# An approved MCP call is bounded by its server's timeout (at most qwen-code's 600 s).
+_MCP_CALL_TIMEOUT = timedelta(minutes=11)
 # What a blocked turn keeps of the chain's failure (every attempt's provider and outcome).
 CHAIN_FAILURE_MAX = 2000
 _LOCAL = timedelta(minutes=1)
@@ -269,6 +275,9 @@ class StandingAgentWorkflow:
         planned = not idle or forced_replan_due(
             begin.consecutive_idle_ticks, begin.forced_replan_every
         )
+        approved: ActionRecord | None = None
+        if begin.approved_mcp_call is not None and workflow.patched(APPROVED_MCP_CALL_PATCH):
+            approved = await self._run_approved_mcp_call(request, event, begin.approved_mcp_call)
         result = _Episode()
         not_before = None
         mode_name = begin.mode.name if begin.mode is not None else instance.active_mode
@@ -284,7 +293,11 @@ class StandingAgentWorkflow:
             result.credit_stopped = True
             result.credit_regenerates_at = begin.credit_regenerates_at
         else:
-            result = await self._episode(request, instance, event, begin)
+            result = await self._episode(
+                request, instance, event, begin, tool_calls=1 if approved else 0
+            )
+        if approved is not None:
+            result.actions.insert(0, approved)
         if result.credit_stopped:
             not_before = result.credit_regenerates_at
         # Only a heartbeat is consumed unanswered when the credit is spent; anything else
@@ -295,8 +308,9 @@ class StandingAgentWorkflow:
         decision = map_decision(
             event.kind,
             llm_called=result.llm_calls > 0,
-            escalated=_any_ok(result.actions, ESCALATION_TOOLS),
-            acted_with_tool=_any_ok(result.actions, SIDE_EFFECT_TOOLS),
+            escalated=_any_ok(result.actions, ESCALATION_TOOLS) or _any_decision(result.actions),
+            acted_with_tool=_any_ok(result.actions, SIDE_EFFECT_TOOLS)
+            or (approved is not None and approved.outcome == ActionOutcome.OK),
             completed=result.completed,
             blocked=result.blocked,
         )
@@ -401,18 +415,50 @@ class StandingAgentWorkflow:
         )
         return result
 
+    async def _run_approved_mcp_call(
+        self, request: StandingAgentInput, event: EventRef, decision_id: str
+    ) -> ActionRecord:
+        """The MCP call a human approved, once; its outcome reaches the episode in the
+        answer's event. A failure of the activity itself is the action's error."""
+        try:
+            ran: RunToolResult = await workflow.execute_activity(
+                StandingAgentActivity.RUN_APPROVED_MCP_CALL,
+                ApprovedMcpCallInput(
+                    tenant=request.tenant,
+                    instance_id=request.instance_id,
+                    agent_type=request.agent_type,
+                    event_id=event.event_id,
+                    decision_id=decision_id,
+                    now=workflow.now(),
+                ),
+                result_type=RunToolResult,
+                start_to_close_timeout=_MCP_CALL_TIMEOUT,
+                heartbeat_timeout=timedelta(seconds=10),
+                retry_policy=_TOOL_RETRY,
+            )
+        except ActivityError as err:
+            return ActionRecord(
+                tool="mcp",
+                outcome=ActionOutcome.ERROR,
+                summary=_cause(err)[:ACTION_SUMMARY_MAX],
+            )
+        return ran.action
+
     async def _episode(
         self,
         request: StandingAgentInput,
         instance: InstanceView,
         event: EventRef,
         begin: BeginTickResult,
+        *,
+        tool_calls: int = 0,
     ) -> _Episode:
-        """LLM calls and tool calls until phase_complete / phase_blocked / the budget."""
+        """LLM calls and tool calls until phase_complete / phase_blocked / the budget
+        (`tool_calls`: what the tick already called before the episode)."""
         assert begin.mode is not None
         mode = begin.mode
         out = _Episode()
-        usage = BudgetUsage()
+        usage = BudgetUsage(tool_calls=tool_calls)
         started = workflow.now()
         prefix = f"agent/{request.tenant}/{request.instance_id}/{event.event_id}"
         nudged = False
@@ -531,6 +577,11 @@ def _cause(err: ActivityError) -> str:
 
 def _any_ok(actions: list[ActionRecord], names: frozenset[str]) -> bool:
     return any(a.outcome == ActionOutcome.OK and a.tool in names for a in actions)
+
+
+def _any_decision(actions: list[ActionRecord]) -> bool:
+    """A call became a decision on the queue (an MCP tool awaiting approval)."""
+    return any(a.outcome == ActionOutcome.OK and a.decision_id is not None for a in actions)
 
 
 async def _settle_windows(tenant: str, instance_id: str) -> None:

@@ -10,16 +10,12 @@ conversation lives in the journal (`agent_episode_stream`), never in history.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import WorkflowHandle
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from activities.llm import ChatMessage, ModelProvider
@@ -27,24 +23,26 @@ from activities.llm import record as llm_record
 from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.llm.scripted import MODEL_NAME as SCRIPTED
 from activities.llm.scripted_agent import ScriptedAgentModel
+from activities.mcp.calls import McpCalls, ResolvedTool
 from activities.standing_agent.constitution_check import ConstitutionChecker
-from runtime.llm.active import active_model
+from activities.standing_agent.mcp_tools import AgentMcpTools, result_of
+from activities.standing_agent.tasks import propose_task
 from runtime.llm.config_store import load_chain_plan
 from runtime.llm.cost_warning import AGENT_EVENT as COST_WARNING_EVENT
 from runtime.llm.cost_warning import cost_warning
 from runtime.llm.routing import AttemptOutcome, AttemptSpec, OwnerKind
+from runtime.mcp.names import is_mcp_tool
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
-from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
-from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
-from runtime.standing_agents import episode, queue, ticks, tools
+from runtime.standing_agents import episode, mcp_calls, queue, ticks, tools
 from runtime.standing_agents.agent_journal import entry_data
 from runtime.standing_agents.catalog import PHASE_BLOCKED, PHASE_COMPLETE, PLANNING_SITE
-from runtime.standing_agents.contracts import ActionOutcome
+from runtime.standing_agents.contracts import ActionOutcome, AttentionKind
 from runtime.standing_agents.workflow_contracts import (
     ACTION_ENTRY,
     ACTION_SUMMARY_MAX,
     ActionRecord,
+    ApprovedMcpCallInput,
     BeginTickInput,
     BeginTickResult,
     CompleteTickInput,
@@ -62,7 +60,7 @@ from runtime.standing_agents.workflow_contracts import (
 from runtime.store import EventJournal, Store
 from runtime.store.journal_contracts import NewEvent
 from runtime.streams import agent_episode_stream, agent_stream
-from workflows.search_attributes import KIND, STATUS, TENANT
+from runtime.tools import ToolArgumentsError
 
 # What a blocked call tells the model (and the ledger): never raised.
 BLOCK_BUDGET = "budget_exhausted"
@@ -75,7 +73,6 @@ BLOCK_CONSTITUTION_TIMEOUT = "constitution_timeout"
 # The constitution's regexes run in a child process, bounded: a catastrophic pattern
 # blocks the call instead of stalling the worker's event loop (and every workflow on it).
 CONSTITUTION_TIMEOUT_S = 2.0
-TASK_PROMPT_MAX = 20_000
 # A pre-chain model step's failures Temporal may still retry (as it did before the chain).
 _RETRYABLE = frozenset(
     {AttemptOutcome.RATE_LIMITED, AttemptOutcome.SERVER_ERROR, AttemptOutcome.TIMEOUT}
@@ -85,7 +82,12 @@ RESULT_LIMIT = 4000
 
 class StandingAgentActivities:
     def __init__(
-        self, store: Store, journal: EventJournal, provider: ModelProvider, settings: Settings
+        self,
+        store: Store,
+        journal: EventJournal,
+        provider: ModelProvider,
+        settings: Settings,
+        mcp: McpCalls | None = None,
     ) -> None:
         self.store = store
         self.journal = journal
@@ -95,6 +97,7 @@ class StandingAgentActivities:
         own = ScriptedAgentModel() if provider.name == SCRIPTED else provider
         self.gateway = ModelGateway(store, settings, scripted=own, purpose=llm_record.AGENT_PURPOSE)
         self.constitution = ConstitutionChecker()
+        self.mcp = AgentMcpTools(mcp, store)
 
     # --- the loop (local activities) -----------------------------------------------------
 
@@ -185,11 +188,14 @@ class StandingAgentActivities:
             messages = await self._messages(request, transcript)
         # With a stored reply the gateway returns it at once (the messages are not read).
         owner = LlmOwner(OwnerKind.AGENT, request.instance_id, request.tenant)
+        offered = tools.specs_for(request.mode.tools)
+        if stored is None:
+            offered += await self.mcp.specs(request.tenant, request.agent_type, request.mode.tools)
         report, reply = await self.gateway.attempt(
             spec,
             owner,
             messages,
-            tools.specs_for(request.mode.tools),
+            offered,
             max_tokens=request.max_output_tokens,
             now=request.now,
         )
@@ -301,6 +307,52 @@ class StandingAgentActivities:
             )
         )
 
+    @activity.defn(name=StandingAgentActivity.RUN_APPROVED_MCP_CALL)
+    async def run_approved_mcp_call(self, request: ApprovedMcpCallInput) -> RunToolResult:
+        """The MCP call a human approved, once (activities/standing_agent/mcp_tools); its
+        outcome goes into the answer's event, which the episode then reads."""
+        result = await self.mcp.recorded(request.op_id) if self.mcp.mcp else None
+        row, refusal = await self.mcp.approved(request)
+        payload = row.payload if row is not None else {}
+        tool = str(payload.get("tool") or "mcp")
+        arguments = payload.get("arguments")
+        arguments = arguments if isinstance(arguments, dict) else {}
+        violations: list[str] = []
+        if result is None and refusal is None:
+            refused = await self._constitution(request.tenant, tool, arguments)
+            if refused is not None:
+                refusal, violations = refused
+        if result is None and refusal is None:
+            assert row is not None
+            result = await heartbeating(self.mcp.run_approved(request, row))
+        if result is not None:
+            outcome, body = result_of(result)
+        else:
+            outcome, body = ActionOutcome.BLOCKED, {"error": refusal}
+        action = ActionRecord(
+            tool=tool,
+            arguments=arguments,
+            outcome=outcome,
+            blocked_reason=refusal if result is None else None,
+            violations=violations,
+            op_id=request.op_id,
+        )
+        shown = {"decisionId": request.decision_id, "tool": tool, "outcome": outcome.value}
+        text = body.get("output") if outcome == ActionOutcome.OK else body.get("error")
+        shown["output" if outcome == ActionOutcome.OK else "error"] = str(text or "")[
+            : mcp_calls.EVENT_OUTPUT_MAX
+        ]
+        await asyncio.to_thread(mcp_calls.record_outcome, self.store, request.event_id, shown)
+        transcript = agent_episode_stream(request.tenant, request.instance_id, request.event_id)
+        stored = {**action.model_dump(mode="json"), "result": body}
+        await self.journal.aappend_many(
+            transcript,
+            [NewEvent(type=ACTION_ENTRY, data=stored)],
+            dedupe_key=f"action/{request.op_id}",
+        )
+        summary = _summary(tool, body)
+        return RunToolResult(action=action.model_copy(update={"summary": summary}))
+
     async def _governed(self, request: RunToolInput) -> tuple[ActionRecord, dict[str, Any] | None]:
         """The checks, then the effect; (the bounded outcome, the full result)."""
         call = request.call
@@ -322,26 +374,29 @@ class StandingAgentActivities:
 
         if request.exhausted_axis is not None:
             return blocked(f"{BLOCK_BUDGET}:{request.exhausted_axis}"), None
-        if call.name not in tools.TOOLS:
+        mcp_tool: ResolvedTool | None = None
+        if is_mcp_tool(call.name):
+            admitted = await self.mcp.admit(
+                request.tenant, request.agent_type, request.mode_tools, call.name
+            )
+            if isinstance(admitted, str):
+                return blocked(admitted), None
+            mcp_tool = admitted
+            try:
+                mcp_tool.tool.descriptor.validate(dict(call.arguments))
+            except ToolArgumentsError as err:
+                return failed(str(err))
+        elif call.name not in tools.TOOLS:
             return blocked(BLOCK_UNKNOWN), None
-        if call.name not in request.mode_tools:
+        elif call.name not in request.mode_tools:
             return blocked(BLOCK_MODE), None
-        problem = tools.argument_problem(call.name, call.arguments)
-        if problem is not None:
-            return failed(problem)
-        configs = await asyncio.to_thread(ticks.tenant_configs, self.store, request.tenant)
-        try:
-            rules = parse_rules(configs.get(CONSTITUTION_KEY) or [])
-        except ValueError:
-            # Fail closed: rules that cannot be read block every governed call.
-            return blocked(BLOCK_CONSTITUTION_INVALID), None
-        broken = await self.constitution.check(
-            rules, call.name, call.arguments, CONSTITUTION_TIMEOUT_S
-        )
-        if broken is None:
-            return blocked(BLOCK_CONSTITUTION_TIMEOUT), None  # fail closed
-        if broken:
-            return blocked(BLOCK_CONSTITUTION, broken), None
+        else:
+            problem = tools.argument_problem(call.name, call.arguments)
+            if problem is not None:
+                return failed(problem)
+        refusal = await self._constitution(request.tenant, call.name, call.arguments)
+        if refusal is not None:
+            return blocked(*refusal), None
         context = tools.ToolContext(
             store=self.store,
             tenant=request.tenant,
@@ -354,9 +409,24 @@ class StandingAgentActivities:
             workspace_root=Path(self.settings.workspace_cwd),
             data_dir=self.settings.resolved_data_dir,
         )
+        if mcp_tool is not None:
+            outcome, body, decision_id = await self.mcp.run(context, call, mcp_tool)
+            if decision_id is not None:
+                await self._journal_decision(
+                    request.tenant, request.instance_id, decision_id, AttentionKind.MCP_CALL
+                )
+            record = ActionRecord(
+                tool=call.name,
+                arguments=call.arguments,
+                outcome=outcome,
+                decision_id=decision_id,
+            )
+            return record, body
         try:
             if call.name == "soa_propose_task":
-                result = await heartbeating(self._propose_task(context, call.arguments))
+                result = await heartbeating(
+                    propose_task(self.store, self.settings, context, call.arguments)
+                )
             else:
                 result = await heartbeating(
                     asyncio.to_thread(tools.HANDLERS[call.name], context, call.arguments)
@@ -368,6 +438,23 @@ class StandingAgentActivities:
         await self._journal_effect(request, call.name, result)
         ok = ActionRecord(tool=call.name, arguments=call.arguments, outcome=ActionOutcome.OK)
         return ok, result
+
+    async def _constitution(
+        self, tenant: str, tool: str, arguments: dict[str, Any]
+    ) -> tuple[str, list[str]] | None:
+        """The constitution's verdict on a call: None, or (reason, the rules it breaks)."""
+        configs = await asyncio.to_thread(ticks.tenant_configs, self.store, tenant)
+        try:
+            rules = parse_rules(configs.get(CONSTITUTION_KEY) or [])
+        except ValueError:
+            # Fail closed: rules that cannot be read block every governed call.
+            return BLOCK_CONSTITUTION_INVALID, []
+        broken = await self.constitution.check(rules, tool, arguments, CONSTITUTION_TIMEOUT_S)
+        if broken is None:
+            return BLOCK_CONSTITUTION_TIMEOUT, []  # fail closed
+        if broken:
+            return BLOCK_CONSTITUTION, broken
+        return None
 
     async def _journal_effect(
         self, request: RunToolInput, tool: str, result: dict[str, Any]
@@ -397,88 +484,6 @@ class StandingAgentActivities:
             [NewEvent(type="agent.decision", data=entry_data(data))],
             dedupe_key=f"decision/{decision_id}/raised",
         )
-
-    async def _propose_task(
-        self, context: tools.ToolContext, arguments: dict[str, Any]
-    ) -> dict[str, Any]:
-        """The boundary checks, the task row (once per op id), then its session prompt."""
-        prompt = arguments.get("prompt")
-        if isinstance(prompt, str) and len(prompt) > TASK_PROMPT_MAX:
-            raise tools.BoundaryError(f"the prompt exceeds {TASK_PROMPT_MAX} characters")
-        tools.require_soa(context)
-        task = await asyncio.to_thread(tools.stored_task, self.store, context.op_id)
-        if task is None:
-            # Every boundary before the row: a blocked call leaves no open task behind.
-            # The session cap is checked where the session row is written, atomically.
-            task = await asyncio.to_thread(
-                functools.partial(
-                    tools.propose_task,
-                    context,
-                    arguments,
-                    workspace_cwd=self.settings.workspace_cwd,
-                    max_sessions=self.settings.max_sessions,
-                )
-            )
-        if task.session_id is None:
-            session_id = await self._submit_task(task.task_id, task.prompt)
-            await asyncio.to_thread(
-                tools.set_task_session, self.store, task.task_id, session_id, "submitted"
-            )
-        else:
-            session_id = task.session_id
-        return {"taskId": task.task_id, "sessionId": session_id}
-
-    async def _submit_task(self, task_id: str, text: str) -> str:
-        """An agentrt session in the tenant's workspace, and the task's prompt on it.
-
-        The session id and prompt id derive from the task id, so a retry attaches to
-        the session the first attempt started and the update id dedupes the prompt.
-        """
-        settings = self.settings
-        session_id = tools.task_session_id(task_id)
-        prompt_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-prompt/{task_id}"))
-        workspace = settings.workspace_cwd
-        await asyncio.to_thread(
-            tools.ensure_task_session, self.store, session_id, workspace, task_id
-        )
-        request = SessionInput(
-            session_id=session_id,
-            workspace_cwd=workspace,
-            policy=settings.permission_policy,
-            permission_timeout_ms=settings.permission_response_timeout_ms,
-            max_pending_prompts=settings.max_pending_prompts_per_session,
-            event_retention=settings.event_ring_size,
-            shell_enabled=settings.session_shell,
-            model_id=active_model(settings).model_id,
-            model_provider=settings.model_provider,
-        )
-        client = activity.client()
-        await asyncio.to_thread(save_prompt, self.store, session_id, prompt_id, text)
-        handle: WorkflowHandle[Any, Any]
-        try:
-            handle = await client.start_workflow(
-                "SessionWorkflow",
-                request,
-                id=f"session/{session_id}",
-                task_queue=settings.task_queue,
-                search_attributes=TypedSearchAttributes(
-                    [
-                        SearchAttributePair(KIND, "session"),
-                        SearchAttributePair(TENANT, workspace),
-                        SearchAttributePair(STATUS, "idle"),
-                    ]
-                ),
-                memo={"workspaceCwd": workspace, "scope": "thread", "agentTask": task_id},
-            )
-        except WorkflowAlreadyStartedError:  # a retry: attach to the first attempt's
-            handle = client.get_workflow_handle(f"session/{session_id}")
-        item = PromptItem(prompt_id=prompt_id, preview=preview(text), originator="agent")
-        await handle.execute_update(
-            "submit_prompt",
-            SubmitPrompt(item=item, model_provider=settings.model_provider),
-            id=prompt_id,
-        )
-        return session_id
 
 
 def _blocked_body(action: ActionRecord, result: dict[str, Any] | None) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from api.routes.workspace_status_models import McpServer
 from runtime.standing_agents.contracts import AgentType
 
 Capability = Annotated[str, Field(min_length=1, max_length=100)]
@@ -193,7 +194,7 @@ class LlmCalls(BaseModel):
 
 class DecisionView(BaseModel):
     decisionId: str
-    kind: Literal["decision", "mode_change", "stuck"]
+    kind: Literal["decision", "mode_change", "stuck", "mcp_call"]
     source: str
     soaInstanceId: str
     title: str
@@ -237,3 +238,45 @@ class RegistryAgent(BaseModel):
 
 class RegistryList(BaseModel):
     agents: list[RegistryAgent]
+
+
+# -- a tenant's MCP servers, grants and the mode catalogue ---------------------------------------
+
+
+class McpGrantBody(_Body):
+    # `mcp__<server>__<tool>` or `mcp__<server>__*` (runtime/mcp/grants); [] revokes.
+    tools: list[Annotated[str, Field(max_length=64)]] = Field(max_length=200)
+
+
+class McpGrant(BaseModel):
+    tenant: str
+    agentType: AgentType
+    tools: list[str]
+
+
+class ModeToolsBody(_Body):
+    # The agent type's own tools (its superset) and MCP entries; the terminators are added.
+    tools: list[Annotated[str, Field(min_length=1, max_length=120)]] = Field(max_length=200)
+
+
+class ModeView(BaseModel):
+    agentType: AgentType
+    name: str
+    description: str
+    tools: list[str]
+    isDefault: bool
+
+
+class ModeList(BaseModel):
+    agentType: AgentType
+    modes: list[ModeView]
+    superset: list[str]
+
+
+class TenantMcp(BaseModel):
+    """A tenant's MCP servers for its standing agents, their state, and the grants."""
+
+    tenant: str
+    discoveryState: Literal["not_started", "in_progress", "completed"]
+    servers: list[McpServer]
+    grants: dict[str, list[str]]

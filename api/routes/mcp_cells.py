@@ -14,10 +14,10 @@ from runtime.settings import Settings
 from runtime.store import Store
 
 
-def _states(store: Store, settings: Settings, servers: McpServers) -> dict[str, McpServerState]:
+def _states(store: Store, scope: str, servers: McpServers) -> dict[str, McpServerState]:
     out = {}
     for name in servers.servers:
-        state = read_state(store, settings.workspace_cwd, name)
+        state = read_state(store, scope, name)
         if state is not None:
             out[name] = state
     return out
@@ -88,18 +88,19 @@ def _problem_cell(name: str, problem: str) -> McpServer:
 
 
 async def server_cells(
-    store: Store, settings: Settings
+    store: Store, settings: Settings, scope: str | None = None
 ) -> tuple[McpServers, dict[str, McpServerState], list[McpServer]]:
     """The configuration, the worker's states and one cell per server (and per entry that
-    could not be read)."""
+    could not be read), of the workspace or of `scope` (a tenant's: runtime/mcp/grants)."""
+    scope = scope or settings.workspace_cwd
     servers = await asyncio.to_thread(
         load_servers,
         store,
-        settings.workspace_cwd,
+        scope,
         settings.resolved_data_dir,
         settings.mcp_workspace_servers,
     )
-    states = await asyncio.to_thread(_states, store, settings, servers)
+    states = await asyncio.to_thread(_states, store, scope, servers)
     cells = [
         _pending_cell(name, config)
         if name in servers.pending

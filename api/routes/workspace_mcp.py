@@ -78,7 +78,7 @@ from workflows.mcp_discovery import (
 router = APIRouter(tags=["workspace"])
 
 
-def _needs_discovery(servers: McpServers, states: dict[str, McpServerState]) -> bool:
+def needs_discovery(servers: McpServers, states: dict[str, McpServerState]) -> bool:
     for name, config in servers.enabled().items():
         state = states.get(name)
         if state is None or state.fingerprint != config.fingerprint():
@@ -86,16 +86,18 @@ def _needs_discovery(servers: McpServers, states: dict[str, McpServerState]) -> 
     return False
 
 
-async def _start_discovery(connector: Any, settings: Settings, servers: McpServers) -> bool:
-    """Start (or join) the workspace's discovery; False when Temporal is not there."""
+async def start_discovery(
+    connector: Any, settings: Settings, servers: McpServers, scope: str | None = None
+) -> bool:
+    """Start (or join) the discovery of the workspace (or of `scope`, a tenant's); False
+    when Temporal is not there."""
+    scope = scope or settings.workspace_cwd
     try:
         client = await connector.get()
         await client.start_workflow(
             McpDiscoveryWorkflow.run,
-            McpDiscoveryInput(
-                workspace=settings.workspace_cwd, timeout_ms=_longest_timeout(servers, None)
-            ),
-            id=discovery_workflow_id(settings.workspace_cwd),
+            McpDiscoveryInput(workspace=scope, timeout_ms=_longest_timeout(servers, None)),
+            id=discovery_workflow_id(scope),
             task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
@@ -122,10 +124,10 @@ async def workspace_mcp(
     """The workspace's MCP servers and what the worker knows of each."""
     servers, states, cells = await server_cells(store, settings)
     state: Literal["not_started", "in_progress", "completed"] = "completed"
-    if _needs_discovery(servers, states):
+    if needs_discovery(servers, states):
         state = (
             "in_progress"
-            if await _start_discovery(connector, settings, servers)
+            if await start_discovery(connector, settings, servers)
             else ("not_started")
         )
     elif any(c.mcpStatus == "connecting" for c in cells):
@@ -198,10 +200,10 @@ async def restart_mcp_server(
     originator = client_id_of(request)
     await read_body(request)  # `{}` (or empty); malformed JSON is a 400
     if not server or not SERVER_NAME.match(server):
-        raise _invalid_server_name()
+        raise invalid_server_name()
     servers = await _load(store, settings)
     if server not in servers.servers:
-        raise _not_found(server, f"No MCP server named {server!r} in mcpServers")
+        raise server_not_found(server, f"No MCP server named {server!r} in mcpServers")
     extra = {"originatorClientId": originator} if originator else {}
     if server in servers.disabled or server in servers.pending:
         reason = "server_disabled" if server in servers.disabled else "approval_required"
@@ -234,7 +236,7 @@ async def restart_mcp_server(
         message = f"the worker could not restart {server}: {err.cause}"
         raise ApiError.of(McpRestartFailed(server=server, message=message)) from None
     if not result.servers:  # removed or disabled since it was checked above
-        raise _not_found(server, f"No enabled MCP server named {server!r}")
+        raise server_not_found(server, f"No enabled MCP server named {server!r}")
     (outcome,) = result.servers
     if not outcome.connected:
         # The spec's reason when the budget has no slot for it (enforce mode).
@@ -263,7 +265,7 @@ async def restart_mcp_server(
 # -- the operator's servers ------------------------------------------------------------------
 
 
-def _invalid_server_name() -> ApiError:
+def invalid_server_name() -> ApiError:
     return ApiError.of(InvalidServerName())
 
 
@@ -271,7 +273,7 @@ def _invalid_server(message: str) -> ApiError:
     return ApiError.of(InvalidMcpServer(message=message))
 
 
-def _not_found(server: str, message: str) -> ApiError:
+def server_not_found(server: str, message: str) -> ApiError:
     return ApiError.of(McpServerNotFound(server=server, message=message))
 
 
@@ -285,7 +287,7 @@ async def _load(store: Store, settings: Settings) -> McpServers:
     )
 
 
-def _summary(name: str, config: McpServerConfig) -> McpServerEntry:
+def server_entry(name: str, config: McpServerConfig) -> McpServerEntry:
     return McpServerEntry(
         serverName=name,
         transport=config.transport,
@@ -308,8 +310,21 @@ async def put_mcp_server(
     it wins over an entry of that name in `.qwen/settings.json`). Values of `env` and
     `headers` may be `$NAME` references to the worker's environment, for the names the
     provider-key rule allows; nothing of `env` or `headers` is ever shown back."""
+    config = await operator_server(server, request, settings)
+    entry = config.model_dump(mode="json", exclude_defaults=True)
+    await asyncio.to_thread(put_operator_server, store, settings.workspace_cwd, server, entry)
+    return server_entry(server, config)
+
+
+async def operator_server(server: str, request: Request, settings: Settings) -> McpServerConfig:
+    """An operator's `mcpServers` entry from a PUT's body, checked (strict shape, the
+    reference rule, the egress rule).
+
+    Raises:
+        ApiError: 400 `invalid_server_name` or `invalid_mcp_server`.
+    """
     if not SERVER_NAME.match(server):
-        raise _invalid_server_name()
+        raise invalid_server_name()
     body = await read_body(request)
     try:
         config = StrictMcpServerConfig.model_validate(body)
@@ -323,9 +338,7 @@ async def put_mcp_server(
     refusal = reference_refusal(config, settings.provider_key_envs) or egress_refusal(config)
     if refusal is not None:
         raise _invalid_server(refusal)
-    entry = config.model_dump(mode="json", exclude_defaults=True)
-    await asyncio.to_thread(put_operator_server, store, settings.workspace_cwd, server, entry)
-    return _summary(server, config)
+    return config
 
 
 @router.delete(
@@ -337,10 +350,10 @@ async def delete_mcp_server(server: str, settings: SettingsDep, store: StoreDep)
     """Remove a server an operator added (one from `.qwen/settings.json` stays: edit the
     file, or list it in `disabledMcpServers`)."""
     if not SERVER_NAME.match(server):
-        raise _invalid_server_name()
+        raise invalid_server_name()
     removed = await asyncio.to_thread(remove_operator_server, store, settings.workspace_cwd, server)
     if not removed:
-        raise _not_found(server, f"No MCP server named {server!r} was added through the API")
+        raise server_not_found(server, f"No MCP server named {server!r} was added through the API")
     return McpRemoved(serverName=server, removed=True)
 
 
@@ -359,10 +372,10 @@ async def approve_mcp_server(
     approved (the command, or the URL without credentials), never env or headers."""
     await read_body(request)
     if not SERVER_NAME.match(server):
-        raise _invalid_server_name()
+        raise invalid_server_name()
     servers = await _load(store, settings)
     if servers.sources.get(server) != "settings":
-        raise _not_found(
+        raise server_not_found(
             server, f"No entry {server!r} in the workspace's .qwen/settings.json mcpServers"
         )
     config = servers.servers[server]

@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runtime.egress import key_env_refusal, url_refusal
+from runtime.mcp.grants import is_tenant_scope
 from runtime.store import Store
 from runtime.workspace.fence import Fence, FileError
 from runtime.workspace.settings import get_setting, update_setting
@@ -222,7 +223,12 @@ def load_servers(
     data_dir: Path | None = None,
     mode: WorkspaceServers = "approve",
 ) -> McpServers:
-    """The merged configuration of a workspace: its settings file, then the operator's."""
+    """The merged configuration of a workspace: its settings file, then the operator's.
+
+    A tenant's scope (runtime/mcp/grants.tenant_scope) has the operator's servers only.
+    """
+    if is_tenant_scope(workspace):
+        mode = "off"
     operator = get_setting(store, workspace, SERVERS_SETTING)
     disabled = get_setting(store, workspace, DISABLED_SETTING)
     approved = get_setting(store, workspace, APPROVED_SETTING)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from runtime.llm.contracts import ToolCall
 from runtime.llm.routing import AttemptReport, AttemptSpec, ModelBinding
+from runtime.mcp.binding import McpBinding
 
 # The longest prompt deadline (`deadlineMs`, `--prompt-deadline-ms`): 2^31-1 ms, about
 # 24.8 days, the longest delay JavaScript's setTimeout honours (the reference daemon's bound).
@@ -258,17 +259,6 @@ class ToolStepInput(BaseModel):
     def op_id(self) -> str:
         """The call's operation id: the same for every retry of its activity."""
         return f"session/{self.session_id}/{self.call_key}"
-
-
-class McpBinding(BaseModel):
-    """What an MCP call's preview resolved its name to: the server, the server's own tool
-    name and the fingerprint of the server's configuration. The call runs on exactly
-    this, or not at all: a name never moves to another server between the vote and the
-    call, and a server whose configuration changed meanwhile is not called."""
-
-    server: str
-    tool: str
-    fingerprint: str
 
 
 class ToolPreview(BaseModel):

@@ -9,6 +9,7 @@ mode: `soa_propose_mode_change` only raises an attention request.
 
 from __future__ import annotations
 
+from runtime.mcp.grants import pattern_problem
 from runtime.standing_agents.contracts import AgentType, ModeDefinition, TickBudget
 
 # §3.8, read-only tools.
@@ -289,14 +290,19 @@ def resolve_mode(
     `catalogue` is the type's modes as stored (`agent_modes`); the code seed otherwise.
 
     Raises:
-        ModeCatalogError: the mode is unknown, or grants a tool outside the superset.
+        ModeCatalogError: the mode is unknown, or grants a tool outside the superset (an
+            MCP entry, `mcp__<server>__<tool>` or `mcp__<server>__*`, is offered only
+            where a grant of the tenant names it as well: runtime/mcp/grants).
     """
     modes = catalogue if catalogue is not None else modes_of(agent_type)
     wanted = name or default_mode(agent_type)
     mode = next((m for m in modes if m.name == wanted), None)
     if mode is None:
         raise ModeCatalogError(f"unknown mode {wanted!r} for {agent_type}")
-    outside = sorted(set(mode.tools) - TOOL_SUPERSET[agent_type])
+    # MCP entries are governed by the tenant's grants (runtime/mcp/grants), not the seed.
+    outside = sorted(
+        t for t in set(mode.tools) - TOOL_SUPERSET[agent_type] if pattern_problem(t) is not None
+    )
     if outside:
         raise ModeCatalogError(
             f"mode {agent_type}/{mode.name} grants tools outside the superset: {outside}"

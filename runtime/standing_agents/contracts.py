@@ -90,6 +90,12 @@ class AttentionKind(StrEnum):
     DECISION = "decision"
     MODE_CHANGE = "mode_change"
     STUCK = "stuck"
+    # A call to an MCP tool not annotated read-only: it runs once a human approves it.
+    MCP_CALL = "mcp_call"
+
+
+# The answer that applies what a decision proposes (a mode change, an MCP call).
+APPROVE = "approve"
 
 
 class AttentionStatus(StrEnum):

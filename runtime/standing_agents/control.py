@@ -33,6 +33,7 @@ from runtime.standing_agents.agent_journal import (
 from runtime.standing_agents.catalog import default_mode
 from runtime.standing_agents.configs import validate_config
 from runtime.standing_agents.contracts import (
+    APPROVE,
     STANDING_AGENTS_FEATURE,
     AgentEvent,
     AgentStatus,
@@ -63,9 +64,6 @@ from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 from runtime.store.tenants import feature_enabled, set_feature
 from runtime.timestamps import iso_ms
-
-APPROVE = "approve"
-
 
 __all__ = ["InstanceNotFound"]
 log = logging.getLogger(__name__)

@@ -17,8 +17,15 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from runtime.mcp.grants import pattern_problem
 from runtime.standing_agents.agent_journal import MODE_CHANGED, append_agent_event_once
-from runtime.standing_agents.catalog import MODES, modes_of
+from runtime.standing_agents.catalog import (
+    MODES,
+    TERMINATOR_TOOLS,
+    TOOL_SUPERSET,
+    ModeCatalogError,
+    modes_of,
+)
 from runtime.standing_agents.contracts import (
     AgentType,
     ModeChangeSource,
@@ -138,6 +145,43 @@ def apply_mode_change(
     if journal is not None:
         journal_mode_change(journal, change)
     return change
+
+
+def set_mode_tools(
+    store: Store, agent_type: AgentType, name: str, tools: list[str]
+) -> ModeDefinition:
+    """Replace a mode's toolset in `agent_modes` (every tenant's agents of the type, from
+    their next tick): the type's own tools and MCP entries (`mcp__<server>__<tool>`,
+    `mcp__<server>__*`, offered only where a tenant's grant names them too). The
+    terminators phase_complete and phase_blocked are always in it.
+
+    Raises:
+        UnknownMode: no such mode in the type's catalogue.
+        ModeCatalogError: a tool outside the type's superset, or a malformed MCP entry.
+    """
+    wanted = sorted(set(tools) | set(TERMINATOR_TOOLS))
+    outside = [
+        t for t in wanted if t not in TOOL_SUPERSET[agent_type] and pattern_problem(t) is not None
+    ]
+    if outside:
+        raise ModeCatalogError(
+            f"not tools of {agent_type} (its superset) nor MCP entries "
+            f"(mcp__<server>__<tool> or mcp__<server>__*): {', '.join(outside)}"
+        )
+    seed_modes(store)
+    allowed = allowed_modes(store, agent_type)
+    if name not in allowed:
+        raise UnknownMode(name, allowed)
+    with store.session() as db:
+        row = db.get(AgentModeRow, (agent_type.value, name))
+        if row is None:  # deleted meanwhile
+            raise UnknownMode(name, allowed)
+        row.tools = wanted
+        row.system_seed = False
+        db.add(row)
+        db.commit()
+        db.refresh(row)
+        return _definition_of(row)
 
 
 def allowed_modes(store: Store, agent_type: AgentType) -> list[str]:

@@ -31,7 +31,7 @@ from runtime.policy.agent_budget import (
 from runtime.policy.agent_cadence import next_heartbeat_delay_ms
 from runtime.policy.plan_hash import plan_input_hash
 from runtime.settings import Settings
-from runtime.standing_agents import catalog
+from runtime.standing_agents import catalog, mcp_calls
 from runtime.standing_agents.configs import effective_credit
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
@@ -282,6 +282,9 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
         foundational=foundational,
         credit_ok=gate.ok,
         credit_regenerates_at=gate.regenerates_at,
+        approved_mcp_call=mcp_calls.approved_call(
+            store, request.tenant, request.event.kind, payload
+        ),
     )
 
 

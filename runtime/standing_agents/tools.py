@@ -584,7 +584,7 @@ def stored_message_row(store: Store, message_id: str) -> dict[str, Any] | None:
         }
 
 
-def _attention(
+def attention_request(
     ctx: ToolContext,
     kind: AttentionKind,
     title: str,
@@ -616,7 +616,7 @@ def propose_decision(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, A
         not isinstance(options, list) or not all(isinstance(o, str) for o in options)
     ):
         raise ToolInputError("options must be a list of strings")
-    row = _attention(
+    row = attention_request(
         ctx,
         AttentionKind.DECISION,
         _text(arguments, "title"),
@@ -634,7 +634,7 @@ def propose_mode_change(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str
     allowed = [m.name for m in catalogue(ctx.store, ctx.agent_type)]
     if mode not in allowed:
         raise ToolInputError(f"unknown mode {mode!r}; allowed: {', '.join(allowed)}")
-    row = _attention(
+    row = attention_request(
         ctx,
         AttentionKind.MODE_CHANGE,
         f"Change mode to {mode}",

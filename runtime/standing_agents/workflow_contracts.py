@@ -56,6 +56,8 @@ class StandingAgentActivity(StrEnum):
     BEGIN_TICK = "agent.begin_tick"
     MODEL_STEP = "agent.model_step"
     RUN_TOOL = "agent.run_tool"
+    # An MCP call a human approved on the decision queue, run once under the decision's id.
+    RUN_APPROVED_MCP_CALL = "agent.run_approved_mcp_call"
     COMPLETE_TICK = "agent.complete_tick"
 
 
@@ -143,6 +145,8 @@ class BeginTickResult(BaseModel):
     credit_ok: bool = True
     # When the oldest spend leaves the credit window (the gate reopens), if exhausted.
     credit_regenerates_at: datetime | None = None
+    # The event answers an MCP call's decision with approve: the call to run, once.
+    approved_mcp_call: str | None = None
 
 
 class ModelStepInput(BaseModel):
@@ -204,10 +208,27 @@ class ActionRecord(BaseModel):
     op_id: str | None = None
     # At most ACTION_SUMMARY_MAX characters (phase tools: their summary or reason).
     summary: str | None = None
+    # The call became a decision on the tenant's queue (an MCP tool not read-only).
+    decision_id: str | None = None
 
 
 class RunToolResult(BaseModel):
     action: ActionRecord
+
+
+class ApprovedMcpCallInput(BaseModel):
+    """Run the MCP call a decision proposed, once: `op_id` derives from the decision."""
+
+    tenant: str
+    instance_id: str
+    agent_type: AgentType
+    event_id: str
+    decision_id: str
+    now: datetime
+
+    @property
+    def op_id(self) -> str:
+        return f"agent-mcp/{self.tenant}/{self.decision_id}"
 
 
 class CompleteTickInput(BaseModel):

@@ -1,0 +1,106 @@
+"""`soa_propose_task`'s effect: the task row once per operation id, then the task's
+prompt on an agentrt session in the tenant's workspace (ids derived from the task, so a
+retried activity attaches to what its first attempt started)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import uuid
+from typing import Any
+
+from temporalio import activity
+from temporalio.client import WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from runtime.llm.active import active_model
+from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
+from runtime.sessions.prompts import preview, save_prompt
+from runtime.settings import Settings
+from runtime.standing_agents import tools
+from runtime.store import Store
+from workflows.search_attributes import KIND, STATUS, TENANT
+
+TASK_PROMPT_MAX = 20_000
+
+
+async def propose_task(
+    store: Store, settings: Settings, context: tools.ToolContext, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """The boundary checks, the task row (once per op id), then its session prompt."""
+    prompt = arguments.get("prompt")
+    if isinstance(prompt, str) and len(prompt) > TASK_PROMPT_MAX:
+        raise tools.BoundaryError(f"the prompt exceeds {TASK_PROMPT_MAX} characters")
+    tools.require_soa(context)
+    task = await asyncio.to_thread(tools.stored_task, store, context.op_id)
+    if task is None:
+        # Every boundary before the row: a blocked call leaves no open task behind.
+        # The session cap is checked where the session row is written, atomically.
+        task = await asyncio.to_thread(
+            functools.partial(
+                tools.propose_task,
+                context,
+                arguments,
+                workspace_cwd=settings.workspace_cwd,
+                max_sessions=settings.max_sessions,
+            )
+        )
+    if task.session_id is None:
+        session_id = await _submit_task(store, settings, task.task_id, task.prompt)
+        await asyncio.to_thread(
+            tools.set_task_session, store, task.task_id, session_id, "submitted"
+        )
+    else:
+        session_id = task.session_id
+    return {"taskId": task.task_id, "sessionId": session_id}
+
+
+async def _submit_task(store: Store, settings: Settings, task_id: str, text: str) -> str:
+    """An agentrt session in the tenant's workspace, and the task's prompt on it.
+
+    The session id and prompt id derive from the task id, so a retry attaches to
+    the session the first attempt started and the update id dedupes the prompt.
+    """
+    session_id = tools.task_session_id(task_id)
+    prompt_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-prompt/{task_id}"))
+    workspace = settings.workspace_cwd
+    await asyncio.to_thread(tools.ensure_task_session, store, session_id, workspace, task_id)
+    request = SessionInput(
+        session_id=session_id,
+        workspace_cwd=workspace,
+        policy=settings.permission_policy,
+        permission_timeout_ms=settings.permission_response_timeout_ms,
+        max_pending_prompts=settings.max_pending_prompts_per_session,
+        event_retention=settings.event_ring_size,
+        shell_enabled=settings.session_shell,
+        model_id=active_model(settings).model_id,
+        model_provider=settings.model_provider,
+    )
+    client = activity.client()
+    await asyncio.to_thread(save_prompt, store, session_id, prompt_id, text)
+    handle: WorkflowHandle[Any, Any]
+    try:
+        handle = await client.start_workflow(
+            "SessionWorkflow",
+            request,
+            id=f"session/{session_id}",
+            task_queue=settings.task_queue,
+            search_attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(KIND, "session"),
+                    SearchAttributePair(TENANT, workspace),
+                    SearchAttributePair(STATUS, "idle"),
+                ]
+            ),
+            memo={"workspaceCwd": workspace, "scope": "thread", "agentTask": task_id},
+        )
+    except WorkflowAlreadyStartedError:  # a retry: attach to the first attempt's
+        handle = client.get_workflow_handle(f"session/{session_id}")
+    item = PromptItem(prompt_id=prompt_id, preview=preview(text), originator="agent")
+    await handle.execute_update(
+        "submit_prompt",
+        SubmitPrompt(item=item, model_provider=settings.model_provider),
+        id=prompt_id,
+    )
+    return session_id

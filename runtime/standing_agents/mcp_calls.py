@@ -1,0 +1,112 @@
+"""The store side of a standing agent's MCP calls that need a human (spec §1: an agent
+never runs a consequential call on its own).
+
+A call to an MCP tool not annotated `readOnlyHint: true` is not run: it becomes a
+decision (`kind: mcp_call`) on the tenant's queue, written once per tool-call operation
+id, carrying the server, the server's own tool name, the fingerprint of the server's
+configuration and the exact arguments. Answering it enqueues the agent's
+`OperatorAnsweredEscalation` as every decision does (control.respond); the tick of that
+event, when the answer is `approve`, runs the call once under an operation id derived
+from the decision (activities/standing_agent/mcp_tools), and the outcome is written into
+the event's payload (`mcpCall`), which is how it reaches the agent: as its next event.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from sqlmodel import col, select
+
+from runtime.mcp.binding import McpBinding
+from runtime.standing_agents.contracts import APPROVE, AttentionKind, EventKind
+from runtime.standing_agents.models import AgentEventRow, AttentionRequest
+from runtime.standing_agents.tools import ToolContext, attention_request
+from runtime.store import Store
+
+OPTIONS: Final = [APPROVE, "reject"]
+# What the decision's body shows of the arguments (the payload keeps them whole).
+BODY_ARGUMENTS_MAX: Final = 4000
+# What the event's payload keeps of the call's output (the ledger action keeps it whole).
+EVENT_OUTPUT_MAX: Final = 4000
+PAYLOAD_KEY: Final = "mcpCall"
+
+
+def propose(
+    ctx: ToolContext,
+    *,
+    tool: str,
+    binding: McpBinding,
+    arguments: dict[str, Any],
+    description: str,
+    annotations: dict[str, Any],
+) -> AttentionRequest:
+    """The call's decision, once per the tool call's operation id."""
+    shown = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+    if len(shown) > BODY_ARGUMENTS_MAX:
+        shown = shown[:BODY_ARGUMENTS_MAX] + " …"
+    body = (
+        f"The agent asks to call {binding.tool} of MCP server {binding.server} "
+        f"({tool}), which is not annotated read-only.\n"
+        f"Tool: {description[:500]}\nArguments: {shown}\n"
+        "Approve to run it once; its result reaches the agent as its next event."
+    )
+    payload = {
+        "tool": tool,
+        "server": binding.server,
+        "serverTool": binding.tool,
+        "fingerprint": binding.fingerprint,
+        "arguments": arguments,
+        "annotations": annotations,
+    }
+    return attention_request(
+        ctx,
+        AttentionKind.MCP_CALL,
+        f"Run MCP tool {binding.tool} of {binding.server}?",
+        body,
+        list(OPTIONS),
+        payload,
+    )
+
+
+def decision_of(store: Store, tenant: str, decision_id: str) -> AttentionRequest | None:
+    with store.session() as db:
+        row = db.get(AttentionRequest, decision_id)
+    if row is None or row.tenant != tenant or row.kind != AttentionKind.MCP_CALL.value:
+        return None
+    return row
+
+
+def approved_call(
+    store: Store, tenant: str, kind: EventKind, payload: dict[str, Any]
+) -> str | None:
+    """The decision whose approved MCP call an event carries, if it does."""
+    if kind != EventKind.OPERATOR_ANSWERED_ESCALATION:
+        return None
+    decision_id = payload.get("decisionId")
+    if not isinstance(decision_id, str):
+        return None
+    row = decision_of(store, tenant, decision_id)
+    if row is None or row.resolution != APPROVE:
+        return None
+    return decision_id
+
+
+def binding_of(row: AttentionRequest) -> McpBinding:
+    payload = row.payload
+    return McpBinding(
+        server=str(payload.get("server", "")),
+        tool=str(payload.get("serverTool", "")),
+        fingerprint=str(payload.get("fingerprint", "")),
+    )
+
+
+def record_outcome(store: Store, event_id: str, outcome: dict[str, Any]) -> None:
+    """Put the call's outcome into the event's payload (the same outcome every time)."""
+    with store.session() as db:
+        row = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).first()
+        if row is None or row.payload.get(PAYLOAD_KEY) == outcome:
+            return
+        row.payload = {**row.payload, PAYLOAD_KEY: outcome}
+        db.add(row)
+        db.commit()
