@@ -28,7 +28,7 @@ RECIPE = re.compile(r"<!-- recipe: ([a-z-]+) -->\n```sh\n(.*?)```", re.DOTALL)
 RECIPES = dict(RECIPE.findall(README))
 README_URL = "http://127.0.0.1:4170"
 # Recipes of strict mutation routes: they run against a daemon with a token.
-TOKEN_RECIPES = {"standing-agents", "model-routing", "mcp"}
+TOKEN_RECIPES = {"standing-agents", "model-routing", "mcp", "agents-mcp"}
 
 
 def _section(title: str) -> str:
@@ -90,6 +90,7 @@ def test_the_recipes_are_all_there() -> None:
     assert set(RECIPES) == {
         "agent-tools",
         "agent-tools-model",
+        "agents-mcp",
         "mcp",
         "model-routing",
         "session",
@@ -212,19 +213,71 @@ def test_the_model_routing_recipe_runs_against_agentrt_up(tmp_path: Path) -> Non
     assert lines[8:] == []  # no prompt ran: no attempt yet
 
 
-def test_the_mcp_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
-    """The recipe's `npx -y @modelcontextprotocol/server-everything`, offline: an `npx` on
-    agentrt's PATH that runs the copy tests/mcp_servers installed (nothing downloads)."""
-    if shutil.which("curl") is None or shutil.which("jq") is None:
-        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
+def _offline_npx(tmp_path: Path) -> str:
+    """A PATH whose `npx` runs the server-everything copy tests/mcp_servers installed."""
     server = node_server(EVERYTHING)
     shims = tmp_path / "bin"
     shims.mkdir()
     npx = shims / "npx"
     npx.write_text(f"#!/bin/sh\nexec {server['command']} {server['args'][0]}\n")
     npx.chmod(0o755)
+    return f"{shims}:{os.environ['PATH']}"
+
+
+def test_the_agents_mcp_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
+    """A standing agent's consequential MCP call: a decision, approved, run once."""
+    if shutil.which("curl") is None or shutil.which("jq") is None:
+        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
     token = "readme-token"
-    path = f"{shims}:{os.environ['PATH']}"
+    path = _offline_npx(tmp_path)
+    with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token, "PATH": path}) as up:
+        up.wait_healthy()
+        done = subprocess.run(
+            [
+                "bash",
+                "-euo",
+                "pipefail",
+                "-c",
+                RECIPES["agents-mcp"].replace(README_URL, up.api_url),
+            ],
+            cwd=tmp_path,
+            env={**os.environ, "AGENTRT_TOKEN": token},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    lines = done.stdout.splitlines()
+    assert json.loads(lines[0]) == {
+        "serverName": "everything",
+        "transport": "stdio",
+        "trust": False,
+    }
+    assert json.loads(lines[1]) == {
+        "tenant": "acme-mcp",
+        "agentType": "Soa",
+        "tools": ["mcp__everything__*"],
+    }
+    assert json.loads(lines[2]) == {"name": "Strategic", "mcp": True}
+    assert json.loads(lines[3]) == {
+        "kind": "mcp_call",
+        "title": "Run MCP tool toggle-simulated-logging of everything?",
+        "tool": "mcp__everything__toggle-simulated-logging",
+    }
+    assert json.loads(lines[4]) == {"status": "resolved", "resolution": "approve"}
+    assert json.loads(lines[5]) == {
+        "tool": "mcp__everything__toggle-simulated-logging",
+        "outcome": "ok",
+    }
+
+
+def test_the_mcp_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
+    """The recipe's `npx -y @modelcontextprotocol/server-everything`, offline: an `npx` on
+    agentrt's PATH that runs the copy tests/mcp_servers installed (nothing downloads)."""
+    if shutil.which("curl") is None or shutil.which("jq") is None:
+        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
+    token = "readme-token"
+    path = _offline_npx(tmp_path)
     with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token, "PATH": path}) as up:
         up.wait_healthy()
         done = subprocess.run(
