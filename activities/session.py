@@ -64,6 +64,7 @@ from runtime.sessions.contracts import (
 )
 from runtime.sessions.prompts import load_prompt
 from runtime.sessions.streams import session_event
+from runtime.sessions.tools import SESSION_TOOLS
 from runtime.settings import Settings
 from runtime.store import EventJournal, JournalEntry, Store
 from runtime.store.journal_contracts import NewEvent
@@ -350,6 +351,10 @@ class SessionActivities:
             shell_fenced=fenced,
             disabled=request.call.name in _disabled_for(entries, request.prompt_id),
         )
+        descriptor = SESSION_TOOLS.get(request.call.name)
+        if descriptor is not None:
+            # The one dispatch rule (runtime/tools.Dispatch): the workflow reads it here.
+            preview = preview.model_copy(update={"dispatch": descriptor.dispatch.value})
         if self.mcp is not None and is_mcp_tool(request.call.name):
             preview = await self._mcp_preview(request, preview)
         return preview

@@ -76,6 +76,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.sessions.streams import session_event
     from runtime.store.journal_contracts import APPEND_EVENTS, AppendEventsInput, dedupe_key
     from runtime.streams import session_stream
+    from runtime.tools import Dispatch
     from runtime.windows_pool.lease import (
         SESSION_TENANT,
         SETTLE_SIGNAL,
@@ -709,7 +710,7 @@ class SessionWorkflow:
         ):
             await self._mcp_tool(step_input, preview)
             return
-        if step_input.action == "run" and is_mutating(call.name):
+        if step_input.action == "run" and _has_effect(call.name, preview):
             # A side effect: a regular activity (a local one runs again when a workflow
             # task is replayed), applied exactly once through the operation ledger, and
             # to the content the call was proposed (and maybe approved) on.
@@ -847,3 +848,13 @@ def _check_bound(request: WorkerBound) -> None:
             type=UPDATE_EXPIRED,
             non_retryable=True,
         )
+
+
+def _has_effect(name: str, preview: ToolPreview) -> bool:
+    """Whether a call runs as a regular activity under its operation id: what its tool's
+    descriptor says (runtime/tools.Dispatch, in the preview); a preview recorded before
+    it carried that, or of a name no tool has, by the name (unknown tools count as
+    mutating, and fail there: not found)."""
+    if preview.dispatch is not None:
+        return preview.dispatch != Dispatch.LOCAL.value
+    return is_mutating(name)

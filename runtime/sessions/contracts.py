@@ -273,8 +273,9 @@ class ToolPreview(BaseModel):
     # and in previews recorded before the `auto` allow-list: the workflow then replays
     # the decision of the rule of that time (runtime.policy.approval_v0).
     shell_fenced: bool | None = None
-    # An MCP tool: how its call is dispatched (runtime/tools.Dispatch, from the server's
-    # annotations), and the server's timeout that bounds it. None for agentrt's own tools.
+    # How the call is dispatched (runtime/tools.Dispatch): an own tool's descriptor's, an
+    # MCP tool's from its server's annotations (with the server's timeout that bounds it).
+    # None in previews recorded before, and for names no tool has.
     dispatch: str | None = None
     timeout_ms: int | None = None
     mcp: McpBinding | None = None
