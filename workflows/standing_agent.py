@@ -277,7 +277,9 @@ class StandingAgentWorkflow:
         )
         approved: ActionRecord | None = None
         if begin.approved_mcp_call is not None and workflow.patched(APPROVED_MCP_CALL_PATCH):
-            approved = await self._run_approved_mcp_call(request, event, begin.approved_mcp_call)
+            approved = await self._run_approved_mcp_call(
+                request, instance, event, begin, begin.approved_mcp_call
+            )
         result = _Episode()
         not_before = None
         mode_name = begin.mode.name if begin.mode is not None else instance.active_mode
@@ -416,7 +418,12 @@ class StandingAgentWorkflow:
         return result
 
     async def _run_approved_mcp_call(
-        self, request: StandingAgentInput, event: EventRef, decision_id: str
+        self,
+        request: StandingAgentInput,
+        instance: InstanceView,
+        event: EventRef,
+        begin: BeginTickResult,
+        decision_id: str,
     ) -> ActionRecord:
         """The MCP call a human approved, once; its outcome reaches the episode in the
         answer's event. A failure of the activity itself is the action's error."""
@@ -427,9 +434,10 @@ class StandingAgentWorkflow:
                     tenant=request.tenant,
                     instance_id=request.instance_id,
                     agent_type=request.agent_type,
+                    generation=instance.generation,
                     event_id=event.event_id,
                     decision_id=decision_id,
-                    now=workflow.now(),
+                    mode_tools=begin.mode.tools if begin.mode is not None else [],
                 ),
                 result_type=RunToolResult,
                 start_to_close_timeout=_MCP_CALL_TIMEOUT,

@@ -146,25 +146,42 @@ class McpCalls:
         op_id: str,
         scope: str,
         binding: McpBinding | None = None,
+        *,
+        retry_idempotent: bool = True,
     ) -> ToolResult:
-        """Any other tool's call, under its operation id (see the module's docstring)."""
+        """Any other tool's call, under its operation id (see the module's docstring).
+
+        An operation an earlier attempt started and never finished is decided before
+        anything else is checked (a refusal now would say "not called" of a call the
+        server may have applied): called again only when the tool is annotated
+        `idempotentHint: true` and `retry_idempotent` allows it (a human's approval of a
+        call does not: the server's hint is only its word), else `outcome_unknown`.
+        """
         record = await asyncio.to_thread(self.ledger.get, op_id)
         if record is not None and record.state == "done" and record.result is not None:
             return ToolResult.model_validate(record.result)
         resolved = await self._target(workspace, call, binding)
+        if record is not None:
+            idempotent = (
+                retry_idempotent
+                and not isinstance(resolved, str)
+                and resolved.tool.descriptor.annotations.idempotentHint
+            )
+            if not idempotent:
+                unknown = _outcome_unknown(call.name)
+                await asyncio.to_thread(self.ledger.finish, op_id, unknown.model_dump(mode="json"))
+                return unknown
         if isinstance(resolved, str):
-            return failed_result(resolved)
-        idempotent = resolved.tool.descriptor.annotations.idempotentHint
-        attempt = uuid.uuid4().hex
+            return failed_result(resolved)  # refused before anything was sent
         if record is None:
+            # The attempt's token tells whose record it is: an attempt of the same call
+            # running meanwhile (a timed-out one still alive) that began first wins.
+            attempt = uuid.uuid4().hex
             record = await asyncio.to_thread(
                 self.ledger.begin, op_id, call.name, result={"attempt": attempt}
             )
-        ours = (record.result or {}).get("attempt") == attempt
-        if not ours and not idempotent:
-            unknown = _outcome_unknown(call.name)
-            await asyncio.to_thread(self.ledger.finish, op_id, unknown.model_dump(mode="json"))
-            return unknown
+            if (record.result or {}).get("attempt") != attempt:
+                return _outcome_unknown(call.name)
         result = await self._call(workspace, resolved, call, op_id, scope)
         await asyncio.to_thread(self.ledger.finish, op_id, result.model_dump(mode="json"))
         return result

@@ -25,7 +25,7 @@ from activities.llm.scripted import MODEL_NAME as SCRIPTED
 from activities.llm.scripted_agent import ScriptedAgentModel
 from activities.mcp.calls import McpCalls, ResolvedTool
 from activities.standing_agent.constitution_check import ConstitutionChecker
-from activities.standing_agent.mcp_tools import AgentMcpTools, result_of
+from activities.standing_agent.mcp_tools import AgentMcpTools
 from activities.standing_agent.tasks import propose_task
 from runtime.llm.config_store import load_chain_plan
 from runtime.llm.cost_warning import AGENT_EVENT as COST_WARNING_EVENT
@@ -288,19 +288,12 @@ class StandingAgentActivities:
         body = result if action.outcome == ActionOutcome.OK else _blocked_body(action, result)
         text = json.dumps(body, default=str)[:RESULT_LIMIT]
         message = ChatMessage(role="tool", content=text, tool_call_id=request.call.id)
-        # The full result stays here (the complete-tick write copies it to the ledger's
-        # actions); history carries the bounded outcome only.
-        stored = {**action.model_dump(mode="json"), "opId": request.op_id, "result": result}
         await self.journal.aappend_many(
             transcript,
             [NewEvent(type="message", data=message.model_dump(mode="json"))],
             dedupe_key=f"tool/{request.op_id}",
         )
-        await self.journal.aappend_many(
-            transcript,
-            [NewEvent(type=ACTION_ENTRY, data=stored)],
-            dedupe_key=f"action/{request.op_id}",
-        )
+        await self._journal_action(transcript, action, request.op_id, result)
         return RunToolResult(
             action=action.model_copy(
                 update={"op_id": request.op_id, "summary": _summary(request.call.name, result)}
@@ -311,47 +304,21 @@ class StandingAgentActivities:
     async def run_approved_mcp_call(self, request: ApprovedMcpCallInput) -> RunToolResult:
         """The MCP call a human approved, once (activities/standing_agent/mcp_tools); its
         outcome goes into the answer's event, which the episode then reads."""
-        result = await self.mcp.recorded(request.op_id) if self.mcp.mcp else None
-        row, refusal = await self.mcp.approved(request)
-        payload = row.payload if row is not None else {}
-        tool = str(payload.get("tool") or "mcp")
-        arguments = payload.get("arguments")
-        arguments = arguments if isinstance(arguments, dict) else {}
-        violations: list[str] = []
-        if result is None and refusal is None:
-            refused = await self._constitution(request.tenant, tool, arguments)
-            if refused is not None:
-                refusal, violations = refused
-        if result is None and refusal is None:
-            assert row is not None
-            result = await heartbeating(self.mcp.run_approved(request, row))
-        if result is not None:
-            outcome, body = result_of(result)
-        else:
-            outcome, body = ActionOutcome.BLOCKED, {"error": refusal}
-        action = ActionRecord(
-            tool=tool,
-            arguments=arguments,
-            outcome=outcome,
-            blocked_reason=refusal if result is None else None,
-            violations=violations,
-            op_id=request.op_id,
-        )
-        shown = {"decisionId": request.decision_id, "tool": tool, "outcome": outcome.value}
-        text = body.get("output") if outcome == ActionOutcome.OK else body.get("error")
-        shown["output" if outcome == ActionOutcome.OK else "error"] = str(text or "")[
-            : mcp_calls.EVENT_OUTPUT_MAX
-        ]
+        action, body = await heartbeating(self.mcp.approved_call(request, self._constitution))
+        ok = action.outcome == ActionOutcome.OK
+        text = body.get("output") if ok else body.get("error")
+        shown = {
+            "decisionId": request.decision_id,
+            "tool": action.tool,
+            "outcome": action.outcome.value,
+            ("output" if ok else "error"): str(text or "")[: mcp_calls.EVENT_OUTPUT_MAX],
+        }
         await asyncio.to_thread(mcp_calls.record_outcome, self.store, request.event_id, shown)
         transcript = agent_episode_stream(request.tenant, request.instance_id, request.event_id)
-        stored = {**action.model_dump(mode="json"), "result": body}
-        await self.journal.aappend_many(
-            transcript,
-            [NewEvent(type=ACTION_ENTRY, data=stored)],
-            dedupe_key=f"action/{request.op_id}",
+        await self._journal_action(transcript, action, request.op_id, body)
+        return RunToolResult(
+            action=action.model_copy(update={"summary": _summary(action.tool, body)})
         )
-        summary = _summary(tool, body)
-        return RunToolResult(action=action.model_copy(update={"summary": summary}))
 
     async def _governed(self, request: RunToolInput) -> tuple[ActionRecord, dict[str, Any] | None]:
         """The checks, then the effect; (the bounded outcome, the full result)."""
@@ -438,6 +405,18 @@ class StandingAgentActivities:
         await self._journal_effect(request, call.name, result)
         ok = ActionRecord(tool=call.name, arguments=call.arguments, outcome=ActionOutcome.OK)
         return ok, result
+
+    async def _journal_action(
+        self, transcript: str, action: ActionRecord, op_id: str, result: dict[str, Any] | None
+    ) -> None:
+        """The full result stays in the episode's journal (the complete-tick write copies
+        it to the ledger's actions); history carries the bounded outcome only."""
+        stored = {**action.model_dump(mode="json"), "opId": op_id, "result": result}
+        await self.journal.aappend_many(
+            transcript,
+            [NewEvent(type=ACTION_ENTRY, data=stored)],
+            dedupe_key=f"action/{op_id}",
+        )
 
     async def _constitution(
         self, tenant: str, tool: str, arguments: dict[str, Any]

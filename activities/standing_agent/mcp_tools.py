@@ -17,6 +17,7 @@ then:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from activities.mcp.calls import McpCalls, ResolvedTool
@@ -29,9 +30,11 @@ from runtime.standing_agents import mcp_calls
 from runtime.standing_agents.contracts import APPROVE, ActionOutcome, AgentType
 from runtime.standing_agents.models import AttentionRequest
 from runtime.standing_agents.tools import ToolContext
-from runtime.standing_agents.workflow_contracts import ApprovedMcpCallInput
+from runtime.standing_agents.workflow_contracts import ActionRecord, ApprovedMcpCallInput
 from runtime.store import Store
 
+# The rail's constitution check: (reason, the rules broken), or None when allowed.
+Constitution = Callable[[str, str, dict[str, Any]], Awaitable[tuple[str, list[str]] | None]]
 # Why a call to an MCP tool was not run (what the model and the ledger read).
 BLOCK_NOT_GRANTED = "mcp_tool_not_granted"
 BLOCK_NOT_OFFERED = "mcp_tool_unavailable"
@@ -69,7 +72,9 @@ class AgentMcpTools:
         if not granted:
             return []
         tools = await self.mcp.offered(grants.tenant_scope(tenant))
-        return [t for t in tools if grants.offered(mode_tools, granted, t.descriptor.name)]
+        return [
+            t for t in tools if grants.offered(mode_tools, granted, t.descriptor.name, t.server)
+        ]
 
     async def specs(
         self, tenant: str, agent_type: AgentType, mode_tools: list[str]
@@ -80,13 +85,16 @@ class AgentMcpTools:
         self, tenant: str, agent_type: AgentType, mode_tools: list[str], name: str
     ) -> ResolvedTool | str:
         """The tool a call names, or why it is blocked (mode, grant, server)."""
-        if not grants.named(mode_tools, name):
-            return "tool_not_in_mode"
-        if not grants.named(await self._granted(tenant, agent_type), name):
-            return BLOCK_NOT_GRANTED
+        if not grants.mcp_patterns(mode_tools):
+            return "tool_not_in_mode"  # no MCP entry in the mode: nothing is opened
         resolved = None
         if self.mcp is not None:
             resolved = await self.mcp.resolve(grants.tenant_scope(tenant), name)
+        server = resolved.tool.server if resolved is not None else None
+        if not grants.named(mode_tools, name, server):
+            return "tool_not_in_mode"
+        if not grants.named(await self._granted(tenant, agent_type), name, server):
+            return BLOCK_NOT_GRANTED
         if resolved is None:
             return BLOCK_NOT_OFFERED
         return resolved
@@ -125,45 +133,79 @@ class AgentMcpTools:
         }
         return ActionOutcome.OK, body, row.decision_id
 
-    async def recorded(self, op_id: str) -> ToolResult | None:
-        """The result an earlier attempt of an approved call recorded, if it finished."""
-        assert self.mcp is not None
-        record = await asyncio.to_thread(self.mcp.ledger.get, op_id)
-        if record is not None and record.state == "done" and record.result is not None:
-            return ToolResult.model_validate(record.result)
-        return None
-
-    async def approved(
-        self, request: ApprovedMcpCallInput
-    ) -> tuple[AttentionRequest | None, str | None]:
-        """The approved decision, or why its call cannot run any more."""
+    async def approved_call(
+        self, request: ApprovedMcpCallInput, constitution: Constitution
+    ) -> tuple[ActionRecord, dict[str, Any]]:
+        """The call a human approved, once, on exactly the server, tool, configuration and
+        arguments approved. An earlier attempt's record decides first (a refusal now
+        would say "not called" of a call the server may have applied); else the checks
+        of now: the decision is this agent's, of its generation, and approved; the mode
+        and a grant still name the tool; the constitution allows it."""
         row = await asyncio.to_thread(
             mcp_calls.decision_of, self.store, request.tenant, request.decision_id
         )
-        if row is None or row.resolution != APPROVE:
-            return None, "the decision is not an approved MCP call"
-        tool = str(row.payload.get("tool", ""))
-        if not grants.named(await self._granted(request.tenant, request.agent_type), tool):
-            return row, f"{BLOCK_NOT_GRANTED}: the grant of {tool} was revoked"
-        if self.mcp is None:
-            return row, "this worker has no MCP pool"
-        return row, None
-
-    async def run_approved(
-        self, request: ApprovedMcpCallInput, row: AttentionRequest
-    ) -> ToolResult:
-        """The approved call, once: on exactly the server, tool and configuration approved."""
-        assert self.mcp is not None
-        arguments = row.payload.get("arguments")
+        payload = row.payload if row is not None else {}
+        raw = payload.get("arguments")
         call = ToolCall(
             id=request.decision_id,
-            name=str(row.payload.get("tool", "")),
-            arguments=arguments if isinstance(arguments, dict) else {},
+            name=str(payload.get("tool") or "mcp"),
+            arguments=raw if isinstance(raw, dict) else {},
         )
-        return await self.mcp.run_once(
+
+        def action(
+            outcome: ActionOutcome, reason: str | None = None, broken: list[str] | None = None
+        ) -> ActionRecord:
+            return ActionRecord(
+                tool=call.name,
+                arguments=call.arguments,
+                outcome=outcome,
+                blocked_reason=reason,
+                violations=broken or [],
+                op_id=request.op_id,
+            )
+
+        started = None
+        if self.mcp is not None:
+            started = await asyncio.to_thread(self.mcp.ledger.get, request.op_id)
+        refusal: tuple[str, list[str]] | None = None
+        if started is None:
+            refusal = await self._refusal(request, row, call, constitution)
+        if refusal is not None:
+            reason, broken = refusal
+            return action(ActionOutcome.BLOCKED, reason, broken), {"error": reason}
+        assert self.mcp is not None and row is not None
+        result = await self.mcp.run_once(
             grants.tenant_scope(request.tenant),
             call,
             request.op_id,
             image_scope(request.instance_id),
             mcp_calls.binding_of(row),
+            retry_idempotent=False,
         )
+        outcome, body = result_of(result)
+        return action(outcome), body
+
+    async def _refusal(
+        self,
+        request: ApprovedMcpCallInput,
+        row: AttentionRequest | None,
+        call: ToolCall,
+        constitution: Constitution,
+    ) -> tuple[str, list[str]] | None:
+        if self.mcp is None:
+            return "this worker has no MCP pool", []
+        if row is None or row.resolution != APPROVE:
+            return "the decision is not an approved MCP call", []
+        stale = await asyncio.to_thread(
+            mcp_calls.stale_refusal, self.store, row, request.instance_id, request.generation
+        )
+        if stale is not None:
+            return stale, []
+        server = mcp_calls.binding_of(row).server
+        if not grants.named(request.mode_tools, call.name, server):
+            return f"tool_not_in_mode: the agent's mode no longer offers {call.name}", []
+        if not grants.named(
+            await self._granted(request.tenant, request.agent_type), call.name, server
+        ):
+            return f"{BLOCK_NOT_GRANTED}: the grant of {call.name} was revoked", []
+        return await constitution(request.tenant, call.name, call.arguments)

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from runtime.mcp.names import is_mcp_tool
+from runtime.mcp.names import is_mcp_tool, server_prefix
 from runtime.store import Store
 from runtime.workspace.settings import get_setting, update_setting
 
@@ -50,15 +50,18 @@ def pattern_problem(pattern: str) -> str | None:
     return None
 
 
-def matches(pattern: str, name: str) -> bool:
-    """`mcp__s__*` names every tool of server `s`; any other pattern names one tool."""
+def matches(pattern: str, name: str, server: str | None) -> bool:
+    """`mcp__s__*` names every tool of the server whose names start `mcp__s__` (its real
+    name, not a prefix of the tool's: server `s_` or `s__x` is not `s`); any other
+    pattern names one tool, by its model-facing name. `server`: the tool's server (None
+    when it is not known: then only an exact name matches)."""
     if pattern.endswith("__*"):
-        return name.startswith(pattern[:-1]) and len(name) > len(pattern) - 1
+        return server is not None and server_prefix(server) == pattern[:-1]
     return pattern == name
 
 
-def named(patterns: Iterable[str], name: str) -> bool:
-    return any(matches(p, name) for p in patterns if is_mcp_tool(p))
+def named(patterns: Iterable[str], name: str, server: str | None) -> bool:
+    return any(matches(p, name, server) for p in patterns if is_mcp_tool(p))
 
 
 def mcp_patterns(tools: Iterable[str]) -> list[str]:
@@ -66,9 +69,9 @@ def mcp_patterns(tools: Iterable[str]) -> list[str]:
     return [t for t in tools if is_mcp_tool(t)]
 
 
-def offered(mode_tools: Sequence[str], granted: Sequence[str], name: str) -> bool:
-    """Whether a tick in a mode of `mode_tools` offers the MCP tool `name`."""
-    return is_mcp_tool(name) and named(mode_tools, name) and named(granted, name)
+def offered(mode_tools: Sequence[str], granted: Sequence[str], name: str, server: str) -> bool:
+    """Whether a tick in a mode of `mode_tools` offers the MCP tool `name` of `server`."""
+    return is_mcp_tool(name) and named(mode_tools, name, server) and named(granted, name, server)
 
 
 def validate_patterns(value: Any) -> list[str]:

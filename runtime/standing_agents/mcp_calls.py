@@ -20,9 +20,11 @@ from sqlmodel import col, select
 
 from runtime.mcp.binding import McpBinding
 from runtime.standing_agents.contracts import APPROVE, AttentionKind, EventKind
+from runtime.standing_agents.episode import generation_start
 from runtime.standing_agents.models import AgentEventRow, AttentionRequest
 from runtime.standing_agents.tools import ToolContext, attention_request
 from runtime.store import Store
+from runtime.timestamps import aware_utc
 
 OPTIONS: Final = [APPROVE, "reject"]
 # What the decision's body shows of the arguments (the payload keeps them whole).
@@ -42,14 +44,15 @@ def propose(
     annotations: dict[str, Any],
 ) -> AttentionRequest:
     """The call's decision, once per the tool call's operation id."""
-    shown = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
-    if len(shown) > BODY_ARGUMENTS_MAX:
-        shown = shown[:BODY_ARGUMENTS_MAX] + " …"
+    whole = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+    shown = whole[:BODY_ARGUMENTS_MAX]
+    cut = " (cut: the decision's payload holds them whole)" if len(whole) > len(shown) else ""
     body = (
         f"The agent asks to call {binding.tool} of MCP server {binding.server} "
-        f"({tool}), which is not annotated read-only.\n"
-        f"Tool: {description[:500]}\nArguments: {shown}\n"
-        "Approve to run it once; its result reaches the agent as its next event."
+        f"({tool}), which is not annotated read-only, with these arguments{cut}:\n"
+        f"{shown}\n"
+        "Approve to run it once, exactly so; its result reaches the agent as its next "
+        f"event. The server describes the tool as: {json.dumps(description[:500])}"
     )
     payload = {
         "tool": tool,
@@ -75,6 +78,20 @@ def decision_of(store: Store, tenant: str, decision_id: str) -> AttentionRequest
     if row is None or row.tenant != tenant or row.kind != AttentionKind.MCP_CALL.value:
         return None
     return row
+
+
+def stale_refusal(
+    store: Store, row: AttentionRequest, instance_id: str, generation: int
+) -> str | None:
+    """Why an approved call is not the agent's to run any more: another agent's, or
+    proposed before the agent was reset (its memory of it is gone)."""
+    if row.soa_instance_id != instance_id:
+        return "the decision was raised by another agent"
+    with store.session() as db:
+        since = generation_start(db, instance_id, generation)
+    if aware_utc(row.created_at) < since:
+        return "the agent was reset since it proposed this call; it was not called"
+    return None
 
 
 def approved_call(

@@ -222,9 +222,11 @@ class ApprovedMcpCallInput(BaseModel):
     tenant: str
     instance_id: str
     agent_type: AgentType
+    generation: int
     event_id: str
     decision_id: str
-    now: datetime
+    # The tick's mode's toolset (none when the mode did not resolve: nothing runs).
+    mode_tools: list[str] = Field(default_factory=list)
 
     @property
     def op_id(self) -> str:

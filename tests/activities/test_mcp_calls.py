@@ -96,3 +96,25 @@ async def test_an_unknown_tool_or_server_is_a_failed_call(calls: McpCalls) -> No
     missing = ToolCall(id="c", name="mcp__nowhere__x", arguments={})
     result = await calls.run_once(_workspace(calls), missing, "op-4", "t")
     assert result.status == "failed" and "not found" in (result.error or "")
+
+
+async def test_an_approved_idempotent_call_lost_mid_call_is_not_called_again(
+    calls: McpCalls, faults: FaultServer
+) -> None:
+    """A human approved this call: the server's idempotentHint is only its word."""
+    OperationLedger(calls.store).begin("op-5", "mcp__faults__put", result={"attempt": "lost"})
+    call = _call("put", key="k", value="v")
+    result = await calls.run_once(_workspace(calls), call, "op-5", "t", retry_idempotent=False)
+    assert (result.error or "").startswith("outcome_unknown")
+    assert faults.calls() == []
+
+
+async def test_a_started_call_whose_server_is_gone_is_outcome_unknown_not_never_called(
+    calls: McpCalls, faults: FaultServer
+) -> None:
+    """The record decides before the checks of now: a call the server may have applied is
+    never reported as not called because the server's entry changed meanwhile."""
+    OperationLedger(calls.store).begin("op-6", "mcp__faults__record", result={"attempt": "lost"})
+    gone = ToolCall(id="c", name="mcp__nowhere__record", arguments={"value": "x"})
+    result = await calls.run_once(_workspace(calls), gone, "op-6", "t")
+    assert (result.error or "").startswith("outcome_unknown")

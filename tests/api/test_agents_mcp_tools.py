@@ -240,3 +240,27 @@ async def test_the_routes_refuse_what_they_cannot_store(agents: AgentsFactory) -
     revoked = await d.client.put(f"{base}/mcp/grants/Soa", json={"tools": []})
     assert revoked.json()["tools"] == []
     assert (await d.client.get(f"{base}/mcp")).json()["grants"] == {}
+
+
+async def test_a_call_proposed_before_a_reset_never_runs(
+    agents: AgentsFactory, faults: FaultServer
+) -> None:
+    """A reset wipes the agent's memory: a call it proposed before is not its to run."""
+    d = await agents()
+    tenant, soa = await _set_up(d, faults, grant=["mcp__faults__*"])
+    await _tell(d, tenant, soa, _call("mcp__faults__record", {"value": "old"}))
+    (decision,) = _decisions(d, tenant)
+    base = d.base(tenant)
+    reset = await d.client.post(f"{base}/agents/{soa}/reset", json={})
+    assert reset.status_code == 200, reset.text
+    url = f"{base}/decisions/{decision.decision_id}/respond"
+    assert (await d.client.post(url, json={"resolution": "approve"})).status_code == 200
+
+    def answered() -> AgentLedgerTurn | None:
+        turns = [t for t in _turns(d, soa) if t.event_id == f"escalation/{decision.decision_id}"]
+        return turns[0] if turns else None
+
+    turn = await d.wait_until(answered, "the answer's turn", timeout=90)
+    assert turn.event_payload["mcpCall"]["outcome"] == "blocked"
+    assert "reset" in turn.event_payload["mcpCall"]["error"]
+    assert faults.calls() == []
