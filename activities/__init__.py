@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities.agent_tools import AgentToolsActivities
+from activities.coding_tasks import CodingTaskActivities
 from activities.device_flow_pause import DeviceFlowPauseActivities
 from activities.identity import IdentityActivities
 from activities.journal import JournalActivities
@@ -45,6 +46,7 @@ def build_activities(
     device_flow_pause = DeviceFlowPauseActivities(settings)
     llm = LlmActivities(store, settings)
     windows_pool = WindowsPoolActivities(settings, journal)
+    coding_tasks = CodingTaskActivities(store, settings)
     return [
         JournalActivities(journal).append_events,
         session.open_prompt,
@@ -75,6 +77,9 @@ def build_activities(
         agents.run_approved_mcp_call,
         agents.complete_tick,
         llm.resolve_chain,
+        coding_tasks.timers,
+        coding_tasks.expire,
+        coding_tasks.wake_agent,
         windows_pool.open_session,
         windows_pool.renew,
         windows_pool.close_session,

@@ -22,7 +22,6 @@ from activities.llm import ChatMessage, ModelProvider
 from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.mcp.calls import McpCalls
 from activities.session_windows import run_windows_tool, windows_enabled, windows_tool_specs
-from activities.windows_pool import read_screenshot
 from activities.workspace import (
     ToolResult,
     WorkspaceTools,
@@ -71,6 +70,7 @@ from runtime.store.journal_contracts import NewEvent
 from runtime.store.operations import OperationLedger
 from runtime.streams import session_stream, session_transcript_stream
 from runtime.tools import Dispatch
+from runtime.windows_pool.screenshots import read_screenshot
 from runtime.workspace.settings import APPROVAL_MODE, disabled_tools, set_setting
 
 RECAP_PROMPT = (

@@ -49,6 +49,7 @@ from runtime.windows_pool.errors import (
     WindowsErrorData,
     map_pool_error,
 )
+from runtime.windows_pool.screenshots import read_screenshot
 
 SCREENSHOT_EVENT = "windows.screenshot"
 SCREENSHOT_RETENTION = 20
@@ -178,20 +179,6 @@ def _parse_time(value: Any) -> datetime:
 
 def screenshot_ref(stream: str, seq: int) -> str:
     return f"{stream}#{seq}"
-
-
-async def read_screenshot(journal: EventJournal, ref: str) -> tuple[str, bytes] | None:
-    """A stored screenshot's (mimeType, image bytes), or None once it was pruned."""
-    stream, _, seq_text = ref.rpartition("#")
-    # Windows screenshots, and the images MCP tools answered (activities/mcp/calls.py).
-    if not stream.startswith(("windows-screenshots/", "mcp-images/")) or not seq_text.isdigit():
-        return None
-    seq = int(seq_text)
-    page = await journal.aread(stream, after=seq - 1, limit=1)
-    if not page.entries or page.entries[0].seq != seq:
-        return None
-    data = page.entries[0].data
-    return str(data["mimeType"]), base64.b64decode(data["data"])
 
 
 class WindowsPoolActivities:

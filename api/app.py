@@ -12,11 +12,13 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 from fastapi import FastAPI
+from starlette.routing import Route
 from temporalio.client import Client
 
 from api.access_log import AccessLog
 from api.agent_workflows import Sweeper
 from api.errors import LastResort, install_error_handlers
+from api.mcp_server import MCP_PATH, McpEndpoint, build_mcp_server
 from api.openapi import install_openapi
 from api.routes import (
     agent_config,
@@ -26,6 +28,7 @@ from api.routes import (
     agent_tools,
     agents,
     capabilities,
+    coding_tasks,
     daemon_status,
     decisions,
     device_flow,
@@ -40,6 +43,7 @@ from api.routes import (
     session_events,
     sessions,
     tenant_features,
+    tenant_tokens,
     ui,
     windows,
     workspace,
@@ -96,9 +100,11 @@ def create_app(
         # Repairs a wake-up lost between a store write and its signal (api/agent_workflows).
         app.state.agent_sweeper = Sweeper(settings, app.state.store)
         sweeper = asyncio.create_task(app.state.agent_sweeper.run(connector.get))
+        await mcp_endpoint.start()
         try:
             yield
         finally:
+            await mcp_endpoint.stop()
             for task in (warmup, sweeper):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -141,15 +147,29 @@ def create_app(
     app.include_router(workspace_mcp.router)
     app.include_router(device_flow.router)
     app.include_router(tenant_features.router)
+    app.include_router(tenant_tokens.router)
     app.include_router(agents.router)
     app.include_router(agent_stream.router)
     app.include_router(decisions.router)
     app.include_router(registry.router)
     app.include_router(agent_config.router)
     app.include_router(agent_mcp.router)
+    app.include_router(coding_tasks.router)
     app.include_router(agent_modes.router)
     app.include_router(llm.router)
     app.include_router(windows.router)
+    # agentrt's own MCP server (api/mcp_server.py): the SDK's transport, on our chain.
+    mcp_endpoint = McpEndpoint(build_mcp_server(settings), settings)
+    app.router.routes.append(
+        Route(
+            MCP_PATH,
+            endpoint=mcp_endpoint,
+            # Stateless JSON answers: no stream to GET, no session to DELETE (a GET that
+            # held an SSE stream open would hold a connection for nothing).
+            methods=["POST"],
+            include_in_schema=False,
+        )
+    )
 
     # add_middleware wraps what is already there: add the innermost first.
     app.add_middleware(LastResort)

@@ -184,8 +184,19 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return json_error(exc.status_code, body, exc.headers)
 
 
+async def _refusal(_request: Request, exc: Exception) -> Response:
+    """A typed refusal raised by the store side (`WireError.application_error()`, the
+    one idiom) answers its own status, body and headers; anything untyped is a bug."""
+    assert isinstance(exc, ApplicationError)
+    failure = decode_failure(exc)
+    if failure is None:
+        raise exc
+    return json_error(failure.http_status, failure.response_body(), failure.response_headers())
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(ApplicationError, _refusal)
     app.add_exception_handler(RPCError, _rpc_error)
     app.add_exception_handler(RPCTimeoutOrCancelledError, _rpc_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

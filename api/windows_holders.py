@@ -17,6 +17,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from runtime.agent_tools.models import AgentTurn
+from runtime.coding_tasks.contracts import SETTLED, TaskState
+from runtime.coding_tasks.models import CodingTask
 from runtime.sessions.registry import get_session
 from runtime.settings import Settings
 from runtime.standing_agents import control
@@ -63,6 +65,13 @@ async def refuse_holder(
         if not await _running(client, turn.workflow_id):
             return holder_settled(holder, "turn_finished")
         return None
+    if kind == "task":
+        task = await asyncio.to_thread(_load_task, store, tenant, ident)
+        if task is None:
+            return unknown_holder(holder, tenant, "no such coding task in this tenant")
+        if TaskState(task.state) in SETTLED:
+            return holder_settled(holder, f"task {task.state}")
+        return None
     agent = await asyncio.to_thread(_load_agent, store, tenant, ident)
     if agent is None:
         return unknown_holder(holder, tenant, "no such agent in this tenant")
@@ -75,6 +84,12 @@ def _load_turn(store: Store, instance: str, workspace: str, turn_id: str) -> Age
     with store.session() as db:
         row: AgentTurn | None = db.get(AgentTurn, (instance, workspace, turn_id))
         return row
+
+
+def _load_task(store: Store, tenant: str, task_id: str) -> CodingTask | None:
+    with store.session() as db:
+        row = db.get(CodingTask, task_id)
+    return row if row is not None and row.tenant == tenant else None
 
 
 def _load_agent(store: Store, tenant: str, instance_id: str) -> AgentInstance | None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from bench import llm_chain, mcp, sessions, standing_agents, substrate, turn, windows_pool
+from bench import (
+    llm_chain,
+    mcp,
+    mcp_server,
+    sessions,
+    standing_agents,
+    substrate,
+    turn,
+    windows_pool,
+)
 from bench.report import BenchOptions, Report
 
 # A coroutine function, so `asyncio.run` can drive it.
@@ -23,6 +32,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "llm-chain": llm_chain.benchmark,
     "windows-pool": windows_pool.benchmark,
     "mcp": mcp.benchmark,
+    "mcp-server": mcp_server.benchmark,
 }
 
 # `--runs` when not given: 20, unless the benchmark names its own here.
@@ -33,4 +43,5 @@ RUNS: dict[str, int] = {
     "session": sessions.DEFAULT_RUNS,
     "sse": sessions.DEFAULT_RUNS,
     "mcp": mcp.DEFAULT_RUNS,
+    "mcp-server": mcp_server.DEFAULT_RUNS,
 }

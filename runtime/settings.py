@@ -179,6 +179,9 @@ class Settings(BaseSettings):
     windows_pool_token: str | None = None
     windows_lease_ms: int = Field(default=300_000, ge=10_000)
     windows_lease_idle_ms: int = Field(default=1_800_000, ge=1000)
+    # A coding task's holder that does not heartbeat for this long loses its claim (the
+    # task is open again, its Windows lease released).
+    coding_task_claim_timeout_ms: int = Field(default=300_000, ge=1000)
     # Set by `agentrt up` for its children: the Temporal server is the embedded one.
     temporal_embedded: bool = False
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from workflows.coding_task import CodingTaskWorkflow
 from workflows.device_flow import DeviceFlowWorkflow
 from workflows.mcp_discovery import McpDiscoveryWorkflow
 from workflows.session import SessionWorkflow
@@ -17,4 +18,5 @@ WORKFLOWS: list[type] = [
     StandingAgentWorkflow,
     WindowsLeaseWorkflow,
     McpDiscoveryWorkflow,
+    CodingTaskWorkflow,
 ]

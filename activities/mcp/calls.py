@@ -47,9 +47,11 @@ IMAGE_RETENTION: Final = 200
 IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 MAX_IMAGE_BYTES: Final = 5 * 1024 * 1024
 MAX_IMAGES: Final = 8
-# Text content beyond this goes to the model cut (the whole result stays in the journal
-# event of the call, bounded like every tool's output).
+# Text content beyond this goes to the model cut; the whole text (up to MAX_STORED_BYTES)
+# is kept by reference, like a binary resource.
 MAX_TEXT: Final = 64_000
+MAX_STORED_BYTES: Final = 8 * 1024 * 1024
+CONTENT_EVENT: Final = "mcp_content"
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,7 @@ class McpCalls:
         except McpUnavailable as err:
             return failed_result(f"MCP server {tool.server}: {err}")
         except Exception as err:  # the SDK's MCPError, a broken stream, a timeout
-            failure = classify(err, resolved.config)
+            failure = classify(err, resolved.config, self.pool.secrets(resolved.config))
             return failed_result(f"MCP server {tool.server}: {failure}")
         return await self._result(result, scope)
 
@@ -242,15 +244,33 @@ class McpCalls:
                 if isinstance(text, str):
                     texts.append(text)
                 else:
-                    size = len(getattr(resource, "blob", "") or "") * 3 // 4
-                    texts.append(f"[resource {resource.uri}: {size} bytes of binary content]")
+                    blob = str(getattr(resource, "blob", "") or "")
+                    size = len(blob) * 3 // 4 - blob[-2:].count("=")
+                    mime = str(getattr(resource, "mime_type", None) or "application/octet-stream")
+                    where = "too large to keep"
+                    if size <= MAX_STORED_BYTES:
+                        where = "stored as " + await self._store(
+                            scope,
+                            CONTENT_EVENT,
+                            {"mimeType": mime, "data": blob, "uri": str(resource.uri)},
+                        )
+                    texts.append(f"[resource {resource.uri}: {size} bytes of {mime[:80]}, {where}]")
             elif isinstance(item, ResourceLink):
                 texts.append(f"[resource link {item.uri}: {item.name}]")
             elif isinstance(item, AudioContent):
                 texts.append(f"[audio {item.mime_type}, not shown]")
         if result.structured_content is not None and not texts:
             texts.append(json.dumps(result.structured_content))
-        text = bound("\n".join(texts), MAX_TEXT)
+        whole = "\n".join(texts)
+        text = bound(whole, MAX_TEXT)
+        if text != whole and len(whole.encode()) <= MAX_STORED_BYTES:
+            # Kept whole, out of history and the transcript: the model reads its start and
+            # the references of what the cut hides (images, binary resources) after it.
+            ref = await self._store(scope, CONTENT_EVENT, {"mimeType": "text/plain", "text": whole})
+            refs = [n for n in texts if n.startswith(("[image ", "[resource "))]
+            tail = "\n".join([*refs, f"[the whole result is stored as {ref}]"])
+            room = max(1000, MAX_TEXT - len(tail.encode()) - 100)
+            text = bound(whole, room) + "\n" + tail
         if result.is_error:
             return failed_result(text or "the MCP server reported an error")
         return ToolResult(
@@ -260,13 +280,13 @@ class McpCalls:
     async def _store_image(self, scope: str, mime: str, data: str) -> str:
         """Keep an image out of history and the transcript: the journal holds it, the
         tool's answer carries its reference (read back like a Windows screenshot)."""
+        return await self._store(scope, IMAGE_EVENT, {"mimeType": mime, "data": data})
+
+    async def _store(self, scope: str, event: str, data: dict[str, str]) -> str:
+        """Content kept by reference, `mcp-images/{scope}#{seq}` (the stream images use:
+        a binary resource, a text past MAX_TEXT), bounded by IMAGE_RETENTION per scope."""
         stream = f"{MCP_IMAGES_PREFIX}{scope}"
-        entry = await self.journal.aappend(
-            stream,
-            IMAGE_EVENT,
-            {"mimeType": mime, "data": data},
-            retention=IMAGE_RETENTION,
-        )
+        entry = await self.journal.aappend(stream, event, data, retention=IMAGE_RETENTION)
         return f"{stream}#{entry.seq}"
 
 

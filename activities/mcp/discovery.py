@@ -38,7 +38,7 @@ class McpDiscoveryActivities:
                 else:
                     await pool.connection(request.workspace, request.server, config)
             except Exception as err:
-                failure = classify(err, config)
+                failure = classify(err, config, pool.secrets(config))
                 return McpDiscoveryResult(
                     servers=[_outcome(request.server, started, str(failure), failure.kind)]
                 )

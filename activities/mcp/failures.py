@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Final
 
 from runtime.egress import redact_url
@@ -36,9 +37,17 @@ def redact(text: str) -> str:
     return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)).split("?", 1)[0].split("#")[0], text)
 
 
-def classify(err: BaseException, config: McpServerConfig) -> McpUnavailable:
+def classify(
+    err: BaseException, config: McpServerConfig, secrets: Collection[str] = ()
+) -> McpUnavailable:
+    """What a failure shows: categorized, URLs without credentials, and none of the
+    server's `env` or `headers` values (literal, or `secrets`: the resolved references)."""
     failure = _classify(err, config)
-    return McpUnavailable(failure.kind, redact(str(failure))[:2000], failure.hint)
+    text = redact(str(failure))
+    hidden = {*config.secret_values(), *(v for v in secrets if len(v) >= 4)}
+    for value in sorted(hidden, key=len, reverse=True):
+        text = text.replace(value, "[redacted]")
+    return McpUnavailable(failure.kind, text[:2000], failure.hint)
 
 
 def _classify(err: BaseException, config: McpServerConfig) -> McpUnavailable:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from activities.mcp.budget import ClientBudget
-from activities.mcp.failures import McpUnavailable, classify, redact, root_cause
+from activities.mcp.failures import McpUnavailable, classify, root_cause
 from runtime import __version__
 from runtime.mcp.config import (
     McpServerConfig,
@@ -176,7 +176,7 @@ class McpPool:
                 tools = (await client.list_tools()).tools
             except BaseException as err:
                 await self._close(key)
-                failure = classify(err, config)
+                failure = classify(err, config, self.secrets(config))
                 backoff.failures += 1
                 pause = min(MAX_BACKOFF_SECONDS, 0.5 * 2 ** (backoff.failures - 1))
                 backoff.not_before = time.monotonic() + pause
@@ -214,6 +214,16 @@ class McpPool:
             ) from None
         connection.client = client
         return client
+
+    def secrets(self, config: McpServerConfig) -> list[str]:
+        """The values `config`'s references resolve to here (what no failure may quote)."""
+        values = []
+        for raw in (config.env, config.headers):
+            try:
+                values += list(resolve_references(raw, self._environ, self._listed).values())
+            except Exception:
+                continue  # a refused reference resolves to nothing
+        return values
 
     async def _check_egress(self, config: McpServerConfig) -> None:
         """The egress rule on the URL as written (the address each connection is opened
@@ -269,11 +279,8 @@ class McpPool:
             if not ready.done():
                 ready.set_exception(root_cause(err))
             if not isinstance(root_cause(err), asyncio.CancelledError):
-                log.info(
-                    "MCP connection to %s ended: %s",
-                    connection.name,
-                    redact(str(root_cause(err))),
-                )
+                shown = classify(err, connection.config, self.secrets(connection.config))
+                log.info("MCP connection to %s ended: %s", connection.name, shown)
         finally:
             connection.client = None
         if not connection.stop.is_set() and connection.tools is not None:
@@ -390,7 +397,7 @@ class McpPool:
         listed: list[tuple[str, Any]] = []
         for name, result in zip(names, results, strict=True):
             if isinstance(result, BaseException):
-                failures[name] = classify(result, servers[name])
+                failures[name] = classify(result, servers[name], self.secrets(servers[name]))
                 continue
             connection = self._connections.get((workspace, name))
             kept = 0

@@ -6,7 +6,8 @@ its agent type names (fail-closed: no grant, no tool). A call goes through the s
 as the agent's own tools (budget, mode, arguments, constitution: the caller's checks),
 then:
 
-- a tool annotated `readOnlyHint: true` runs at once (a read may repeat on a retry);
+- a tool annotated `readOnlyHint: true` of a server marked `trust: true` runs at once (a
+  read may repeat on a retry);
 - any other is not run: it becomes a decision on the tenant's queue
   (runtime/standing_agents/mcp_calls), and runs once after a human approves it, in the
   tick of the answer, under the operation id `agent-mcp/{tenant}/{decisionId}` with the
@@ -105,7 +106,9 @@ class AgentMcpTools:
         """A governed call that passed the rail: (outcome, result, decision id if raised)."""
         assert self.mcp is not None
         tool = resolved.tool
-        if tool.descriptor.read_only:
+        if tool.descriptor.read_only and tool.trusted:
+            # A read-only tool of a server the operator marked `trust: true`; any other
+            # server's readOnlyHint is only its word: a human decides.
             result = await self.mcp.read(
                 grants.tenant_scope(ctx.tenant), call, image_scope(ctx.instance_id)
             )

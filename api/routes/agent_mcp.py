@@ -7,7 +7,8 @@ entry, `$NAME` references for secrets, never shown back), kept under the tenant'
 scope (runtime/mcp/grants). A tool reaches an agent only when a grant of its agent type
 names it AND its mode's toolset does (`PUT /api/v1/agent-modes/{type}/{mode}/tools`);
 a call to a tool not annotated read-only becomes a decision on the tenant's queue.
-A tenant whose feature is off answers 403 `feature_disabled`.
+A tenant whose feature is off answers 403 `feature_disabled`. These routes are the
+administrator's (api/security/roles.py): an entry runs a command on the worker.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from runtime.mcp import grants
 from runtime.mcp.config import (
     SERVER_NAME,
     StrictMcpServerConfig,
+    load_servers,
     put_operator_server,
     remove_operator_server,
 )
@@ -79,9 +81,11 @@ async def put_tenant_mcp_server(
 ) -> McpServerEntry:
     """Add or replace one of the tenant's MCP servers (nothing of `env` or `headers` is
     ever shown back)."""
-    config = await operator_server(server, request, settings)
+    scope = grants.tenant_scope(tenant)
+    existing = await asyncio.to_thread(load_servers, store, scope)
+    config = await operator_server(server, request, settings, existing)
     entry = config.model_dump(mode="json", exclude_defaults=True)
-    await asyncio.to_thread(put_operator_server, store, grants.tenant_scope(tenant), server, entry)
+    await asyncio.to_thread(put_operator_server, store, scope, server, entry)
     return server_entry(server, config)
 
 

@@ -204,7 +204,11 @@ class DecisionView(BaseModel):
     status: Literal["open", "resolved"]
     resolution: str | None
     resolutionNotes: str | None
-    respondedBy: str | None
+    respondedBy: str | None = Field(description="Who the answer says it is from (self-declared).")
+    answeredBy: str | None = Field(
+        description="The identity the bearer verified: `admin` (the deployment token) or "
+        "`<role>:<name>` of a tenant token.",
+    )
     createdAt: str | None
     resolvedAt: str | None
 

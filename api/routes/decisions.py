@@ -21,6 +21,7 @@ from api.openapi import errors
 from api.routes.agents_models import DecisionList, DecisionView, RespondBody
 from api.routes.standing_common import DecisionPath, EnabledTenant
 from api.security import require_configured_token
+from api.security.roles import IdentityDep
 from runtime.standing_agents import control
 from runtime.standing_agents.contracts import AttentionStatus
 from runtime.standing_agents.models import AttentionRequest
@@ -67,9 +68,11 @@ async def respond(
     store: StoreDep,
     journal: JournalDep,
     waker: WakerDep,
+    identity: IdentityDep,
 ) -> DecisionView:
     """Answer a decision (`approve`, `reject` or free text); the same answer again gets
-    the same body, a different one to a resolved decision is a 409."""
+    the same body, a different one to a resolved decision is a 409. `answeredBy` records
+    who the bearer verified (`admin`, `operator:<name>`), `respondedBy` what the body says."""
     try:
         row, _won = await asyncio.to_thread(
             control.respond,
@@ -80,9 +83,20 @@ async def respond(
             body.resolution,
             body.resolutionNotes,
             body.respondedBy,
+            identity.label if identity is not None else None,
         )
     except control.DecisionNotFound:
         raise decision_not_found(decision_id) from None
+    except control.InvalidResolution as err:
+        raise ApiError(
+            400,
+            {
+                "error": f"This decision takes one of: {', '.join(err.row.options or [])}",
+                "code": "invalid_resolution",
+                "decisionId": decision_id,
+                "allowed": list(err.row.options or []),
+            },
+        ) from None
     except control.DecisionAlreadyResolved as err:
         raise ApiError(
             409,

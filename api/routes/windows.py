@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Request
 from temporalio.exceptions import ApplicationError
@@ -35,13 +35,12 @@ from api.routes.windows_models import (
 )
 from api.security import require_configured_token
 from api.windows_holders import refuse_holder
+from api.windows_leases import run_verb
 from runtime.failures import decode_failure
 from runtime.store.tenants import feature_enabled, set_feature
 from runtime.windows_pool import lease_client
 from runtime.windows_pool.contracts import (
-    SESSION_ACTIVITY_TIMEOUT,
     WindowsVerb,
-    activity_timeout,
     parse_verb,
     validate_and_clamp,
 )
@@ -137,18 +136,7 @@ async def call_verb(
         if refusal is not None:
             raise _answer(refusal)
     try:
-        result = await lease_client.call_verb(
-            client,
-            task_queue=settings.task_queue,
-            tenant=tenant,
-            holder=holder,
-            verb=parsed,
-            args=args,
-            lease_ms=settings.windows_lease_ms,
-            idle_ms=settings.windows_lease_idle_ms,
-            wait_ms=settings.worker_wait_ms,
-            result_wait_s=_result_wait_s(parsed, args),
-        )
+        result = await run_verb(client, settings, tenant, holder, parsed, args)
     except lease_client.LeaseCallFailed as err:
         raise _answer(err.error) from err
     except lease_client.LeaseUnavailable as err:
@@ -156,9 +144,3 @@ async def call_verb(
     except RPCError as err:
         raise rpc_error(err) from err
     return WindowsVerbResult(result=result)
-
-
-def _result_wait_s(verb: WindowsVerb, args: dict[str, Any]) -> float:
-    """How long the route waits for an accepted verb: above the activity's own timeout
-    (a first verb opens a session first, a release closes one)."""
-    return (activity_timeout(verb, args) + SESSION_ACTIVITY_TIMEOUT * 2).total_seconds() + 10

@@ -54,6 +54,7 @@ from runtime.mcp.config import (
     reference_refusal,
     remove_operator_server,
 )
+from runtime.mcp.names import server_prefix
 from runtime.mcp.status import (
     BUDGET_HINT,
     BUDGET_WARN_FRACTION,
@@ -287,6 +288,19 @@ async def _load(store: Store, settings: Settings) -> McpServers:
     )
 
 
+def name_clash(server: str, existing: McpServers) -> str | None:
+    """Why `server` cannot be added next to `existing`: its tools' names must be its own
+    (a name with `__` reads as a server and a tool; `a.b` and `a_b` are both `mcp__a_b__`
+    to the model, and a grant of one would reach the other)."""
+    if "__" in server:
+        return "a server name may not contain '__' (its tools are named mcp__<server>__<tool>)"
+    mine = server_prefix(server)
+    for other in existing.servers:
+        if other != server and server_prefix(other) == mine:
+            return f"{server!r} and {other!r} give their tools the same names ({mine}…)"
+    return None
+
+
 def server_entry(name: str, config: McpServerConfig) -> McpServerEntry:
     return McpServerEntry(
         serverName=name,
@@ -310,13 +324,15 @@ async def put_mcp_server(
     it wins over an entry of that name in `.qwen/settings.json`). Values of `env` and
     `headers` may be `$NAME` references to the worker's environment, for the names the
     provider-key rule allows; nothing of `env` or `headers` is ever shown back."""
-    config = await operator_server(server, request, settings)
+    config = await operator_server(server, request, settings, await _load(store, settings))
     entry = config.model_dump(mode="json", exclude_defaults=True)
     await asyncio.to_thread(put_operator_server, store, settings.workspace_cwd, server, entry)
     return server_entry(server, config)
 
 
-async def operator_server(server: str, request: Request, settings: Settings) -> McpServerConfig:
+async def operator_server(
+    server: str, request: Request, settings: Settings, existing: McpServers
+) -> McpServerConfig:
     """An operator's `mcpServers` entry from a PUT's body, checked (strict shape, the
     reference rule, the egress rule).
 
@@ -325,6 +341,9 @@ async def operator_server(server: str, request: Request, settings: Settings) -> 
     """
     if not SERVER_NAME.match(server):
         raise invalid_server_name()
+    clash = name_clash(server, existing)
+    if clash is not None:
+        raise _invalid_server(clash)
     body = await read_body(request)
     try:
         config = StrictMcpServerConfig.model_validate(body)

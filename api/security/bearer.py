@@ -17,19 +17,37 @@ Only a request that presents a bearer and gets it wrong is a failure: one with n
 `Authorization` header (what a cross-site `<img>` or form sends: a browser attaches the
 header cross-site only after a CORS preflight, which the CORS wall refuses) is answered
 401 but counts nothing, so a web page cannot lock the operator out.
+
+Who the request is goes into `scope["state"]["identity"]` (runtime.tenant_tokens.Identity):
+the administrator for the deployment token; a bearer that is not the deployment token
+but a live tenant token (looked up by its SHA-256 in the store, on every request: a
+revoke is a 401 at the next one) is that token's tenant, name and role, and is then held
+to api/security/roles.py (403 `forbidden_tenant` / `forbidden_role`). A revoked or
+unknown tenant token is a wrong bearer like any other: the same 401, counted. With no
+token configured nothing is checked and tenant tokens mean nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
+import logging
 
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.security.asgi import header, is_http, send_json
 from api.security.ratelimit import RateLimiter, peer_key, send_rate_limited
+from api.security.roles import STATE_KEY, refusal
+from runtime.store import Store
+from runtime.tenant_tokens import ADMIN, Identity, verify
+
+log = logging.getLogger(__name__)
 
 UNAUTHORIZED = {"error": "Unauthorized"}
+# A tenant token could not be looked up (the store is down): not the caller's fault.
+STORE_UNAVAILABLE = {"error": "The token store is not reachable", "code": "store_unavailable"}
 AUTH_TIER = "auth"
 # All addresses together, in one bucket of GLOBAL_FACTOR times the per-address bound.
 AUTH_GLOBAL_TIER = "auth-global"
@@ -47,12 +65,17 @@ def presents_bearer(authorization: str | None) -> bool:
     return bool(authorization) and (authorization or "")[:7].lower() == "bearer "
 
 
+def presented_bearer(authorization: str | None) -> str | None:
+    """The token of `Authorization: Bearer <token>` (the scheme case-blind), or None."""
+    if not authorization or len(authorization) < 7 or authorization[:7].lower() != "bearer ":
+        return None
+    return authorization[7:].strip() or None
+
+
 def bearer_matches(authorization: str | None, token: str) -> bool:
     """`Authorization: Bearer <token>`; the scheme is case-blind, the token is not."""
-    if not authorization or len(authorization) < 7 or authorization[:7].lower() != "bearer ":
-        return False
-    presented = authorization[7:].strip()
-    if not presented:
+    presented = presented_bearer(authorization)
+    if presented is None:
         return False
     # Compare digests so the comparison time depends on neither content nor length.
     return hmac.compare_digest(
@@ -118,14 +141,40 @@ class BearerAuth:
                     )
                     return
         authorization = header(scope, b"authorization")
-        if not bearer_matches(authorization, self.token):
+        try:
+            identity = (
+                ADMIN
+                if bearer_matches(authorization, self.token)
+                else await self._tenant_identity(scope, authorization)
+            )
+        except SQLAlchemyError:
+            log.warning("tenant token lookup failed: the store did not answer", exc_info=True)
+            await send_json(send, 503, STORE_UNAVAILABLE, [("Retry-After", "5")])
+            return
+        if identity is None:
             # No bearer presented (a cross-site page's request) is no guess: not counted.
             if self.failures is not None and presents_bearer(authorization):
                 for client, tier, _ in self._buckets(key):
                     self.failures.check(client, tier)
             await send_json(send, 401, UNAUTHORIZED)
             return
+        refused = refusal(identity, scope["path"])
+        if refused is not None:
+            await send_json(send, refused.http_status, refused.response_body())
+            return
+        scope.setdefault("state", {})[STATE_KEY] = identity
         await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _tenant_identity(scope: Scope, authorization: str | None) -> Identity | None:
+        """The live tenant token the bearer is, looked up in the app's store (one query
+        per request, so a revoke holds at once); None for anything else."""
+        presented = presented_bearer(authorization)
+        app = scope.get("app")
+        store = getattr(getattr(app, "state", None), "store", None)
+        if presented is None or not isinstance(store, Store):
+            return None
+        return await asyncio.to_thread(verify, store, presented)
 
     def _buckets(self, key: str) -> list[tuple[str, str, str]]:
         """(client, tier, refusal) of the buckets a failure from `key` draws on: its

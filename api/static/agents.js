@@ -30,6 +30,7 @@
   const REFRESH_DEBOUNCE_MS = 150;
   const LATE_REFRESH_MS = 1000;
   const RESOLVED_SHOWN = 10;
+  const TASKS_SHOWN = 20;
 
   const state = {
     tenant: null,
@@ -234,7 +235,7 @@
     rememberLocation();
     setConnection('pending', `tenant ${tenant}`);
     $('budget-save').disabled = false;
-    await Promise.all([loadAgents(agentId), loadBudgets(), loadDecisions()]);
+    await Promise.all([loadAgents(agentId), loadBudgets(), loadQueues()]);
   }
 
   async function setFeature(enabled) {
@@ -257,7 +258,7 @@
       hideAgent();
     }
     await loadAgents(null);
-    await loadDecisions();
+    await loadQueues();
   }
 
   function featureState(enabled, text) {
@@ -569,7 +570,48 @@
     spend.dataset.costUsd = String(cost);
   }
 
-  // -- decisions ----------------------------------------------------------------------------
+  // -- decisions and coding tasks -------------------------------------------------------------
+
+  function loadQueues() {
+    return Promise.all([loadDecisions(), loadTasks()]);
+  }
+
+  /** The tenant's coding tasks: state, holder, title (the latest first). */
+  async function loadTasks() {
+    if (!state.tenant) return;
+    const tenant = state.tenant;
+    let body;
+    try {
+      body = await api('GET', `${tenantPath()}/coding-tasks`);
+    } catch (err) {
+      if (tenant !== state.tenant) return;
+      $('tasks').replaceChildren();
+      $('tasks-empty').hidden = false;
+      setText('tasks-empty', err instanceof ApiFailure && err.code === 'feature_disabled'
+        ? 'None (standing agents are off).' : 'Could not read the coding tasks: ' + explain(err));
+      return;
+    }
+    if (tenant !== state.tenant) return;
+    const list = (Array.isArray(body && body.tasks) ? body.tasks : []).slice(-TASKS_SHOWN).reverse();
+    const items = list.map((task) => {
+      const item = el('li', null, el('div', 'head',
+        el('span', 'chip', str(task.state)),
+        el('strong', 'title', str(task.title))));
+      item.dataset.testid = 'task';
+      item.dataset.taskId = str(task.taskId);
+      item.dataset.state = str(task.state);
+      const holder = task.holder ? 'held by ' + str(task.holder) : 'not held';
+      const by = 'proposed by ' + str(task.proposedBy);
+      item.append(el('div', 'hint', [holder, by].join(' · ')));
+      if (task.summary) item.append(el('div', 'body', str(task.summary)));
+      return item;
+    });
+    $('tasks').replaceChildren(...items);
+    $('tasks-empty').hidden = items.length > 0;
+    setText('tasks-empty', 'None.');
+    const open = list.filter((task) => ['open', 'claimed', 'running'].includes(task.state)).length;
+    setText('tasks-title', `Coding tasks (${open} not settled)`);
+  }
 
   async function loadDecisions() {
     if (!state.tenant) return;
@@ -678,7 +720,7 @@
       note('decision-message', 'Answer refused: ' + explain(err), 'error');
       buttons.forEach((node) => { node.disabled = false; });
     }
-    await loadDecisions();
+    await loadQueues();
     if (state.agentId) await refreshAgent(state.generation);
   }
 
@@ -814,7 +856,7 @@
   function scheduleRefresh(generation) {
     if (!current(generation)) return;
     const refresh = async () => {
-      if (current(generation)) await Promise.all([refreshAgent(generation), loadDecisions(), loadAgents(null)]);
+      if (current(generation)) await Promise.all([refreshAgent(generation), loadQueues(), loadAgents(null)]);
     };
     if (!state.refreshTimer) {
       state.refreshTimer = setTimeout(() => {
@@ -840,7 +882,7 @@
   async function poll(generation) {
     while (current(generation)) {
       await sleep(state.streamLive ? SAFETY_POLL_MS : POLL_MS);
-      if (current(generation)) await Promise.all([refreshAgent(generation), loadDecisions()]);
+      if (current(generation)) await Promise.all([refreshAgent(generation), loadQueues()]);
     }
   }
 

@@ -35,6 +35,7 @@ Transport = Literal["stdio", "http", "sse"]
 # qwen-code's MCP_DEFAULT_TIMEOUT_MSEC: a call (and the connection) is bounded by it.
 DEFAULT_TIMEOUT_MS: Final = 600_000
 SERVER_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 _REFERENCE: Final = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
 # The workspace's agent configuration (qwen-code's): session tools never write it.
 AGENT_CONFIG_DIR: Final = ".qwen"
@@ -70,7 +71,17 @@ class McpServerConfig(BaseModel):
         given = [k for k in ("command", "httpUrl", "url") if getattr(self, k)]
         if len(given) != 1:
             raise ValueError("exactly one of command (stdio), httpUrl or url (sse) is required")
+        for where, values in (("headers", self.headers), ("env", self.env)):
+            for key, value in values.items():
+                if _CONTROL.search(key) or _CONTROL.search(value):
+                    # A header with CR or LF would be refused by the HTTP client, whose
+                    # message quotes the value: refused here, where nothing is shown.
+                    raise ValueError(f"{where}.{key[:64]}: control characters are not allowed")
         return self
+
+    def secret_values(self) -> list[str]:
+        """The literal values of `env` and `headers` (what no message may quote)."""
+        return [v for v in (*self.env.values(), *self.headers.values()) if len(v) >= 4]
 
     @property
     def transport(self) -> Transport:
@@ -174,6 +185,8 @@ def resolve_references(
             raise ReferenceRefused(f"{key}: {refusal.message.replace('apiKeyEnv', 'reference')}")
         if name not in environ:
             raise ReferenceRefused(f"{key}: the worker's environment has no {name}")
+        if _CONTROL.search(environ[name]):
+            raise ReferenceRefused(f"{key}: {name} holds control characters")
         out[key] = environ[name]
     return out
 

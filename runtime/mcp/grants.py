@@ -42,7 +42,7 @@ def is_tenant_scope(scope: str) -> bool:
 
 def pattern_problem(pattern: str) -> str | None:
     """Why `pattern` cannot name MCP tools, or None."""
-    if len(pattern) > 64 or not _PATTERN.match(pattern):
+    if len(pattern) > 64 or not _PATTERN.fullmatch(pattern):
         return (
             f"{pattern[:80]!r} is not an MCP tool name: write mcp__<server>__<tool> "
             "or mcp__<server>__* (letters, digits, _ and -, at most 64 characters)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
+import runtime.coding_tasks.models
 import runtime.investigation.models
 import runtime.llm.models
 import runtime.sessions.prompts
@@ -12,6 +13,7 @@ import runtime.standing_agents.models
 import runtime.store.models
 import runtime.store.operations
 import runtime.store.tenants
+import runtime.tenant_tokens
 import runtime.workspace.settings  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 connection = context.config.attributes["connection"]

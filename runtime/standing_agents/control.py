@@ -90,6 +90,15 @@ class DecisionNotFound(Exception):
         self.decision_id = decision_id
 
 
+class InvalidResolution(Exception):
+    """An answer outside a decision's options where only those are meaningful (an MCP
+    call runs on `approve` and only then: "Approved" must not read as a no)."""
+
+    def __init__(self, row: AttentionRequest) -> None:
+        super().__init__(f"decision {row.decision_id!r} takes one of {row.options}")
+        self.row = row
+
+
 class DecisionAlreadyResolved(Exception):
     """A different answer to a resolved request."""
 
@@ -127,7 +136,7 @@ def is_foundational(instance: AgentInstance, now: datetime) -> bool:
     )
 
 
-def _transaction(store: Store, write: Callable[[Session], T]) -> T:
+def transaction(store: Store, write: Callable[[Session], T]) -> T:
     """Run `write` in one transaction and commit; a unique-key race (a concurrent retry of
     the same call, a sequence number taken) rolls back and runs it again, and the second
     run finds what the first writer committed."""
@@ -272,7 +281,7 @@ def start(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
             return False
         return True
 
-    changed = _transaction(store, write)
+    changed = transaction(store, write)
     instance = get_instance(store, tenant, instance_id)
     _journal_status(journal, instance)
     return Transition(instance, changed)
@@ -282,7 +291,7 @@ def stop(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> 
     """Active → Paused. Paused or Closed: nothing changes."""
     instance = get_instance(store, tenant, instance_id)
     values: dict[str, Any] = {"status": AgentStatus.PAUSED.value, "updated_at": now_utc()}
-    changed = _transaction(
+    changed = transaction(
         store,
         lambda db: _cas_status(db, instance_id, {AgentStatus.ACTIVE}, values, instance.status),
     )
@@ -326,7 +335,7 @@ def reset(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
         row = _row(db, instance_id)
         _seed_initialized(db, row, f"init/{instance_id}/{row.generation}")
 
-    _transaction(store, write)
+    transaction(store, write)
     instance = get_instance(store, tenant, instance_id)
     _journal_status(journal, instance, reset=True)
     return instance
@@ -432,7 +441,7 @@ def post_message(
         )
         return row, existing is None
 
-    row, created = _transaction(store, write)
+    row, created = transaction(store, write)
     append_agent_event_once(
         journal, tenant, instance_id, MESSAGE, message_body(row), f"message/{row.message_id}"
     )
@@ -526,8 +535,13 @@ def respond(
     resolution: str,
     notes: str | None,
     responded_by: str | None,
+    answered_by: str | None = None,
 ) -> tuple[AttentionRequest, bool]:
     """Answer a decision (§2.4): a compare-and-swap open → resolved.
+
+    `responded_by` is what the answer's body declares; `answered_by` the label of the
+    identity the bearer check verified (`admin`, `operator:alice`), recorded by the
+    answer that resolves the decision.
 
     One transaction holds the CAS, an approved mode change (once per decision) and the
     resume event `escalation/{decisionId}` (deduped): they commit together or not at
@@ -537,6 +551,8 @@ def respond(
     caller wakes `row.soa_instance_id`).
     """
     row = get_decision(store, tenant, decision_id)
+    if row.kind == AttentionKind.MCP_CALL.value and resolution not in (row.options or []):
+        raise InvalidResolution(row)
     with store.session() as db:
         instance = db.get(AgentInstance, row.soa_instance_id)
     # The catalogue is read before the write transaction (SQLite has one writer).
@@ -555,6 +571,7 @@ def respond(
                 resolution=resolution,
                 resolution_notes=notes,
                 responded_by=responded_by,
+                answered_by=answered_by,
                 resolved_at=now,
             )
         )
@@ -565,7 +582,7 @@ def respond(
             raise DecisionAlreadyResolved(current)
         return current, won, _after_resolution(db, current, allowed)
 
-    row, won, change = _transaction(store, write)
+    row, won, change = transaction(store, write)
     if change is not None:
         journal_mode_change(journal, change)
     append_agent_event_once(
@@ -582,6 +599,8 @@ def respond(
 def _after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) -> ModeChange | None:
     """Inside respond's transaction: enqueue the resume, then apply an approved mode
     change (events before the instance row: see queue.enqueue_in)."""
+    if row.source == CODER_SOURCE:
+        return None  # a coder's question: the coder reads the answer (decision_get)
     instance = db.get(AgentInstance, row.soa_instance_id)
     if instance is None:
         return None
@@ -624,6 +643,50 @@ def _after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) ->
         return None
 
 
+# A coding agent's question (agentrt's MCP tool `decision_request`).
+CODER_SOURCE = "coder"
+
+
+def coder_decision(
+    store: Store,
+    *,
+    tenant: str,
+    title: str,
+    body: str,
+    options: list[str] | None,
+    asked_by: str,
+    task_id: str | None,
+    op_id: str,
+) -> AttentionRequest:
+    """A coder's question on the tenant's decision queue, once per `op_id` (the tool
+    call's idempotency key). Its answer goes back to the coder, not to an agent."""
+    decision_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"coder-decision/{op_id}"))
+
+    def write(db: Session) -> AttentionRequest:
+        existing = db.get(AttentionRequest, decision_id)
+        if existing is not None:
+            return existing
+        row = AttentionRequest(
+            decision_id=decision_id,
+            tenant=tenant,
+            kind=AttentionKind.DECISION.value,
+            source=CODER_SOURCE,
+            soa_instance_id=soa_instance_id(tenant),
+            title=title[:500],
+            body=body,
+            options=options,
+            payload={"askedBy": asked_by, **({"taskId": task_id} if task_id else {})},
+            status=AttentionStatus.OPEN.value,
+            op_id=op_id,
+            created_at=now_utc(),
+        )
+        db.add(row)
+        db.flush()
+        return row
+
+    return transaction(store, write)
+
+
 def decision_body(row: AttentionRequest) -> dict[str, Any]:
     return {
         "decisionId": row.decision_id,
@@ -633,11 +696,14 @@ def decision_body(row: AttentionRequest) -> dict[str, Any]:
         "title": row.title,
         "body": row.body,
         "options": row.options,
-        "payload": row.payload,
+        # An MCP call's fingerprint hashes its server's entry, literal secrets included:
+        # the worker checks it, no client needs it (it would let one guess them).
+        "payload": {k: v for k, v in row.payload.items() if k != "fingerprint"},
         "status": row.status,
         "resolution": row.resolution,
         "resolutionNotes": row.resolution_notes,
         "respondedBy": row.responded_by,
+        "answeredBy": row.answered_by,
         "createdAt": iso(row.created_at),
         "resolvedAt": iso(row.resolved_at),
     }

@@ -16,6 +16,8 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from runtime.coding_tasks.contracts import SETTLED
+from runtime.coding_tasks.models import CodingTask
 from runtime.llm.contracts import ChatMessage
 from runtime.standing_agents import catalog
 from runtime.standing_agents.contracts import (
@@ -28,7 +30,6 @@ from runtime.standing_agents.contracts import (
 from runtime.standing_agents.models import (
     AgentEventRow,
     AgentLedgerTurn,
-    AgentTask,
     AttentionRequest,
 )
 from runtime.standing_agents.ops_digest import probe
@@ -96,13 +97,13 @@ def roster(store: Store, instance_id: str, generation: int) -> dict[str, Any]:
     with store.session() as db:
         since = generation_start(db, instance_id, generation)
         tasks = db.exec(
-            select(AgentTask)
+            select(CodingTask)
             .where(
-                col(AgentTask.instance_id) == instance_id,
-                col(AgentTask.status) != "done",
-                col(AgentTask.created_at) >= since,
+                col(CodingTask.instance_id) == instance_id,
+                col(CodingTask.state).not_in([s.value for s in SETTLED]),
+                col(CodingTask.created_at) >= since,
             )
-            .order_by(col(AgentTask.created_at))
+            .order_by(col(CodingTask.created_at))
             .limit(50)
         ).all()
         escalations = db.exec(
@@ -116,7 +117,7 @@ def roster(store: Store, instance_id: str, generation: int) -> dict[str, Any]:
             .limit(50)
         ).all()
     return {
-        "tasks": [{"taskId": t.task_id, "title": t.title, "status": t.status} for t in tasks],
+        "tasks": [{"taskId": t.task_id, "title": t.title, "state": t.state} for t in tasks],
         "escalations": [
             {"decisionId": a.decision_id, "kind": a.kind, "title": a.title} for a in escalations
         ],

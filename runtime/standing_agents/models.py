@@ -212,7 +212,10 @@ class AttentionRequest(SQLModel, table=True):
     status: str = Field(max_length=20)
     resolution: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     resolution_notes: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # Self-declared by the answer's body (`respondedBy`); free text, not verified.
     responded_by: str | None = Field(default=None, max_length=200)
+    # The identity the bearer check verified (`admin`, `operator:alice`; migration 0010).
+    answered_by: str | None = Field(default=None, max_length=200)
     op_id: str | None = Field(default=None, max_length=400, unique=True)
     created_at: datetime = _ts()
     resolved_at: datetime | None = _ts(nullable=True)
@@ -241,23 +244,6 @@ class AgentArtifact(SQLModel, table=True):
     kind: str = Field(max_length=60)
     title: str = Field(max_length=500)
     body: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-    op_id: str | None = Field(default=None, max_length=400, unique=True)
-    created_at: datetime = _ts()
-
-
-class AgentTask(SQLModel, table=True):
-    """A task `soa_propose_task` created: an agentrt session prompt in the tenant's workspace."""
-
-    __tablename__ = "agent_tasks"
-    __table_args__ = (Index("ix_agent_tasks_instance", "instance_id"),)
-
-    task_id: str = Field(primary_key=True, max_length=64)
-    tenant: str = Field(max_length=200)
-    instance_id: str = Field(max_length=64)
-    title: str = Field(max_length=500)
-    prompt: str = Field(sa_column=Column(Text, nullable=False))
-    session_id: str | None = Field(default=None, max_length=64)
-    status: str = Field(default="created", max_length=40)
     op_id: str | None = Field(default=None, max_length=400, unique=True)
     created_at: datetime = _ts()
 

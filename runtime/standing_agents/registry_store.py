@@ -93,6 +93,22 @@ def heartbeat(store: Store, tenant: str, agent_id: str, ttl: timedelta) -> Regis
         return _public(row)
 
 
+def unregister(store: Store, tenant: str, agent_id: str) -> bool:
+    """Remove an entry; False when there was none."""
+    with store.session() as db:
+        row = db.get(RegistryEntry, (tenant, agent_id))
+        if row is None:
+            return False
+        db.delete(row)
+        db.commit()
+        return True
+
+
+def live_entry(store: Store, tenant: str, agent_id: str, ttl: timedelta) -> Registered | None:
+    """One live entry (the SOA's included), or None."""
+    return next((e for e in live_entries(store, tenant, ttl) if e.agent_id == agent_id), None)
+
+
 def live_entries(
     store: Store, tenant: str, ttl: timedelta, capability: str | None = None
 ) -> list[Registered]:

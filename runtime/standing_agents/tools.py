@@ -22,6 +22,8 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, col, or_, select
 
+from runtime.coding_tasks.contracts import OWN_CODER, TaskState
+from runtime.coding_tasks.models import CodingTask
 from runtime.investigation.models import InvestigationClaim, InvestigationEvidence, Research
 from runtime.llm.contracts import ToolSpec
 from runtime.sessions import registry
@@ -40,7 +42,6 @@ from runtime.standing_agents.models import (
     AgentInstance,
     AgentLedgerTurn,
     AgentMessage,
-    AgentTask,
     AttentionRequest,
 )
 from runtime.standing_agents.modes import catalogue
@@ -651,10 +652,10 @@ def require_soa(ctx: ToolContext) -> None:
         raise BoundaryError("soa_propose_task belongs to the SOA only")
 
 
-def stored_task(store: Store, op_id: str) -> AgentTask | None:
+def stored_task(store: Store, op_id: str) -> CodingTask | None:
     """The task an earlier attempt of this call wrote, if any."""
     with store.session() as db:
-        return db.exec(select(AgentTask).where(col(AgentTask.op_id) == op_id)).first()
+        return db.exec(select(CodingTask).where(col(CodingTask.op_id) == op_id)).first()
 
 
 def task_session_id(task_id: str) -> str:
@@ -664,7 +665,7 @@ def task_session_id(task_id: str) -> str:
 
 def propose_task(
     ctx: ToolContext, arguments: dict[str, Any], *, workspace_cwd: str, max_sessions: int
-) -> AgentTask:
+) -> CodingTask:
     """The task row and its session's registry row (once per op id), written after every
     boundary check passed; the caller submits its session prompt.
 
@@ -679,7 +680,7 @@ def propose_task(
             serialize(db, registry.SESSION_CAP)
             # Under the lock: an attempt of this same call may have committed meanwhile
             # (its session counts against the cap: look for it first).
-            existing = db.exec(select(AgentTask).where(col(AgentTask.op_id) == ctx.op_id)).first()
+            existing = db.exec(select(CodingTask).where(col(CodingTask.op_id) == ctx.op_id)).first()
             if existing is not None:
                 return existing
             try:
@@ -688,7 +689,7 @@ def propose_task(
                 raise BoundaryError(
                     f"the daemon runs its maximum of {max_sessions} sessions"
                 ) from None
-            row = AgentTask(
+            row = CodingTask(
                 task_id=task_id,
                 tenant=ctx.tenant,
                 instance_id=ctx.instance_id,
@@ -696,6 +697,14 @@ def propose_task(
                 prompt=_text(arguments, "prompt"),
                 op_id=ctx.op_id,
                 created_at=ctx.now,
+                # A coding task run at once by agentrt's own coder (its session).
+                state=TaskState.RUNNING.value,
+                holder=OWN_CODER,
+                proposed_by=f"agent:{ctx.instance_id}",
+                workspace=workspace_cwd,
+                claimed_at=ctx.now,
+                heartbeat_at=ctx.now,
+                updated_at=ctx.now,
             )
             db.add(row)
             if db.get(DaemonSession, task_session_id(task_id)) is None:
@@ -735,7 +744,7 @@ def ensure_task_session(store: Store, session_id: str, workspace_cwd: str, task_
 
 def set_task_session(store: Store, task_id: str, session_id: str, status: str) -> None:
     with store.session() as db:
-        row = db.get(AgentTask, task_id)
+        row = db.get(CodingTask, task_id)
         if row is not None:
             row.session_id = session_id
             row.status = status

@@ -71,7 +71,12 @@ def agent_holder(instance_id: str) -> str:
     return f"agent-{instance_id}"
 
 
-HolderKind = Literal["session", "turn", "agent"]
+def task_holder(task_id: str) -> str:
+    """A coding task (runtime/coding_tasks): its settlement releases the lease."""
+    return f"task-{task_id}"
+
+
+HolderKind = Literal["session", "turn", "agent", "task"]
 
 # Why agentrt refuses a verb for a holder of its own (VALIDATION_ERROR, nothing leased).
 HOLDER_SETTLED = "holder_settled"
@@ -80,7 +85,7 @@ UNKNOWN_HOLDER = "unknown_holder"
 
 def known_holder(holder: str) -> tuple[HolderKind, str] | None:
     """The kind and id of a holder agentrt settles (`session-{id}`, `turn-{id}`,
-    `agent-{id}`); None for a direct client's own name."""
+    `agent-{id}`, `task-{id}`); None for a direct client's own name."""
     for kind in get_args(HolderKind):
         prefix = f"{kind}-"
         if holder.startswith(prefix) and len(holder) > len(prefix):

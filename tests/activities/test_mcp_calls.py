@@ -4,6 +4,8 @@ the ledger decides, never timing."""
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -42,7 +44,7 @@ async def calls(tmp_path: Path, faults: FaultServer) -> AsyncIterator[McpCalls]:
     store.dispose()
 
 
-def _call(tool: str, **args: str) -> ToolCall:
+def _call(tool: str, **args: object) -> ToolCall:
     return ToolCall(id="c1", name=f"mcp__faults__{tool}", arguments=args)
 
 
@@ -118,3 +120,18 @@ async def test_a_started_call_whose_server_is_gone_is_outcome_unknown_not_never_
     gone = ToolCall(id="c", name="mcp__nowhere__record", arguments={"value": "x"})
     result = await calls.run_once(_workspace(calls), gone, "op-6", "t")
     assert (result.error or "").startswith("outcome_unknown")
+
+
+async def test_large_and_binary_content_is_kept_by_reference(calls: McpCalls) -> None:
+    """Past 64 KB the model reads the start; the whole text and a binary resource are
+    kept in the journal, their references in the result (never in history)."""
+    result = await calls.read(_workspace(calls), _call("bulk", kilobytes=100), "scope-1")
+    assert result.status == "completed"
+    assert len(result.output_text.encode()) <= 64_000
+    refs = re.findall(r"mcp-images/scope-1#\d+", result.output_text)
+    assert len(refs) == 2, result.output_text[-400:]
+    entries = (await calls.journal.aread("mcp-images/scope-1", 0, 10)).entries
+    kinds = {e.data["mimeType"]: e.data for e in entries}
+    assert kinds["text/plain"]["text"].startswith("0123456789abcdef" * 6400)
+    assert "[resource file:///blob.bin: 1024 bytes" in result.output_text
+    assert base64.b64decode(kinds["application/octet-stream"]["data"]) == bytes(range(256)) * 4

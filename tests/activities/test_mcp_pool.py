@@ -63,3 +63,18 @@ def test_errors_never_carry_credentials_or_queries() -> None:
     assert redact(text) == "Client error '401' for url 'https://h.example/mcp'"
     failure = classify(RuntimeError(text), McpServerConfig(httpUrl="https://h.example/mcp"))
     assert "SECRET" not in str(failure) and "pw" not in str(failure)
+
+
+def test_a_failure_never_quotes_a_header_or_env_value() -> None:
+    """The HTTP client's refusals quote the header they refuse; a stdio server's may
+    quote its environment: neither reaches /workspace/mcp, the log or an event."""
+    from activities.mcp.failures import classify
+    from runtime.mcp.config import McpServerConfig
+
+    config = McpServerConfig.model_validate(
+        {"httpUrl": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer lit3ral"}}
+    )
+    err = ValueError("Illegal header value b'Bearer lit3ral' and b'sk-resolved-777'")
+    shown = str(classify(err, config, ["sk-resolved-777"]))
+    assert "lit3ral" not in shown and "sk-resolved-777" not in shown
+    assert "[redacted]" in shown

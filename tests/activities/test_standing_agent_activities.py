@@ -18,6 +18,7 @@ from activities.llm import record as llm_record
 from activities.llm.scripted_agent import GREETING, next_call
 from activities.standing_agent import StandingAgentActivities
 from activities.standing_agent import activities as agent_activities
+from runtime.coding_tasks.models import CodingTask
 from runtime.llm.routing import OwnerKind, PriceSource
 from runtime.sessions.models import DaemonSession
 from runtime.settings import Settings
@@ -35,7 +36,6 @@ from runtime.standing_agents.models import (
     AgentEventRow,
     AgentInstance,
     AgentModeRow,
-    AgentTask,
     SystemConfig,
 )
 from runtime.standing_agents.queue import enqueue
@@ -382,7 +382,7 @@ async def test_a_task_beyond_the_session_cap_is_blocked(store: Store, tmp_path: 
     assert refused.action.outcome == "blocked"
     assert (refused.action.blocked_reason or "").startswith("outside_boundary")
     with store.session() as db:  # the boundary before the row: no open task in the roster
-        assert db.exec(select(AgentTask).where(col(AgentTask.instance_id) == agent)).all() == []
+        assert db.exec(select(CodingTask).where(col(CodingTask.instance_id) == agent)).all() == []
 
 
 async def test_a_large_tool_result_stays_out_of_history_and_reaches_the_ledger(

@@ -70,14 +70,17 @@ def _call(tool: str, args: dict[str, Any]) -> str:
     return f"/call {tool} {json.dumps(args)}"
 
 
-async def _set_up(d: AgentsDaemon, faults: FaultServer, *, grant: list[str]) -> tuple[str, str]:
+async def _set_up(
+    d: AgentsDaemon, faults: FaultServer, *, grant: list[str], trust: bool = False
+) -> tuple[str, str]:
     tenant = d.tenant()
     soa = await d.soa(tenant)
     await d.wait_until(lambda: _turns(d, soa), "the greeting turn", timeout=90)
     base = d.base(tenant)
-    put = await d.client.put(f"{base}/mcp/servers/faults", json={"httpUrl": faults.url})
+    entry = {"httpUrl": faults.url, "trust": trust}
+    put = await d.client.put(f"{base}/mcp/servers/faults", json=entry)
     assert put.status_code == 200, put.text
-    assert put.json() == {"serverName": "faults", "transport": "http", "trust": False}
+    assert put.json() == {"serverName": "faults", "transport": "http", "trust": trust}
     mode = await d.client.get("/api/v1/agent-modes/Soa")
     strategic = next(m for m in mode.json()["modes"] if m["name"] == "Strategic")
     tools = [*strategic["tools"], "mcp__faults__*"]
@@ -103,11 +106,11 @@ async def test_without_a_grant_an_mcp_tool_is_blocked_and_never_called(
     assert _decisions(d, tenant) == []
 
 
-async def test_a_read_only_tool_runs_at_once_and_its_result_is_on_the_ledger(
+async def test_a_trusted_read_only_tool_runs_at_once_and_its_result_is_on_the_ledger(
     agents: AgentsFactory, faults: FaultServer
 ) -> None:
     d = await agents()
-    tenant, soa = await _set_up(d, faults, grant=["mcp__faults__*"])
+    tenant, soa = await _set_up(d, faults, grant=["mcp__faults__*"], trust=True)
     seq = await _tell(d, tenant, soa, _call("mcp__faults__count", {}))
     action = _first(d, soa, seq)
     assert (action.tool, action.outcome) == ("mcp__faults__count", "ok")
@@ -171,6 +174,21 @@ async def test_a_consequential_call_is_a_decision_and_runs_once_after_approval(
         ).all()
     assert len(resumes) == 1
     assert len(faults.calls()) == 1
+
+
+async def test_an_untrusted_servers_read_only_hint_is_only_its_word(
+    agents: AgentsFactory, faults: FaultServer
+) -> None:
+    d = await agents()
+    tenant, soa = await _set_up(d, faults, grant=["mcp__faults__*"])
+    await _tell(d, tenant, soa, _call("mcp__faults__count", {}))
+    (decision,) = _decisions(d, tenant)
+    assert decision.kind == "mcp_call"
+    assert "fingerprint" not in (await d.client.get(f"{d.base(tenant)}/decisions")).text
+    url = f"{d.base(tenant)}/decisions/{decision.decision_id}/respond"
+    loose = await d.client.post(url, json={"resolution": "Approved"})
+    assert (loose.status_code, loose.json()["code"]) == (400, "invalid_resolution")
+    assert loose.json()["allowed"] == ["approve", "reject"]
 
 
 async def test_a_rejected_call_never_runs(agents: AgentsFactory, faults: FaultServer) -> None:
@@ -264,3 +282,32 @@ async def test_a_call_proposed_before_a_reset_never_runs(
     assert turn.event_payload["mcpCall"]["outcome"] == "blocked"
     assert "reset" in turn.event_payload["mcpCall"]["error"]
     assert faults.calls() == []
+
+
+async def test_what_an_attacker_tried_is_refused(agents: AgentsFactory) -> None:
+    """An operator token configures no server (a command runs on the worker); no header
+    with CR/LF (the HTTP client's refusal would quote it); no name that reads as two or
+    that gives its tools another server's names."""
+    d = await agents()
+    tenant = d.tenant()
+    base = d.base(tenant)
+    await d.soa(tenant)
+    made = await d.client.post(f"{base}/tokens", json={"name": "alice", "role": "operator"})
+    assert made.status_code == 201, made.text
+    alice = {"Authorization": f"Bearer {made.json()['token']}"}
+    shell = {"command": "/bin/sh", "args": ["-c", "id"]}
+    denied = await d.client.put(f"{base}/mcp/servers/pwn", json=shell, headers=alice)
+    assert (denied.status_code, denied.json()["code"]) == (403, "forbidden_role")
+    grant = await d.client.put(f"{base}/mcp/grants/Soa", json={"tools": []}, headers=alice)
+    assert grant.status_code == 403
+    crlf = {"httpUrl": "http://127.0.0.1:9/mcp", "headers": {"A": "Bearer s3cret\n"}}
+    refused = await d.client.put(f"{base}/mcp/servers/h", json=crlf)
+    assert (refused.status_code, refused.json()["code"]) == (400, "invalid_mcp_server")
+    assert "s3cret" not in refused.text
+    double = await d.client.put(f"{base}/mcp/servers/a__b", json={"command": "x"})
+    assert (double.status_code, double.json()["code"]) == (400, "invalid_mcp_server")
+    assert (await d.client.put(f"{base}/mcp/servers/x.y", json={"command": "x"})).is_success
+    twin = await d.client.put(f"{base}/mcp/servers/x_y", json={"command": "x"})
+    assert (twin.status_code, twin.json()["code"]) == (400, "invalid_mcp_server")
+    newline = await d.client.put(f"{base}/mcp/grants/Soa", json={"tools": ["mcp__a__*\n"]})
+    assert newline.status_code == 400

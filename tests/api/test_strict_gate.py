@@ -76,6 +76,10 @@ PATH_VALUES: dict[str, str] = {
     "holder": "coder-1",
     "verb": "windows_windows",
     "server": "docs",
+    "agent_type": "Soa",
+    "mode": "Strategic",
+    "task_id": "00000000-0000-4000-8000-000000000005",
+    "token_id": "0123456789abcdef0123456789abcdef",
 }
 
 

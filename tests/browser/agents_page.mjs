@@ -22,6 +22,7 @@ const STEP_TIMEOUT = Number(process.env.UI_TEST_STEP_TIMEOUT_MS || 90000);
 const TENANT = `ui-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 const INJECTION = '<img src=x onerror=window.__xss=1>';
 const DECISION_TITLE = `Ship the quarterly review? <img src=x onerror=window.__xss=2>`;
+const TASK_TITLE = 'Tidy the README';
 const NEW_MODE = 'Dialogue';
 
 class Failure extends Error {}
@@ -175,6 +176,20 @@ async function run(page, problems) {
   }
   await step(page, 'wait for the agent to resume with the answer', () => page.locator(
     '#ledger > li[data-event-kind="OperatorAnsweredEscalation"]').first().waitFor({ timeout: STEP_TIMEOUT }));
+
+  // 3b. A coding task the agent proposes shows in the tasks panel, held by agentrt's coder.
+  const task = `/call soa_propose_task ${JSON.stringify({ title: TASK_TITLE, prompt: 'Say hello.' })}`;
+  await step(page, 'show a proposed coding task', async () => {
+    await page.locator(byTestId('chat-text')).fill(task);
+    await page.locator(byTestId('chat-send')).click();
+    await page.waitForFunction(
+      (title) => [...document.querySelectorAll('#tasks > li[data-state="running"]')]
+        .some((li) => li.querySelector('.title')?.textContent === title
+          && li.textContent.includes('held by agentrt-coder')),
+      TASK_TITLE,
+      { timeout: STEP_TIMEOUT },
+    );
+  });
 
   // 4. The mode, changed on the page, with its audit.
   await step(page, 'change the mode', async () => {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 from pathlib import Path
@@ -22,7 +23,12 @@ from typing import Any
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp_types import (
+    BlobResourceContents,
+    EmbeddedResource,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel
 
 OPERATION_ID_KEY = "io.agentrt/operationId"
@@ -90,6 +96,21 @@ def build(calls: Path) -> MCPServer:
     async def ask_login(ctx: Context) -> str:
         answer = await ctx.elicit("Who are you?", Login)
         return f"elicited: {answer}"
+
+    @server.tool(
+        description="A large text and a binary resource (what a client keeps by reference).",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    async def bulk(kilobytes: int) -> list[TextContent | EmbeddedResource]:
+        text = ("0123456789abcdef" * 64) * kilobytes
+        blob = base64.b64encode(bytes(range(256)) * 4).decode()
+        resource = BlobResourceContents(
+            uri="file:///blob.bin", mime_type="application/octet-stream", blob=blob
+        )
+        return [
+            TextContent(type="text", text=text),
+            EmbeddedResource(type="resource", resource=resource),
+        ]
 
     @server.tool(description="Always fails (isError: true).")
     async def fail(reason: str) -> str:

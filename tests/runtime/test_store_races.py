@@ -24,11 +24,12 @@ from typing import TypeVar
 import pytest
 from sqlmodel import col, select
 
+from runtime.coding_tasks.models import CodingTask
 from runtime.sessions import registry
 from runtime.sessions.models import DaemonSession
 from runtime.standing_agents import control, tools
 from runtime.standing_agents.contracts import AgentStatus, AgentType, ModeChangeSource
-from runtime.standing_agents.models import AgentInstance, AgentTask, SystemConfig
+from runtime.standing_agents.models import AgentInstance, SystemConfig
 from runtime.standing_agents.modes import allowed_modes, apply_mode_change, mode_changes
 from runtime.store import Store
 from runtime.store.tenants import TenantFeature, feature_enabled, set_feature
@@ -170,7 +171,7 @@ def test_concurrent_task_proposals_never_exceed_the_session_cap(
                 for c in contexts
             ]
         )
-        admitted = [r for r in results if isinstance(r, AgentTask)]
+        admitted = [r for r in results if isinstance(r, CodingTask)]
         refused = [r for r in results if isinstance(r, tools.BoundaryError)]
         assert len(admitted) + len(refused) == THREADS, results
         assert len(admitted) == cap - already_live
@@ -182,7 +183,7 @@ def test_concurrent_task_proposals_never_exceed_the_session_cap(
                 session = db.get(DaemonSession, tools.task_session_id(task.task_id))
                 assert session is not None and session.closed_at is None
             ops = {c.op_id for c in contexts}
-            tasks = db.exec(select(AgentTask).where(col(AgentTask.op_id).in_(ops))).all()
+            tasks = db.exec(select(CodingTask).where(col(CodingTask.op_id).in_(ops))).all()
         assert len(tasks) == len(admitted)
 
 

@@ -16,6 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.llm import ChatMessage, ModelError, ModelReply, ToolCall, ToolSpec, Usage
 from activities.llm.contracts import DeltaCallback
+from runtime.coding_tasks.models import CodingTask
 from runtime.sessions.models import DaemonSession
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
@@ -24,7 +25,7 @@ from runtime.standing_agents.contracts import (
     DecisionKind,
     EventKind,
 )
-from runtime.standing_agents.models import AgentInstance, AgentTask, SystemConfig
+from runtime.standing_agents.models import AgentInstance, SystemConfig
 from runtime.standing_agents.queue import drain, enqueue
 from runtime.store import EventJournal, Store
 from runtime.store.tenants import set_feature
@@ -79,7 +80,7 @@ async def test_blocked_calls_are_on_the_ledger_with_their_reasons(
         assert turn.decision["activeMode"] == "Strategic"
         assert turn.decision_kind == DecisionKind.MESSAGE_ACKNOWLEDGED.value
         with store.session() as db:
-            assert db.exec(select(AgentTask)).all() == []
+            assert db.exec(select(CodingTask)).all() == []
         await sa.stop(handle)
 
 
@@ -190,7 +191,7 @@ async def test_a_proposed_task_is_a_session_prompt_in_the_workspace(
         turn = sa.turns(store, agent)[1]
         assert turn.decision_kind == DecisionKind.ACTED_WITH_TOOL.value
         with store.session() as db:
-            (row,) = db.exec(select(AgentTask)).all()
+            (row,) = db.exec(select(CodingTask)).all()
             assert row.session_id is not None and row.status == "submitted"
             session = db.get(DaemonSession, row.session_id)
             assert session is not None

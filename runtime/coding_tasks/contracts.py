@@ -1,0 +1,178 @@
+"""The coding tasks' vocabulary: states, the wire view, the refusals (WireError models),
+the workflow's contracts. Every layer names coding tasks through these."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel
+
+from runtime.failures import WireError
+
+WORKFLOW_NAME: Final = "CodingTaskWorkflow"
+WAKE_SIGNAL: Final = "wake"
+# The holder of a task agentrt's own coder (a session of its own) runs.
+OWN_CODER: Final = "agentrt-coder"
+# The kind the settlement's event has for the proposing agent (spec §3.1).
+SETTLED_EVENT_KIND: Final = "DependencyCompleted"
+
+
+class TaskState(StrEnum):
+    OPEN = "open"
+    CLAIMED = "claimed"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+HELD: Final = frozenset({TaskState.CLAIMED, TaskState.RUNNING})
+SETTLED: Final = frozenset(
+    {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED, TaskState.EXPIRED}
+)
+Outcome = Literal["succeeded", "failed"]
+
+
+def task_workflow_id(tenant: str, task_id: str) -> str:
+    return f"coding-task/{tenant}/{task_id}"
+
+
+class TaskNote(BaseModel):
+    at: str
+    by: str
+    text: str
+    key: str | None = None
+
+
+class TaskView(BaseModel):
+    """A coding task as clients read it."""
+
+    taskId: str
+    tenant: str
+    title: str
+    instructions: str
+    capabilities: list[str]
+    workspace: str | None = None
+    presetId: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    approvalMode: str | None = None
+    proposedBy: str
+    proposingAgent: str | None = None
+    holder: str | None = None
+    state: TaskState
+    claimedAt: str | None = None
+    heartbeatAt: str | None = None
+    deadline: str | None = None
+    notes: list[TaskNote]
+    outcome: str | None = None
+    summary: str | None = None
+    artifacts: list[dict[str, Any]]
+    sessionId: str | None = None
+    createdAt: str
+    settledAt: str | None = None
+    settledBy: str | None = None
+    workflowId: str
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+
+class TaskNotFound(WireError):
+    kind: Literal["coding_task_not_found"] = "coding_task_not_found"
+    task_id: str
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f'No coding task "{self.task_id}"',
+            "code": self.kind,
+            "taskId": self.task_id,
+        }
+
+
+class TaskConflict(WireError):
+    """A transition the task's state (or holder) does not allow: 409."""
+
+    kind: Literal["coding_task_conflict"] = "coding_task_conflict"
+    code: Literal[
+        "task_not_open", "task_not_held", "not_task_holder", "task_settled", "capabilities_missing"
+    ]
+    message: str
+    task_id: str
+    state: str
+
+    @property
+    def http_status(self) -> int:
+        return 409
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": self.message,
+            "code": self.code,
+            "taskId": self.task_id,
+            "state": self.state,
+        }
+
+
+class InvalidTask(WireError):
+    kind: Literal["invalid_coding_task"] = "invalid_coding_task"
+    message: str
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": self.message, "code": self.kind}
+
+
+# -- the workflow's contracts ----------------------------------------------------------------
+
+
+class CodingTaskInput(BaseModel):
+    tenant: str
+    task_id: str
+    # How long a holder may go without a heartbeat before the task is open again.
+    claim_timeout_ms: int
+
+
+class TaskTimers(BaseModel):
+    """What the workflow waits on (read from the store at every turn of its loop)."""
+
+    exists: bool = True
+    state: TaskState = TaskState.OPEN
+    holder: str | None = None
+    deadline: datetime | None = None
+    claim_expires_at: datetime | None = None
+    lease_released: bool = False
+
+
+class ExpireInput(BaseModel):
+    tenant: str
+    task_id: str
+    claim_timeout_ms: int
+    now: datetime
+
+
+class ExpireResult(BaseModel):
+    # The holder whose claim ran out (its Windows lease is released), if one did.
+    lost_holder: str | None = None
+    settled: bool = False
+
+
+class SettleInput(BaseModel):
+    tenant: str
+    task_id: str
+
+
+class CodingTaskActivity(StrEnum):
+    TIMERS = "coding_task.timers"  # local
+    EXPIRE = "coding_task.expire"
+    WAKE_AGENT = "coding_task.wake_agent"

@@ -1,0 +1,119 @@
+"""A tenant's coding tasks over HTTP (api/routes/coding_tasks.py) against a real worker and
+Temporal: created once per requestId with its workflow `coding-task/{tenant}/{taskId}`,
+listed, read, cancelled with the verified identity recorded; a settlement reaches the
+proposing agent as `DependencyCompleted` on its next turn."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlmodel import col, select
+
+from runtime.coding_tasks import store as tasks
+from runtime.standing_agents.models import AgentLedgerTurn
+from tests.agents_helpers import AgentsDaemon, AgentsFactory
+from tests.conftest import migrated_sqlite
+
+
+@pytest.fixture
+def database_url(tmp_path: Path, sqlite_template: Path) -> str:
+    """SQLite only: the store's part runs on both in tests/runtime/test_coding_tasks.py."""
+    return migrated_sqlite(sqlite_template, tmp_path / ".data" / "agentrt.db")
+
+
+BODY = {"title": "Fix the build", "instructions": "make test passes", "capabilities": ["python"]}
+
+
+async def _tenant(d: AgentsDaemon) -> tuple[str, str]:
+    tenant = d.tenant()
+    return tenant, await d.soa(tenant)
+
+
+async def test_a_task_is_created_once_listed_read_and_cancelled(agents: AgentsFactory) -> None:
+    d = await agents()
+    tenant, _ = await _tenant(d)
+    url = f"{d.base(tenant)}/coding-tasks"
+    body = {**BODY, "requestId": "r-1", "presetId": "default", "model": "ignored"}
+    created = await d.client.post(url, json=body)
+    assert created.status_code == 201, created.text
+    task = created.json()
+    assert (task["state"], task["proposedBy"], task["holder"]) == ("open", "admin", None)
+    assert (task["presetId"], task["model"]) == ("default", None)  # the preset wins
+    assert task["workflowId"] == f"coding-task/{tenant}/{task['taskId']}"
+    again = await d.client.post(url, json=body)
+    assert again.status_code == 201 and again.json()["taskId"] == task["taskId"]
+    listed = (await d.client.get(url, params={"state": "open"})).json()
+    assert [t["taskId"] for t in listed["tasks"]] == [task["taskId"]]
+    assert (await d.client.get(url, params={"state": "running"})).json()["tasks"] == []
+    one = await d.client.get(f"{url}/{task['taskId']}")
+    assert one.json()["instructions"] == "make test passes"
+    cancelled = await d.client.post(f"{url}/{task['taskId']}/cancel", json={})
+    assert cancelled.status_code == 200, cancelled.text
+    assert (cancelled.json()["state"], cancelled.json()["settledBy"]) == ("cancelled", "admin")
+    claimed = await d.client.post(f"{url}/{task['taskId']}/cancel", json={})
+    assert claimed.json()["state"] == "cancelled"
+
+
+async def test_a_settlement_reaches_the_proposing_agent_on_its_next_turn(
+    agents: AgentsFactory,
+) -> None:
+    d = await agents()
+    tenant, soa = await _tenant(d)
+    now = datetime.now(UTC)
+    row = tasks.create(
+        d.store,
+        tenant=tenant,
+        title="Port the parser",
+        instructions="port it",
+        proposed_by=f"agent:{soa}",
+        now=now,
+        op_id="soa-proposal-1",
+        instance_id=soa,
+    )
+    tasks.claim(d.store, tenant, row.task_id, "coder:a", now)
+    cancel = await d.client.post(f"{d.base(tenant)}/coding-tasks/{row.task_id}/cancel", json={})
+    assert cancel.status_code == 200, cancel.text
+    again = await d.client.post(f"{d.base(tenant)}/coding-tasks/{row.task_id}/claim", json={})
+    assert again.status_code in (404, 405)  # claims are the coders' (MCP), not REST's
+
+    def turn() -> AgentLedgerTurn | None:
+        with d.store.session() as db:
+            return db.exec(
+                select(AgentLedgerTurn).where(
+                    col(AgentLedgerTurn.instance_id) == soa,
+                    col(AgentLedgerTurn.event_kind) == "DependencyCompleted",
+                )
+            ).first()
+
+    found = await d.wait_until(turn, "the agent's turn on the settlement", timeout=90)
+    assert found.event_payload["taskId"] == row.task_id
+    assert found.event_payload["state"] == "cancelled"
+    assert "Port the parser" in found.event_payload["text"]
+    assert tasks.get(d.store, tenant, row.task_id).settled_by == "admin"
+
+
+async def test_bad_input_and_other_tenants_are_refused(agents: AgentsFactory) -> None:
+    d = await agents()
+    tenant, _ = await _tenant(d)
+    url = f"{d.base(tenant)}/coding-tasks"
+    assert (await d.client.post(url, json={"title": "t"})).status_code == 400
+    extra = await d.client.post(url, json={**BODY, "nope": 1})
+    assert extra.status_code == 400
+    mode = await d.client.post(url, json={**BODY, "approvalMode": "reckless"})
+    assert mode.status_code == 400
+    past = await d.client.post(url, json={**BODY, "deadline": "2000-01-01T00:00:00Z"})
+    assert (past.status_code, past.json()["code"]) == (400, "invalid_coding_task")
+    missing = await d.client.get(f"{url}/nope")
+    assert (missing.status_code, missing.json()["code"]) == (404, "coding_task_not_found")
+    off = await d.client.get(f"{d.base(d.tenant())}/coding-tasks")
+    assert (off.status_code, off.json()["code"]) == (403, "feature_disabled")
+    made = await d.client.post(f"{d.base(tenant)}/tokens", json={"name": "ops", "role": "operator"})
+    ops = {"Authorization": f"Bearer {made.json()['token']}"}
+    by_ops = await d.client.post(url, json=BODY, headers=ops)
+    assert by_ops.status_code == 201 and by_ops.json()["proposedBy"] == "operator:ops"
+    coder = await d.client.post(f"{d.base(tenant)}/tokens", json={"name": "c", "role": "coder"})
+    as_coder = {"Authorization": f"Bearer {coder.json()['token']}"}
+    refused = await d.client.get(url, headers=as_coder)
+    assert (refused.status_code, refused.json()["code"]) == (403, "forbidden_role")

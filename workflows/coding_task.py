@@ -1,0 +1,120 @@
+"""CodingTaskWorkflow: the timers of one coding task (runtime/coding_tasks).
+
+Id `coding-task/{tenant}/{taskId}`, started when the task is created. The store holds the
+task and every transition is a compare-and-swap there (the API and the MCP tools write
+it, then signal `wake`); this workflow keeps what must happen when nobody calls: at the
+task's deadline it settles `expired`; when its holder has not heartbeated for the claim
+timeout, the claim is lost and the task is open again. A lost claim and a settlement
+release the task's Windows lease (holder `task-{taskId}`); a settlement also wakes the
+proposing agent, whose `DependencyCompleted` the settling write enqueued. Then the run
+ends. A heartbeat only moves the claim's expiry in the store: the timer, when it fires,
+reads it and sleeps again.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+from workflows.lease_settlement import settle_lease
+from workflows.local_activity import execute_local
+from workflows.search_attributes import KIND, STATUS, TENANT
+
+with workflow.unsafe.imports_passed_through():
+    from runtime.coding_tasks.contracts import (
+        SETTLED,
+        WAKE_SIGNAL,
+        WORKFLOW_NAME,
+        CodingTaskActivity,
+        CodingTaskInput,
+        ExpireInput,
+        ExpireResult,
+        SettleInput,
+        TaskState,
+        TaskTimers,
+    )
+    from runtime.windows_pool.lease import task_holder
+
+_LOCAL = timedelta(minutes=1)
+_STORE_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=30)
+)
+# Wake-ups before the run continues as new (each is a few events of history).
+MAX_ITERATIONS = 500
+_MIN_WAIT = timedelta(milliseconds=20)
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class CodingTaskWorkflow:
+    def __init__(self) -> None:
+        self._woken = False
+
+    @workflow.signal(name=WAKE_SIGNAL)
+    def wake(self) -> None:
+        """The task changed in the store (claimed, completed, cancelled): look again."""
+        self._woken = True
+
+    @workflow.run
+    async def run(self, request: CodingTaskInput) -> None:
+        workflow.upsert_search_attributes(
+            [KIND.value_set("coding_task"), TENANT.value_set(request.tenant)]
+        )
+        shown: TaskState | None = None
+        for iteration in range(MAX_ITERATIONS):
+            self._woken = False  # cleared before the read: a later wake is not lost
+            timers: TaskTimers = await execute_local(
+                CodingTaskActivity.TIMERS,
+                SettleInput(tenant=request.tenant, task_id=request.task_id),
+                result_type=TaskTimers,
+                start_to_close_timeout=_LOCAL,
+                retry_policy=_STORE_RETRY,
+            )
+            if not timers.exists:
+                return
+            if timers.state != shown:
+                shown = timers.state
+                workflow.upsert_search_attributes([STATUS.value_set(shown.value)])
+            if timers.state in SETTLED:
+                await self._settled(request, timers.state)
+                return
+            now = workflow.now()
+            due = min(
+                (t for t in (timers.deadline, timers.claim_expires_at) if t is not None),
+                default=None,
+            )
+            if due is not None and due <= now:
+                expired: ExpireResult = await workflow.execute_activity(
+                    CodingTaskActivity.EXPIRE,
+                    ExpireInput(
+                        tenant=request.tenant,
+                        task_id=request.task_id,
+                        claim_timeout_ms=request.claim_timeout_ms,
+                        now=now,
+                    ),
+                    result_type=ExpireResult,
+                    start_to_close_timeout=_LOCAL,
+                    retry_policy=_STORE_RETRY,
+                )
+                if expired.lost_holder is not None and not expired.settled:
+                    await settle_lease(request.tenant, task_holder(request.task_id), "claim_lost")
+                continue
+            timeout = max(due - now, _MIN_WAIT) if due is not None else None
+            try:
+                await workflow.wait_condition(lambda: self._woken, timeout=timeout)
+            except TimeoutError:
+                pass
+            if iteration + 1 >= MAX_ITERATIONS or workflow.info().is_continue_as_new_suggested():
+                break
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(request)
+
+    async def _settled(self, request: CodingTaskInput, state: TaskState) -> None:
+        await settle_lease(request.tenant, task_holder(request.task_id), f"task_{state.value}")
+        await workflow.execute_activity(
+            CodingTaskActivity.WAKE_AGENT,
+            SettleInput(tenant=request.tenant, task_id=request.task_id),
+            start_to_close_timeout=_LOCAL,
+            retry_policy=_STORE_RETRY,
+        )
