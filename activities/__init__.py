@@ -80,6 +80,8 @@ def build_activities(
         coding_tasks.timers,
         coding_tasks.expire,
         coding_tasks.wake_agent,
+        coding_tasks.spawn_coder,
+        coding_tasks.complete_own,
         windows_pool.open_session,
         windows_pool.renew,
         windows_pool.close_session,

@@ -1,27 +1,43 @@
 """The activities of CodingTaskWorkflow: read its timers, apply an expiry, wake the
-proposing agent after a settlement (runtime/coding_tasks/store.py does the writes)."""
+proposing agent after a settlement, start agentrt's own coder and settle its task when
+its prompt ends (runtime/coding_tasks/store.py does the writes).
+
+agentrt's coder works in a directory of its own under the workspace root,
+`.agentrt-tasks/<taskId>` (a git worktree, detached at HEAD, when the root is a git
+repository), so two tasks never write into each other; its session is an agentrt
+session there, with the task's approval mode; at most `AGENTRT_CODERS_PER_TENANT` run at
+once per tenant (the others wait for a slot)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
+from activities.standing_agent.tasks import submit_task_prompt
 from runtime.coding_tasks import store as tasks
 from runtime.coding_tasks.contracts import (
+    HELD,
+    OWN_CODER,
     SETTLED,
     CodingTaskActivity,
     ExpireInput,
     ExpireResult,
+    OwnCoderDone,
     SettleInput,
+    SpawnResult,
     TaskState,
     TaskTimers,
 )
+from runtime.sessions.contracts import CodingTaskRef
 from runtime.settings import Settings
 from runtime.standing_agents.contracts import agent_workflow_id
+from runtime.standing_agents.tools import task_session_id
 from runtime.standing_agents.workflow_contracts import WAKE_SIGNAL as AGENT_WAKE
 from runtime.store import Store
 
@@ -52,6 +68,62 @@ class CodingTaskActivities:
         )
         return ExpireResult(lost_holder=lost, settled=TaskState(row.state) in SETTLED)
 
+    @activity.defn(name=CodingTaskActivity.SPAWN_CODER)
+    async def spawn_coder(self, request: SettleInput) -> SpawnResult:
+        try:
+            row = await asyncio.to_thread(tasks.get, self.store, request.tenant, request.task_id)
+        except ApplicationError:
+            return SpawnResult()  # gone: nothing to run
+        if row.holder != OWN_CODER or TaskState(row.state) not in HELD:
+            return SpawnResult()
+        session_id = task_session_id(row.task_id)
+        reserved = await asyncio.to_thread(
+            tasks.reserve_coder,
+            self.store,
+            row.tenant,
+            row.task_id,
+            session_id,
+            self.settings.coders_per_tenant,
+        )
+        if reserved is None:
+            return SpawnResult(waiting=True)
+        workspace = await task_workspace(Path(self.settings.workspace_cwd), row.task_id)
+        await submit_task_prompt(
+            self.store,
+            self.settings,
+            row.task_id,
+            row.prompt,
+            workspace=str(workspace),
+            approval_mode=row.approval_mode,
+            coding_task=CodingTaskRef(tenant=row.tenant, task_id=row.task_id),
+        )
+        return SpawnResult(session_id=session_id)
+
+    @activity.defn(name=CodingTaskActivity.COMPLETE_OWN)
+    async def complete_own(self, request: OwnCoderDone) -> None:
+        """Settle the task with its coder's outcome (a task settled meanwhile stays so)."""
+        report = request.report
+        outcome = TaskState.SUCCEEDED if report.stop_reason == "end_turn" else TaskState.FAILED
+        artifact = {
+            "kind": "session",
+            "ref": f"session/{report.session_id}",
+            "description": "agentrt's coder's session: its transcript and events",
+        }
+        try:
+            await asyncio.to_thread(
+                tasks.complete,
+                self.store,
+                request.tenant,
+                request.task_id,
+                OWN_CODER,
+                outcome,
+                datetime.now(UTC),
+                f"agentrt's coder ended its prompt: {report.stop_reason}",
+                [artifact],
+            )
+        except ApplicationError:
+            log.info("coding task %s was settled before its coder ended", request.task_id)
+
     @activity.defn(name=CodingTaskActivity.WAKE_AGENT)
     async def wake_agent(self, request: SettleInput) -> None:
         """Signal the proposing agent's workflow: its `DependencyCompleted` is queued. An
@@ -64,3 +136,35 @@ class CodingTaskActivities:
             await handle.signal(AGENT_WAKE)
         except RPCError:
             log.info("agent %s is not running; the sweeper wakes it", target[1])
+
+
+TASKS_DIR = ".agentrt-tasks"
+
+
+async def task_workspace(root: Path, task_id: str) -> Path:
+    """The task's own directory under `root`: a git worktree when `root` is a repository."""
+    target = root / TASKS_DIR / task_id
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if await _git(root, "rev-parse", "--is-inside-work-tree") == 0:
+        if await _git(root, "worktree", "add", "--detach", str(target), "HEAD") == 0:
+            return target
+        log.warning("git worktree add failed for task %s; a plain directory instead", task_id)
+    target.mkdir(exist_ok=True)
+    return target
+
+
+async def _git(root: Path, *args: str) -> int:
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "git",
+            "-C",
+            str(root),
+            *args,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        return 127  # no git on this machine
+    return await process.wait()

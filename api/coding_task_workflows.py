@@ -34,8 +34,11 @@ KIND_VALUE = "coding_task"
 START_TIMEOUT = 10.0
 
 
-async def start_timers(client: Client, settings: Settings, row: CodingTask) -> None:
-    """Signal-with-start `wake` of the task's workflow (starts it when not running).
+async def start_timers(
+    client: Client, settings: Settings, row: CodingTask, signal: str = WAKE_SIGNAL
+) -> None:
+    """Signal-with-start `wake` (or `signal`) of the task's workflow (started when not
+    running).
 
     Raises the Temporal error when it does not answer.
     """
@@ -49,7 +52,7 @@ async def start_timers(client: Client, settings: Settings, row: CodingTask) -> N
             ),
             id=task_workflow_id(row.tenant, row.task_id),
             task_queue=settings.task_queue,
-            start_signal=WAKE_SIGNAL,
+            start_signal=signal,
             search_attributes=TypedSearchAttributes(
                 [
                     SearchAttributePair(KIND, KIND_VALUE),

@@ -182,6 +182,8 @@ class Settings(BaseSettings):
     # A coding task's holder that does not heartbeat for this long loses its claim (the
     # task is open again, its Windows lease released).
     coding_task_claim_timeout_ms: int = Field(default=300_000, ge=1000)
+    # agentrt's own coders running at once per tenant (the others wait for a slot).
+    coders_per_tenant: int = Field(default=4, ge=1, le=100)
     # Set by `agentrt up` for its children: the Temporal server is the embedded one.
     temporal_embedded: bool = False
 

@@ -40,3 +40,8 @@ def agent_episode_stream(tenant: str, instance_id: str, event_id: str) -> str:
 
 def windows_screenshot_stream(tenant: str, holder: str) -> str:
     return f"windows-screenshots/{tenant}/{holder}"
+
+
+def coding_task_stream(tenant: str, task_id: str) -> str:
+    """A coding task's audit: who drove its Windows lane (the verified identity)."""
+    return f"coding-task/{tenant}/{task_id}"

@@ -24,14 +24,20 @@ from workflows.search_attributes import KIND, STATUS, TENANT
 
 with workflow.unsafe.imports_passed_through():
     from runtime.coding_tasks.contracts import (
+        CODER_FINISHED_SIGNAL,
+        OWN_CODER,
         SETTLED,
+        SPAWN_SIGNAL,
         WAKE_SIGNAL,
         WORKFLOW_NAME,
+        CoderReport,
         CodingTaskActivity,
         CodingTaskInput,
         ExpireInput,
         ExpireResult,
+        OwnCoderDone,
         SettleInput,
+        SpawnResult,
         TaskState,
         TaskTimers,
     )
@@ -44,16 +50,31 @@ _STORE_RETRY = RetryPolicy(
 # Wake-ups before the run continues as new (each is a few events of history).
 MAX_ITERATIONS = 500
 _MIN_WAIT = timedelta(milliseconds=20)
+# A coder waiting for a slot of its tenant looks again this often.
+_SLOT_WAIT = timedelta(seconds=15)
 
 
 @workflow.defn(name=WORKFLOW_NAME)
 class CodingTaskWorkflow:
     def __init__(self) -> None:
         self._woken = False
+        self._spawn = False
+        self._report: CoderReport | None = None
 
     @workflow.signal(name=WAKE_SIGNAL)
     def wake(self) -> None:
         """The task changed in the store (claimed, completed, cancelled): look again."""
+        self._woken = True
+
+    @workflow.signal(name=SPAWN_SIGNAL)
+    def spawn_coder(self) -> None:
+        """The task is claimed for agentrt's own coder: start its session."""
+        self._spawn = self._woken = True
+
+    @workflow.signal(name=CODER_FINISHED_SIGNAL)
+    def coder_finished(self, report: CoderReport) -> None:
+        """agentrt's coder's prompt ended: settle the task with its outcome."""
+        self._report = report
         self._woken = True
 
     @workflow.run
@@ -79,6 +100,35 @@ class CodingTaskWorkflow:
             if timers.state in SETTLED:
                 await self._settled(request, timers.state)
                 return
+            if timers.holder == OWN_CODER and self._report is not None:
+                await workflow.execute_activity(
+                    CodingTaskActivity.COMPLETE_OWN,
+                    OwnCoderDone(
+                        tenant=request.tenant, task_id=request.task_id, report=self._report
+                    ),
+                    start_to_close_timeout=_LOCAL,
+                    retry_policy=_STORE_RETRY,
+                )
+                continue
+            if timers.holder == OWN_CODER and self._spawn:
+                spawned: SpawnResult = await workflow.execute_activity(
+                    CodingTaskActivity.SPAWN_CODER,
+                    SettleInput(tenant=request.tenant, task_id=request.task_id),
+                    result_type=SpawnResult,
+                    start_to_close_timeout=timedelta(minutes=2),
+                    retry_policy=_STORE_RETRY,
+                )
+                if not spawned.waiting:
+                    self._spawn = False
+                else:
+                    # The tenant runs its maximum of coders: look again in a while.
+                    try:
+                        await workflow.wait_condition(
+                            lambda: self._report is not None, timeout=_SLOT_WAIT
+                        )
+                    except TimeoutError:
+                        pass
+                    continue
             now = workflow.now()
             due = min(
                 (t for t in (timers.deadline, timers.claim_expires_at) if t is not None),

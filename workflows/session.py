@@ -23,6 +23,11 @@ from workflows.search_attributes import KIND, STATUS, TENANT
 from workflows.session_permissions import SessionPermissions
 
 with workflow.unsafe.imports_passed_through():
+    from runtime.coding_tasks.contracts import (
+        CODER_FINISHED_SIGNAL,
+        CoderReport,
+        task_workflow_id,
+    )
     from runtime.failures import UPDATE_EXPIRED
     from runtime.llm.contracts import ToolCall
     from runtime.llm.routing import (
@@ -46,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.sessions.contracts import (
         CancelRequest,
         CloseRequest,
+        CodingTaskRef,
         ModelStepInput,
         ModelStepResult,
         ModelSwitchResult,
@@ -99,6 +105,8 @@ _EFFECT_RETRY = RetryPolicy(
 _MODEL_CHAIN = "model-steps-walk-the-fallback-chain"
 # windows_* tools run through the session's Windows lease (issue 12).
 _WINDOWS_TOOLS = "session-windows-tools"
+# The end of a prompt agentrt's coder runs a coding task with is reported to the task.
+_CODING_TASK_REPORT = "session-coding-task-report"
 # Closing settles the lease of holder `session-{id}` whoever took it (a REST client too),
 # not only when the session's own tools used Windows.
 _WINDOWS_SETTLE_ALWAYS = "session-close-settles-its-windows-lease"
@@ -456,6 +464,8 @@ class SessionWorkflow:
                 },
                 prompt_id=item.prompt_id,
             )
+        if item.coding_task is not None and workflow.patched(_CODING_TASK_REPORT):
+            await _report_to_task(item.coding_task, self._input.session_id, stop)
         self._last_turn = {
             "promptId": item.prompt_id,
             "stopReason": stop,
@@ -858,3 +868,15 @@ def _has_effect(name: str, preview: ToolPreview) -> bool:
     if preview.dispatch is not None:
         return preview.dispatch != Dispatch.LOCAL.value
     return is_mutating(name)
+
+
+async def _report_to_task(task: CodingTaskRef, session_id: str, stop: str) -> None:
+    """Tell the coding task its coder's prompt ended (its workflow settles it)."""
+    handle = workflow.get_external_workflow_handle(task_workflow_id(task.tenant, task.task_id))
+    try:
+        await handle.signal(
+            CODER_FINISHED_SIGNAL, CoderReport(session_id=session_id, stop_reason=stop)
+        )
+    except Exception:
+        # The task's workflow ended (cancelled or expired meanwhile): nothing to settle.
+        workflow.logger.info("coding task %s no longer waits for its coder", task.task_id)

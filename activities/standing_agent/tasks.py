@@ -14,8 +14,11 @@ from temporalio.client import WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from runtime.coding_tasks.contracts import WAKE_SIGNAL as TASK_WAKE
+from runtime.coding_tasks.contracts import WORKFLOW_NAME as TASK_WORKFLOW
+from runtime.coding_tasks.contracts import CodingTaskInput, task_workflow_id
 from runtime.llm.active import active_model
-from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
+from runtime.sessions.contracts import CodingTaskRef, PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
 from runtime.standing_agents import tools
@@ -47,7 +50,13 @@ async def propose_task(
             )
         )
     if task.session_id is None:
-        session_id = await _submit_task(store, settings, task.task_id, task.prompt)
+        # The task is agentrt's coder's: its workflow hears of the prompt's end, and
+        # settles it (runtime/coding_tasks).
+        await start_task_workflow(settings, task.tenant, task.task_id)
+        ref = CodingTaskRef(tenant=task.tenant, task_id=task.task_id)
+        session_id = await submit_task_prompt(
+            store, settings, task.task_id, task.prompt, coding_task=ref
+        )
         await asyncio.to_thread(
             tools.set_task_session, store, task.task_id, session_id, "submitted"
         )
@@ -56,15 +65,45 @@ async def propose_task(
     return {"taskId": task.task_id, "sessionId": session_id}
 
 
-async def _submit_task(store: Store, settings: Settings, task_id: str, text: str) -> str:
-    """An agentrt session in the tenant's workspace, and the task's prompt on it.
+async def start_task_workflow(settings: Settings, tenant: str, task_id: str) -> None:
+    """Signal-with-start `wake` of a coding task's workflow, from an activity."""
+    await activity.client().start_workflow(
+        TASK_WORKFLOW,
+        CodingTaskInput(
+            tenant=tenant, task_id=task_id, claim_timeout_ms=settings.coding_task_claim_timeout_ms
+        ),
+        id=task_workflow_id(tenant, task_id),
+        task_queue=settings.task_queue,
+        start_signal=TASK_WAKE,
+        search_attributes=TypedSearchAttributes(
+            [
+                SearchAttributePair(KIND, "coding_task"),
+                SearchAttributePair(TENANT, tenant),
+                SearchAttributePair(STATUS, "running"),
+            ]
+        ),
+    )
+
+
+async def submit_task_prompt(
+    store: Store,
+    settings: Settings,
+    task_id: str,
+    text: str,
+    *,
+    workspace: str | None = None,
+    approval_mode: str | None = None,
+    coding_task: CodingTaskRef | None = None,
+) -> str:
+    """agentrt's coder: a session in `workspace` (the tenant's, by default), and the
+    task's prompt on it; with `coding_task`, the prompt's end settles that task.
 
     The session id and prompt id derive from the task id, so a retry attaches to
     the session the first attempt started and the update id dedupes the prompt.
     """
     session_id = tools.task_session_id(task_id)
     prompt_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-prompt/{task_id}"))
-    workspace = settings.workspace_cwd
+    workspace = workspace or settings.workspace_cwd
     await asyncio.to_thread(tools.ensure_task_session, store, session_id, workspace, task_id)
     request = SessionInput(
         session_id=session_id,
@@ -76,6 +115,7 @@ async def _submit_task(store: Store, settings: Settings, task_id: str, text: str
         shell_enabled=settings.session_shell,
         model_id=active_model(settings).model_id,
         model_provider=settings.model_provider,
+        approval_mode=approval_mode or "default",
     )
     client = activity.client()
     await asyncio.to_thread(save_prompt, store, session_id, prompt_id, text)
@@ -97,7 +137,9 @@ async def _submit_task(store: Store, settings: Settings, task_id: str, text: str
         )
     except WorkflowAlreadyStartedError:  # a retry: attach to the first attempt's
         handle = client.get_workflow_handle(f"session/{session_id}")
-    item = PromptItem(prompt_id=prompt_id, preview=preview(text), originator="agent")
+    item = PromptItem(
+        prompt_id=prompt_id, preview=preview(text), originator="agent", coding_task=coding_task
+    )
     await handle.execute_update(
         "submit_prompt",
         SubmitPrompt(item=item, model_provider=settings.model_provider),

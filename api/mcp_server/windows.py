@@ -15,6 +15,7 @@ import base64
 import inspect
 import json
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -28,6 +29,8 @@ from runtime.coding_tasks.contracts import HELD, TaskState
 from runtime.failures import decode_failure
 from runtime.settings import Settings
 from runtime.store.tenants import feature_enabled
+from runtime.streams import coding_task_stream
+from runtime.timestamps import iso_ms
 from runtime.windows_pool import lease_client
 from runtime.windows_pool.contracts import ARGS_MODELS, WindowsVerb, validate_and_clamp
 from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
@@ -36,6 +39,8 @@ from runtime.windows_pool.screenshots import read_screenshot
 from runtime.windows_pool.tools import WINDOWS_TOOLS
 
 Caller_ = Callable[[Context], Awaitable[Caller]]
+VERB_EVENT = "task.windows_verb"
+AUDIT_RETENTION = 1000
 
 
 def _lane(error: WindowsError) -> Refusal:
@@ -115,6 +120,13 @@ def _verb_tool(verb: WindowsVerb, settings: Settings, caller: Caller_) -> Callab
             raise _lane(err.error) from None
         except lease_client.LeaseUnavailable:
             raise refused("worker_unavailable", "no worker took the verb; call it again") from None
+        # The audit of the lane: which verified identity ran which verb of the task's lease.
+        await who.request.app.state.journal.aappend(
+            coding_task_stream(who.tenant, task_id),
+            VERB_EVENT,
+            {"verb": verb.value, "by": who.who, "at": iso_ms(datetime.now(UTC))},
+            retention=AUDIT_RETENTION,
+        )
         if verb == WindowsVerb.SCREENSHOT and isinstance(result, dict):
             return await _image(who, result)
         return {"result": result}

@@ -29,7 +29,7 @@ from api.routes.standing_common import EnabledTenant
 from api.security import require_configured_token
 from api.security.roles import IdentityDep
 from runtime.coding_tasks import store as tasks
-from runtime.coding_tasks.contracts import TaskState, TaskView
+from runtime.coding_tasks.contracts import OWN_CODER, SPAWN_SIGNAL, TaskState, TaskView
 from runtime.tenant_tokens import Identity
 
 router = APIRouter(
@@ -116,4 +116,28 @@ async def cancel_task(
         tasks.cancel, store, tenant, task_id, who(identity), datetime.now(UTC)
     )
     await after_write(connector, settings, store, row, waker)
+    return tasks.view(row)
+
+
+@router.post(
+    "/{task_id}/coder", dependencies=MUTATION, responses=errors(400, 401, 403, 404, 409, 503)
+)
+async def spawn_coder(
+    tenant: EnabledTenant,
+    store: StoreDep,
+    settings: SettingsDep,
+    connector: ConnectorDep,
+    task_id: str = TaskPath,
+) -> TaskView:
+    """Give an open task to agentrt's own coder: it is claimed for `agentrt-coder` (409
+    `task_not_open` otherwise), and the task's workflow starts an agentrt session in the
+    task's own directory with its instructions and approval mode, when the tenant has a
+    free coder slot (AGENTRT_CODERS_PER_TENANT). The prompt's end settles the task."""
+    row = await asyncio.to_thread(tasks.claim, store, tenant, task_id, OWN_CODER, datetime.now(UTC))
+    try:
+        await start_timers(await connector.get(), settings, row, SPAWN_SIGNAL)
+    except Exception as err:
+        raise temporal_unavailable(
+            "the task is claimed for agentrt's coder; Temporal did not start it: POST again"
+        ) from err
     return tasks.view(row)

@@ -13,6 +13,10 @@ from runtime.failures import WireError
 
 WORKFLOW_NAME: Final = "CodingTaskWorkflow"
 WAKE_SIGNAL: Final = "wake"
+# agentrt's own coder: start it (the API, after claiming the task for it), and its
+# session's report that the task's prompt ended.
+SPAWN_SIGNAL: Final = "spawn_coder"
+CODER_FINISHED_SIGNAL: Final = "coder_finished"
 # The holder of a task agentrt's own coder (a session of its own) runs.
 OWN_CODER: Final = "agentrt-coder"
 # The kind the settlement's event has for the proposing agent (spec §3.1).
@@ -172,7 +176,28 @@ class SettleInput(BaseModel):
     task_id: str
 
 
+class CoderReport(BaseModel):
+    """The end of agentrt's coder's prompt (what the session reports)."""
+
+    session_id: str
+    stop_reason: str
+
+
+class SpawnResult(BaseModel):
+    # The tenant runs its maximum of coders: the task waits for a slot.
+    waiting: bool = False
+    session_id: str | None = None
+
+
+class OwnCoderDone(BaseModel):
+    tenant: str
+    task_id: str
+    report: CoderReport
+
+
 class CodingTaskActivity(StrEnum):
     TIMERS = "coding_task.timers"  # local
     EXPIRE = "coding_task.expire"
     WAKE_AGENT = "coding_task.wake_agent"
+    SPAWN_CODER = "coding_task.spawn_coder"
+    COMPLETE_OWN = "coding_task.complete_own"

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Collection
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 from temporalio.exceptions import ApplicationError
 
 from runtime.coding_tasks.contracts import (
     HELD,
+    OWN_CODER,
     SETTLED,
     InvalidTask,
     TaskConflict,
@@ -43,6 +44,7 @@ from runtime.standing_agents.contracts import EventKind
 from runtime.standing_agents.control import transaction
 from runtime.standing_agents.models import AgentInstance
 from runtime.store import Store
+from runtime.store.atomic import serialize
 from runtime.timestamps import aware_utc, iso_ms
 
 MAX_NOTES = 200
@@ -351,7 +353,13 @@ def expire(
                 return settled
             return _current(db, task_id)
         beat = beat_at or row.claimed_at
-        if state in HELD and beat is not None and aware_utc(beat) + claim_timeout <= now:
+        own = holder == OWN_CODER
+        if (
+            state in HELD
+            and not own
+            and beat is not None
+            and aware_utc(beat) + claim_timeout <= now
+        ):
             values = {
                 "state": TaskState.OPEN.value,
                 "holder": None,
@@ -383,7 +391,9 @@ def timers(store: Store, tenant: str, task_id: str, claim_timeout: timedelta) ->
         return TaskTimers(exists=False)
     state = TaskState(row.state)
     beat = row.heartbeat_at or row.claimed_at
-    expires = aware_utc(beat) + claim_timeout if state in HELD and beat is not None else None
+    # agentrt's own coder does not heartbeat: its session is durable, and reports its end.
+    silent = state in HELD and beat is not None and row.holder != OWN_CODER
+    expires = aware_utc(beat) + claim_timeout if silent and beat is not None else None
     return TaskTimers(
         state=state,
         holder=row.holder,
@@ -449,3 +459,36 @@ def proposing_agent(store: Store, task_id: str) -> tuple[str, str] | None:
     if row is None or row.instance_id is None:
         return None
     return row.tenant, row.instance_id
+
+
+def reserve_coder(
+    store: Store, tenant: str, task_id: str, session_id: str, limit: int
+) -> CodingTask | None:
+    """Give agentrt's coder of `task_id` its session, if the tenant runs fewer than
+    `limit` coders: the task's row, or None (the task waits). Under one lock per tenant,
+    so N concurrent spawns never run more than `limit` coders. Idempotent: a task whose
+    coder has its session already answers at once."""
+    with store.session() as db:
+        serialize(db, f"coders/{tenant}")
+        row = db.get(CodingTask, task_id)
+        if row is None or row.tenant != tenant:
+            return None
+        if row.session_id is not None:
+            return row
+        running = db.exec(
+            select(func.count()).where(
+                col(CodingTask.tenant) == tenant,
+                col(CodingTask.holder) == OWN_CODER,
+                col(CodingTask.state).in_([s.value for s in HELD]),
+                col(CodingTask.session_id).is_not(None),
+            )
+        ).one()
+        if int(running) >= limit:
+            return None
+        row.session_id = session_id
+        row.state = TaskState.RUNNING.value
+        row.updated_at = datetime.now(UTC)
+        db.add(row)
+        db.commit()
+        db.refresh(row)
+        return row

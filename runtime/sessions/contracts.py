@@ -74,6 +74,14 @@ class PromptItem(BaseModel):
     deadline_ms: int | None = None
     # Waited behind another prompt (pending_prompt_* events).
     queued: bool = False
+    # agentrt's own coder runs a coding task with this prompt: its end settles the task
+    # (the session signals `coder_finished` to `coding-task/{tenant}/{taskId}`).
+    coding_task: CodingTaskRef | None = None
+
+
+class CodingTaskRef(BaseModel):
+    tenant: str
+    task_id: str
 
 
 class WorkerBound(BaseModel):
@@ -290,3 +298,4 @@ def _digest(text: str) -> str:
 
 
 SessionInput.model_rebuild()
+PromptItem.model_rebuild()

@@ -5,6 +5,7 @@ proposing agent as `DependencyCompleted` on its next turn."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -117,3 +118,41 @@ async def test_bad_input_and_other_tenants_are_refused(agents: AgentsFactory) ->
     as_coder = {"Authorization": f"Bearer {coder.json()['token']}"}
     refused = await d.client.get(url, headers=as_coder)
     assert (refused.status_code, refused.json()["code"]) == (403, "forbidden_role")
+
+
+async def test_agentrts_own_coder_edits_a_file_in_its_worktree_and_settles_the_task(
+    agents: AgentsFactory,
+) -> None:
+    """POST .../coder: the task is claimed for agentrt-coder, an agentrt session runs its
+    instructions in the task's own directory (yolo: nothing to approve), and the prompt's
+    end settles the task with the session as its artifact."""
+    d = await agents()
+    tenant, _ = await _tenant(d)
+    url = f"{d.base(tenant)}/coding-tasks"
+    task_id = tasks.task_id_for(f"rest/{tenant}/own-1")
+    own_dir = Path(d.settings.workspace_cwd) / ".agentrt-tasks" / task_id
+    write = {"file_path": str(own_dir / "hello.txt"), "content": "hi\n"}
+    body = {
+        "title": "Say hi",
+        "instructions": f"/call write_file {json.dumps(write)}",
+        "approvalMode": "yolo",
+        "requestId": "own-1",
+    }
+    created = await d.client.post(url, json=body)
+    assert created.status_code == 201 and created.json()["taskId"] == task_id
+    spawned = await d.client.post(f"{url}/{task_id}/coder", json={})
+    assert spawned.status_code == 200, spawned.text
+    assert spawned.json()["holder"] == "agentrt-coder"
+    again = await d.client.post(f"{url}/{task_id}/coder", json={})
+    assert again.status_code == 200  # the same claim: nothing started twice
+
+    def settled() -> bool:
+        return tasks.get(d.store, tenant, task_id).state == "succeeded"
+
+    await d.wait_until(settled, "the task's settlement by its coder", timeout=90)
+    assert (own_dir / "hello.txt").read_text() == "hi\n"
+    assert not (Path(d.settings.workspace_cwd) / "hello.txt").exists()
+    task = (await d.client.get(f"{url}/{task_id}")).json()
+    assert task["artifacts"][0]["ref"] == f"session/{task['sessionId']}"
+    taken = await d.client.post(f"{url}/{task_id}/coder", json={})
+    assert (taken.status_code, taken.json()["code"]) == (409, "task_not_open")

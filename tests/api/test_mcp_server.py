@@ -268,6 +268,13 @@ async def test_a_coder_drives_the_windows_lane_of_the_task_it_holds(
                 kinds = [c.type for c in shot.content]
                 assert kinds == ["text", "image"]
                 assert pool.holders() == [f"task-{row.task_id}"]
+                audit = (
+                    await d.journal.aread(f"coding-task/{tenant}/{row.task_id}", 0, 10)
+                ).entries
+                assert [(e.data["verb"], e.data["by"]) for e in audit] == [
+                    ("windows_windows", "coder:alice"),
+                    ("windows_screenshot", "coder:alice"),
+                ]
                 await _call(alice, "coding_task_complete", taskId=row.task_id, outcome="succeeded")
 
         await d.wait_until(lambda: pool.holders() == [], "the lease's release", timeout=60)
