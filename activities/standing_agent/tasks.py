@@ -31,7 +31,8 @@ TASK_PROMPT_MAX = 20_000
 async def propose_task(
     store: Store, settings: Settings, context: tools.ToolContext, arguments: dict[str, Any]
 ) -> dict[str, Any]:
-    """The boundary checks, the task row (once per op id), then its session prompt."""
+    """The boundary checks, the task row (once per op id), then (agentrt's coder) its
+    session prompt, or (`coder: any`) its workflow, the task left open."""
     prompt = arguments.get("prompt")
     if isinstance(prompt, str) and len(prompt) > TASK_PROMPT_MAX:
         raise tools.BoundaryError(f"the prompt exceeds {TASK_PROMPT_MAX} characters")
@@ -49,6 +50,10 @@ async def propose_task(
                 max_sessions=settings.max_sessions,
             )
         )
+    if task.holder is None:
+        # Open, for a registered coder: its workflow keeps its timers.
+        await start_task_workflow(settings, task.tenant, task.task_id)
+        return {"taskId": task.task_id, "state": task.state}
     if task.session_id is None:
         # The task is agentrt's coder's: its workflow hears of the prompt's end, and
         # settles it (runtime/coding_tasks).

@@ -237,8 +237,23 @@ TOOLS: dict[str, ToolDescriptor] = {
         ),
         _tool(
             name="soa_propose_task",
-            description="Create a task: a coding-agent session prompt in the tenant's workspace.",
-            input_schema=_schema({"title": _TEXT, "prompt": _TEXT}, ["title", "prompt"]),
+            description="Create a coding task. coder 'agentrt' (the default): agentrt's own "
+            "coder runs it at once, as a session prompt in the tenant's workspace; 'any': it "
+            "stays open for a registered coder with its capabilities to claim. You read its "
+            "outcome as a DependencyCompleted event.",
+            input_schema=_schema(
+                {
+                    "title": _TEXT,
+                    "prompt": _TEXT,
+                    "coder": {"type": "string", "enum": ["agentrt", "any"]},
+                    "capabilities": {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1, "maxLength": 100},
+                        "maxItems": 50,
+                    },
+                },
+                ["title", "prompt"],
+            ),
         ),
         _tool(
             name="agent_workset_complete",
@@ -683,6 +698,31 @@ def propose_task(
             existing = db.exec(select(CodingTask).where(col(CodingTask.op_id) == ctx.op_id)).first()
             if existing is not None:
                 return existing
+            own = arguments.get("coder", "agentrt") == "agentrt"
+            capabilities = sorted(set(arguments.get("capabilities") or []))
+            if not own:
+                row = CodingTask(
+                    task_id=task_id,
+                    tenant=ctx.tenant,
+                    instance_id=ctx.instance_id,
+                    title=_text(arguments, "title")[:500],
+                    prompt=_text(arguments, "prompt"),
+                    op_id=ctx.op_id,
+                    created_at=ctx.now,
+                    # Open for a registered coder to claim (agentrt's MCP tools).
+                    state=TaskState.OPEN.value,
+                    capabilities=capabilities,
+                    proposed_by=f"agent:{ctx.instance_id}",
+                    workspace=workspace_cwd,
+                    updated_at=ctx.now,
+                )
+                db.add(row)
+                try:
+                    db.commit()
+                except IntegrityError:
+                    db.rollback()
+                    continue
+                return row
             try:
                 registry.admit(db, max_sessions)
             except registry.SessionLimitReached:
@@ -699,6 +739,7 @@ def propose_task(
                 created_at=ctx.now,
                 # A coding task run at once by agentrt's own coder (its session).
                 state=TaskState.RUNNING.value,
+                capabilities=capabilities,
                 holder=OWN_CODER,
                 proposed_by=f"agent:{ctx.instance_id}",
                 workspace=workspace_cwd,

@@ -326,3 +326,50 @@ async def test_the_typescript_sdks_client_works_a_task(agents: AgentsFactory) ->
     assert (
         steps["missing"]["isError"] and steps["missing"]["body"]["code"] == "coding_task_not_found"
     )
+
+
+async def test_a_task_the_soa_proposes_for_any_coder_is_claimed_over_mcp(
+    agents: AgentsFactory,
+) -> None:
+    """The loop: the scripted SOA proposes (`coder: any`), an MCP coder with the
+    capability claims and completes it, the SOA's next turn carries the outcome."""
+    d = await agents(port=free_port())
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    coder = await _token(d, tenant, "alice", "coder")
+    propose = {"title": "Port it", "prompt": "port the parser", "coder": "any"}
+    line = f"/call soa_propose_task {json.dumps({**propose, 'capabilities': ['python']})}"
+    sent = await d.client.post(f"{d.base(tenant)}/agents/{soa}/messages", json={"text": line})
+    assert sent.status_code == 202
+
+    def proposed() -> list[Any]:
+        return tasks.list_tasks(d.store, tenant)
+
+    (task,) = await d.wait_until(proposed, "the proposed task", timeout=90)
+    assert (task.state, task.holder, task.capabilities) == ("open", None, ["python"])
+    async with served(d) as http:
+        url = f"{str(http.base_url).rstrip('/')}/mcp"
+        async with mcp_client(url, coder) as alice:
+            await _call(
+                alice, "agent_register", agentId="alice-1", role="Coder", capabilities=["python"]
+            )
+            error, held = await _call(
+                alice, "coding_task_claim", taskId=task.task_id, agentId="alice-1"
+            )
+            assert not error and held["holder"] == "coder:alice"
+            error, done = await _call(
+                alice, "coding_task_complete", taskId=task.task_id, outcome="succeeded"
+            )
+            assert not error and done["state"] == "succeeded"
+
+    def turn() -> AgentLedgerTurn | None:
+        with d.store.session() as db:
+            return db.exec(
+                select(AgentLedgerTurn).where(
+                    col(AgentLedgerTurn.instance_id) == soa,
+                    col(AgentLedgerTurn.event_kind) == "DependencyCompleted",
+                )
+            ).first()
+
+    found = await d.wait_until(turn, "the SOA's turn on the outcome", timeout=90)
+    assert found.event_payload["taskId"] == task.task_id

@@ -28,7 +28,7 @@ RECIPE = re.compile(r"<!-- recipe: ([a-z-]+) -->\n```sh\n(.*?)```", re.DOTALL)
 RECIPES = dict(RECIPE.findall(README))
 README_URL = "http://127.0.0.1:4170"
 # Recipes of strict mutation routes: they run against a daemon with a token.
-TOKEN_RECIPES = {"standing-agents", "model-routing", "mcp", "agents-mcp"}
+TOKEN_RECIPES = {"standing-agents", "model-routing", "mcp", "agents-mcp", "coders"}
 
 
 def _section(title: str) -> str:
@@ -91,6 +91,7 @@ def test_the_recipes_are_all_there() -> None:
         "agent-tools",
         "agent-tools-model",
         "agents-mcp",
+        "coders",
         "mcp",
         "model-routing",
         "session",
@@ -269,6 +270,29 @@ def test_the_agents_mcp_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
         "tool": "mcp__everything__toggle-simulated-logging",
         "outcome": "ok",
     }
+
+
+def test_the_coders_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
+    """The SOA proposes a task for any coder; curl, as an MCP coder, works it."""
+    if shutil.which("curl") is None or shutil.which("jq") is None:
+        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
+    token = "readme-token"
+    with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token}) as up:
+        up.wait_healthy()
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", RECIPES["coders"].replace(README_URL, up.api_url)],
+            cwd=tmp_path,
+            env={**os.environ, "AGENTRT_TOKEN": token},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    lines = done.stdout.splitlines()
+    assert json.loads(lines[0]) == {"agentId": "my-coder-1", "capabilities": ["python"]}
+    assert json.loads(lines[1]) == {"state": "claimed", "holder": "coder:my-coder"}
+    assert json.loads(lines[2]) == {"state": "succeeded", "summary": "Ported."}
+    assert lines[3] == "DependencyCompleted turns: 1"
 
 
 def test_the_mcp_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
