@@ -59,6 +59,7 @@ def build_activities(
         session.windows_tool,
         session.mcp_read,
         session.mcp_call,
+        session.task_decision,
         McpDiscoveryActivities(mcp).discover,
         agent_tools.call_tool,
         agent_tools.model_step,

@@ -57,6 +57,7 @@ from runtime.sessions.contracts import (
     RecapResult,
     SessionActivity,
     StopReason,
+    TaskDecisionInput,
     ToolPreview,
     ToolStepInput,
     ToolStepResult,
@@ -65,6 +66,7 @@ from runtime.sessions.prompts import load_prompt
 from runtime.sessions.streams import session_event
 from runtime.sessions.tools import SESSION_TOOLS
 from runtime.settings import Settings
+from runtime.standing_agents import control
 from runtime.store import EventJournal, JournalEntry, Store
 from runtime.store.journal_contracts import NewEvent
 from runtime.store.operations import OperationLedger
@@ -459,6 +461,27 @@ class SessionActivities:
         """A windows_* call, through the session's Windows lease (activities/session_windows)."""
         result = await run_windows_tool(self.store, self.settings, activity.client(), request)
         return await self._report(request, result)
+
+    @activity.defn(name=SessionActivity.TASK_DECISION)
+    async def task_decision(self, request: TaskDecisionInput) -> None:
+        """agentrt's coder asks: the permission request on its tenant's decision queue,
+        once per request (its answer votes: api/routes/decisions.py)."""
+        await asyncio.to_thread(
+            lambda: control.coder_decision(
+                self.store,
+                tenant=request.task.tenant,
+                title=request.title,
+                body=(
+                    f"agentrt's coder, working coding task {request.task.task_id}, asks "
+                    "permission for a tool call; the answer is the option to vote."
+                ),
+                options=request.options,
+                asked_by="agentrt-coder",
+                task_id=request.task.task_id,
+                op_id=f"permission/{request.request_id}",
+                extra={"sessionId": request.session_id, "requestId": request.request_id},
+            )
+        )
 
     @activity.defn(name=SessionActivity.MCP_READ)
     async def mcp_read(self, request: ToolStepInput) -> ToolStepResult:

@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from runtime.llm.contracts import ToolCall
@@ -29,11 +30,17 @@ with workflow.unsafe.imports_passed_through():
     from runtime.sessions.contracts import (
         PermissionView,
         PromptItem,
+        SessionActivity,
         SessionInput,
+        TaskDecisionInput,
         ToolPreview,
         VoteRequest,
         VoteResult,
     )
+
+
+# A coding task's prompt (agentrt's coder): its permission requests are decisions too.
+_TASK_DECISIONS = "session-coding-task-decisions"
 
 
 class Emit(Protocol):
@@ -145,6 +152,20 @@ class SessionPermissions:
             },
             prompt_id=item.prompt_id,
         )
+        if item.coding_task is not None and workflow.patched(_TASK_DECISIONS):
+            # agentrt's coder: the question is on its tenant's decision queue too.
+            await workflow.execute_activity(
+                SessionActivity.TASK_DECISION,
+                TaskDecisionInput(
+                    task=item.coding_task,
+                    session_id=session.session_id,
+                    request_id=request_id,
+                    title=f"agentrt's coder asks to run {call.name} {subject}"[:300],
+                    options=[o.optionId for o in state.options],
+                ),
+                start_to_close_timeout=timedelta(minutes=1),
+                retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
+            )
         timeout_ms = session.permission_timeout_ms
         try:
             await workflow.wait_condition(

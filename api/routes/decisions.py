@@ -14,17 +14,24 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 
 from api.agent_workflows import WakerDep
-from api.deps import JournalDep, StoreDep
+from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.routes.agents_models import DecisionList, DecisionView, RespondBody
+from api.routes.session_common import update_session
 from api.routes.standing_common import DecisionPath, EnabledTenant
 from api.security import require_configured_token
 from api.security.roles import IdentityDep
+from api.temporal import TemporalConnector
+from runtime.policy.permissions import NotPending
+from runtime.sessions.contracts import VoteRequest
+from runtime.settings import Settings
 from runtime.standing_agents import control
 from runtime.standing_agents.contracts import AttentionStatus
 from runtime.standing_agents.models import AttentionRequest
+from runtime.store import Store
+from workflows.session import SessionWorkflow
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/decisions", route_class=StrictJsonRoute)
 
@@ -69,6 +76,8 @@ async def respond(
     journal: JournalDep,
     waker: WakerDep,
     identity: IdentityDep,
+    settings: SettingsDep,
+    connector: ConnectorDep,
 ) -> DecisionView:
     """Answer a decision (`approve`, `reject` or free text); the same answer again gets
     the same body, a different one to a resolved decision is a 409. `answeredBy` records
@@ -107,9 +116,39 @@ async def respond(
                 "resolution": err.row.resolution,
             },
         ) from None
+    if control.is_permission_vote(row):
+        await _vote(connector, settings, store, row)
+        return _view(row)
     try:
         instance = await asyncio.to_thread(control.get_instance, store, tenant, row.soa_instance_id)
     except control.InstanceNotFound:
         return _view(row)
     await waker(instance)
     return _view(row)
+
+
+async def _vote(
+    connector: TemporalConnector, settings: Settings, store: Store, row: AttentionRequest
+) -> None:
+    """agentrt's coder's permission request answered on the queue: the answer (one of the
+    request's options) is the session's vote. A request resolved meanwhile (its timer, a
+    cancel, a vote on the session) takes no second vote."""
+    vote = VoteRequest(
+        request_id=str(row.payload["requestId"]),
+        outcome="selected",
+        option_id=row.resolution,
+        client_id=None,
+    )
+    try:
+        await update_session(
+            await connector.get(),
+            settings,
+            store,
+            str(row.payload["sessionId"]),
+            SessionWorkflow.vote,
+            vote,
+            wait_for_result=False,
+        )
+    except ApiError as err:
+        if not isinstance(err.failure, NotPending):
+            raise

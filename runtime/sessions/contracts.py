@@ -35,6 +35,9 @@ class SessionActivity(StrEnum):
     # (regular activity, under the call's operation id): activities/mcp/calls.py.
     MCP_READ = "session.mcp_read"
     MCP_CALL = "session.mcp_call"
+    # agentrt's coder (a coding task's prompt) asks a permission: a decision on the
+    # tenant's queue too, whose answer votes (api/routes/decisions.py).
+    TASK_DECISION = "session.task_decision"
 
 
 StopReason = Literal["end_turn", "cancelled", "max_tokens", "error", "length", "refusal"]
@@ -82,6 +85,16 @@ class PromptItem(BaseModel):
 class CodingTaskRef(BaseModel):
     tenant: str
     task_id: str
+
+
+class TaskDecisionInput(BaseModel):
+    """A permission request of agentrt's coder, raised on its tenant's decision queue."""
+
+    task: CodingTaskRef
+    session_id: str
+    request_id: str
+    title: str
+    options: list[str]
 
 
 class WorkerBound(BaseModel):

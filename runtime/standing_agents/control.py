@@ -553,6 +553,8 @@ def respond(
     row = get_decision(store, tenant, decision_id)
     if row.kind == AttentionKind.MCP_CALL.value and resolution not in (row.options or []):
         raise InvalidResolution(row)
+    if is_permission_vote(row) and resolution not in (row.options or []):
+        raise InvalidResolution(row)
     with store.session() as db:
         instance = db.get(AgentInstance, row.soa_instance_id)
     # The catalogue is read before the write transaction (SQLite has one writer).
@@ -643,8 +645,14 @@ def _after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) ->
         return None
 
 
-# A coding agent's question (agentrt's MCP tool `decision_request`).
+# A coding agent's question (agentrt's MCP tool `decision_request`, agentrt's coder's
+# permission requests).
 CODER_SOURCE = "coder"
+
+
+def is_permission_vote(row: AttentionRequest) -> bool:
+    """A decision whose answer is a session's permission vote (agentrt's coder)."""
+    return row.source == CODER_SOURCE and "requestId" in row.payload and "sessionId" in row.payload
 
 
 def coder_decision(
@@ -657,9 +665,12 @@ def coder_decision(
     asked_by: str,
     task_id: str | None,
     op_id: str,
+    extra: dict[str, Any] | None = None,
 ) -> AttentionRequest:
     """A coder's question on the tenant's decision queue, once per `op_id` (the tool
-    call's idempotency key). Its answer goes back to the coder, not to an agent."""
+    call's idempotency key). Its answer goes back to the coder, not to an agent; with
+    `extra` `sessionId` and `requestId` (agentrt's coder's permission request), the
+    answer is the session's vote."""
     decision_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"coder-decision/{op_id}"))
 
     def write(db: Session) -> AttentionRequest:
@@ -675,7 +686,11 @@ def coder_decision(
             title=title[:500],
             body=body,
             options=options,
-            payload={"askedBy": asked_by, **({"taskId": task_id} if task_id else {})},
+            payload={
+                "askedBy": asked_by,
+                **({"taskId": task_id} if task_id else {}),
+                **(extra or {}),
+            },
             status=AttentionStatus.OPEN.value,
             op_id=op_id,
             created_at=now_utc(),

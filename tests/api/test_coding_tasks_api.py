@@ -5,9 +5,11 @@ proposing agent as `DependencyCompleted` on its next turn."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import col, select
@@ -156,3 +158,49 @@ async def test_agentrts_own_coder_edits_a_file_in_its_worktree_and_settles_the_t
     assert task["artifacts"][0]["ref"] == f"session/{task['sessionId']}"
     taken = await d.client.post(f"{url}/{task_id}/coder", json={})
     assert (taken.status_code, taken.json()["code"]) == (409, "task_not_open")
+
+
+async def test_the_own_coders_permission_requests_are_answered_on_the_decision_queue(
+    agents: AgentsFactory,
+) -> None:
+    """approvalMode default: the coder's write asks; the question is a decision of the
+    tenant (source coder), and its answer, one of the request's options, is the vote."""
+    d = await agents()
+    tenant, _ = await _tenant(d)
+    url = f"{d.base(tenant)}/coding-tasks"
+    task_id = tasks.task_id_for(f"rest/{tenant}/own-2")
+    own_dir = Path(d.settings.workspace_cwd) / ".agentrt-tasks" / task_id
+    write = {"file_path": str(own_dir / "asked.txt"), "content": "yes\n"}
+    body = {
+        "title": "Write after asking",
+        "instructions": f"/call write_file {json.dumps(write)}",
+        "requestId": "own-2",
+    }
+    assert (await d.client.post(url, json=body)).status_code == 201
+    assert (await d.client.post(f"{url}/{task_id}/coder", json={})).status_code == 200
+    decisions = f"{d.base(tenant)}/decisions"
+
+    async def asked() -> dict[str, Any] | None:
+        listed = (await d.client.get(decisions, params={"status": "open"})).json()
+        return next(iter(listed["decisions"]), None)
+
+    question = None
+    for _ in range(300):
+        question = await asked()
+        if question is not None:
+            break
+        await asyncio.sleep(0.2)
+    assert question is not None, "the coder's permission request never reached the queue"
+    assert question["source"] == "coder" and question["payload"]["taskId"] == task_id
+    assert "proceed_once" in question["options"]
+    respond = f"{decisions}/{question['decisionId']}/respond"
+    loose = await d.client.post(respond, json={"resolution": "sure"})
+    assert (loose.status_code, loose.json()["code"]) == (400, "invalid_resolution")
+    answered = await d.client.post(respond, json={"resolution": "proceed_once"})
+    assert answered.status_code == 200, answered.text
+
+    def settled() -> bool:
+        return tasks.get(d.store, tenant, task_id).state == "succeeded"
+
+    await d.wait_until(settled, "the task's settlement after the vote", timeout=90)
+    assert (own_dir / "asked.txt").read_text() == "yes\n"
