@@ -207,6 +207,11 @@ async def test_tokens_tenants_and_roles_at_the_door(agents: AgentsFactory) -> No
         async with mcp_client(url, {**admin, "X-Agentrt-Tenant": other}) as root:
             error, body = await _call(root, "agent_list")
             assert not error and body["agents"][0]["role"] == "Coordinator"
+            await _call(root, "agent_register", agentId="other-1", role="Coder", capabilities=[])
+        # A coder's token acts in its own tenant only, whatever header it sends.
+        async with mcp_client(url, {**coder, "X-Agentrt-Tenant": other}) as alice:
+            error, body = await _call(alice, "agent_list")
+            assert not error and "other-1" not in [a["agentId"] for a in body["agents"]]
         raw = await http.post("/mcp", headers={"Authorization": "Bearer wrong"}, json={})
         assert raw.status_code == 401
 
@@ -326,6 +331,16 @@ async def test_the_typescript_sdks_client_works_a_task(agents: AgentsFactory) ->
     assert (
         steps["missing"]["isError"] and steps["missing"]["body"]["code"] == "coding_task_not_found"
     )
+    assert steps["heartbeat"]["body"]["agentId"] == "ts-1"
+    assert [a["agentId"] for a in steps["route"]["body"]["agents"]] == ["ts-1"]
+    assert "ts-1" in [a["agentId"] for a in steps["list"]["body"]["agents"]]
+    assert [t["taskId"] for t in steps["tasks"]["body"]["tasks"]] == [row.task_id]
+    assert steps["get"]["body"]["summary"] == "done by ts"
+    assert (steps["ask"]["body"]["source"], steps["answer"]["body"]["status"]) == ("coder", "open")
+    # The tenant has no windows-pool feature: the lane's own code.
+    assert steps["windows"]["isError"] and steps["windows"]["body"]["code"] == "FEATURE_DISABLED"
+    assert steps["invalid"]["isError"]  # outcome outside the enum: the SDK's validation
+    assert steps["unregister"]["body"] == {"agentId": "ts-1", "removed": True}
 
 
 async def test_a_task_the_soa_proposes_for_any_coder_is_claimed_over_mcp(

@@ -32,4 +32,19 @@ show("complete", await client.callTool({
   name: "coding_task_complete", arguments: { taskId, outcome: "succeeded", summary: "done by ts" },
 }));
 show("missing", await client.callTool({ name: "coding_task_get", arguments: { taskId: "nope" } }));
+show("heartbeat", await client.callTool({ name: "agent_heartbeat", arguments: { agentId: "ts-1" } }));
+show("list", await client.callTool({ name: "agent_list", arguments: {} }));
+show("route", await client.callTool({ name: "agent_route", arguments: { capability: "node" } }));
+show("tasks", await client.callTool({ name: "coding_task_list", arguments: { state: ["succeeded"] } }));
+show("get", await client.callTool({ name: "coding_task_get", arguments: { taskId } }));
+show("ask", await client.callTool({
+  name: "decision_request", arguments: { title: "Merge?", body: "Merge the bump.", requestId: "q1" },
+}));
+const asked = JSON.parse((await client.callTool({
+  name: "decision_request", arguments: { title: "Merge?", body: "Merge the bump.", requestId: "q1" },
+})).content[0].text);
+show("answer", await client.callTool({ name: "decision_get", arguments: { decisionId: asked.decisionId } }));
+show("windows", await client.callTool({ name: "windows_windows", arguments: { taskId } }));
+show("invalid", await client.callTool({ name: "coding_task_complete", arguments: { taskId, outcome: "maybe" } }));
+show("unregister", await client.callTool({ name: "agent_unregister", arguments: { agentId: "ts-1" } }));
 await client.close();
