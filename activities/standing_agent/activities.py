@@ -26,7 +26,7 @@ from activities.llm.scripted_agent import ScriptedAgentModel
 from activities.mcp.calls import McpCalls, ResolvedTool
 from activities.standing_agent.constitution_check import ConstitutionChecker
 from activities.standing_agent.mcp_tools import AgentMcpTools
-from activities.standing_agent.tasks import propose_task
+from activities.standing_agent.tasks import assign_coder, propose_task
 from runtime.llm.config_store import load_chain_plan
 from runtime.llm.cost_warning import AGENT_EVENT as COST_WARNING_EVENT
 from runtime.llm.cost_warning import cost_warning
@@ -394,6 +394,8 @@ class StandingAgentActivities:
                 result = await heartbeating(
                     propose_task(self.store, self.settings, context, call.arguments)
                 )
+            elif call.name == "soa_assign_coder":
+                result = await assign_coder(self.store, self.settings, context, call.arguments)
             else:
                 result = await heartbeating(
                     asyncio.to_thread(tools.HANDLERS[call.name], context, call.arguments)

@@ -12,11 +12,18 @@ from typing import Any
 from temporalio import activity
 from temporalio.client import WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 
+from runtime.coding_tasks import store as coding_tasks
+from runtime.coding_tasks.contracts import (
+    OWN_CODER,
+    SPAWN_SIGNAL,
+    CodingTaskInput,
+    task_workflow_id,
+)
 from runtime.coding_tasks.contracts import WAKE_SIGNAL as TASK_WAKE
 from runtime.coding_tasks.contracts import WORKFLOW_NAME as TASK_WORKFLOW
-from runtime.coding_tasks.contracts import CodingTaskInput, task_workflow_id
+from runtime.failures import decode_failure
 from runtime.llm.active import active_model
 from runtime.sessions.contracts import CodingTaskRef, PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
@@ -70,8 +77,29 @@ async def propose_task(
     return {"taskId": task.task_id, "sessionId": session_id}
 
 
-async def start_task_workflow(settings: Settings, tenant: str, task_id: str) -> None:
-    """Signal-with-start `wake` of a coding task's workflow, from an activity."""
+async def assign_coder(
+    store: Store, settings: Settings, context: tools.ToolContext, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """soa_assign_coder: an open task of the tenant, claimed for agentrt's coder (a retry
+    finds it claimed so: the same answer), and its workflow told to start the coder."""
+    tools.require_soa(context)
+    task_id = str(arguments.get("taskId") or "")
+    try:
+        row = await asyncio.to_thread(
+            coding_tasks.claim, store, context.tenant, task_id, OWN_CODER, context.now
+        )
+    except ApplicationError as err:
+        failure = decode_failure(err)
+        message = failure.response_body().get("error") if failure is not None else None
+        raise tools.ToolInputError(str(message or err)) from None
+    await start_task_workflow(settings, row.tenant, row.task_id, signal=SPAWN_SIGNAL)
+    return {"taskId": row.task_id, "state": row.state, "holder": row.holder}
+
+
+async def start_task_workflow(
+    settings: Settings, tenant: str, task_id: str, *, signal: str = TASK_WAKE
+) -> None:
+    """Signal-with-start `wake` (or `signal`) of a coding task's workflow, from an activity."""
     await activity.client().start_workflow(
         TASK_WORKFLOW,
         CodingTaskInput(
@@ -79,7 +107,7 @@ async def start_task_workflow(settings: Settings, tenant: str, task_id: str) -> 
         ),
         id=task_workflow_id(tenant, task_id),
         task_queue=settings.task_queue,
-        start_signal=TASK_WAKE,
+        start_signal=signal,
         search_attributes=TypedSearchAttributes(
             [
                 SearchAttributePair(KIND, "coding_task"),

@@ -38,7 +38,7 @@ CONTROL_TOOLS: tuple[str, ...] = (
     "agent_workset_complete",
 )
 # The one self-applying tenant mutation: the SOA's only.
-SELF_APPLYING_TOOLS: frozenset[str] = frozenset({"soa_propose_task"})
+SELF_APPLYING_TOOLS: frozenset[str] = frozenset({"soa_propose_task", "soa_assign_coder"})
 # The named control-plane terminators of an episode (§3.5); offered in every mode.
 PHASE_COMPLETE = "phase_complete"
 PHASE_BLOCKED = "phase_blocked"
@@ -129,6 +129,7 @@ MODES: tuple[ModeDefinition, ...] = (
             *_READ,
             "orchestrator_research_create",
             "soa_propose_task",
+            "soa_assign_coder",
             "soa_propose_decision",
             "soa_send_message",
             "soa_propose_mode_change",

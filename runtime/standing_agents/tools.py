@@ -256,6 +256,13 @@ TOOLS: dict[str, ToolDescriptor] = {
             ),
         ),
         _tool(
+            name="soa_assign_coder",
+            description="Give an open coding task (taskId) to agentrt's own coder: it runs "
+            "the task's instructions in a workspace of its own; you read the outcome as a "
+            "DependencyCompleted event.",
+            input_schema=_schema({"taskId": _TEXT}, ["taskId"]),
+        ),
+        _tool(
             name="agent_workset_complete",
             description="Declare your starting workset built (ends the foundational phase).",
             input_schema=_schema({}),

@@ -204,3 +204,40 @@ async def test_the_own_coders_permission_requests_are_answered_on_the_decision_q
 
     await d.wait_until(settled, "the task's settlement after the vote", timeout=90)
     assert (own_dir / "asked.txt").read_text() == "yes\n"
+
+
+async def test_the_soa_hands_an_open_task_to_agentrts_coder(agents: AgentsFactory) -> None:
+    """soa_assign_coder: a governed tool; the task is claimed for agentrt-coder, runs,
+    settles, and the SOA reads the outcome on its next turn."""
+    d = await agents()
+    tenant, soa = await _tenant(d)
+    row = tasks.create(
+        d.store,
+        tenant=tenant,
+        title="Say hello",
+        instructions="Say hello.",
+        proposed_by=f"agent:{soa}",
+        now=datetime.now(UTC),
+        op_id="assign-1",
+        instance_id=soa,
+    )
+    line = f"/call soa_assign_coder {json.dumps({'taskId': row.task_id})}"
+    sent = await d.client.post(f"{d.base(tenant)}/agents/{soa}/messages", json={"text": line})
+    assert sent.status_code == 202
+
+    def settled() -> bool:
+        return tasks.get(d.store, tenant, row.task_id).state == "succeeded"
+
+    await d.wait_until(settled, "the assigned task's settlement", timeout=90)
+    assert tasks.get(d.store, tenant, row.task_id).settled_by == "agentrt-coder"
+
+    def turn() -> AgentLedgerTurn | None:
+        with d.store.session() as db:
+            return db.exec(
+                select(AgentLedgerTurn).where(
+                    col(AgentLedgerTurn.instance_id) == soa,
+                    col(AgentLedgerTurn.event_kind) == "DependencyCompleted",
+                )
+            ).first()
+
+    await d.wait_until(turn, "the SOA's turn on the outcome", timeout=90)
