@@ -96,6 +96,7 @@ class CodingTaskActivities:
             workspace=str(workspace),
             approval_mode=row.approval_mode,
             coding_task=CodingTaskRef(tenant=row.tenant, task_id=row.task_id),
+            preset_id=row.preset_id,
         )
         return SpawnResult(session_id=session_id)
 

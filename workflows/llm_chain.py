@@ -70,13 +70,19 @@ class ChainResult:
 
 
 async def resolve_chain(
-    site: str, model_override: str | None = None, override_binding: ModelBinding | None = None
+    site: str,
+    model_override: str | None = None,
+    override_binding: ModelBinding | None = None,
+    preset_override: str | None = None,
 ) -> ChainPlan:
     """The call's plan from the live config (a local activity: read at every call)."""
     plan: ChainPlan = await execute_local(
         LlmActivity.RESOLVE_CHAIN,
         ResolveChainInput(
-            site=site, model_override=model_override, override_binding=override_binding
+            site=site,
+            model_override=model_override,
+            override_binding=override_binding,
+            preset_override=preset_override,
         ),
         result_type=ChainPlan,
         start_to_close_timeout=_RESOLVE_TIMEOUT,

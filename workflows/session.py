@@ -530,7 +530,9 @@ class SessionWorkflow:
         # Session:Default's chain, read now (live): a binding changed since the last step
         # applies. The session's own model counts only while the site still resolves to
         # the binding it was chosen under (load_chain_plan): otherwise the binding's model.
-        plan = await resolve_chain(SESSION_SITE, self._model_id, self._model_binding)
+        plan = await resolve_chain(
+            SESSION_SITE, self._model_id, self._model_binding, self._input.preset_id
+        )
         # The attempts' results, in order: the chain ends on the successful one.
         results: list[ModelStepResult] = []
 

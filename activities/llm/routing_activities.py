@@ -32,6 +32,7 @@ class LlmActivities:
                 request.site,
                 request.model_override,
                 request.override_binding,
+                request.preset_override,
             )
         except LlmConfigError as err:
             # An unknown site or a dangling preset: retrying reads the same config.

@@ -127,6 +127,7 @@ async def submit_task_prompt(
     workspace: str | None = None,
     approval_mode: str | None = None,
     coding_task: CodingTaskRef | None = None,
+    preset_id: str | None = None,
 ) -> str:
     """agentrt's coder: a session in `workspace` (the tenant's, by default), and the
     task's prompt on it; with `coding_task`, the prompt's end settles that task.
@@ -149,6 +150,7 @@ async def submit_task_prompt(
         model_id=active_model(settings).model_id,
         model_provider=settings.model_provider,
         approval_mode=approval_mode or "default",
+        preset_id=preset_id,
     )
     client = activity.client()
     await asyncio.to_thread(save_prompt, store, session_id, prompt_id, text)

@@ -157,8 +157,10 @@ def load_chain_plan(
     site: str,
     model_override: str | None = None,
     override_binding: ModelBinding | None = None,
+    preset_override: str | None = None,
 ) -> ChainPlan:
-    """What a call at `site` will try, in order, from the configuration in force now.
+    """What a call at `site` will try, in order, from the configuration in force now
+    (`preset_override`, a coding task's preset, wins over the site's binding).
 
     `model_override` is a session's own model choice (POST /session/:id/model), made
     while the site resolved to `override_binding` (a preset and its primary provider).
@@ -174,9 +176,10 @@ def load_chain_plan(
             only when a delete raced a bind (the routes refuse deleting what is in use).
     """
     resolved = resolved_site(store, site)
-    preset = preset_config(store, settings, resolved.resolved_preset_id)
+    preset_id = preset_override or resolved.resolved_preset_id
+    preset = preset_config(store, settings, preset_id)
     if preset is None:
-        raise unknown_preset(resolved.resolved_preset_id)
+        raise unknown_preset(preset_id)
     entries: list[PlanEntry] = []
     for step, entry in enumerate(
         [ChainEntry(model=preset.model, provider=preset.provider), *preset.fallback]

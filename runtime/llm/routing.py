@@ -262,6 +262,8 @@ class ResolveChainInput(BaseModel):
     site: str
     model_override: str | None = None
     override_binding: ModelBinding | None = None
+    # A preset that wins over the site's binding (a coding task's `presetId`).
+    preset_override: str | None = None
 
 
 # A deviceFlow credential's flow failed or expired: the call ends with its errorKind.

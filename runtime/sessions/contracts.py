@@ -57,6 +57,8 @@ class SessionInput(BaseModel):
     # chosen, or chosen before bindings were recorded.
     model_binding: ModelBinding | None = None
     approval_mode: str = "default"
+    # agentrt's coder of a coding task with a `presetId`: that preset, not the site's.
+    preset_id: str | None = None
     max_steps: int = 16
     # Carried across continue-as-new.
     event_counter: int = 0

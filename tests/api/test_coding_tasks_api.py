@@ -15,6 +15,7 @@ import pytest
 from sqlmodel import col, select
 
 from runtime.coding_tasks import store as tasks
+from runtime.llm.models import LlmCallAttempt
 from runtime.standing_agents.models import AgentLedgerTurn
 from tests.agents_helpers import AgentsDaemon, AgentsFactory
 from tests.conftest import migrated_sqlite
@@ -134,10 +135,14 @@ async def test_agentrts_own_coder_edits_a_file_in_its_worktree_and_settles_the_t
     task_id = tasks.task_id_for(f"rest/{tenant}/own-1")
     own_dir = Path(d.settings.workspace_cwd) / ".agentrt-tasks" / task_id
     write = {"file_path": str(own_dir / "hello.txt"), "content": "hi\n"}
+    preset = {"model": "coder-model", "provider": "settings"}
+    made = await d.client.put("/api/v1/llm/presets/coder-preset", json=preset)
+    assert made.status_code in (200, 201), made.text
     body = {
         "title": "Say hi",
         "instructions": f"/call write_file {json.dumps(write)}",
         "approvalMode": "yolo",
+        "presetId": "coder-preset",
         "requestId": "own-1",
     }
     created = await d.client.post(url, json=body)
@@ -156,6 +161,12 @@ async def test_agentrts_own_coder_edits_a_file_in_its_worktree_and_settles_the_t
     assert not (Path(d.settings.workspace_cwd) / "hello.txt").exists()
     task = (await d.client.get(f"{url}/{task_id}")).json()
     assert task["artifacts"][0]["ref"] == f"session/{task['sessionId']}"
+    with d.store.session() as db:
+        attempts = db.exec(
+            select(LlmCallAttempt).where(col(LlmCallAttempt.owner_id) == task["sessionId"])
+        ).all()
+    # The task's preset, not the session site's binding, chose the coder's model.
+    assert attempts and {a.preset_id for a in attempts} == {"coder-preset"}
     taken = await d.client.post(f"{url}/{task_id}/coder", json={})
     assert (taken.status_code, taken.json()["code"]) == (409, "task_not_open")
 
