@@ -55,8 +55,10 @@ async def run_verb(
     holder: str,
     verb: WindowsVerb,
     args: dict[str, Any],
+    update_id: str | None = None,
 ) -> Any:
-    """One verb of `holder`'s lease (its first leases a machine): its result.
+    """One verb of `holder`'s lease (its first leases a machine): its result. The same
+    `update_id` again is the same call (Temporal applies it once per run).
 
     Raises:
         LeaseCallFailed, LeaseUnavailable, RPCError: as lease_client.call_verb.
@@ -72,4 +74,5 @@ async def run_verb(
         idle_ms=settings.windows_lease_idle_ms,
         wait_ms=settings.worker_wait_ms,
         result_wait_s=result_wait_s(verb, args),
+        update_id=update_id,
     )

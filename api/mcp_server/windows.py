@@ -65,7 +65,11 @@ def _annotations(verb: WindowsVerb) -> ToolAnnotations:
 def _signature(verb: WindowsVerb) -> inspect.Signature:
     """`taskId`, then the verb's own arguments (as the REST route takes them), then ctx."""
     keyword = inspect.Parameter.KEYWORD_ONLY
-    params = [inspect.Parameter("taskId", keyword, annotation=Id)]
+    params = [
+        inspect.Parameter("taskId", keyword, annotation=Id),
+        # The call's idempotency key: a retried call with it runs the verb once.
+        inspect.Parameter("requestId", keyword, annotation=Id | None, default=None),
+    ]
     for name, field in ARGS_MODELS[verb].model_fields.items():
         default = None if not field.is_required() else inspect.Parameter.empty
         annotation = Annotated[field.annotation, field]  # type: ignore[name-defined]
@@ -82,7 +86,8 @@ def register_windows_tools(server: MCPServer, settings: Settings, caller: Caller
             _verb_tool(verb, settings, caller),
             name=verb.value,
             description=WINDOWS_TOOLS[verb].description
-            + " Takes the taskId of a coding task you hold: the machine is the task's.",
+            + " Takes the taskId of a coding task you hold (the machine is the task's), and "
+            "a requestId of yours: a retried call with it runs the verb once.",
             annotations=_annotations(verb),
         )
 
@@ -91,6 +96,7 @@ def _verb_tool(verb: WindowsVerb, settings: Settings, caller: Caller_) -> Callab
     async def tool(**kwargs: Any) -> Any:
         ctx: Context = kwargs.pop("ctx")
         task_id: str = kwargs.pop("taskId")
+        request_id: str | None = kwargs.pop("requestId", None)
         who = await caller(ctx)
         enabled = await asyncio.to_thread(
             feature_enabled, who.store, who.tenant, WINDOWS_POOL_FEATURE
@@ -115,7 +121,12 @@ def _verb_tool(verb: WindowsVerb, settings: Settings, caller: Caller_) -> Callab
             raise _typed(err) from None
         client = await who.request.app.state.temporal.get()
         try:
-            result = await run_verb(client, settings, who.tenant, task_holder(task_id), verb, args)
+            # With a requestId, the lease's update id: Temporal applies it once, and a
+            # retry gets the first call's answer (one attempt per call otherwise).
+            update_id = f"mcp/{who.who}/{request_id}" if request_id else None
+            result = await run_verb(
+                client, settings, who.tenant, task_holder(task_id), verb, args, update_id
+            )
         except lease_client.LeaseCallFailed as err:
             raise _lane(err.error) from None
         except lease_client.LeaseUnavailable:

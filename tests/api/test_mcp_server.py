@@ -388,3 +388,65 @@ async def test_a_task_the_soa_proposes_for_any_coder_is_claimed_over_mcp(
 
     found = await d.wait_until(turn, "the SOA's turn on the outcome", timeout=90)
     assert found.event_payload["taskId"] == task.task_id
+
+
+async def test_every_windows_verb_over_mcp_and_a_retry_runs_once(agents: AgentsFactory) -> None:
+    from tests.fakes.windows_pool import FakeWindowsPool
+    from tests.windows_helpers import POOL_TOKEN
+
+    with FakeWindowsPool(token=POOL_TOKEN) as pool:
+        d = await agents(
+            port=free_port(), windows_pool_url=pool.base_url, windows_pool_token=POOL_TOKEN
+        )
+        tenant = d.tenant()
+        await d.soa(tenant)
+        await d.client.put(f"{d.base(tenant)}/features/windows-pool", json={"enabled": True})
+        coder = await _token(d, tenant, "alice", "coder")
+        row = tasks.create(
+            d.store,
+            tenant=tenant,
+            title="Drive notepad",
+            instructions="drive it",
+            proposed_by="admin",
+            now=datetime.now(UTC),
+            op_id="mcp-windows-all",
+        )
+        async with served(d) as http:
+            url = f"{str(http.base_url).rstrip('/')}/mcp"
+            async with mcp_client(url, coder) as alice:
+                await _call(alice, "coding_task_claim", taskId=row.task_id)
+                t = {"taskId": row.task_id}
+
+                async def ok(verb: str, **args: Any) -> Any:
+                    error, body = await _call(alice, verb, **t, **args)
+                    assert not error, body
+                    return body["result"]
+
+                launch = {"program": "notepad.exe", "requestId": "launch-1"}
+                launched = await ok("windows_launch", **launch)
+                again = await ok("windows_launch", **launch)  # a retry: the same call
+                assert again == launched and pool.launched.count("notepad.exe") == 1
+                hwnd = launched["hwnd"]
+                assert hwnd in [w["hwnd"] for w in (await ok("windows_windows"))["windows"]]
+                assert (await ok("windows_focus", hwnd=hwnd))["hwnd"] == hwnd
+                assert "ref=e" in str(await ok("windows_snapshot", hwnd=hwnd))
+                assert await ok("windows_click", automationId="file")
+                assert (await ok("windows_type", automationId="text", text="hi"))["typed"]
+                assert (await ok("windows_key", keys="Ctrl+S"))["sent"] == "Ctrl+S"
+                waited = await ok(
+                    "windows_wait_for", title="Untitled - Notepad", state="exists", timeoutMs=2000
+                )
+                assert waited["reached"] is True
+                assert await ok("windows_computer", action="move", x=5, y=5)
+                shot = await alice.call_tool("windows_screenshot", t)
+                assert not shot.is_error and [c.type for c in shot.content] == ["text", "image"]
+                handle = (await ok("windows_run_spec", script="echo built\nexit 0"))["taskHandle"]
+                for _ in range(100):
+                    status = await ok("windows_task_status", taskHandle=handle)
+                    if status["state"] != "running":
+                        break
+                    await asyncio.sleep(0.05)
+                assert status["state"] == "succeeded"
+                assert (await ok("windows_close", hwnd=hwnd))["closed"] is True
+                assert (await ok("windows_release"))["released"] is True
+                assert pool.holders() == []
