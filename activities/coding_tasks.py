@@ -33,6 +33,7 @@ from runtime.coding_tasks.contracts import (
     SpawnResult,
     TaskState,
     TaskTimers,
+    task_dir,
 )
 from runtime.sessions.contracts import CodingTaskRef
 from runtime.settings import Settings
@@ -50,8 +51,10 @@ class CodingTaskActivities:
         self.settings = settings
 
     @activity.defn(name=CodingTaskActivity.TIMERS)
-    async def timers(self, request: SettleInput) -> TaskTimers:
-        timeout = timedelta(milliseconds=self.settings.coding_task_claim_timeout_ms)
+    async def timers(self, request: ExpireInput) -> TaskTimers:
+        # The workflow's own claim timeout (the one its expiry applies), never this
+        # worker's setting: the two never disagree into a loop with no wait.
+        timeout = timedelta(milliseconds=request.claim_timeout_ms)
         return await asyncio.to_thread(
             tasks.timers, self.store, request.tenant, request.task_id, timeout
         )
@@ -139,12 +142,9 @@ class CodingTaskActivities:
             log.info("agent %s is not running; the sweeper wakes it", target[1])
 
 
-TASKS_DIR = ".agentrt-tasks"
-
-
 async def task_workspace(root: Path, task_id: str) -> Path:
     """The task's own directory under `root`: a git worktree when `root` is a repository."""
-    target = root / TASKS_DIR / task_id
+    target = Path(task_dir(str(root), task_id))
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -79,6 +79,8 @@ class CodingTaskWorkflow:
 
     @workflow.run
     async def run(self, request: CodingTaskInput) -> None:
+        self._spawn = self._spawn or request.spawn
+        self._report = self._report or request.report
         workflow.upsert_search_attributes(
             [KIND.value_set("coding_task"), TENANT.value_set(request.tenant)]
         )
@@ -87,7 +89,12 @@ class CodingTaskWorkflow:
             self._woken = False  # cleared before the read: a later wake is not lost
             timers: TaskTimers = await execute_local(
                 CodingTaskActivity.TIMERS,
-                SettleInput(tenant=request.tenant, task_id=request.task_id),
+                ExpireInput(
+                    tenant=request.tenant,
+                    task_id=request.task_id,
+                    claim_timeout_ms=request.claim_timeout_ms,
+                    now=workflow.now(),
+                ),
                 result_type=TaskTimers,
                 start_to_close_timeout=_LOCAL,
                 retry_policy=_STORE_RETRY,
@@ -158,7 +165,9 @@ class CodingTaskWorkflow:
             if iteration + 1 >= MAX_ITERATIONS or workflow.info().is_continue_as_new_suggested():
                 break
         await workflow.wait_condition(workflow.all_handlers_finished)
-        workflow.continue_as_new(request)
+        workflow.continue_as_new(
+            request.model_copy(update={"spawn": self._spawn, "report": self._report})
+        )
 
     async def _settled(self, request: CodingTaskInput, state: TaskState) -> None:
         await settle_lease(request.tenant, task_holder(request.task_id), f"task_{state.value}")

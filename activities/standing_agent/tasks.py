@@ -62,18 +62,11 @@ async def propose_task(
         await start_task_workflow(settings, task.tenant, task.task_id)
         return {"taskId": task.task_id, "state": task.state}
     if task.session_id is None:
-        # The task is agentrt's coder's: its workflow hears of the prompt's end, and
-        # settles it (runtime/coding_tasks).
-        await start_task_workflow(settings, task.tenant, task.task_id)
-        ref = CodingTaskRef(tenant=task.tenant, task_id=task.task_id)
-        session_id = await submit_task_prompt(
-            store, settings, task.task_id, task.prompt, coding_task=ref
-        )
-        await asyncio.to_thread(
-            tools.set_task_session, store, task.task_id, session_id, "submitted"
-        )
-    else:
-        session_id = task.session_id
+        # agentrt's coder's: its workflow starts it (a slot of the tenant, the task's own
+        # directory, its approval mode and preset) and settles the task when it ends.
+        await start_task_workflow(settings, task.tenant, task.task_id, signal=SPAWN_SIGNAL)
+        return {"taskId": task.task_id, "state": task.state, "holder": task.holder}
+    session_id = task.session_id
     return {"taskId": task.task_id, "sessionId": session_id}
 
 

@@ -108,7 +108,7 @@ def _verb_tool(verb: WindowsVerb, settings: Settings, caller: Caller_) -> Callab
         except ApplicationError as err:
             raise from_failure(err) from None
         held = TaskState(task.state) in HELD
-        if verb != WindowsVerb.RELEASE and not (held and task.holder == who.who):
+        if not (held and task.holder == who.who):
             raise refused(
                 "not_task_holder",
                 "drive the Windows lane for a task you hold (claim it first)",
@@ -123,7 +123,7 @@ def _verb_tool(verb: WindowsVerb, settings: Settings, caller: Caller_) -> Callab
         try:
             # With a requestId, the lease's update id: Temporal applies it once, and a
             # retry gets the first call's answer (one attempt per call otherwise).
-            update_id = f"mcp/{who.who}/{request_id}" if request_id else None
+            update_id = f"mcp/{who.who}/{task_id}/{verb.value}/{request_id}" if request_id else None
             result = await run_verb(
                 client, settings, who.tenant, task_holder(task_id), verb, args, update_id
             )

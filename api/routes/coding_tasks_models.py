@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from runtime.coding_tasks.contracts import TaskView
 from runtime.policy.approval import ApprovalMode
@@ -24,7 +23,8 @@ class TaskCreate(BaseModel):
     provider: str | None = Field(default=None, min_length=1, max_length=200)
     # The approval mode agentrt's own coder runs the task with (session-daemon modes).
     approvalMode: ApprovalMode | None = None
-    deadline: datetime | None = None
+    # With its time zone (a naive time is refused: whose midnight would it be?).
+    deadline: AwareDatetime | None = None
     # The client's retry key: the same requestId again creates nothing new.
     requestId: str | None = Field(
         default=None, min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._:-]+$"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel
@@ -42,6 +43,14 @@ Outcome = Literal["succeeded", "failed"]
 
 def task_workflow_id(tenant: str, task_id: str) -> str:
     return f"coding-task/{tenant}/{task_id}"
+
+
+# agentrt's coder works in `<workspace>/.agentrt-tasks/<taskId>` (activities/coding_tasks).
+TASKS_DIR: Final = ".agentrt-tasks"
+
+
+def task_dir(root: str, task_id: str) -> str:
+    return str(Path(root) / TASKS_DIR / task_id)
 
 
 class TaskNote(BaseModel):
@@ -145,6 +154,10 @@ class CodingTaskInput(BaseModel):
     task_id: str
     # How long a holder may go without a heartbeat before the task is open again.
     claim_timeout_ms: int
+    # Carried across continue-as-new: a spawn not yet run, a coder's report not yet
+    # applied (a signal is never lost to a new run).
+    spawn: bool = False
+    report: CoderReport | None = None
 
 
 class TaskTimers(BaseModel):
@@ -201,3 +214,6 @@ class CodingTaskActivity(StrEnum):
     WAKE_AGENT = "coding_task.wake_agent"
     SPAWN_CODER = "coding_task.spawn_coder"
     COMPLETE_OWN = "coding_task.complete_own"
+
+
+CodingTaskInput.model_rebuild()

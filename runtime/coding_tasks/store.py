@@ -177,15 +177,26 @@ def _conflict(row: CodingTask, code: Any, message: str) -> ApplicationError:
     return failure.application_error()
 
 
-def _cas(db: Session, task_id: str, states: Collection[TaskState], values: dict[str, Any]) -> bool:
-    result = db.exec(
-        update(CodingTask)
-        .where(
-            col(CodingTask.task_id) == task_id,
-            col(CodingTask.state).in_([s.value for s in states]),
-        )
-        .values(**values)
-    )
+def _cas(
+    db: Session,
+    task_id: str,
+    states: Collection[TaskState],
+    values: dict[str, Any],
+    held: CodingTask | None = None,
+) -> bool:
+    """`values` if the task is in `states` (and, with `held`, still under the claim that
+    row read: the same holder, claimed at the same time; a claim lost and retaken by
+    someone else meanwhile does not match)."""
+    where = [
+        col(CodingTask.task_id) == task_id,
+        col(CodingTask.state).in_([s.value for s in states]),
+    ]
+    if held is not None:
+        where += [
+            col(CodingTask.holder) == held.holder,
+            col(CodingTask.claimed_at) == held.claimed_at,
+        ]
+    result = db.exec(update(CodingTask).where(*where).values(**values))
     return bool(result.rowcount == 1)
 
 
@@ -271,8 +282,9 @@ def update_progress(
             "notes": notes,
             "updated_at": now,
         }
-        if not _cas(db, task_id, HELD, values):
+        if not _cas(db, task_id, HELD, values, held=row):
             _held_by(_current(db, task_id), holder)
+            raise _conflict(row, "not_task_holder", "the claim changed meanwhile")
         return _current(db, task_id)
 
     return _transition(store, tenant, task_id, decide)
@@ -299,8 +311,9 @@ def complete(
             return row  # a retried completion: the same answer
         _held_by(row, holder)
         values = _settled(outcome, holder, now, summary, artifacts)
-        if not _cas(db, task_id, HELD, values):
+        if not _cas(db, task_id, HELD, values, held=row):
             _held_by(_current(db, task_id), holder)
+            raise _conflict(row, "not_task_holder", "the claim changed meanwhile")
         settled = _current(db, task_id)
         _settle_in(db, settled)
         return settled
@@ -465,16 +478,18 @@ def reserve_coder(
     store: Store, tenant: str, task_id: str, session_id: str, limit: int
 ) -> CodingTask | None:
     """Give agentrt's coder of `task_id` its session, if the tenant runs fewer than
-    `limit` coders: the task's row, or None (the task waits). Under one lock per tenant,
-    so N concurrent spawns never run more than `limit` coders. Idempotent: a task whose
-    coder has its session already answers at once."""
+    `limit` coders: the task's row, or None (the task waits, or is no longer the coder's).
+    Under one lock per tenant, so N concurrent spawns never run more than `limit` coders;
+    the write is a compare-and-swap (held by agentrt's coder, no session yet), so a task
+    cancelled or expired meanwhile is never brought back. Idempotent: a task whose coder
+    has its session already answers at once."""
     with store.session() as db:
         serialize(db, f"coders/{tenant}")
         row = db.get(CodingTask, task_id)
         if row is None or row.tenant != tenant:
             return None
         if row.session_id is not None:
-            return row
+            return row if row.holder == OWN_CODER and TaskState(row.state) in HELD else None
         running = db.exec(
             select(func.count()).where(
                 col(CodingTask.tenant) == tenant,
@@ -485,10 +500,21 @@ def reserve_coder(
         ).one()
         if int(running) >= limit:
             return None
-        row.session_id = session_id
-        row.state = TaskState.RUNNING.value
-        row.updated_at = datetime.now(UTC)
-        db.add(row)
+        taken = db.exec(
+            update(CodingTask)
+            .where(
+                col(CodingTask.task_id) == task_id,
+                col(CodingTask.holder) == OWN_CODER,
+                col(CodingTask.state).in_([s.value for s in HELD]),
+                col(CodingTask.session_id).is_(None),
+            )
+            .values(
+                session_id=session_id,
+                state=TaskState.RUNNING.value,
+                updated_at=datetime.now(UTC),
+            )
+        )
         db.commit()
-        db.refresh(row)
-        return row
+        if taken.rowcount != 1:
+            return None
+        return _current(db, task_id)

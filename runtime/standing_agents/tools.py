@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, col, or_, select
 
-from runtime.coding_tasks.contracts import OWN_CODER, TaskState
+from runtime.coding_tasks.contracts import OWN_CODER, TaskState, task_dir
 from runtime.coding_tasks.models import CodingTask
 from runtime.investigation.models import InvestigationClaim, InvestigationEvidence, Research
 from runtime.llm.contracts import ToolSpec
@@ -749,14 +749,16 @@ def propose_task(
                 capabilities=capabilities,
                 holder=OWN_CODER,
                 proposed_by=f"agent:{ctx.instance_id}",
-                workspace=workspace_cwd,
+                workspace=task_dir(workspace_cwd, task_id),
                 claimed_at=ctx.now,
                 heartbeat_at=ctx.now,
                 updated_at=ctx.now,
             )
             db.add(row)
             if db.get(DaemonSession, task_session_id(task_id)) is None:
-                db.add(_task_session_row(task_session_id(task_id), workspace_cwd, task_id))
+                # The coder's session runs in the task's own directory (its spawn).
+                own_dir = task_dir(workspace_cwd, task_id)
+                db.add(_task_session_row(task_session_id(task_id), own_dir, task_id))
             try:
                 db.commit()
             except IntegrityError:

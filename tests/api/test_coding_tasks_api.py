@@ -107,6 +107,8 @@ async def test_bad_input_and_other_tenants_are_refused(agents: AgentsFactory) ->
     assert extra.status_code == 400
     mode = await d.client.post(url, json={**BODY, "approvalMode": "reckless"})
     assert mode.status_code == 400
+    naive = await d.client.post(url, json={**BODY, "deadline": "2030-01-01T00:00:00"})
+    assert naive.status_code == 400
     past = await d.client.post(url, json={**BODY, "deadline": "2000-01-01T00:00:00Z"})
     assert (past.status_code, past.json()["code"]) == (400, "invalid_coding_task")
     missing = await d.client.get(f"{url}/nope")

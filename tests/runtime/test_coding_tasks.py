@@ -171,3 +171,34 @@ def test_bad_input_is_refused_with_a_typed_body(store: Store) -> None:
     with pytest.raises(ApplicationError) as err:
         tasks.complete(store, "acme", task_id, "coder:a", TaskState.CANCELLED, T0)
     assert _refusal(err)["code"] == "invalid_coding_task"
+
+
+def test_a_coder_slot_never_revives_a_cancelled_task(store: Store) -> None:
+    """From a second read: the reservation is a compare-and-swap, not a blind write."""
+    task_id = _task(store)
+    tasks.claim(store, "acme", task_id, "agentrt-coder", T0)
+    tasks.cancel(store, "acme", task_id, "admin", T0)
+    assert tasks.reserve_coder(store, "acme", task_id, "s-1", limit=4) is None
+    row = tasks.get(store, "acme", task_id)
+    assert (row.state, row.session_id) == ("cancelled", None)
+
+
+def test_a_claim_lost_and_retaken_is_not_the_old_holders_to_complete(store: Store) -> None:
+    task_id = _task(store)
+    tasks.claim(store, "acme", task_id, "coder:a", T0)
+    tasks.expire(store, "acme", task_id, timedelta(minutes=5), T0 + timedelta(minutes=6))
+    tasks.claim(store, "acme", task_id, "coder:b", T0 + timedelta(minutes=7))
+    with pytest.raises(ApplicationError) as err:
+        tasks.complete(store, "acme", task_id, "coder:a", TaskState.SUCCEEDED, T0)
+    assert _refusal(err)["code"] == "not_task_holder"
+    assert tasks.get(store, "acme", task_id).holder == "coder:b"
+
+
+def test_coders_slots_are_bounded_per_tenant(store: Store) -> None:
+    ids = [_task(store, key=f"slot-{n}") for n in range(3)]
+    for task_id in ids:
+        tasks.claim(store, "acme", task_id, "agentrt-coder", T0)
+    got = [tasks.reserve_coder(store, "acme", t, f"s-{t}", limit=2) for t in ids]
+    assert [g is not None for g in got] == [True, True, False]
+    # The same reservation again answers at once (a retried spawn).
+    assert tasks.reserve_coder(store, "acme", ids[0], "s-other", limit=2) is not None

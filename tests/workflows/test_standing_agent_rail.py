@@ -190,11 +190,19 @@ async def test_a_proposed_task_is_a_session_prompt_in_the_workspace(
         await sa.wait_turns(store, agent, 2)
         turn = sa.turns(store, agent)[1]
         assert turn.decision_kind == DecisionKind.ACTED_WITH_TOOL.value
+        # agentrt's coder starts through the task's workflow: a slot, its own directory.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with store.session() as db:
+                (row,) = db.exec(select(CodingTask)).all()
+            if row.session_id is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert row.session_id is not None and row.holder == "agentrt-coder"
         with store.session() as db:
-            (row,) = db.exec(select(CodingTask)).all()
-            assert row.session_id is not None and row.status == "submitted"
             session = db.get(DaemonSession, row.session_id)
             assert session is not None
+            assert session.workspace_cwd.endswith(f".agentrt-tasks/{row.task_id}")
         # The session ran the prompt (the scripted model echoes it) to its end.
         journal = EventJournal(store)
         deadline = time.monotonic() + 30
