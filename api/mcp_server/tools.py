@@ -94,11 +94,14 @@ def build_mcp_server(settings: Settings) -> MCPServer:
                 role,
                 capabilities,
                 endpoint,
+                who.who,
             )
         except registry_store.ReservedAgentId:
             raise refused(
                 "agent_id_reserved", "ids starting with soa- are the SOA's", agentId=agentId
             ) from None
+        except registry_store.NotOwner:
+            raise _not_yours(agentId) from None
         return _entry(entry)
 
     @server.tool(description="Refresh your registry entry.", annotations=WRITE)
@@ -107,12 +110,14 @@ def build_mcp_server(settings: Settings) -> MCPServer:
         who = await caller(ctx)
         try:
             entry = await asyncio.to_thread(
-                registry_store.heartbeat, who.store, who.tenant, agentId, ttl
+                registry_store.heartbeat, who.store, who.tenant, agentId, ttl, who.who
             )
         except registry_store.NotRegistered:
             raise refused(
                 "agent_not_registered", "no live entry: register again", agentId=agentId
             ) from None
+        except registry_store.NotOwner:
+            raise _not_yours(agentId) from None
         return _entry(entry)
 
     @server.tool(description="The tenant's live agents (the SOA first).", annotations=READ)
@@ -149,7 +154,12 @@ def build_mcp_server(settings: Settings) -> MCPServer:
     @answered
     async def agent_unregister(agentId: Id, ctx: Context) -> dict[str, Any]:
         who = await caller(ctx)
-        removed = await asyncio.to_thread(registry_store.unregister, who.store, who.tenant, agentId)
+        try:
+            removed = await asyncio.to_thread(
+                registry_store.unregister, who.store, who.tenant, agentId, who.who
+            )
+        except registry_store.NotOwner:
+            raise _not_yours(agentId) from None
         return {"agentId": agentId, "removed": removed}
 
     # -- coding tasks ------------------------------------------------------------------------
@@ -192,7 +202,7 @@ def build_mcp_server(settings: Settings) -> MCPServer:
             entry = None
             if agentId is not None:
                 entry = await asyncio.to_thread(
-                    registry_store.live_entry, who.store, who.tenant, agentId, ttl
+                    registry_store.live_entry, who.store, who.tenant, agentId, ttl, who.who
                 )
             if entry is None:
                 raise refused(
@@ -202,7 +212,7 @@ def build_mcp_server(settings: Settings) -> MCPServer:
                 )
             capabilities = entry.capabilities
         if agentId is not None:
-            await asyncio.to_thread(_refresh, who.store, who.tenant, agentId, ttl)
+            await asyncio.to_thread(_refresh, who.store, who.tenant, agentId, ttl, who.who)
         row = await run(tasks.claim, who.store, who.tenant, taskId, who.who, _now(), capabilities)
         await settled(who, row)
         return dict(tasks.view(row).model_dump(mode="json"))
@@ -308,9 +318,17 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _refresh(store: Store, tenant: str, agent_id: str, ttl: timedelta) -> None:
+def _refresh(store: Store, tenant: str, agent_id: str, ttl: timedelta, by: str) -> None:
     """Any call of a registered coder with its agentId refreshes its entry."""
     try:
-        registry_store.heartbeat(store, tenant, agent_id, ttl)
-    except registry_store.NotRegistered:
+        registry_store.heartbeat(store, tenant, agent_id, ttl, by)
+    except (registry_store.NotRegistered, registry_store.NotOwner):
         pass
+
+
+def _not_yours(agent_id: str) -> Exception:
+    return refused(
+        "agent_not_yours",
+        "another coder registered this agentId: register your own",
+        agentId=agent_id,
+    )

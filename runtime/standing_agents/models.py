@@ -263,3 +263,5 @@ class RegistryEntry(SQLModel, table=True):
     capabilities: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     endpoint: str | None = Field(default=None, max_length=2000)
     last_heartbeat_at: datetime = _ts()
+    # The verified identity of the MCP coder that registered it (None: an operator's).
+    registered_by: str | None = Field(default=None, max_length=200)

@@ -24,6 +24,8 @@ SOA_ROLE = "Coordinator"
 # The SOA's id (control.soa_instance_id) starts with it: no client entry may shadow it.
 RESERVED_PREFIX = "soa-"
 SOA_CAPABILITIES = ("orchestration", "decisions", "planning")
+# An entry expired this long ago may be taken by another coder (its owner is gone).
+EXPIRED_OWNER_GRACE = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,19 @@ class ReservedAgentId(Exception):
         self.agent_id = agent_id
 
 
+class NotOwner(Exception):
+    """Another coder's entry: only its registrant (or an operator) may touch it."""
+
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(f"agent {agent_id!r} is another coder's registry entry")
+        self.agent_id = agent_id
+
+
+def _check_owner(row: RegistryEntry, by: str | None) -> None:
+    if by is not None and row.registered_by is not None and row.registered_by != by:
+        raise NotOwner(row.agent_id)
+
+
 class NotRegistered(Exception):
     def __init__(self, agent_id: str) -> None:
         super().__init__(f"agent {agent_id!r} is not registered (or expired)")
@@ -54,11 +69,15 @@ def register(
     role: str,
     capabilities: list[str],
     endpoint: str | None,
+    by: str | None = None,
 ) -> Registered:
     """Create or replace an entry (registering again is a heartbeat with new details).
+    `by`: the MCP coder's verified identity, recorded; another coder's entry is refused
+    (an operator, `by=None`, may replace any).
 
     Raises:
         ReservedAgentId: the id could shadow the tenant's SOA entry.
+        NotOwner: `by` is not the coder that registered it.
     """
     if agent_id.startswith(RESERVED_PREFIX):
         raise ReservedAgentId(agent_id)
@@ -67,6 +86,9 @@ def register(
         row = db.get(RegistryEntry, (tenant, agent_id))
         if row is None:
             row = RegistryEntry(tenant=tenant, agent_id=agent_id, role=role, last_heartbeat_at=now)
+        elif aware_utc(row.last_heartbeat_at) > now - EXPIRED_OWNER_GRACE:
+            _check_owner(row, by)
+        row.registered_by = by
         row.role = role
         row.capabilities = sorted(set(capabilities))
         row.endpoint = endpoint
@@ -76,36 +98,52 @@ def register(
         return _public(row)
 
 
-def heartbeat(store: Store, tenant: str, agent_id: str, ttl: timedelta) -> Registered:
+def heartbeat(
+    store: Store, tenant: str, agent_id: str, ttl: timedelta, by: str | None = None
+) -> Registered:
     """Refresh an entry; an expired one must register again.
 
     Raises:
         NotRegistered: no live entry of that id in this tenant.
+        NotOwner: `by` is not the coder that registered it.
     """
     now = datetime.now(UTC)
     with store.session() as db:
         row = db.get(RegistryEntry, (tenant, agent_id))
         if row is None or aware_utc(row.last_heartbeat_at) <= now - ttl:
             raise NotRegistered(agent_id)
+        _check_owner(row, by)
         row.last_heartbeat_at = now
         db.add(row)
         db.commit()
         return _public(row)
 
 
-def unregister(store: Store, tenant: str, agent_id: str) -> bool:
-    """Remove an entry; False when there was none."""
+def unregister(store: Store, tenant: str, agent_id: str, by: str | None = None) -> bool:
+    """Remove an entry; False when there was none.
+
+    Raises:
+        NotOwner: `by` is not the coder that registered it.
+    """
     with store.session() as db:
         row = db.get(RegistryEntry, (tenant, agent_id))
         if row is None:
             return False
+        _check_owner(row, by)
         db.delete(row)
         db.commit()
         return True
 
 
-def live_entry(store: Store, tenant: str, agent_id: str, ttl: timedelta) -> Registered | None:
-    """One live entry (the SOA's included), or None."""
+def live_entry(
+    store: Store, tenant: str, agent_id: str, ttl: timedelta, by: str | None = None
+) -> Registered | None:
+    """One live entry (the SOA's included) — with `by`, only one that coder registered
+    (or an operator did) — or None."""
+    with store.session() as db:
+        row = db.get(RegistryEntry, (tenant, agent_id))
+    if by is not None and row is not None and row.registered_by not in (None, by):
+        return None
     return next((e for e in live_entries(store, tenant, ttl) if e.agent_id == agent_id), None)
 
 

@@ -123,6 +123,15 @@ async def test_a_coder_registers_claims_once_and_completes_and_the_agent_hears_o
             )
             error, lost = await _call(bob, "coding_task_claim", taskId=row.task_id, agentId="bob-1")
             assert error and lost["code"] == "task_not_open"
+            # alice-1 is alice's entry: bob may not take, refresh or remove it.
+            error, taken = await _call(
+                bob, "agent_register", agentId="alice-1", role="Coder", capabilities=[]
+            )
+            assert error and taken["code"] == "agent_not_yours"
+            error, beat = await _call(bob, "agent_heartbeat", agentId="alice-1")
+            assert error and beat["code"] == "agent_not_yours"
+            error, gone = await _call(bob, "agent_unregister", agentId="alice-1")
+            assert error and gone["code"] == "agent_not_yours"
             for _ in range(2):
                 error, progressed = await _call(
                     alice, "coding_task_update", taskId=row.task_id, note="half", noteId="n1"
