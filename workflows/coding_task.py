@@ -40,7 +40,9 @@ with workflow.unsafe.imports_passed_through():
         SpawnResult,
         TaskState,
         TaskTimers,
+        task_prompt_id,
     )
+    from runtime.sessions.contracts import CancelRequest
     from runtime.windows_pool.lease import task_holder
 
 _LOCAL = timedelta(minutes=1)
@@ -105,6 +107,9 @@ class CodingTaskWorkflow:
                 shown = timers.state
                 workflow.upsert_search_attributes([STATUS.value_set(shown.value)])
             if timers.state in SETTLED:
+                if timers.session_id is not None and self._report is None:
+                    # Settled under agentrt's coder (cancelled, expired): stop its prompt.
+                    await _cancel_coder(timers.session_id, request.task_id)
                 await self._settled(request, timers.state)
                 return
             if timers.holder == OWN_CODER and self._report is not None:
@@ -177,3 +182,14 @@ class CodingTaskWorkflow:
             start_to_close_timeout=_LOCAL,
             retry_policy=_STORE_RETRY,
         )
+
+
+async def _cancel_coder(session_id: str, task_id: str) -> None:
+    """Cancel the prompt agentrt's coder runs the task with (its session stays open)."""
+    session = workflow.get_external_workflow_handle(f"session/{session_id}")
+    try:
+        await session.signal(
+            "cancel", CancelRequest(originator="agentrt", prompt_id=task_prompt_id(task_id))
+        )
+    except Exception:
+        workflow.logger.info("agentrt's coder of task %s no longer runs", task_id)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import uuid
 from typing import Any
 
 from temporalio import activity
@@ -19,6 +18,7 @@ from runtime.coding_tasks.contracts import (
     OWN_CODER,
     SPAWN_SIGNAL,
     CodingTaskInput,
+    task_prompt_id,
     task_workflow_id,
 )
 from runtime.coding_tasks.contracts import WAKE_SIGNAL as TASK_WAKE
@@ -129,7 +129,7 @@ async def submit_task_prompt(
     the session the first attempt started and the update id dedupes the prompt.
     """
     session_id = tools.task_session_id(task_id)
-    prompt_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-prompt/{task_id}"))
+    prompt_id = task_prompt_id(task_id)
     workspace = workspace or settings.workspace_cwd
     await asyncio.to_thread(tools.ensure_task_session, store, session_id, workspace, task_id)
     request = SessionInput(

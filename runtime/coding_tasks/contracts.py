@@ -3,6 +3,7 @@ the workflow's contracts. Every layer names coding tasks through these."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -51,6 +52,11 @@ TASKS_DIR: Final = ".agentrt-tasks"
 
 def task_dir(root: str, task_id: str) -> str:
     return str(Path(root) / TASKS_DIR / task_id)
+
+
+def task_prompt_id(task_id: str) -> str:
+    """The prompt agentrt's coder runs a task with (derived: a retry submits it once)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-prompt/{task_id}"))
 
 
 class TaskNote(BaseModel):
@@ -169,6 +175,8 @@ class TaskTimers(BaseModel):
     deadline: datetime | None = None
     claim_expires_at: datetime | None = None
     lease_released: bool = False
+    # agentrt's coder's session (its prompt is cancelled when the task is settled under it).
+    session_id: str | None = None
 
 
 class ExpireInput(BaseModel):

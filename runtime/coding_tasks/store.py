@@ -412,6 +412,7 @@ def timers(store: Store, tenant: str, task_id: str, claim_timeout: timedelta) ->
         holder=row.holder,
         deadline=aware_utc(row.deadline) if row.deadline is not None else None,
         claim_expires_at=expires,
+        session_id=row.session_id if row.holder == OWN_CODER else None,
     )
 
 

@@ -17,6 +17,7 @@ from sqlmodel import col, select
 from runtime.coding_tasks import store as tasks
 from runtime.llm.models import LlmCallAttempt
 from runtime.standing_agents.models import AgentLedgerTurn
+from runtime.streams import session_stream
 from tests.agents_helpers import AgentsDaemon, AgentsFactory
 from tests.conftest import migrated_sqlite
 
@@ -254,3 +255,38 @@ async def test_the_soa_hands_an_open_task_to_agentrts_coder(agents: AgentsFactor
             ).first()
 
     await d.wait_until(turn, "the SOA's turn on the outcome", timeout=90)
+
+
+async def test_cancelling_a_task_stops_its_coders_prompt(agents: AgentsFactory) -> None:
+    """The coder waits on a permission; the operator cancels the task: its prompt ends."""
+    d = await agents()
+    tenant, _ = await _tenant(d)
+    url = f"{d.base(tenant)}/coding-tasks"
+    task_id = tasks.task_id_for(f"rest/{tenant}/own-3")
+    own_dir = Path(d.settings.workspace_cwd) / ".agentrt-tasks" / task_id
+    write = {"file_path": str(own_dir / "never.txt"), "content": "no\n"}
+    body = {"title": "Stopped", "instructions": f"/call write_file {json.dumps(write)}"}
+    assert (await d.client.post(url, json={**body, "requestId": "own-3"})).status_code == 201
+    assert (await d.client.post(f"{url}/{task_id}/coder", json={})).status_code == 200
+
+    def asking() -> str | None:
+        row = tasks.get(d.store, tenant, task_id)
+        if row.session_id is None:
+            return None
+        entries = d.journal.read(session_stream(row.session_id)).entries
+        return row.session_id if any(e.type == "permission_request" for e in entries) else None
+
+    session_id = await d.wait_until(asking, "the coder's permission request", timeout=90)
+    cancelled = await d.client.post(f"{url}/{task_id}/cancel", json={})
+    assert cancelled.json()["state"] == "cancelled"
+
+    def stopped() -> bool:
+        entries = d.journal.read(session_stream(session_id)).entries
+        return any(
+            e.type == "turn_complete" and e.data.get("data", {}).get("stopReason") == "cancelled"
+            for e in entries
+        )
+
+    await d.wait_until(stopped, "the coder's prompt cancelled", timeout=90)
+    assert not (own_dir / "never.txt").exists()
+    assert tasks.get(d.store, tenant, task_id).state == "cancelled"
