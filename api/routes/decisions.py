@@ -81,7 +81,19 @@ async def respond(
 ) -> DecisionView:
     """Answer a decision (`approve`, `reject` or free text); the same answer again gets
     the same body, a different one to a resolved decision is a 409. `answeredBy` records
-    who the bearer verified (`admin`, `operator:<name>`), `respondedBy` what the body says."""
+    who the bearer verified (`admin`, `operator:<name>`), `respondedBy` what the body says.
+    An answer to agentrt's coder's permission request is the session's vote, sent before
+    the decision is resolved: a vote Temporal did not take (503) leaves it open."""
+    try:
+        current = await asyncio.to_thread(control.get_decision, store, tenant, decision_id)
+    except control.DecisionNotFound:
+        raise decision_not_found(decision_id) from None
+    if (
+        control.is_permission_vote(current)
+        and current.status == AttentionStatus.OPEN.value
+        and body.resolution in (current.options or [])
+    ):
+        await _vote(connector, settings, store, current, body.resolution)
     try:
         row, _won = await asyncio.to_thread(
             control.respond,
@@ -117,7 +129,6 @@ async def respond(
             },
         ) from None
     if control.is_permission_vote(row):
-        await _vote(connector, settings, store, row)
         return _view(row)
     try:
         instance = await asyncio.to_thread(control.get_instance, store, tenant, row.soa_instance_id)
@@ -128,7 +139,11 @@ async def respond(
 
 
 async def _vote(
-    connector: TemporalConnector, settings: Settings, store: Store, row: AttentionRequest
+    connector: TemporalConnector,
+    settings: Settings,
+    store: Store,
+    row: AttentionRequest,
+    option_id: str,
 ) -> None:
     """agentrt's coder's permission request answered on the queue: the answer (one of the
     request's options) is the session's vote. A request resolved meanwhile (its timer, a
@@ -136,7 +151,7 @@ async def _vote(
     vote = VoteRequest(
         request_id=str(row.payload["requestId"]),
         outcome="selected",
-        option_id=row.resolution,
+        option_id=option_id,
         client_id=None,
     )
     try:
@@ -147,6 +162,8 @@ async def _vote(
             str(row.payload["sessionId"]),
             SessionWorkflow.vote,
             vote,
+            # The same answer again is the same update (applied once).
+            update_id=f"decision/{row.decision_id}",
             wait_for_result=False,
         )
     except ApiError as err:
