@@ -707,22 +707,28 @@ def propose_task(
                 return existing
             own = arguments.get("coder", "agentrt") == "agentrt"
             capabilities = sorted(set(arguments.get("capabilities") or []))
+            row = CodingTask(
+                task_id=task_id,
+                tenant=ctx.tenant,
+                instance_id=ctx.instance_id,
+                title=_text(arguments, "title")[:500],
+                prompt=_text(arguments, "prompt"),
+                op_id=ctx.op_id,
+                created_at=ctx.now,
+                # Open for a registered coder to claim (agentrt's MCP tools), or run at once
+                # by agentrt's own coder (its session, in the task's own directory).
+                state=TaskState.OPEN.value,
+                capabilities=capabilities,
+                proposed_by=f"agent:{ctx.instance_id}",
+                workspace=workspace_cwd,
+                updated_at=ctx.now,
+            )
+            if own:
+                row.state = TaskState.RUNNING.value
+                row.holder = OWN_CODER
+                row.workspace = task_dir(workspace_cwd, task_id)
+                row.claimed_at = row.heartbeat_at = ctx.now
             if not own:
-                row = CodingTask(
-                    task_id=task_id,
-                    tenant=ctx.tenant,
-                    instance_id=ctx.instance_id,
-                    title=_text(arguments, "title")[:500],
-                    prompt=_text(arguments, "prompt"),
-                    op_id=ctx.op_id,
-                    created_at=ctx.now,
-                    # Open for a registered coder to claim (agentrt's MCP tools).
-                    state=TaskState.OPEN.value,
-                    capabilities=capabilities,
-                    proposed_by=f"agent:{ctx.instance_id}",
-                    workspace=workspace_cwd,
-                    updated_at=ctx.now,
-                )
                 db.add(row)
                 try:
                     db.commit()
@@ -736,24 +742,6 @@ def propose_task(
                 raise BoundaryError(
                     f"the daemon runs its maximum of {max_sessions} sessions"
                 ) from None
-            row = CodingTask(
-                task_id=task_id,
-                tenant=ctx.tenant,
-                instance_id=ctx.instance_id,
-                title=_text(arguments, "title")[:500],
-                prompt=_text(arguments, "prompt"),
-                op_id=ctx.op_id,
-                created_at=ctx.now,
-                # A coding task run at once by agentrt's own coder (its session).
-                state=TaskState.RUNNING.value,
-                capabilities=capabilities,
-                holder=OWN_CODER,
-                proposed_by=f"agent:{ctx.instance_id}",
-                workspace=task_dir(workspace_cwd, task_id),
-                claimed_at=ctx.now,
-                heartbeat_at=ctx.now,
-                updated_at=ctx.now,
-            )
             db.add(row)
             if db.get(DaemonSession, task_session_id(task_id)) is None:
                 # The coder's session runs in the task's own directory (its spawn).
