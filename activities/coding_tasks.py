@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from activities.standing_agent.tasks import submit_task_prompt
+from runtime.coding_tasks import own_coder
 from runtime.coding_tasks import store as tasks
 from runtime.coding_tasks.contracts import (
     HELD,
@@ -38,7 +39,7 @@ from runtime.coding_tasks.contracts import (
 from runtime.sessions.contracts import CodingTaskRef
 from runtime.settings import Settings
 from runtime.standing_agents.contracts import agent_workflow_id
-from runtime.standing_agents.tools import task_session_id
+from runtime.standing_agents.task_proposals import task_session_id
 from runtime.standing_agents.workflow_contracts import WAKE_SIGNAL as AGENT_WAKE
 from runtime.store import Store
 
@@ -81,7 +82,7 @@ class CodingTaskActivities:
             return SpawnResult()
         session_id = task_session_id(row.task_id)
         reserved = await asyncio.to_thread(
-            tasks.reserve_coder,
+            own_coder.reserve_coder,
             self.store,
             row.tenant,
             row.task_id,

@@ -66,7 +66,7 @@ from runtime.sessions.prompts import load_prompt
 from runtime.sessions.streams import session_event
 from runtime.sessions.tools import SESSION_TOOLS
 from runtime.settings import Settings
-from runtime.standing_agents import control
+from runtime.standing_agents import coder_decisions
 from runtime.store import EventJournal, JournalEntry, Store
 from runtime.store.journal_contracts import NewEvent
 from runtime.store.operations import OperationLedger
@@ -467,7 +467,7 @@ class SessionActivities:
         """agentrt's coder asks: the permission request on its tenant's decision queue,
         once per request (its answer votes: api/routes/decisions.py)."""
         await asyncio.to_thread(
-            lambda: control.coder_decision(
+            lambda: coder_decisions.coder_decision(
                 self.store,
                 tenant=request.task.tenant,
                 title=request.title,

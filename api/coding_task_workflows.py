@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
@@ -31,7 +32,7 @@ from workflows.search_attributes import KIND, STATUS, TENANT
 
 log = logging.getLogger(__name__)
 KIND_VALUE = "coding_task"
-START_TIMEOUT = 10.0
+START_TIMEOUT = timedelta(seconds=10)
 
 
 async def start_timers(
@@ -42,26 +43,24 @@ async def start_timers(
 
     Raises the Temporal error when it does not answer.
     """
-    await asyncio.wait_for(
-        client.start_workflow(
-            WORKFLOW_NAME,
-            CodingTaskInput(
-                tenant=row.tenant,
-                task_id=row.task_id,
-                claim_timeout_ms=settings.coding_task_claim_timeout_ms,
-            ),
-            id=task_workflow_id(row.tenant, row.task_id),
-            task_queue=settings.task_queue,
-            start_signal=signal,
-            search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(KIND, KIND_VALUE),
-                    SearchAttributePair(TENANT, row.tenant),
-                    SearchAttributePair(STATUS, row.state),
-                ]
-            ),
+    await client.start_workflow(
+        WORKFLOW_NAME,
+        CodingTaskInput(
+            tenant=row.tenant,
+            task_id=row.task_id,
+            claim_timeout_ms=settings.coding_task_claim_timeout_ms,
         ),
-        START_TIMEOUT,
+        id=task_workflow_id(row.tenant, row.task_id),
+        task_queue=settings.task_queue,
+        start_signal=signal,
+        search_attributes=TypedSearchAttributes(
+            [
+                SearchAttributePair(KIND, KIND_VALUE),
+                SearchAttributePair(TENANT, row.tenant),
+                SearchAttributePair(STATUS, row.state),
+            ]
+        ),
+        rpc_timeout=START_TIMEOUT,
     )
 
 

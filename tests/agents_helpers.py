@@ -21,7 +21,12 @@ from temporalio.testing import WorkflowEnvironment
 
 from runtime.settings import Settings
 from runtime.standing_agents.contracts import AttentionKind, AttentionStatus
-from runtime.standing_agents.models import AgentEventRow, AgentInstance, AttentionRequest
+from runtime.standing_agents.models import (
+    AgentEventRow,
+    AgentInstance,
+    AgentLedgerTurn,
+    AttentionRequest,
+)
 from runtime.store import EventJournal, Store, upgrade_to_head
 from tests.conftest import ApiFactory
 from worker import build_worker
@@ -118,6 +123,17 @@ class AgentsDaemon:
                 return value
             await asyncio.sleep(0.1)
         raise AssertionError(f"{what} never happened")
+
+
+def dependency_turn(store: Store, instance_id: str) -> AgentLedgerTurn | None:
+    """The agent's first ledger turn on a `DependencyCompleted` (a coding task settled)."""
+    with store.session() as db:
+        return db.exec(
+            select(AgentLedgerTurn).where(
+                col(AgentLedgerTurn.instance_id) == instance_id,
+                col(AgentLedgerTurn.event_kind) == "DependencyCompleted",
+            )
+        ).first()
 
 
 class _Server(uvicorn.Server):

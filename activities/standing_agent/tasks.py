@@ -28,7 +28,7 @@ from runtime.llm.active import active_model
 from runtime.sessions.contracts import CodingTaskRef, PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
-from runtime.standing_agents import tools
+from runtime.standing_agents import task_proposals, tools
 from runtime.store import Store
 from workflows.search_attributes import KIND, STATUS, TENANT
 
@@ -43,14 +43,14 @@ async def propose_task(
     prompt = arguments.get("prompt")
     if isinstance(prompt, str) and len(prompt) > TASK_PROMPT_MAX:
         raise tools.BoundaryError(f"the prompt exceeds {TASK_PROMPT_MAX} characters")
-    tools.require_soa(context)
-    task = await asyncio.to_thread(tools.stored_task, store, context.op_id)
+    task_proposals.require_soa(context)
+    task = await asyncio.to_thread(task_proposals.stored_task, store, context.op_id)
     if task is None:
         # Every boundary before the row: a blocked call leaves no open task behind.
         # The session cap is checked where the session row is written, atomically.
         task = await asyncio.to_thread(
             functools.partial(
-                tools.propose_task,
+                task_proposals.propose_task,
                 context,
                 arguments,
                 workspace_cwd=settings.workspace_cwd,
@@ -75,7 +75,7 @@ async def assign_coder(
 ) -> dict[str, Any]:
     """soa_assign_coder: an open task of the tenant, claimed for agentrt's coder (a retry
     finds it claimed so: the same answer), and its workflow told to start the coder."""
-    tools.require_soa(context)
+    task_proposals.require_soa(context)
     task_id = str(arguments.get("taskId") or "")
     try:
         row = await asyncio.to_thread(
@@ -128,10 +128,12 @@ async def submit_task_prompt(
     The session id and prompt id derive from the task id, so a retry attaches to
     the session the first attempt started and the update id dedupes the prompt.
     """
-    session_id = tools.task_session_id(task_id)
+    session_id = task_proposals.task_session_id(task_id)
     prompt_id = task_prompt_id(task_id)
     workspace = workspace or settings.workspace_cwd
-    await asyncio.to_thread(tools.ensure_task_session, store, session_id, workspace, task_id)
+    await asyncio.to_thread(
+        task_proposals.ensure_task_session, store, session_id, workspace, task_id
+    )
     request = SessionInput(
         session_id=session_id,
         workspace_cwd=workspace,

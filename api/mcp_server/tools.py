@@ -25,7 +25,7 @@ from api.mcp_server.windows import register_windows_tools
 from runtime.coding_tasks import store as tasks
 from runtime.coding_tasks.contracts import TaskState
 from runtime.settings import Settings
-from runtime.standing_agents import control, registry_store
+from runtime.standing_agents import coder_decisions, control, registry_store
 from runtime.store import Store
 from runtime.timestamps import iso_ms
 
@@ -287,7 +287,7 @@ def build_mcp_server(settings: Settings) -> MCPServer:
         if taskId is not None:
             await run(tasks.get, who.store, who.tenant, taskId)
         row = await asyncio.to_thread(
-            lambda: control.coder_decision(
+            lambda: coder_decisions.coder_decision(
                 who.store,
                 tenant=who.tenant,
                 title=title,

@@ -114,7 +114,6 @@ async def put_tenant_mcp_grant(
             grants.put_grant, store, tenant, agent_type.value, list(body.tools)
         )
     except ValueError as err:
-        raise ApiError(
-            400, {"error": str(err), "code": "invalid_mcp_grant", "agentType": agent_type.value}
-        ) from None
+        refusal = grants.InvalidMcpGrant(agent_type=agent_type.value, message=str(err))
+        raise ApiError.of(refusal) from None
     return McpGrant(tenant=tenant, agentType=agent_type, tools=tools)

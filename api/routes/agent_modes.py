@@ -21,7 +21,13 @@ from api.routes.agents_models import ModeList, ModeToolsBody, ModeView
 from api.security import require_configured_token
 from runtime.standing_agents.catalog import TOOL_SUPERSET, ModeCatalogError
 from runtime.standing_agents.contracts import AgentType, ModeDefinition
-from runtime.standing_agents.modes import UnknownMode, catalogue, set_mode_tools
+from runtime.standing_agents.modes import (
+    InvalidModeTools,
+    ModeNotFound,
+    UnknownMode,
+    catalogue,
+    set_mode_tools,
+)
 
 router = APIRouter(prefix="/api/v1/agent-modes", route_class=StrictJsonRoute, tags=["agents"])
 MODE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,79}$"
@@ -62,10 +68,7 @@ async def put_mode_tools(
     try:
         updated = await asyncio.to_thread(set_mode_tools, store, agent_type, mode, list(body.tools))
     except UnknownMode as err:
-        raise ApiError(
-            404,
-            {"error": f"Unknown mode {mode!r}", "code": "unknown_mode", "allowed": err.allowed},
-        ) from None
+        raise ApiError.of(ModeNotFound(mode=mode, allowed=err.allowed)) from None
     except ModeCatalogError as err:
-        raise ApiError(400, {"error": str(err), "code": "invalid_mode_tools"}) from None
+        raise ApiError.of(InvalidModeTools(message=str(err))) from None
     return _view(updated)

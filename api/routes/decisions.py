@@ -28,6 +28,7 @@ from runtime.policy.permissions import NotPending
 from runtime.sessions.contracts import VoteRequest
 from runtime.settings import Settings
 from runtime.standing_agents import control
+from runtime.standing_agents.coder_decisions import permission_vote
 from runtime.standing_agents.contracts import AttentionStatus
 from runtime.standing_agents.models import AttentionRequest
 from runtime.store import Store
@@ -89,7 +90,7 @@ async def respond(
     except control.DecisionNotFound:
         raise decision_not_found(decision_id) from None
     if (
-        control.is_permission_vote(current)
+        permission_vote(current)
         and current.status == AttentionStatus.OPEN.value
         and body.resolution in (current.options or [])
     ):
@@ -108,16 +109,6 @@ async def respond(
         )
     except control.DecisionNotFound:
         raise decision_not_found(decision_id) from None
-    except control.InvalidResolution as err:
-        raise ApiError(
-            400,
-            {
-                "error": f"This decision takes one of: {', '.join(err.row.options or [])}",
-                "code": "invalid_resolution",
-                "decisionId": decision_id,
-                "allowed": list(err.row.options or []),
-            },
-        ) from None
     except control.DecisionAlreadyResolved as err:
         raise ApiError(
             409,
@@ -128,7 +119,7 @@ async def respond(
                 "resolution": err.row.resolution,
             },
         ) from None
-    if control.is_permission_vote(row):
+    if permission_vote(row):
         return _view(row)
     try:
         instance = await asyncio.to_thread(control.get_instance, store, tenant, row.soa_instance_id)

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+from runtime.failures import WireError
 from runtime.mcp.names import is_mcp_tool, server_prefix
 from runtime.store import Store
 from runtime.workspace.settings import get_setting, update_setting
@@ -29,6 +30,21 @@ GRANTS_SETTING: Final = "mcp.grants"
 MAX_PATTERNS: Final = 200
 # `mcp__<server>__<tool>` or `mcp__<server>__*`, in the model-facing alphabet.
 _PATTERN: Final = re.compile(r"^mcp__[A-Za-z0-9_-]+?__(?:\*|[A-Za-z0-9_-]+)$")
+
+
+class InvalidMcpGrant(WireError):
+    """A grant's tools that are not MCP tool names: 400."""
+
+    kind: Literal["invalid_mcp_grant"] = "invalid_mcp_grant"
+    agent_type: str
+    message: str
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": self.message, "code": self.kind, "agentType": self.agent_type}
 
 
 def tenant_scope(tenant: str) -> str:

@@ -96,6 +96,14 @@ class AttentionKind(StrEnum):
 
 # The answer that applies what a decision proposes (a mode change, an MCP call).
 APPROVE = "approve"
+# A coding agent's question (agentrt's MCP tool `decision_request`, agentrt's coder's
+# permission requests): its answer goes back to the coder, not to an agent.
+CODER_SOURCE = "coder"
+
+
+def is_permission_vote(source: str, payload: dict[str, Any]) -> bool:
+    """A decision whose answer is a session's permission vote (agentrt's coder)."""
+    return source == CODER_SOURCE and "requestId" in payload and "sessionId" in payload
 
 
 class AttentionStatus(StrEnum):

@@ -15,12 +15,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, delete, select
 
+from runtime.failures import WireError
 from runtime.policy.agent_budget import foundational_active, foundational_deadline
 from runtime.settings import Settings
 from runtime.standing_agents import queue
@@ -34,6 +35,7 @@ from runtime.standing_agents.catalog import default_mode
 from runtime.standing_agents.configs import validate_config
 from runtime.standing_agents.contracts import (
     APPROVE,
+    CODER_SOURCE,
     STANDING_AGENTS_FEATURE,
     AgentEvent,
     AgentStatus,
@@ -43,6 +45,7 @@ from runtime.standing_agents.contracts import (
     EventKind,
     MessageDirection,
     ModeChangeSource,
+    is_permission_vote,
 )
 from runtime.standing_agents.models import (
     AgentEventRow,
@@ -90,13 +93,25 @@ class DecisionNotFound(Exception):
         self.decision_id = decision_id
 
 
-class InvalidResolution(Exception):
+class InvalidResolution(WireError):
     """An answer outside a decision's options where only those are meaningful (an MCP
-    call runs on `approve` and only then: "Approved" must not read as a no)."""
+    call runs on `approve` and only then: "Approved" must not read as a no): 400."""
 
-    def __init__(self, row: AttentionRequest) -> None:
-        super().__init__(f"decision {row.decision_id!r} takes one of {row.options}")
-        self.row = row
+    kind: Literal["invalid_resolution"] = "invalid_resolution"
+    decision_id: str
+    allowed: list[str]
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f"This decision takes one of: {', '.join(self.allowed)}",
+            "code": self.kind,
+            "decisionId": self.decision_id,
+            "allowed": self.allowed,
+        }
 
 
 class DecisionAlreadyResolved(Exception):
@@ -551,10 +566,12 @@ def respond(
     caller wakes `row.soa_instance_id`).
     """
     row = get_decision(store, tenant, decision_id)
-    if row.kind == AttentionKind.MCP_CALL.value and resolution not in (row.options or []):
-        raise InvalidResolution(row)
-    if is_permission_vote(row) and resolution not in (row.options or []):
-        raise InvalidResolution(row)
+    only_options = row.kind == AttentionKind.MCP_CALL.value or is_permission_vote(
+        row.source, row.payload
+    )
+    if only_options and resolution not in (row.options or []):
+        refusal = InvalidResolution(decision_id=row.decision_id, allowed=list(row.options or []))
+        raise refusal.application_error()
     with store.session() as db:
         instance = db.get(AgentInstance, row.soa_instance_id)
     # The catalogue is read before the write transaction (SQLite has one writer).
@@ -643,63 +660,6 @@ def _after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) ->
         # agent (its resume says approve), the mode stays as it is.
         log.warning("approved mode %r is not in the catalogue of %s", mode, instance.instance_id)
         return None
-
-
-# A coding agent's question (agentrt's MCP tool `decision_request`, agentrt's coder's
-# permission requests).
-CODER_SOURCE = "coder"
-
-
-def is_permission_vote(row: AttentionRequest) -> bool:
-    """A decision whose answer is a session's permission vote (agentrt's coder)."""
-    return row.source == CODER_SOURCE and "requestId" in row.payload and "sessionId" in row.payload
-
-
-def coder_decision(
-    store: Store,
-    *,
-    tenant: str,
-    title: str,
-    body: str,
-    options: list[str] | None,
-    asked_by: str,
-    task_id: str | None,
-    op_id: str,
-    extra: dict[str, Any] | None = None,
-) -> AttentionRequest:
-    """A coder's question on the tenant's decision queue, once per `op_id` (the tool
-    call's idempotency key). Its answer goes back to the coder, not to an agent; with
-    `extra` `sessionId` and `requestId` (agentrt's coder's permission request), the
-    answer is the session's vote."""
-    decision_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"coder-decision/{op_id}"))
-
-    def write(db: Session) -> AttentionRequest:
-        existing = db.get(AttentionRequest, decision_id)
-        if existing is not None:
-            return existing
-        row = AttentionRequest(
-            decision_id=decision_id,
-            tenant=tenant,
-            kind=AttentionKind.DECISION.value,
-            source=CODER_SOURCE,
-            soa_instance_id=soa_instance_id(tenant),
-            title=title[:500],
-            body=body,
-            options=options,
-            payload={
-                "askedBy": asked_by,
-                **({"taskId": task_id} if task_id else {}),
-                **(extra or {}),
-            },
-            status=AttentionStatus.OPEN.value,
-            op_id=op_id,
-            created_at=now_utc(),
-        )
-        db.add(row)
-        db.flush()
-        return row
-
-    return transaction(store, write)
 
 
 def decision_body(row: AttentionRequest) -> dict[str, Any]:

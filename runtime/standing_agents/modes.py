@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from runtime.failures import WireError
 from runtime.mcp.grants import pattern_problem
 from runtime.standing_agents.agent_journal import MODE_CHANGED, append_agent_event_once
 from runtime.standing_agents.catalog import (
@@ -45,6 +46,39 @@ class UnknownMode(Exception):
         super().__init__(f"unknown mode {mode!r}")
         self.mode = mode
         self.allowed = allowed
+
+
+class ModeNotFound(WireError):
+    """A mode the type's catalogue does not hold, named in a route's path: 404."""
+
+    kind: Literal["unknown_mode_path"] = "unknown_mode_path"
+    mode: str
+    allowed: list[str]
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f"Unknown mode {self.mode!r}",
+            "code": "unknown_mode",
+            "allowed": self.allowed,
+        }
+
+
+class InvalidModeTools(WireError):
+    """A toolset with a tool outside the type's superset or a malformed MCP entry: 400."""
+
+    kind: Literal["invalid_mode_tools"] = "invalid_mode_tools"
+    message: str
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": self.message, "code": self.kind}
 
 
 class InstanceNotFound(Exception):

@@ -15,19 +15,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, col, or_, select
 
-from runtime.coding_tasks.contracts import OWN_CODER, TaskState, task_dir
-from runtime.coding_tasks.models import CodingTask
 from runtime.investigation.models import InvestigationClaim, InvestigationEvidence, Research
 from runtime.llm.contracts import ToolSpec
-from runtime.sessions import registry
-from runtime.sessions.models import DaemonSession
 from runtime.standing_agents import catalog
 from runtime.standing_agents.contracts import (
     AgentStatus,
@@ -46,7 +42,6 @@ from runtime.standing_agents.models import (
 )
 from runtime.standing_agents.modes import catalogue
 from runtime.standing_agents.ops_digest import probe
-from runtime.store.atomic import serialize
 from runtime.store.engine import Store
 from runtime.timestamps import iso_ms
 from runtime.tools import ToolAnnotations, ToolArgumentsError, ToolDescriptor
@@ -295,7 +290,7 @@ def argument_problem(tool: str, arguments: dict[str, Any]) -> str | None:
     return None
 
 
-def _text(arguments: dict[str, Any], key: str, *, required: bool = True) -> str:
+def text_argument(arguments: dict[str, Any], key: str, *, required: bool = True) -> str:
     value = arguments.get(key)
     if value is None and not required:
         return ""
@@ -311,7 +306,7 @@ def _limit(arguments: dict[str, Any]) -> int:
     return min(value, MAX_LIMIT)
 
 
-def _op_uuid(op_id: str) -> str:
+def op_uuid(op_id: str) -> str:
     """A row id derived from the operation id: a retry computes the same one."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, op_id))
 
@@ -408,7 +403,7 @@ def _artifacts(ctx: ToolContext, kinds: list[str], needle: str, limit: int) -> l
 
 
 def knowledge_query(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    needle = _text(arguments, "query").lower()
+    needle = text_argument(arguments, "query").lower()
     limit = _limit(arguments)
     pattern = f"%{needle}%"
     with ctx.store.session() as db:
@@ -446,7 +441,7 @@ def code_search(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     """The first line holding `query` in each workspace file, walked through the workspace
     fence (runtime.workspace.fence): never through a symlink out or into the data dir,
     regular files only (a FIFO is never opened), at most 512 KiB each."""
-    needle = _text(arguments, "query")
+    needle = text_argument(arguments, "query")
     limit = _limit(arguments)
     if ctx.workspace_root is None:
         return {"matches": [], "note": "no workspace is configured"}
@@ -538,7 +533,7 @@ def dossier_list(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def _record(ctx: ToolContext, kind: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
     row = AgentArtifact(
-        artifact_id=_op_uuid(ctx.op_id),
+        artifact_id=op_uuid(ctx.op_id),
         tenant=ctx.tenant,
         instance_id=ctx.instance_id,
         kind=kind,
@@ -552,14 +547,18 @@ def _record(ctx: ToolContext, kind: str, title: str, body: dict[str, Any]) -> di
 
 
 def dossier_record(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    body = {"content": _text(arguments, "content"), "chapter": arguments.get("chapter")}
-    return _record(ctx, "dossier", _text(arguments, "title"), body)
+    body = {"content": text_argument(arguments, "content"), "chapter": arguments.get("chapter")}
+    return _record(ctx, "dossier", text_argument(arguments, "title"), body)
 
 
 def dossier_translate(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    dossier = _text(arguments, "dossierId")
-    language = _text(arguments, "language")
-    body = {"dossierId": dossier, "language": language, "content": _text(arguments, "content")}
+    dossier = text_argument(arguments, "dossierId")
+    language = text_argument(arguments, "language")
+    body = {
+        "dossierId": dossier,
+        "language": language,
+        "content": text_argument(arguments, "content"),
+    }
     return _record(ctx, "dossier_translation", f"{dossier} ({language})", body)
 
 
@@ -567,13 +566,13 @@ def knowledge_ingest(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, A
     tags = arguments.get("tags") or []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise ToolInputError("tags must be a list of strings")
-    body = {"content": _text(arguments, "content"), "tags": tags}
-    return _record(ctx, "knowledge", _text(arguments, "title"), body)
+    body = {"content": text_argument(arguments, "content"), "tags": tags}
+    return _record(ctx, "knowledge", text_argument(arguments, "title"), body)
 
 
 def research_create(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    body = {"question": _text(arguments, "question"), "notes": arguments.get("notes")}
-    return _record(ctx, "research", _text(arguments, "title"), body)
+    body = {"question": text_argument(arguments, "question"), "notes": arguments.get("notes")}
+    return _record(ctx, "research", text_argument(arguments, "title"), body)
 
 
 # --- control verbs -----------------------------------------------------------------------
@@ -581,11 +580,11 @@ def research_create(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, An
 
 def send_message(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     row = AgentMessage(
-        message_id=_op_uuid(ctx.op_id),
+        message_id=op_uuid(ctx.op_id),
         instance_id=ctx.instance_id,
         tenant=ctx.tenant,
         direction=MessageDirection.AGENT.value,
-        text=_text(arguments, "text"),
+        text=text_argument(arguments, "text"),
         op_id=ctx.op_id,
         created_at=ctx.now,
     )
@@ -616,7 +615,7 @@ def attention_request(
     payload: dict[str, Any],
 ) -> AttentionRequest:
     row = AttentionRequest(
-        decision_id=_op_uuid(ctx.op_id),
+        decision_id=op_uuid(ctx.op_id),
         tenant=ctx.tenant,
         kind=kind.value,
         source="soa",
@@ -642,8 +641,8 @@ def propose_decision(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, A
     row = attention_request(
         ctx,
         AttentionKind.DECISION,
-        _text(arguments, "title"),
-        _text(arguments, "body"),
+        text_argument(arguments, "title"),
+        text_argument(arguments, "body"),
         options,
         {},
     )
@@ -651,8 +650,8 @@ def propose_decision(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, A
 
 
 def propose_mode_change(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    mode = _text(arguments, "mode")
-    reason = _text(arguments, "reason")
+    mode = text_argument(arguments, "mode")
+    reason = text_argument(arguments, "reason")
     # The catalogue approval validates against (stored modes, code seed fallback).
     allowed = [m.name for m in catalogue(ctx.store, ctx.agent_type)]
     if mode not in allowed:
@@ -666,128 +665,6 @@ def propose_mode_change(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str
         {"mode": mode, "reason": reason},
     )
     return {"decisionId": row.decision_id, "status": row.status, "applied": False}
-
-
-def require_soa(ctx: ToolContext) -> None:
-    """soa_propose_task's first boundary (the only place it is checked)."""
-    if ctx.agent_type != AgentType.SOA:
-        raise BoundaryError("soa_propose_task belongs to the SOA only")
-
-
-def stored_task(store: Store, op_id: str) -> CodingTask | None:
-    """The task an earlier attempt of this call wrote, if any."""
-    with store.session() as db:
-        return db.exec(select(CodingTask).where(col(CodingTask.op_id) == op_id)).first()
-
-
-def task_session_id(task_id: str) -> str:
-    """The session a task runs in, derived from the task: a retry finds the same one."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-session/{task_id}"))
-
-
-def propose_task(
-    ctx: ToolContext, arguments: dict[str, Any], *, workspace_cwd: str, max_sessions: int
-) -> CodingTask:
-    """The task row and its session's registry row (once per op id), written after every
-    boundary check passed; the caller submits its session prompt.
-
-    The session cap is checked and the session row inserted in one transaction under the
-    cap's lock (`registry.admit`): N concurrent proposals never make more than
-    `max_sessions` sessions live. Over the cap: BoundaryError, and nothing is written.
-    """
-    require_soa(ctx)
-    task_id = _op_uuid(ctx.op_id)
-    for _ in range(3):
-        with ctx.store.session() as db:
-            serialize(db, registry.SESSION_CAP)
-            # Under the lock: an attempt of this same call may have committed meanwhile
-            # (its session counts against the cap: look for it first).
-            existing = db.exec(select(CodingTask).where(col(CodingTask.op_id) == ctx.op_id)).first()
-            if existing is not None:
-                return existing
-            own = arguments.get("coder", "agentrt") == "agentrt"
-            capabilities = sorted(set(arguments.get("capabilities") or []))
-            row = CodingTask(
-                task_id=task_id,
-                tenant=ctx.tenant,
-                instance_id=ctx.instance_id,
-                title=_text(arguments, "title")[:500],
-                prompt=_text(arguments, "prompt"),
-                op_id=ctx.op_id,
-                created_at=ctx.now,
-                # Open for a registered coder to claim (agentrt's MCP tools), or run at once
-                # by agentrt's own coder (its session, in the task's own directory).
-                state=TaskState.OPEN.value,
-                capabilities=capabilities,
-                proposed_by=f"agent:{ctx.instance_id}",
-                workspace=workspace_cwd,
-                updated_at=ctx.now,
-            )
-            if own:
-                row.state = TaskState.RUNNING.value
-                row.holder = OWN_CODER
-                row.workspace = task_dir(workspace_cwd, task_id)
-                row.claimed_at = row.heartbeat_at = ctx.now
-            if not own:
-                db.add(row)
-                try:
-                    db.commit()
-                except IntegrityError:
-                    db.rollback()
-                    continue
-                return row
-            try:
-                registry.admit(db, max_sessions)
-            except registry.SessionLimitReached:
-                raise BoundaryError(
-                    f"the daemon runs its maximum of {max_sessions} sessions"
-                ) from None
-            db.add(row)
-            if db.get(DaemonSession, task_session_id(task_id)) is None:
-                # The coder's session runs in the task's own directory (its spawn).
-                own_dir = task_dir(workspace_cwd, task_id)
-                db.add(_task_session_row(task_session_id(task_id), own_dir, task_id))
-            try:
-                db.commit()
-            except IntegrityError:
-                db.rollback()  # the same call committed concurrently: read its row
-                continue
-            return row
-    raise RuntimeError("a task proposal kept racing another writer")
-
-
-def _task_session_row(session_id: str, workspace_cwd: str, task_id: str) -> DaemonSession:
-    return DaemonSession(
-        session_id=session_id,
-        workspace_cwd=workspace_cwd,
-        scope="thread",
-        display_name=f"agent task {task_id}",
-        created_at=datetime.now(UTC),
-    )
-
-
-def ensure_task_session(store: Store, session_id: str, workspace_cwd: str, task_id: str) -> None:
-    """The task's session row in the registry (listed with the workspace's sessions).
-
-    `propose_task` writes it with the task (under the cap); this finds it, and writes it
-    for a task proposed before it did."""
-    with store.session() as db:
-        if db.get(DaemonSession, session_id) is None:
-            db.add(_task_session_row(session_id, workspace_cwd, task_id))
-            try:
-                db.commit()
-            except IntegrityError:
-                db.rollback()
-
-
-def set_task_session(store: Store, task_id: str, session_id: str, status: str) -> None:
-    with store.session() as db:
-        row = db.get(CodingTask, task_id)
-        if row is not None:
-            row.session_id = session_id
-            row.status = status
-            db.add(row)
-            db.commit()
 
 
 def workset_complete(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -805,7 +682,7 @@ def phase_complete(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any
 
 
 def phase_blocked(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"ended": "blocked", "reason": _text(arguments, "reason")[:2000]}
+    return {"ended": "blocked", "reason": text_argument(arguments, "reason")[:2000]}
 
 
 Handler = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]

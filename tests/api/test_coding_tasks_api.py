@@ -18,7 +18,7 @@ from runtime.coding_tasks import store as tasks
 from runtime.llm.models import LlmCallAttempt
 from runtime.standing_agents.models import AgentLedgerTurn
 from runtime.streams import session_stream
-from tests.agents_helpers import AgentsDaemon, AgentsFactory
+from tests.agents_helpers import AgentsDaemon, AgentsFactory, dependency_turn
 from tests.conftest import migrated_sqlite
 
 
@@ -84,13 +84,7 @@ async def test_a_settlement_reaches_the_proposing_agent_on_its_next_turn(
     assert again.status_code in (404, 405)  # claims are the coders' (MCP), not REST's
 
     def turn() -> AgentLedgerTurn | None:
-        with d.store.session() as db:
-            return db.exec(
-                select(AgentLedgerTurn).where(
-                    col(AgentLedgerTurn.instance_id) == soa,
-                    col(AgentLedgerTurn.event_kind) == "DependencyCompleted",
-                )
-            ).first()
+        return dependency_turn(d.store, soa)
 
     found = await d.wait_until(turn, "the agent's turn on the settlement", timeout=90)
     assert found.event_payload["taskId"] == row.task_id
@@ -246,13 +240,7 @@ async def test_the_soa_hands_an_open_task_to_agentrts_coder(agents: AgentsFactor
     assert tasks.get(d.store, tenant, row.task_id).settled_by == "agentrt-coder"
 
     def turn() -> AgentLedgerTurn | None:
-        with d.store.session() as db:
-            return db.exec(
-                select(AgentLedgerTurn).where(
-                    col(AgentLedgerTurn.instance_id) == soa,
-                    col(AgentLedgerTurn.event_kind) == "DependencyCompleted",
-                )
-            ).first()
+        return dependency_turn(d.store, soa)
 
     await d.wait_until(turn, "the SOA's turn on the outcome", timeout=90)
 

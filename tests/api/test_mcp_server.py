@@ -21,12 +21,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Tool, ToolAnnotations
-from sqlmodel import col, select
 
 from runtime.coding_tasks import store as tasks
 from runtime.standing_agents.models import AgentLedgerTurn
 from runtime.windows_pool.contracts import WindowsVerb
-from tests.agents_helpers import AgentsDaemon, AgentsFactory, served
+from tests.agents_helpers import AgentsDaemon, AgentsFactory, dependency_turn, served
 from tests.conftest import free_port, migrated_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,13 +153,7 @@ async def test_a_coder_registers_claims_once_and_completes_and_the_agent_hears_o
             assert done["settledBy"] == "coder:alice"
 
     def turn() -> AgentLedgerTurn | None:
-        with d.store.session() as db:
-            return db.exec(
-                select(AgentLedgerTurn).where(
-                    col(AgentLedgerTurn.instance_id) == soa,
-                    col(AgentLedgerTurn.event_kind) == "DependencyCompleted",
-                )
-            ).first()
+        return dependency_turn(d.store, soa)
 
     found = await d.wait_until(turn, "the agent's turn on the completion", timeout=90)
     assert found.event_payload["summary"] == "ported"
@@ -387,13 +380,7 @@ async def test_a_task_the_soa_proposes_for_any_coder_is_claimed_over_mcp(
             assert not error and done["state"] == "succeeded"
 
     def turn() -> AgentLedgerTurn | None:
-        with d.store.session() as db:
-            return db.exec(
-                select(AgentLedgerTurn).where(
-                    col(AgentLedgerTurn.instance_id) == soa,
-                    col(AgentLedgerTurn.event_kind) == "DependencyCompleted",
-                )
-            ).first()
+        return dependency_turn(d.store, soa)
 
     found = await d.wait_until(turn, "the SOA's turn on the outcome", timeout=90)
     assert found.event_payload["taskId"] == task.task_id

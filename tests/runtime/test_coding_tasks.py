@@ -11,6 +11,7 @@ import pytest
 from sqlmodel import col, select
 from temporalio.exceptions import ApplicationError
 
+from runtime.coding_tasks import own_coder
 from runtime.coding_tasks import store as tasks
 from runtime.coding_tasks.contracts import TaskState
 from runtime.failures import decode_failure
@@ -178,7 +179,7 @@ def test_a_coder_slot_never_revives_a_cancelled_task(store: Store) -> None:
     task_id = _task(store)
     tasks.claim(store, "acme", task_id, "agentrt-coder", T0)
     tasks.cancel(store, "acme", task_id, "admin", T0)
-    assert tasks.reserve_coder(store, "acme", task_id, "s-1", limit=4) is None
+    assert own_coder.reserve_coder(store, "acme", task_id, "s-1", limit=4) is None
     row = tasks.get(store, "acme", task_id)
     assert (row.state, row.session_id) == ("cancelled", None)
 
@@ -198,7 +199,7 @@ def test_coders_slots_are_bounded_per_tenant(store: Store) -> None:
     ids = [_task(store, key=f"slot-{n}") for n in range(3)]
     for task_id in ids:
         tasks.claim(store, "acme", task_id, "agentrt-coder", T0)
-    got = [tasks.reserve_coder(store, "acme", t, f"s-{t}", limit=2) for t in ids]
+    got = [own_coder.reserve_coder(store, "acme", t, f"s-{t}", limit=2) for t in ids]
     assert [g is not None for g in got] == [True, True, False]
     # The same reservation again answers at once (a retried spawn).
-    assert tasks.reserve_coder(store, "acme", ids[0], "s-other", limit=2) is not None
+    assert own_coder.reserve_coder(store, "acme", ids[0], "s-other", limit=2) is not None

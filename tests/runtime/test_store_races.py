@@ -27,7 +27,7 @@ from sqlmodel import col, select
 from runtime.coding_tasks.models import CodingTask
 from runtime.sessions import registry
 from runtime.sessions.models import DaemonSession
-from runtime.standing_agents import control, tools
+from runtime.standing_agents import control, task_proposals, tools
 from runtime.standing_agents.contracts import AgentStatus, AgentType, ModeChangeSource
 from runtime.standing_agents.models import AgentInstance, SystemConfig
 from runtime.standing_agents.modes import allowed_modes, apply_mode_change, mode_changes
@@ -167,7 +167,9 @@ def test_concurrent_task_proposals_never_exceed_the_session_cap(
         ]
         results = race(
             [
-                partial(tools.propose_task, c, arguments, workspace_cwd="/ws", max_sessions=cap)
+                partial(
+                    task_proposals.propose_task, c, arguments, workspace_cwd="/ws", max_sessions=cap
+                )
                 for c in contexts
             ]
         )
@@ -180,7 +182,7 @@ def test_concurrent_task_proposals_never_exceed_the_session_cap(
         # Each admitted task has its session row; no refused call left a task behind.
         with store.session() as db:
             for task in admitted:
-                session = db.get(DaemonSession, tools.task_session_id(task.task_id))
+                session = db.get(DaemonSession, task_proposals.task_session_id(task.task_id))
                 assert session is not None and session.closed_at is None
             ops = {c.op_id for c in contexts}
             tasks = db.exec(select(CodingTask).where(col(CodingTask.op_id).in_(ops))).all()
@@ -192,8 +194,8 @@ def test_a_retried_proposal_is_not_refused_by_its_own_session(store: Store) -> N
     agent = control.create_instance(store, tenant, AgentType.SOA, AgentStatus.PAUSED)
     context = _context(store, tenant, agent.instance_id, "op/retried")
     arguments = {"title": "t", "prompt": "do it"}
-    first = tools.propose_task(context, arguments, workspace_cwd="/ws", max_sessions=1)
-    again = tools.propose_task(context, arguments, workspace_cwd="/ws", max_sessions=1)
+    first = task_proposals.propose_task(context, arguments, workspace_cwd="/ws", max_sessions=1)
+    again = task_proposals.propose_task(context, arguments, workspace_cwd="/ws", max_sessions=1)
     assert again.task_id == first.task_id
     assert _live(store) == 1
 

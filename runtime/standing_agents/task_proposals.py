@@ -1,0 +1,143 @@
+"""`soa_propose_task`'s store side: the coding task (once per operation id) and, for
+agentrt's coder, its session's registry row under the daemon's session cap; the activity
+(activities/standing_agent/tasks.py) starts the task's workflow."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from runtime.coding_tasks.contracts import OWN_CODER, TaskState, task_dir
+from runtime.coding_tasks.models import CodingTask
+from runtime.sessions import registry
+from runtime.sessions.models import DaemonSession
+from runtime.standing_agents.contracts import AgentType
+from runtime.standing_agents.tools import BoundaryError, ToolContext, op_uuid, text_argument
+from runtime.store import Store
+from runtime.store.atomic import serialize
+
+
+def require_soa(ctx: ToolContext) -> None:
+    """soa_propose_task's first boundary (the only place it is checked)."""
+    if ctx.agent_type != AgentType.SOA:
+        raise BoundaryError("soa_propose_task belongs to the SOA only")
+
+
+def stored_task(store: Store, op_id: str) -> CodingTask | None:
+    """The task an earlier attempt of this call wrote, if any."""
+    with store.session() as db:
+        return db.exec(select(CodingTask).where(col(CodingTask.op_id) == op_id)).first()
+
+
+def task_session_id(task_id: str) -> str:
+    """The session a task runs in, derived from the task: a retry finds the same one."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-session/{task_id}"))
+
+
+def propose_task(
+    ctx: ToolContext, arguments: dict[str, Any], *, workspace_cwd: str, max_sessions: int
+) -> CodingTask:
+    """The task row and its session's registry row (once per op id), written after every
+    boundary check passed; the caller submits its session prompt.
+
+    The session cap is checked and the session row inserted in one transaction under the
+    cap's lock (`registry.admit`): N concurrent proposals never make more than
+    `max_sessions` sessions live. Over the cap: BoundaryError, and nothing is written.
+    """
+    require_soa(ctx)
+    task_id = op_uuid(ctx.op_id)
+    for _ in range(3):
+        with ctx.store.session() as db:
+            serialize(db, registry.SESSION_CAP)
+            # Under the lock: an attempt of this same call may have committed meanwhile
+            # (its session counts against the cap: look for it first).
+            existing = db.exec(select(CodingTask).where(col(CodingTask.op_id) == ctx.op_id)).first()
+            if existing is not None:
+                return existing
+            own = arguments.get("coder", "agentrt") == "agentrt"
+            capabilities = sorted(set(arguments.get("capabilities") or []))
+            row = CodingTask(
+                task_id=task_id,
+                tenant=ctx.tenant,
+                instance_id=ctx.instance_id,
+                title=text_argument(arguments, "title")[:500],
+                prompt=text_argument(arguments, "prompt"),
+                op_id=ctx.op_id,
+                created_at=ctx.now,
+                # Open for a registered coder to claim (agentrt's MCP tools), or run at once
+                # by agentrt's own coder (its session, in the task's own directory).
+                state=TaskState.OPEN.value,
+                capabilities=capabilities,
+                proposed_by=f"agent:{ctx.instance_id}",
+                workspace=workspace_cwd,
+                updated_at=ctx.now,
+            )
+            if own:
+                row.state = TaskState.RUNNING.value
+                row.holder = OWN_CODER
+                row.workspace = task_dir(workspace_cwd, task_id)
+                row.claimed_at = row.heartbeat_at = ctx.now
+            if not own:
+                db.add(row)
+                try:
+                    db.commit()
+                except IntegrityError:
+                    db.rollback()
+                    continue
+                return row
+            try:
+                registry.admit(db, max_sessions)
+            except registry.SessionLimitReached:
+                raise BoundaryError(
+                    f"the daemon runs its maximum of {max_sessions} sessions"
+                ) from None
+            db.add(row)
+            if db.get(DaemonSession, task_session_id(task_id)) is None:
+                # The coder's session runs in the task's own directory (its spawn).
+                own_dir = task_dir(workspace_cwd, task_id)
+                db.add(_task_session_row(task_session_id(task_id), own_dir, task_id))
+            try:
+                db.commit()
+            except IntegrityError:
+                db.rollback()  # the same call committed concurrently: read its row
+                continue
+            return row
+    raise RuntimeError("a task proposal kept racing another writer")
+
+
+def _task_session_row(session_id: str, workspace_cwd: str, task_id: str) -> DaemonSession:
+    return DaemonSession(
+        session_id=session_id,
+        workspace_cwd=workspace_cwd,
+        scope="thread",
+        display_name=f"agent task {task_id}",
+        created_at=datetime.now(UTC),
+    )
+
+
+def ensure_task_session(store: Store, session_id: str, workspace_cwd: str, task_id: str) -> None:
+    """The task's session row in the registry (listed with the workspace's sessions).
+
+    `propose_task` writes it with the task (under the cap); this finds it, and writes it
+    for a task proposed before it did."""
+    with store.session() as db:
+        if db.get(DaemonSession, session_id) is None:
+            db.add(_task_session_row(session_id, workspace_cwd, task_id))
+            try:
+                db.commit()
+            except IntegrityError:
+                db.rollback()
+
+
+def set_task_session(store: Store, task_id: str, session_id: str, status: str) -> None:
+    with store.session() as db:
+        row = db.get(CodingTask, task_id)
+        if row is not None:
+            row.session_id = session_id
+            row.status = status
+            db.add(row)
+            db.commit()
