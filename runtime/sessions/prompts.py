@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import Column, DateTime, Index, Text
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel
 
 from runtime.store.engine import Store
@@ -34,7 +35,12 @@ def preview(text: str) -> str:
 
 
 def save_prompt(store: Store, session_id: str, prompt_id: str, text: str) -> None:
+    """Store a prompt's text under its id. Idempotent: a prompt id derived from what it is
+    for (agentrt's coder's task prompt) is saved again by a retried activity, and the
+    first save stands."""
     with store.session() as db:
+        if db.get(SessionPrompt, prompt_id) is not None:
+            return
         db.add(
             SessionPrompt(
                 prompt_id=prompt_id,
@@ -43,7 +49,10 @@ def save_prompt(store: Store, session_id: str, prompt_id: str, text: str) -> Non
                 created_at=datetime.now(UTC),
             )
         )
-        db.commit()
+        try:
+            db.commit()
+        except IntegrityError:  # the same id saved concurrently: that save stands
+            db.rollback()
 
 
 def load_prompt(store: Store, prompt_id: str) -> str | None:
