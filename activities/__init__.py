@@ -83,6 +83,7 @@ def build_activities(
         coding_tasks.wake_agent,
         coding_tasks.spawn_coder,
         coding_tasks.complete_own,
+        coding_tasks.coder_alive,
         windows_pool.open_session,
         windows_pool.renew,
         windows_pool.close_session,

@@ -16,8 +16,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from temporalio import activity
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.standing_agent.tasks import submit_task_prompt
 from runtime.coding_tasks import own_coder
@@ -25,7 +26,9 @@ from runtime.coding_tasks import store as tasks
 from runtime.coding_tasks.contracts import (
     HELD,
     OWN_CODER,
+    SESSION_ENDED,
     SETTLED,
+    CoderAliveInput,
     CodingTaskActivity,
     ExpireInput,
     ExpireResult,
@@ -42,6 +45,7 @@ from runtime.standing_agents.contracts import agent_workflow_id
 from runtime.standing_agents.task_proposals import task_session_id
 from runtime.standing_agents.workflow_contracts import WAKE_SIGNAL as AGENT_WAKE
 from runtime.store import Store
+from workflows.session import session_workflow_id
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +113,10 @@ class CodingTaskActivities:
         """Settle the task with its coder's outcome (a task settled meanwhile stays so)."""
         report = request.report
         outcome = TaskState.SUCCEEDED if report.stop_reason == "end_turn" else TaskState.FAILED
+        if report.stop_reason == SESSION_ENDED:
+            summary = "agentrt's coder's session ended before its prompt did"
+        else:
+            summary = f"agentrt's coder ended its prompt: {report.stop_reason}"
         artifact = {
             "kind": "session",
             "ref": f"session/{report.session_id}",
@@ -123,11 +131,25 @@ class CodingTaskActivities:
                 OWN_CODER,
                 outcome,
                 datetime.now(UTC),
-                f"agentrt's coder ended its prompt: {report.stop_reason}",
+                summary,
                 [artifact],
             )
         except ApplicationError:
             log.info("coding task %s was settled before its coder ended", request.task_id)
+
+    @activity.defn(name=CodingTaskActivity.CODER_ALIVE)
+    async def coder_alive(self, request: CoderAliveInput) -> bool:
+        """Whether agentrt's coder's session still runs (its latest run: a session that
+        continued as new is alive). A session that ended without reporting its prompt's
+        end (terminated, failed, timed out) never will: its task must not stay held."""
+        handle = activity.client().get_workflow_handle(session_workflow_id(request.session_id))
+        try:
+            description = await handle.describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise
+        return description.status == WorkflowExecutionStatus.RUNNING
 
     @activity.defn(name=CodingTaskActivity.WAKE_AGENT)
     async def wake_agent(self, request: SettleInput) -> None:

@@ -26,10 +26,12 @@ with workflow.unsafe.imports_passed_through():
     from runtime.coding_tasks.contracts import (
         CODER_FINISHED_SIGNAL,
         OWN_CODER,
+        SESSION_ENDED,
         SETTLED,
         SPAWN_SIGNAL,
         WAKE_SIGNAL,
         WORKFLOW_NAME,
+        CoderAliveInput,
         CoderReport,
         CodingTaskActivity,
         CodingTaskInput,
@@ -54,6 +56,9 @@ MAX_ITERATIONS = 500
 _MIN_WAIT = timedelta(milliseconds=20)
 # A coder waiting for a slot of its tenant looks again this often.
 _SLOT_WAIT = timedelta(seconds=15)
+# agentrt's coder's session is looked at every claim timeout: one that ended without
+# reporting (terminated, failed) fails its task instead of holding it and its slot.
+_CODER_LIVENESS = "coding-task-coder-liveness"
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -132,6 +137,8 @@ class CodingTaskWorkflow:
                 )
                 if not spawned.waiting:
                     self._spawn = False
+                    if workflow.patched(_CODER_LIVENESS):
+                        continue  # read the task again: its coder's session is watched
                 else:
                     # The tenant runs its maximum of coders: look again in a while.
                     try:
@@ -162,17 +169,42 @@ class CodingTaskWorkflow:
                 if expired.lost_holder is not None and not expired.settled:
                     await settle_lease(request.tenant, task_holder(request.task_id), "claim_lost")
                 continue
-            timeout = max(due - now, _MIN_WAIT) if due is not None else None
+            # agentrt's coder does not heartbeat: its session is looked at instead.
+            watched = (
+                timers.session_id
+                if timers.holder == OWN_CODER
+                and self._report is None
+                and not self._spawn
+                and workflow.patched(_CODER_LIVENESS)
+                else None
+            )
+            look_at = now + timedelta(milliseconds=request.claim_timeout_ms)
+            wake_at = due
+            if watched is not None and (due is None or look_at < due):
+                wake_at = look_at
+            timeout = max(wake_at - now, _MIN_WAIT) if wake_at is not None else None
             try:
                 await workflow.wait_condition(lambda: self._woken, timeout=timeout)
             except TimeoutError:
-                pass
+                if watched is not None and wake_at == look_at:
+                    await self._look_at_coder(watched)
             if iteration + 1 >= MAX_ITERATIONS or workflow.info().is_continue_as_new_suggested():
                 break
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(
             request.model_copy(update={"spawn": self._spawn, "report": self._report})
         )
+
+    async def _look_at_coder(self, session_id: str) -> None:
+        alive: bool = await workflow.execute_activity(
+            CodingTaskActivity.CODER_ALIVE,
+            CoderAliveInput(session_id=session_id),
+            result_type=bool,
+            start_to_close_timeout=_LOCAL,
+            retry_policy=_STORE_RETRY,
+        )
+        if not alive and self._report is None:
+            self._report = CoderReport(session_id=session_id, stop_reason=SESSION_ENDED)
 
     async def _settled(self, request: CodingTaskInput, state: TaskState) -> None:
         await settle_lease(request.tenant, task_holder(request.task_id), f"task_{state.value}")

@@ -222,6 +222,16 @@ class CodingTaskActivity(StrEnum):
     WAKE_AGENT = "coding_task.wake_agent"
     SPAWN_CODER = "coding_task.spawn_coder"
     COMPLETE_OWN = "coding_task.complete_own"
+    CODER_ALIVE = "coding_task.coder_alive"
+
+
+# The stop reason of agentrt's coder whose session ended without reporting its prompt's
+# end (terminated, failed, timed out, closed): its task fails instead of staying held.
+SESSION_ENDED: Final = "session_ended"
+
+
+class CoderAliveInput(BaseModel):
+    session_id: str
 
 
 CodingTaskInput.model_rebuild()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from sqlmodel import col, select
+from temporalio.testing import WorkflowEnvironment
 
 from runtime.coding_tasks import store as tasks
 from runtime.llm.models import LlmCallAttempt
@@ -278,3 +279,38 @@ async def test_cancelling_a_task_stops_its_coders_prompt(agents: AgentsFactory) 
     await d.wait_until(stopped, "the coder's prompt cancelled", timeout=90)
     assert not (own_dir / "never.txt").exists()
     assert tasks.get(d.store, tenant, task_id).state == "cancelled"
+
+
+async def test_a_coders_session_that_dies_unreported_fails_its_task(
+    agents: AgentsFactory, dev_env: WorkflowEnvironment
+) -> None:
+    """The coder's session is terminated while it waits on a permission (no turn end, so
+    no report): within a claim timeout the task fails instead of holding its slot."""
+    d = await agents(coding_task_claim_timeout_ms=1500)
+    tenant, _ = await _tenant(d)
+    url = f"{d.base(tenant)}/coding-tasks"
+    task_id = tasks.task_id_for(f"rest/{tenant}/own-4")
+    own_dir = Path(d.settings.workspace_cwd) / ".agentrt-tasks" / task_id
+    write = {"file_path": str(own_dir / "never.txt"), "content": "no\n"}
+    body = {"title": "Orphaned", "instructions": f"/call write_file {json.dumps(write)}"}
+    assert (await d.client.post(url, json={**body, "requestId": "own-4"})).status_code == 201
+    assert (await d.client.post(f"{url}/{task_id}/coder", json={})).status_code == 200
+
+    def asking() -> str | None:
+        row = tasks.get(d.store, tenant, task_id)
+        if row.session_id is None:
+            return None
+        entries = d.journal.read(session_stream(row.session_id)).entries
+        return row.session_id if any(e.type == "permission_request" for e in entries) else None
+
+    session_id = await d.wait_until(asking, "the coder's permission request", timeout=90)
+    await dev_env.client.get_workflow_handle(f"session/{session_id}").terminate("test")
+
+    def failed() -> bool:
+        return tasks.get(d.store, tenant, task_id).state == "failed"
+
+    await d.wait_until(failed, "the task failed after its coder's session died", timeout=90)
+    task = (await d.client.get(f"{url}/{task_id}")).json()
+    assert task["summary"] == "agentrt's coder's session ended before its prompt did"
+    assert task["artifacts"][0]["ref"] == f"session/{session_id}"
+    assert not (own_dir / "never.txt").exists()
