@@ -11,7 +11,8 @@ STAMP := $(VENV)/.installed
 # pytest-xdist workers of `make test` and `make test-quick` (README, Tests): each has its
 # own Temporal servers, temporary directories and databases. 0: one process, in order.
 # Tests go out one at a time, slowest kinds first (tests/conftest.py orders them), so no
-# worker ends the run on a long test alone. 4 workers keep both cores busy while tests
+# worker ends the run on a long test alone; a module whose tests share one `agentrt up`
+# goes to one worker whole (SHARED_STACK_MODULES in tests/conftest.py). 4 workers keep both cores busy while tests
 # wait on processes they started (11 min against 13 on 2, clean-clone .ci/run).
 PYTEST_WORKERS ?= 4
 PYTEST_DIST = --dist load --maxschedchunk 1

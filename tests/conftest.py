@@ -108,6 +108,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=_slowness_rank)
 
 
+# Modules whose tests share one `agentrt up` (a module-scoped fixture). Under `--dist
+# load` (`make test`) xdist hands each of them to one worker whole, so its stack starts
+# once instead of once on every worker that runs one of its tests. (xdist's own
+# `--dist loadgroup` does not group under pytest 9.2: it renames `item._nodeid`, which
+# pytest no longer reads.)
+SHARED_STACK_MODULES: frozenset[str] = frozenset(
+    {
+        "tests/e2e/test_security_auto_shell.py",
+        "tests/e2e/test_security_gates.py",
+        "tests/e2e/test_security_workspace.py",
+    }
+)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist load` with the modules of SHARED_STACK_MODULES each one unit of work; every
+    other test is a unit of its own, handed out in collection order (slowest kinds first)
+    as workers free up."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneStackPerModule(LoadScopeScheduling):  # type: ignore[misc]  # xdist has no types
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in SHARED_STACK_MODULES else nodeid
+
+    return OneStackPerModule(config, log)
+
+
 def _slowness_rank(item: pytest.Item) -> int:
     if _E2E in Path(str(item.fspath)).parents:
         return 0
