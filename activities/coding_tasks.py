@@ -28,6 +28,7 @@ from runtime.coding_tasks.contracts import (
     OWN_CODER,
     SESSION_ENDED,
     SETTLED,
+    TASKS_DIR,
     CoderAliveInput,
     CodingTaskActivity,
     ExpireInput,
@@ -171,24 +172,51 @@ async def task_workspace(root: Path, task_id: str) -> Path:
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    if await _git(root, "rev-parse", "--is-inside-work-tree") == 0:
-        if await _git(root, "worktree", "add", "--detach", str(target), "HEAD") == 0:
+    if (await _git(root, "rev-parse", "--is-inside-work-tree"))[0] == 0:
+        await _exclude_tasks_dir(root)
+        if (await _git(root, "worktree", "add", "--detach", str(target), "HEAD"))[0] == 0:
             return target
         log.warning("git worktree add failed for task %s; a plain directory instead", task_id)
     target.mkdir(exist_ok=True)
     return target
 
 
-async def _git(root: Path, *args: str) -> int:
+async def _exclude_tasks_dir(root: Path) -> None:
+    """The repository's own `git status` does not list the tasks' directory: a line in
+    its local, unversioned exclude file (`info/exclude`), written once."""
+    code, out = await _git(root, "rev-parse", "--git-path", "info/exclude")
+    if code != 0 or not out.strip():
+        return
+    exclude = Path(out.strip())
+    exclude = exclude if exclude.is_absolute() else root / exclude
+    line = f"/{TASKS_DIR}/" if await _at_top(root) else f"{TASKS_DIR}/"
+    try:
+        current = exclude.read_text() if exclude.exists() else ""
+        if line not in current.splitlines():
+            exclude.parent.mkdir(parents=True, exist_ok=True)
+            with exclude.open("a") as handle:
+                handle.write(("" if current.endswith("\n") or not current else "\n") + line + "\n")
+    except OSError as err:
+        log.warning("could not exclude %s in %s: %s", TASKS_DIR, exclude, err)
+
+
+async def _at_top(root: Path) -> bool:
+    code, prefix = await _git(root, "rev-parse", "--show-prefix")
+    return code == 0 and not prefix.strip()
+
+
+async def _git(root: Path, *args: str) -> tuple[int, str]:
+    """Run git in `root`: its exit code and its output (127: no git on this machine)."""
     try:
         process = await asyncio.create_subprocess_exec(
             "git",
             "-C",
             str(root),
             *args,
-            stdout=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
         )
     except FileNotFoundError:
-        return 127  # no git on this machine
-    return await process.wait()
+        return 127, ""
+    out, _ = await process.communicate()
+    return int(process.returncode or 0), out.decode(errors="replace")

@@ -79,7 +79,14 @@ async def assign_coder(
     task_id = str(arguments.get("taskId") or "")
     try:
         row = await asyncio.to_thread(
-            coding_tasks.claim, store, context.tenant, task_id, OWN_CODER, context.now
+            lambda: coding_tasks.claim(
+                store,
+                context.tenant,
+                task_id,
+                OWN_CODER,
+                context.now,
+                assigned_by=f"agent:{context.instance_id}",
+            )
         )
     except ApplicationError as err:
         failure = decode_failure(err)

@@ -127,13 +127,19 @@ async def spawn_coder(
     store: StoreDep,
     settings: SettingsDep,
     connector: ConnectorDep,
+    identity: IdentityDep,
     task_id: str = TaskPath,
 ) -> TaskView:
     """Give an open task to agentrt's own coder: it is claimed for `agentrt-coder` (409
-    `task_not_open` otherwise), and the task's workflow starts an agentrt session in the
-    task's own directory with its instructions and approval mode, when the tenant has a
-    free coder slot (AGENTRT_CODERS_PER_TENANT). The prompt's end settles the task."""
-    row = await asyncio.to_thread(tasks.claim, store, tenant, task_id, OWN_CODER, datetime.now(UTC))
+    `task_not_open` otherwise), with a note naming who assigned it, and the task's workflow
+    starts an agentrt session in the task's own directory with its instructions and
+    approval mode, when the tenant has a free coder slot (AGENTRT_CODERS_PER_TENANT). The
+    prompt's end settles the task."""
+    row = await asyncio.to_thread(
+        lambda: tasks.claim(
+            store, tenant, task_id, OWN_CODER, datetime.now(UTC), assigned_by=who(identity)
+        )
+    )
     try:
         await start_timers(await connector.get(), settings, row, SPAWN_SIGNAL)
     except Exception as err:

@@ -222,9 +222,11 @@ def claim(
     holder: str,
     now: datetime,
     capabilities: Collection[str] | None = None,
+    assigned_by: str | None = None,
 ) -> CodingTask:
     """Take the task (open → claimed). `capabilities`: the claimer's, which must cover
-    the task's (None: not checked, an operator assigning it)."""
+    the task's (None: not checked, an operator assigning it). `assigned_by`: who gave the
+    task to `holder` (an operator's identity, an agent), recorded as a note with the claim."""
 
     def decide(db: Session, row: CodingTask) -> CodingTask:
         if row.holder == holder and TaskState(row.state) in HELD:
@@ -233,13 +235,16 @@ def claim(
             missing = sorted(set(row.capabilities or []) - set(capabilities))
             if missing:
                 raise _conflict(row, "capabilities_missing", f"the task needs {', '.join(missing)}")
-        values = {
+        values: dict[str, Any] = {
             "state": TaskState.CLAIMED.value,
             "holder": holder,
             "claimed_at": now,
             "heartbeat_at": now,
             "updated_at": now,
         }
+        if assigned_by is not None:
+            entry = TaskNote(at=iso_ms(now), by=assigned_by, text=f"assigned to {holder}")
+            values["notes"] = [*(row.notes or []), entry.model_dump(exclude_none=True)][-MAX_NOTES:]
         if not _cas(db, task_id, [TaskState.OPEN], values):
             current = _current(db, task_id)
             raise _conflict(current, "task_not_open", f"the task is {current.state}")

@@ -159,6 +159,9 @@ async def test_agentrts_own_coder_edits_a_file_in_its_worktree_and_settles_the_t
     assert not (Path(d.settings.workspace_cwd) / "hello.txt").exists()
     task = (await d.client.get(f"{url}/{task_id}")).json()
     assert task["artifacts"][0]["ref"] == f"session/{task['sessionId']}"
+    # Who gave the task to the coder is on record: the bearer's verified identity.
+    assert task["notes"][0]["by"] == "admin"
+    assert task["notes"][0]["text"] == "assigned to agentrt-coder"
     with d.store.session() as db:
         attempts = db.exec(
             select(LlmCallAttempt).where(col(LlmCallAttempt.owner_id) == task["sessionId"])
@@ -238,7 +241,9 @@ async def test_the_soa_hands_an_open_task_to_agentrts_coder(agents: AgentsFactor
         return tasks.get(d.store, tenant, row.task_id).state == "succeeded"
 
     await d.wait_until(settled, "the assigned task's settlement", timeout=90)
-    assert tasks.get(d.store, tenant, row.task_id).settled_by == "agentrt-coder"
+    done = tasks.get(d.store, tenant, row.task_id)
+    assert done.settled_by == "agentrt-coder"
+    assert done.notes[0]["by"] == f"agent:{soa}"  # the SOA that assigned it
 
     def turn() -> AgentLedgerTurn | None:
         return dependency_turn(d.store, soa)

@@ -1,13 +1,19 @@
-"""The coders' loop on a real `agentrt up`, an MCP coder built on the official SDK's client:
-the scripted SOA proposes a task for any coder with a capability; the coder registers with
-it, claims the task, leases a Windows machine from the loopback pool through it and takes
-a screenshot, then completes it; the SOA's next turn carries the outcome, and the lease is
-released."""
+"""The coders' loop on a real `agentrt up`, both ways.
+
+An MCP coder built on the official SDK's client: the scripted SOA proposes a task for any
+coder with a capability; the coder registers with it, claims the task, leases a Windows
+machine from the loopback pool through it and takes a screenshot, then completes it; the
+SOA's next turn carries the outcome, and the lease is released.
+
+agentrt's own coder: the SOA proposes a task for it; its session runs in the task's git
+worktree, asks before writing (a decision of the tenant, answered over REST), writes, and
+its prompt's end settles the task; the SOA's next turn carries that outcome too."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -37,9 +43,21 @@ async def _until(check: Any, what: str, timeout: float = 120.0) -> Any:
     raise AssertionError(f"{what} never happened")
 
 
-async def test_an_mcp_coder_works_a_soa_task_with_the_windows_lane(tmp_path: Path) -> None:
+def _repository(root: Path) -> None:
+    """`root` a git repository with one commit: agentrt's coder works in a worktree of it."""
+    git = ["git", "-c", "user.name=agentrt tests", "-c", "user.email=tests@agentrt.invalid"]
+    (root / "README").write_text("the project\n")
+    for args in (["init", "-q"], ["add", "README"], ["commit", "-q", "-m", "first"]):
+        subprocess.run([*git, "-C", str(root), *args], check=True, capture_output=True)
+
+
+async def test_both_coders_work_a_soas_tasks(tmp_path: Path) -> None:
+    project = tmp_path / "project"  # the workspace, a git repository
+    project.mkdir()
+    _repository(project)
     with FakeWindowsPool(token=POOL_TOKEN) as pool:
         env = {
+            "AGENTRT_WORKSPACE": str(project),
             "AGENTRT_TOKEN": TOKEN,
             "AGENTRT_WINDOWS_POOL_URL": pool.base_url,
             "AGENTRT_WINDOWS_POOL_TOKEN": POOL_TOKEN,
@@ -100,3 +118,44 @@ async def test_an_mcp_coder_works_a_soa_task_with_the_windows_lane(tmp_path: Pat
                 return pool.holders() == []
 
             await _until(released, "the lease's release")
+            async with httpx.AsyncClient(headers=admin, timeout=30) as rest:
+                await _own_coder_loop(rest, base, soa_id, project)
+
+
+async def _own_coder_loop(rest: httpx.AsyncClient, base: str, soa_id: str, root: Path) -> None:
+    write = {"file_path": "hello.txt", "content": "hi\n"}
+    proposal = {"title": "Say hi", "prompt": f"/call write_file {json.dumps(write)}"}
+    line = f"/call soa_propose_task {json.dumps(proposal)}"
+    sent = await rest.post(f"{base}/agents/{soa_id}/messages", json={"text": line})
+    assert sent.status_code == 202
+
+    async def asked() -> dict[str, Any] | None:
+        listed = await rest.get(f"{base}/decisions", params={"status": "open"})
+        return next((d for d in listed.json()["decisions"] if d["source"] == "coder"), None)
+
+    question = await _until(asked, "agentrt's coder's permission request")
+    task_id = question["payload"]["taskId"]
+    respond = f"{base}/decisions/{question['decisionId']}/respond"
+    answered = await rest.post(respond, json={"resolution": "proceed_once"})
+    assert answered.status_code == 200, answered.text
+
+    async def settled() -> dict[str, Any] | None:
+        task = (await rest.get(f"{base}/coding-tasks/{task_id}")).json()
+        return task if task["state"] in ("succeeded", "failed") else None
+
+    task = await _until(settled, "the settlement by agentrt's coder")
+    assert (task["state"], task["holder"]) == ("succeeded", "agentrt-coder")
+    own_dir = root / ".agentrt-tasks" / task_id
+    assert (own_dir / "hello.txt").read_text() == "hi\n"
+    assert (own_dir / "README").read_text() == "the project\n"  # a worktree of HEAD
+    assert not (root / "hello.txt").exists()
+    status = await asyncio.to_thread(
+        subprocess.run, ["git", "-C", str(root), "status", "--porcelain"], capture_output=True
+    )
+    assert status.stdout == b""  # the repository's own status does not list the worktrees
+
+    async def heard_both() -> bool:
+        turns = (await rest.get(f"{base}/agents/{soa_id}/ledger")).json()["turns"]
+        return sum(1 for t in turns if t["eventKind"] == "DependencyCompleted") >= 2
+
+    await _until(heard_both, "the SOA's turn on its coder's outcome")
