@@ -21,6 +21,11 @@ PYTEST_DIST = --dist load --maxschedchunk 1
 QUICK_WORKERS ?= 3
 # Every run shows where the time goes.
 PYTEST_ARGS ?= --durations=25
+# The suite's processes keep their bytecode (`__pycache__`, git-ignored) even where the
+# environment says not to (PYTHONDONTWRITEBYTECODE, set on this machine): each xdist worker
+# would otherwise rewrite every test module's asserts again (about 5 s of CPU), and every
+# `agentrt up`, API and worker process a test starts would compile the project again.
+PYTEST = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
 # A plain editable install (PEP 660): mypy and the tests resolve the project's packages
 # from the source tree, so setuptools' deprecated `editable_mode=compat` is not needed.
@@ -48,14 +53,14 @@ test: $(STAMP)
 	if command -v npm >/dev/null; then (cd tests/browser && npm ci --silent --no-audit --no-fund); fi
 	if command -v npm >/dev/null; then (cd tests/node && npm ci --silent --no-audit --no-fund); fi
 	if command -v npm >/dev/null; then (cd tests/mcp_servers && npm ci --silent --no-audit --no-fund); fi
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_DIST) $(PYTEST_ARGS)
+	$(PYTEST) -q -n $(PYTEST_WORKERS) $(PYTEST_DIST) $(PYTEST_ARGS)
 
 # The inner loop: lint, types, and every test that starts no Temporal dev server and no
 # `agentrt up` (unit, policy, store, workflow tests on the time-skipping server).
 test-quick: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n $(QUICK_WORKERS) $(PYTEST_DIST) -m "not stack" $(PYTEST_ARGS)
+	$(PYTEST) -q -n $(QUICK_WORKERS) $(PYTEST_DIST) -m "not stack" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
