@@ -12,15 +12,20 @@ refusal is `isError: true` with the lane's own body `{code, message, data}`.
 
 import asyncio
 import base64
+import contextlib
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
 from api.mcp_server.common import Caller, Id, Refusal, answered, from_failure, refused
 from api.windows_leases import run_verb
@@ -37,6 +42,8 @@ from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
 from runtime.windows_pool.lease import WINDOWS_POOL_FEATURE, task_holder
 from runtime.windows_pool.screenshots import read_screenshot
 from runtime.windows_pool.tools import WINDOWS_TOOLS
+
+log = logging.getLogger(__name__)
 
 Caller_ = Callable[[Context], Awaitable[Caller]]
 VERB_EVENT = "task.windows_verb"
@@ -78,6 +85,49 @@ def _signature(verb: WindowsVerb) -> inspect.Signature:
     # Required arguments first: a keyword-only list takes any order, but keep it readable.
     params.sort(key=lambda p: (p.name == "ctx", p.default is not inspect.Parameter.empty))
     return inspect.Signature(params, return_annotation=CallToolResult)
+
+
+@asynccontextmanager
+async def _heartbeating(who: Caller, task_id: str, settings: Settings) -> AsyncIterator[None]:
+    """The holder's heartbeat on the task now and every third of the claim timeout until
+    the block ends (the task settled or taken meanwhile: the beats stop, the verb's
+    caller learns it from the task)."""
+    every = max(settings.coding_task_claim_timeout_ms / 3000, 0.5)
+
+    async def beat() -> bool:
+        try:
+            await asyncio.to_thread(
+                tasks.update_progress, who.store, who.tenant, task_id, who.who, datetime.now(UTC)
+            )
+        except ApplicationError:
+            return False  # no longer held by this caller
+        return True
+
+    async def keep_beating() -> None:
+        while True:
+            if not await beat():
+                return
+            await asyncio.sleep(every)
+
+    beating = asyncio.create_task(keep_beating())
+    try:
+        yield
+    finally:
+        beating.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beating
+
+
+async def _release_if_settled(client: Client, who: Caller, task_id: str) -> None:
+    """A task settled while its verb ran (its settlement released the lease before the
+    verb leased one): release the lease that verb may have taken, now. Best effort: the
+    lease's idle expiry is the backstop."""
+    try:
+        task = await asyncio.to_thread(tasks.get, who.store, who.tenant, task_id)
+        if TaskState(task.state) not in HELD:
+            await lease_client.settle(client, who.tenant, task_holder(task_id), "task_settled")
+    except (ApplicationError, RPCError):
+        log.info("could not release task %s's lease after its settlement", task_id)
 
 
 def register_windows_tools(server: MCPServer, settings: Settings, caller: Caller_) -> None:
@@ -124,13 +174,18 @@ def _verb_tool(verb: WindowsVerb, settings: Settings, caller: Caller_) -> Callab
             # With a requestId, the lease's update id: Temporal applies it once, and a
             # retry gets the first call's answer (one attempt per call otherwise).
             update_id = f"mcp/{who.who}/{task_id}/{verb.value}/{request_id}" if request_id else None
-            result = await run_verb(
-                client, settings, who.tenant, task_holder(task_id), verb, args, update_id
-            )
+            # A verb is the holder at work: it heartbeats the claim while it runs (a
+            # `windows_wait_for` may outlast the claim timeout).
+            async with _heartbeating(who, task_id, settings):
+                result = await run_verb(
+                    client, settings, who.tenant, task_holder(task_id), verb, args, update_id
+                )
         except lease_client.LeaseCallFailed as err:
             raise _lane(err.error) from None
         except lease_client.LeaseUnavailable:
             raise refused("worker_unavailable", "no worker took the verb; call it again") from None
+        finally:
+            await _release_if_settled(client, who, task_id)
         # The audit of the lane: which verified identity ran which verb of the task's lease.
         await who.request.app.state.journal.aappend(
             coding_task_stream(who.tenant, task_id),

@@ -143,7 +143,9 @@ async def spawn_coder(
     try:
         await start_timers(await connector.get(), settings, row, SPAWN_SIGNAL)
     except Exception as err:
+        # Nothing left behind: the task is open again (unless its coder started after all).
+        await asyncio.to_thread(tasks.unclaim_unstarted, store, tenant, task_id, datetime.now(UTC))
         raise temporal_unavailable(
-            "the task is claimed for agentrt's coder; Temporal did not start it: POST again"
+            "Temporal did not start agentrt's coder; the task is open again: POST again"
         ) from err
     return tasks.view(row)

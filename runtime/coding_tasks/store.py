@@ -325,6 +325,36 @@ def complete(
     return _transition(store, tenant, task_id, decide)
 
 
+def unclaim_unstarted(store: Store, tenant: str, task_id: str, now: datetime) -> CodingTask:
+    """Give back a task claimed for agentrt's coder whose workflow was never told to start
+    it (Temporal was down): open again, so the route leaves nothing behind (a task held
+    by a coder that never runs). Once its session exists, the claim stays."""
+
+    def decide(db: Session, row: CodingTask) -> CodingTask:
+        if row.holder != OWN_CODER or row.session_id is not None:
+            return row
+        values = {
+            "state": TaskState.OPEN.value,
+            "holder": None,
+            "claimed_at": None,
+            "heartbeat_at": None,
+            "updated_at": now,
+        }
+        db.exec(
+            update(CodingTask)
+            .where(
+                col(CodingTask.task_id) == task_id,
+                col(CodingTask.holder) == OWN_CODER,
+                col(CodingTask.state).in_([s.value for s in HELD]),
+                col(CodingTask.session_id).is_(None),
+            )
+            .values(**values)
+        )
+        return _current(db, task_id)
+
+    return _transition(store, tenant, task_id, decide)
+
+
 def cancel(store: Store, tenant: str, task_id: str, by: str, now: datetime) -> CodingTask:
     """An operator cancels a task that is not settled; cancelling it again is a no-op."""
 

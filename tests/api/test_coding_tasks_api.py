@@ -319,3 +319,25 @@ async def test_a_coders_session_that_dies_unreported_fails_its_task(
     assert task["summary"] == "agentrt's coder's session ended before its prompt did"
     assert task["artifacts"][0]["ref"] == f"session/{session_id}"
     assert not (own_dir / "never.txt").exists()
+
+
+async def test_a_coder_temporal_never_started_leaves_the_task_open(agents: AgentsFactory) -> None:
+    """POST .../coder while Temporal is unreachable: 503, and the task is open again (not
+    held by a coder that never runs); once Temporal is back, the same POST works."""
+    from api.temporal import TemporalConnector
+
+    d = await agents()
+    tenant, _ = await _tenant(d)
+    url = f"{d.base(tenant)}/coding-tasks"
+    body = {"title": "Later", "instructions": "Say hi.", "requestId": "own-5"}
+    task_id = (await d.client.post(url, json=body)).json()["taskId"]
+    app = d.client.app  # type: ignore[attr-defined]
+    live = app.state.temporal
+    app.state.temporal = TemporalConnector("127.0.0.1:1", "default")
+    refused = await d.client.post(f"{url}/{task_id}/coder", json={})
+    assert (refused.status_code, refused.json()["code"]) == (503, "temporal_unavailable")
+    task = (await d.client.get(f"{url}/{task_id}")).json()
+    assert (task["state"], task["holder"]) == ("open", None)
+    app.state.temporal = live
+    taken = await d.client.post(f"{url}/{task_id}/coder", json={})
+    assert taken.status_code == 200 and taken.json()["holder"] == "agentrt-coder"

@@ -268,8 +268,14 @@ async def test_a_coder_drives_the_windows_lane_of_the_task_it_holds(
                 await _call(alice, "coding_task_claim", taskId=row.task_id)
                 error, body = await _call(alice, "windows_click", taskId=row.task_id)
                 assert error and body["code"] == "VALIDATION_ERROR"
+                claimed = tasks.get(d.store, tenant, row.task_id)
                 error, listed = await _call(alice, "windows_windows", taskId=row.task_id)
                 assert not error and isinstance(listed["result"], dict | list)
+                # A verb is the holder at work: it heartbeats the claim (claimed → running).
+                beaten = tasks.get(d.store, tenant, row.task_id)
+                assert beaten.state == "running"
+                assert beaten.heartbeat_at is not None and claimed.heartbeat_at is not None
+                assert beaten.heartbeat_at > claimed.heartbeat_at
                 shot = await alice.call_tool("windows_screenshot", {"taskId": row.task_id})
                 assert not shot.is_error
                 kinds = [c.type for c in shot.content]
