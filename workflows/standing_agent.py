@@ -380,7 +380,10 @@ class StandingAgentWorkflow:
         Raises:
             ApplicationError: the chain's failure (`run_chain`).
         """
-        plan = await resolve_chain(PLANNING_SITE[request.agent_type])
+        # A mode's preset, when set, wins over the type's site binding (§2.5, §3.7).
+        plan = await resolve_chain(
+            PLANNING_SITE[request.agent_type], preset_override=request.mode.preset_id
+        )
         done: list[ModelStepResult] = []
 
         async def attempt(spec: AttemptSpec) -> AttemptReport:

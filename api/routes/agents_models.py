@@ -263,12 +263,19 @@ class ModeToolsBody(_Body):
     tools: list[Annotated[str, Field(min_length=1, max_length=120)]] = Field(max_length=200)
 
 
+class ModePresetBody(_Body):
+    # The preset the mode's planning calls use (null: the type's site binding).
+    presetId: Annotated[str, Field(min_length=1, max_length=200)] | None
+
+
 class ModeView(BaseModel):
     agentType: AgentType
     name: str
     description: str
     tools: list[str]
     isDefault: bool
+    # Wins over the type's site binding for this mode's planning calls (null: none).
+    presetId: str | None = None
 
 
 class ModeList(BaseModel):

@@ -22,6 +22,7 @@ from runtime.llm.routing import (
     PresetConfig,
 )
 from runtime.settings import Settings
+from runtime.standing_agents.models import AgentModeRow
 from runtime.store.engine import Store
 
 MAX_FALLBACK = 10
@@ -121,11 +122,13 @@ def get_preset(store: Store, settings: Settings, preset_id: str) -> PresetView |
 
 
 def delete_preset(store: Store, preset_id: str) -> bool:
-    """Remove a preset no site is bound to; False when there was none.
+    """Remove a preset no site is bound to and no standing agents' mode names; False when
+    there was none.
 
     Raises:
         LlmConfigError: 400 `reserved_id` (`settings`), 409 `preset_in_use` naming the
-            sites bound to it.
+            sites bound to it (`sites`) and the modes that use it (`modes`,
+            `<agentType>/<mode>`).
     """
     if preset_id == SETTINGS_PRESET:
         raise reserved("preset", preset_id)
@@ -136,13 +139,22 @@ def delete_preset(store: Store, preset_id: str) -> bool:
         bound = db.exec(
             select(LlmSiteBinding).where(col(LlmSiteBinding.preset_id) == preset_id)
         ).all()
-        if bound:
+        modes = sorted(
+            f"{m.agent_type}/{m.name}"
+            for m in db.exec(
+                select(AgentModeRow).where(col(AgentModeRow.preset_id) == preset_id)
+            ).all()
+        )
+        if bound or modes:
             sites = sorted(b.site_id for b in bound)
+            users = ", ".join([*sites, *(f"mode {m}" for m in modes)])
+            verb = "is used by" if modes else "is bound to"
             raise LlmConfigError(
                 409,
                 "preset_in_use",
-                f'Preset "{preset_id}" is bound to {", ".join(sites)}: detach it first',
+                f'Preset "{preset_id}" {verb} {users}: detach it first',
                 sites=sites,
+                **({"modes": modes} if modes else {}),
             )
         db.delete(row)
         db.commit()

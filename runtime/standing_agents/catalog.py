@@ -43,6 +43,22 @@ SELF_APPLYING_TOOLS: frozenset[str] = frozenset({"soa_propose_task", "soa_assign
 PHASE_COMPLETE = "phase_complete"
 PHASE_BLOCKED = "phase_blocked"
 TERMINATOR_TOOLS: tuple[str, ...] = (PHASE_COMPLETE, PHASE_BLOCKED)
+# The control verbs every mode of every type carries, whatever its catalogue row lists
+# (§2.5, §3.5): the terminators, the proposal to leave the mode, and, while the agent is
+# foundational, the verb that ends that phase (`control_verbs`).
+MODE_CHANGE_PROPOSAL = "soa_propose_mode_change"
+WORKSET_COMPLETE = "agent_workset_complete"
+
+
+def control_verbs(foundational: bool) -> tuple[str, ...]:
+    """The verbs an agent needs in any mode: end the episode (`phase_complete`,
+    `phase_blocked`), propose leaving the mode, and end the foundational phase while in
+    it. A mode without them traps its agent (a Prompt Engineer never ending its
+    foundational phase, a SOA in Discovery unable to propose leaving)."""
+    verbs = (*TERMINATOR_TOOLS, MODE_CHANGE_PROPOSAL)
+    return (*verbs, WORKSET_COMPLETE) if foundational else verbs
+
+
 # Tools that raise an attention request (the decision mapper's "escalated").
 ESCALATION_TOOLS: frozenset[str] = frozenset({"soa_propose_decision", "soa_propose_mode_change"})
 # Tools whose success is a side effect on the tenant (the mapper's "acted with tool").
@@ -107,7 +123,7 @@ def _mode(
         name=name,
         description=description,
         prompt_fragment=fragment,
-        tools=sorted(set(tools) | set(TERMINATOR_TOOLS)),
+        tools=sorted(set(tools) | set(control_verbs(foundational=False))),
         budget_override=budget,
         is_default=default,
     )
@@ -309,6 +325,12 @@ def resolve_mode(
             f"mode {agent_type}/{mode.name} grants tools outside the superset: {outside}"
         )
     return mode
+
+
+def with_control_verbs(mode: ModeDefinition, foundational: bool) -> ModeDefinition:
+    """`mode` as a tick offers and gates it: its tools and the control verbs."""
+    tools = sorted(set(mode.tools) | set(control_verbs(foundational)))
+    return mode if tools == mode.tools else mode.model_copy(update={"tools": tools})
 
 
 def system_prompt(agent_type: AgentType, mode: ModeDefinition) -> str:

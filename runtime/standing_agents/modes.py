@@ -22,9 +22,9 @@ from runtime.mcp.grants import pattern_problem
 from runtime.standing_agents.agent_journal import MODE_CHANGED, append_agent_event_once
 from runtime.standing_agents.catalog import (
     MODES,
-    TERMINATOR_TOOLS,
     TOOL_SUPERSET,
     ModeCatalogError,
+    control_verbs,
     modes_of,
 )
 from runtime.standing_agents.contracts import (
@@ -79,6 +79,25 @@ class InvalidModeTools(WireError):
 
     def response_body(self) -> dict[str, Any]:
         return {"error": self.message, "code": self.kind}
+
+
+class UnknownModePreset(WireError):
+    """A mode's preset that does not exist (GET /api/v1/llm/presets lists them): 400, the
+    body of the LLM configuration's own `unknown_preset`."""
+
+    kind: Literal["unknown_mode_preset"] = "unknown_mode_preset"
+    preset_id: str
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f'No preset "{self.preset_id}"',
+            "code": "unknown_preset",
+            "presetId": self.preset_id,
+        }
 
 
 class InstanceNotFound(Exception):
@@ -186,14 +205,14 @@ def set_mode_tools(
 ) -> ModeDefinition:
     """Replace a mode's toolset in `agent_modes` (every tenant's agents of the type, from
     their next tick): the type's own tools and MCP entries (`mcp__<server>__<tool>`,
-    `mcp__<server>__*`, offered only where a tenant's grant names them too). The
-    terminators phase_complete and phase_blocked are always in it.
+    `mcp__<server>__*`, offered only where a tenant's grant names them too). The control
+    verbs (phase_complete, phase_blocked, soa_propose_mode_change) are always in it.
 
     Raises:
         UnknownMode: no such mode in the type's catalogue.
         ModeCatalogError: a tool outside the type's superset, or a malformed MCP entry.
     """
-    wanted = sorted(set(tools) | set(TERMINATOR_TOOLS))
+    wanted = sorted(set(tools) | set(control_verbs(foundational=False)))
     outside = [
         t for t in wanted if t not in TOOL_SUPERSET[agent_type] and pattern_problem(t) is not None
     ]
@@ -211,6 +230,32 @@ def set_mode_tools(
         if row is None:  # deleted meanwhile
             raise UnknownMode(name, allowed)
         row.tools = wanted
+        row.system_seed = False
+        db.add(row)
+        db.commit()
+        db.refresh(row)
+        return _definition_of(row)
+
+
+def set_mode_preset(
+    store: Store, agent_type: AgentType, name: str, preset_id: str | None
+) -> ModeDefinition:
+    """Set (or clear, None) the preset a mode's planning calls use: it wins over the type's
+    site binding from the agents' next model call (§2.5, §3.7). The caller checks that the
+    preset exists; a preset a mode names cannot be deleted (runtime/llm/preset_store).
+
+    Raises:
+        UnknownMode: no such mode in the type's catalogue.
+    """
+    seed_modes(store)
+    allowed = allowed_modes(store, agent_type)
+    if name not in allowed:
+        raise UnknownMode(name, allowed)
+    with store.session() as db:
+        row = db.get(AgentModeRow, (agent_type.value, name))
+        if row is None:  # deleted meanwhile
+            raise UnknownMode(name, allowed)
+        row.preset_id = preset_id
         row.system_seed = False
         db.add(row)
         db.commit()

@@ -256,6 +256,8 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
     foundational = foundational_active(
         instance.is_building_starting_workset, instance.workset_deadline_utc, request.now
     )
+    if mode is not None:  # every mode carries the control verbs (a stored row too)
+        mode = catalog.with_control_verbs(mode, foundational)
     budget = resolve_tick_budget(
         configs=configs,
         settings_layer=settings_budget(settings),

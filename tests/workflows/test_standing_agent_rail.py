@@ -428,3 +428,36 @@ async def test_a_compliance_agent_without_a_mode_shows_its_default_mode(
         described = await handle.describe()
         assert described.typed_search_attributes.get(MODE) == "Cadence"
         await sa.stop(handle)
+
+
+async def test_a_foundational_agent_ends_its_phase_and_proposes_leaving_from_any_mode(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    """A SOA moved to Discovery while foundational (seen black-box: blocked there before):
+    `agent_workset_complete` ends the phase and `soa_propose_mode_change` raises its
+    request, though the Discovery row lists neither."""
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        now = await agent_env.get_current_time()
+        agent = sa.create_instance(store, now, foundational=True)
+        with store.session() as db:
+            row = db.get(AgentInstance, agent)
+            assert row is not None
+            row.active_mode = "Discovery"
+            db.add(row)
+            db.commit()
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        script = _calls(
+            ("agent_workset_complete", {}),
+            ("soa_propose_mode_change", {"mode": "Strategic", "reason": "the workset is built"}),
+        )
+        await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, script, now)
+        await sa.wait_turns(store, agent, 2)
+        turn = sa.turns(store, agent)[1]
+        recorded = sa.actions(store, agent, turn.seq)
+        assert [(a.tool, a.outcome) for a in recorded][:2] == [
+            ("agent_workset_complete", "ok"),
+            ("soa_propose_mode_change", "ok"),
+        ]
+        assert sa.instance(store, agent).is_building_starting_workset is False
+        await sa.stop(handle)
