@@ -20,7 +20,7 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.standing_agent.tasks import submit_task_prompt
+from activities.standing_agent.tasks import CoderSessionEnded, submit_task_prompt
 from runtime.coding_tasks import own_coder
 from runtime.coding_tasks import store as tasks
 from runtime.coding_tasks.contracts import (
@@ -97,16 +97,20 @@ class CodingTaskActivities:
         if reserved is None:
             return SpawnResult(waiting=True)
         workspace = await task_workspace(Path(self.settings.workspace_cwd), row.task_id)
-        await submit_task_prompt(
-            self.store,
-            self.settings,
-            row.task_id,
-            row.prompt,
-            workspace=str(workspace),
-            approval_mode=row.approval_mode,
-            coding_task=CodingTaskRef(tenant=row.tenant, task_id=row.task_id),
-            preset_id=row.preset_id,
-        )
+        try:
+            await submit_task_prompt(
+                self.store,
+                self.settings,
+                row.task_id,
+                row.prompt,
+                workspace=str(workspace),
+                approval_mode=row.approval_mode,
+                coding_task=CodingTaskRef(tenant=row.tenant, task_id=row.task_id),
+                preset_id=row.preset_id,
+                model=row.model,
+            )
+        except CoderSessionEnded:
+            return SpawnResult(session_id=session_id, session_ended=True)
         return SpawnResult(session_id=session_id)
 
     @activity.defn(name=CodingTaskActivity.COMPLETE_OWN)

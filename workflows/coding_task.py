@@ -45,7 +45,7 @@ with workflow.unsafe.imports_passed_through():
         task_prompt_id,
     )
     from runtime.sessions.contracts import CancelRequest
-    from runtime.windows_pool.lease import task_holder
+    from runtime.windows_pool.lease import SESSION_TENANT, session_holder, task_holder
 
 _LOCAL = timedelta(minutes=1)
 _STORE_RETRY = RetryPolicy(
@@ -59,6 +59,8 @@ _SLOT_WAIT = timedelta(seconds=15)
 # agentrt's coder's session is looked at every claim timeout: one that ended without
 # reporting (terminated, failed) fails its task instead of holding it and its slot.
 _CODER_LIVENESS = "coding-task-coder-liveness"
+# The settlement of a task agentrt's coder ran releases its session's Windows lease.
+_CODER_LEASE = "coding-task-settles-its-coders-lease"
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -115,6 +117,14 @@ class CodingTaskWorkflow:
                 if timers.session_id is not None and self._report is None:
                     # Settled under agentrt's coder (cancelled, expired): stop its prompt.
                     await _cancel_coder(timers.session_id, request.task_id)
+                if timers.session_id is not None and workflow.patched(_CODER_LEASE):
+                    # agentrt's coder's Windows lease is its session's (`session-{id}`):
+                    # the task's settlement releases it too.
+                    await settle_lease(
+                        SESSION_TENANT,
+                        session_holder(timers.session_id),
+                        f"task_{timers.state.value}",
+                    )
                 await self._settled(request, timers.state)
                 return
             if timers.holder == OWN_CODER and self._report is not None:
@@ -138,6 +148,10 @@ class CodingTaskWorkflow:
                 if not spawned.waiting:
                     self._spawn = False
                     if workflow.patched(_CODER_LIVENESS):
+                        if spawned.session_ended and spawned.session_id and not self._report:
+                            self._report = CoderReport(
+                                session_id=spawned.session_id, stop_reason=SESSION_ENDED
+                            )
                         continue  # read the task again: its coder's session is watched
                 else:
                     # The tenant runs its maximum of coders: look again in a while.

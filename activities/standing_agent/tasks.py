@@ -9,9 +9,10 @@ import functools
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import WorkflowHandle
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from runtime.coding_tasks import store as coding_tasks
 from runtime.coding_tasks.contracts import (
@@ -25,6 +26,8 @@ from runtime.coding_tasks.contracts import WAKE_SIGNAL as TASK_WAKE
 from runtime.coding_tasks.contracts import WORKFLOW_NAME as TASK_WORKFLOW
 from runtime.failures import decode_failure
 from runtime.llm.active import active_model
+from runtime.llm.config_store import session_binding
+from runtime.llm.routing import SESSION_SITE
 from runtime.sessions.contracts import CodingTaskRef, PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
@@ -128,6 +131,7 @@ async def submit_task_prompt(
     approval_mode: str | None = None,
     coding_task: CodingTaskRef | None = None,
     preset_id: str | None = None,
+    model: str | None = None,
 ) -> str:
     """agentrt's coder: a session in `workspace` (the tenant's, by default), and the
     task's prompt on it; with `coding_task`, the prompt's end settles that task.
@@ -138,6 +142,12 @@ async def submit_task_prompt(
     session_id = task_proposals.task_session_id(task_id)
     prompt_id = task_prompt_id(task_id)
     workspace = workspace or settings.workspace_cwd
+    model_id, binding = active_model(settings).model_id, None
+    if model is not None and preset_id is None:
+        # The task's model is the session's own model, on what Session:Default resolves
+        # to now (as POST /session/{id}/model records it; its preset and provider).
+        binding, _ = await asyncio.to_thread(session_binding, store, settings, SESSION_SITE)
+        model_id = model
     await asyncio.to_thread(
         task_proposals.ensure_task_session, store, session_id, workspace, task_id
     )
@@ -149,7 +159,8 @@ async def submit_task_prompt(
         max_pending_prompts=settings.max_pending_prompts_per_session,
         event_retention=settings.event_ring_size,
         shell_enabled=settings.session_shell,
-        model_id=active_model(settings).model_id,
+        model_id=model_id,
+        model_binding=binding,
         model_provider=settings.model_provider,
         approval_mode=approval_mode or "default",
         preset_id=preset_id,
@@ -171,15 +182,35 @@ async def submit_task_prompt(
                 ]
             ),
             memo={"workspaceCwd": workspace, "scope": "thread", "agentTask": task_id},
+            # A retry never starts the session again once it ended (terminated, closed):
+            # the task's coder is gone, and its task settles so (CoderSessionEnded).
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
         )
     except WorkflowAlreadyStartedError:  # a retry: attach to the first attempt's
         handle = client.get_workflow_handle(f"session/{session_id}")
+        await _still_running(handle, session_id)
     item = PromptItem(
         prompt_id=prompt_id, preview=preview(text), originator="agent", coding_task=coding_task
     )
-    await handle.execute_update(
-        "submit_prompt",
-        SubmitPrompt(item=item, model_provider=settings.model_provider),
-        id=prompt_id,
-    )
+    try:
+        await handle.execute_update(
+            "submit_prompt",
+            SubmitPrompt(item=item, model_provider=settings.model_provider),
+            id=prompt_id,
+        )
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:  # the session ended under the update
+            await _still_running(handle, session_id)
+        raise
     return session_id
+
+
+class CoderSessionEnded(Exception):
+    """agentrt's coder's session ended (terminated, failed, closed) before its task's
+    prompt was submitted: it is not started again."""
+
+
+async def _still_running(handle: WorkflowHandle[Any, Any], session_id: str) -> None:
+    description = await handle.describe()
+    if description.status != WorkflowExecutionStatus.RUNNING:
+        raise CoderSessionEnded(session_id)

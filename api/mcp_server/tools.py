@@ -55,6 +55,8 @@ def build_mcp_server(settings: Settings) -> MCPServer:
     async def caller(ctx: Context) -> Caller:
         who = Caller(ctx)
         await who.enabled()
+        # Any call of a registered coder is its heartbeat: its live entries stay listed.
+        await asyncio.to_thread(registry_store.refresh_by, who.store, who.tenant, who.who, ttl)
         return who
 
     async def settled(who: Caller, row: Any) -> None:
@@ -73,7 +75,7 @@ def build_mcp_server(settings: Settings) -> MCPServer:
     @server.tool(
         description="Register (or re-register) as an agent of the tenant with a role and "
         "capabilities; registering again refreshes the entry. Entries expire after 5 "
-        "minutes without a heartbeat (any call of yours with agentId refreshes it).",
+        "minutes without a heartbeat (any call of yours refreshes it).",
         annotations=WRITE,
     )
     @answered

@@ -26,6 +26,7 @@ from api.security.roles import IdentityDep
 from api.temporal import TemporalConnector
 from runtime.policy.permissions import NotPending
 from runtime.sessions.contracts import VoteRequest
+from runtime.sessions.errors import SessionNotFound
 from runtime.settings import Settings
 from runtime.standing_agents import control
 from runtime.standing_agents.coder_decisions import permission_vote
@@ -138,7 +139,7 @@ async def _vote(
 ) -> None:
     """agentrt's coder's permission request answered on the queue: the answer (one of the
     request's options) is the session's vote. A request resolved meanwhile (its timer, a
-    cancel, a vote on the session) takes no second vote."""
+    cancel, a vote on the session) or whose session ended takes no vote."""
     vote = VoteRequest(
         request_id=str(row.payload["requestId"]),
         outcome="selected",
@@ -158,5 +159,7 @@ async def _vote(
             wait_for_result=False,
         )
     except ApiError as err:
-        if not isinstance(err.failure, NotPending):
+        # Not pending any more (its timer, a cancel, a vote on the session), or its session
+        # is gone: there is no vote to take, and the answer is still recorded.
+        if not isinstance(err.failure, NotPending | SessionNotFound):
             raise

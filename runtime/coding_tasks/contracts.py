@@ -46,6 +46,12 @@ def task_workflow_id(tenant: str, task_id: str) -> str:
     return f"coding-task/{tenant}/{task_id}"
 
 
+# The approval modes a SOA may give the coder of a task it proposes: a human answers its
+# calls (`default`), it only plans (`plan`), or its edits, in the task's own directory, go
+# unasked (`auto-edit`). Never `auto` or `yolo`: an agent does not waive the human's say
+# over its own coder's commands (an operator may, over REST).
+TASK_APPROVAL_MODES: Final = ("plan", "default", "auto-edit")
+
 # agentrt's coder works in `<workspace>/.agentrt-tasks/<taskId>` (activities/coding_tasks).
 TASKS_DIR: Final = ".agentrt-tasks"
 
@@ -208,6 +214,8 @@ class SpawnResult(BaseModel):
     # The tenant runs its maximum of coders: the task waits for a slot.
     waiting: bool = False
     session_id: str | None = None
+    # The coder's session ended before its prompt was submitted (a retried spawn).
+    session_ended: bool = False
 
 
 class OwnCoderDone(BaseModel):

@@ -163,12 +163,16 @@ def get(store: Store, tenant: str, task_id: str) -> CodingTask:
 def list_tasks(
     store: Store, tenant: str, states: Collection[TaskState] = (), limit: int = 500
 ) -> list[CodingTask]:
+    """The tenant's latest `limit` tasks (in `states`, when given), oldest first: a list
+    past the limit shows the newest tasks, never only the oldest."""
     with store.session() as db:
         statement = select(CodingTask).where(col(CodingTask.tenant) == tenant)
         if states:
             statement = statement.where(col(CodingTask.state).in_([s.value for s in states]))
-        statement = statement.order_by(col(CodingTask.created_at), col(CodingTask.task_id))
-        return list(db.exec(statement.limit(limit)).all())
+        statement = statement.order_by(
+            col(CodingTask.created_at).desc(), col(CodingTask.task_id).desc()
+        )
+        return list(reversed(db.exec(statement.limit(limit)).all()))
 
 
 def _conflict(row: CodingTask, code: Any, message: str) -> ApplicationError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import update
 from sqlmodel import col, select
 
 from runtime.standing_agents.contracts import AgentStatus, AgentType
@@ -117,6 +118,24 @@ def heartbeat(
         db.add(row)
         db.commit()
         return _public(row)
+
+
+def refresh_by(store: Store, tenant: str, by: str, ttl: timedelta) -> int:
+    """Refresh every live entry `by` registered in the tenant (a coder's call is its
+    heartbeat); an expired one stays expired (it must register again). Returns how many."""
+    now = datetime.now(UTC)
+    with store.session() as db:
+        result = db.exec(
+            update(RegistryEntry)
+            .where(
+                col(RegistryEntry.tenant) == tenant,
+                col(RegistryEntry.registered_by) == by,
+                col(RegistryEntry.last_heartbeat_at) > now - ttl,
+            )
+            .values(last_heartbeat_at=now)
+        )
+        db.commit()
+        return int(result.rowcount or 0)
 
 
 def unregister(store: Store, tenant: str, agent_id: str, by: str | None = None) -> bool:

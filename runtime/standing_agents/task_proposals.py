@@ -11,12 +11,18 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from runtime.coding_tasks.contracts import OWN_CODER, TaskState, task_dir
+from runtime.coding_tasks.contracts import OWN_CODER, TASK_APPROVAL_MODES, TaskState, task_dir
 from runtime.coding_tasks.models import CodingTask
 from runtime.sessions import registry
 from runtime.sessions.models import DaemonSession
 from runtime.standing_agents.contracts import AgentType
-from runtime.standing_agents.tools import BoundaryError, ToolContext, op_uuid, text_argument
+from runtime.standing_agents.tools import (
+    BoundaryError,
+    ToolContext,
+    ToolInputError,
+    op_uuid,
+    text_argument,
+)
 from runtime.store import Store
 from runtime.store.atomic import serialize
 
@@ -60,6 +66,12 @@ def propose_task(
                 return existing
             own = arguments.get("coder", "agentrt") == "agentrt"
             capabilities = sorted(set(arguments.get("capabilities") or []))
+            preset_id = _optional_text(arguments, "presetId")
+            approval_mode = _optional_text(arguments, "approvalMode")
+            if approval_mode is not None and approval_mode not in TASK_APPROVAL_MODES:
+                raise ToolInputError(
+                    f"approvalMode must be one of {', '.join(TASK_APPROVAL_MODES)}"
+                )
             row = CodingTask(
                 task_id=task_id,
                 tenant=ctx.tenant,
@@ -74,6 +86,10 @@ def propose_task(
                 capabilities=capabilities,
                 proposed_by=f"agent:{ctx.instance_id}",
                 workspace=workspace_cwd,
+                preset_id=preset_id,
+                # The preset wins (resolved when the coder runs), as over REST.
+                model=None if preset_id else _optional_text(arguments, "model"),
+                approval_mode=approval_mode,
                 updated_at=ctx.now,
             )
             if own:
@@ -141,3 +157,12 @@ def set_task_session(store: Store, task_id: str, session_id: str, status: str) -
             row.status = status
             db.add(row)
             db.commit()
+
+
+def _optional_text(arguments: dict[str, Any], name: str) -> str | None:
+    value = arguments.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ToolInputError(f"{name} must be a non-empty string")
+    return value.strip()

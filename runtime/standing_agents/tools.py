@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, col, or_, select
 
+from runtime.coding_tasks.contracts import TASK_APPROVAL_MODES
 from runtime.investigation.models import InvestigationClaim, InvestigationEvidence, Research
 from runtime.llm.contracts import ToolSpec
 from runtime.standing_agents import catalog
@@ -234,8 +235,10 @@ TOOLS: dict[str, ToolDescriptor] = {
             name="soa_propose_task",
             description="Create a coding task. coder 'agentrt' (the default): agentrt's own "
             "coder runs it at once, as a session prompt in the tenant's workspace; 'any': it "
-            "stays open for a registered coder with its capabilities to claim. You read its "
-            "outcome as a DependencyCompleted event.",
+            "stays open for a registered coder with its capabilities to claim. presetId (or "
+            "model) chooses the coder's model; approvalMode how its tool calls are approved "
+            "(default: a human answers each). You read its outcome as a DependencyCompleted "
+            "event.",
             input_schema=_schema(
                 {
                     "title": _TEXT,
@@ -246,6 +249,9 @@ TOOLS: dict[str, ToolDescriptor] = {
                         "items": {"type": "string", "minLength": 1, "maxLength": 100},
                         "maxItems": 50,
                     },
+                    "presetId": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "model": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "approvalMode": {"type": "string", "enum": list(TASK_APPROVAL_MODES)},
                 },
                 ["title", "prompt"],
             ),

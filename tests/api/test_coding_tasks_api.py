@@ -309,6 +309,19 @@ async def test_a_coders_session_that_dies_unreported_fails_its_task(
         return row.session_id if any(e.type == "permission_request" for e in entries) else None
 
     session_id = await d.wait_until(asking, "the coder's permission request", timeout=90)
+    decisions = f"{d.base(tenant)}/decisions"
+
+    async def queued() -> dict[str, Any] | None:
+        listed = (await d.client.get(decisions, params={"status": "open"})).json()["decisions"]
+        return next((q for q in listed if q["payload"].get("taskId") == task_id), None)
+
+    question = None
+    for _ in range(300):  # the question reaches the queue just after the session's event
+        question = await queued()
+        if question is not None:
+            break
+        await asyncio.sleep(0.2)
+    assert question is not None, "the coder's question never reached the queue"
     await dev_env.client.get_workflow_handle(f"session/{session_id}").terminate("test")
 
     def failed() -> bool:
@@ -319,6 +332,12 @@ async def test_a_coders_session_that_dies_unreported_fails_its_task(
     assert task["summary"] == "agentrt's coder's session ended before its prompt did"
     assert task["artifacts"][0]["ref"] == f"session/{session_id}"
     assert not (own_dir / "never.txt").exists()
+    # Its question is still answerable: no vote to take, the answer is recorded.
+    answered = await d.client.post(
+        f"{decisions}/{question['decisionId']}/respond", json={"resolution": "proceed_once"}
+    )
+    assert answered.status_code == 200, answered.text
+    assert not (own_dir / "never.txt").exists()  # nothing ran
 
 
 async def test_a_coder_temporal_never_started_leaves_the_task_open(agents: AgentsFactory) -> None:
@@ -341,3 +360,54 @@ async def test_a_coder_temporal_never_started_leaves_the_task_open(agents: Agent
     app.state.temporal = live
     taken = await d.client.post(f"{url}/{task_id}/coder", json={})
     assert taken.status_code == 200 and taken.json()["holder"] == "agentrt-coder"
+
+
+async def test_the_soa_names_its_tasks_preset_and_approval_mode(agents: AgentsFactory) -> None:
+    """soa_propose_task takes presetId (or model) and approvalMode, within the modes an
+    agent may give its coder: `yolo` is refused, and nothing is written."""
+    d = await agents()
+    tenant, soa = await _tenant(d)
+    proposal = {
+        "title": "Tidy the docs",
+        "prompt": "Tidy them.",
+        "coder": "any",
+        "presetId": "docs-preset",
+        "model": "ignored",
+        "approvalMode": "auto-edit",
+    }
+    loose = {**proposal, "title": "Unasked", "approvalMode": "yolo"}
+    lines = [f"/call soa_propose_task {json.dumps(p)}" for p in (loose, proposal)]
+    sent = await d.client.post(
+        f"{d.base(tenant)}/agents/{soa}/messages", json={"text": "\n".join(lines)}
+    )
+    assert sent.status_code == 202
+
+    def proposed() -> list[Any]:
+        return tasks.list_tasks(d.store, tenant)
+
+    rows = await d.wait_until(proposed, "the SOA's proposal")
+    assert [(r.title, r.preset_id, r.model, r.approval_mode) for r in rows] == [
+        ("Tidy the docs", "docs-preset", None, "auto-edit")
+    ]
+
+
+async def test_a_tasks_model_is_its_coders_own_model(agents: AgentsFactory) -> None:
+    """No presetId, a model: agentrt's coder runs it as its session's own model, on what
+    Session:Default resolves to."""
+    d = await agents()
+    tenant, _ = await _tenant(d)
+    url = f"{d.base(tenant)}/coding-tasks"
+    body = {"title": "Hi", "instructions": "Say hi.", "model": "scripted", "requestId": "own-6"}
+    task_id = (await d.client.post(url, json=body)).json()["taskId"]
+    assert (await d.client.post(f"{url}/{task_id}/coder", json={})).status_code == 200
+
+    def settled() -> str | None:
+        row = tasks.get(d.store, tenant, task_id)
+        return row.session_id if row.state == "succeeded" else None
+
+    session_id = await d.wait_until(settled, "the task's settlement", timeout=90)
+    with d.store.session() as db:
+        attempts = db.exec(
+            select(LlmCallAttempt).where(col(LlmCallAttempt.owner_id) == session_id)
+        ).all()
+    assert attempts and {a.requested_model for a in attempts} == {"scripted"}

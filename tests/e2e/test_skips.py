@@ -53,7 +53,9 @@ def test_in_ci_a_skip_is_a_failure_in_xdist_workers_too(tmp_path: Path) -> None:
 
 
 def test_make_test_runs_pytest_in_parallel() -> None:
-    assert "pytest -q -n $(PYTEST_WORKERS)" in (ROOT / "Makefile").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert "PYTEST = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest" in makefile
+    assert "$(PYTEST) -q -n $(PYTEST_WORKERS)" in makefile
 
 
 def test_pyproject_asks_for_skip_reasons() -> None:

@@ -8,6 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from alembic import command
+from sqlalchemy import text
 from sqlmodel import col, select
 from temporalio.exceptions import ApplicationError
 
@@ -19,6 +21,7 @@ from runtime.standing_agents import control
 from runtime.standing_agents.contracts import AgentStatus, AgentType
 from runtime.standing_agents.models import AgentEventRow
 from runtime.store import Store
+from runtime.store.migrate import alembic_config, current_revision, head_revision
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
@@ -203,3 +206,67 @@ def test_coders_slots_are_bounded_per_tenant(store: Store) -> None:
     assert [g is not None for g in got] == [True, True, False]
     # The same reservation again answers at once (a retried spawn).
     assert own_coder.reserve_coder(store, "acme", ids[0], "s-other", limit=2) is not None
+
+
+def test_tasks_from_before_coding_tasks_settle_and_free_their_slots(database_url: str) -> None:
+    """Migration 0013: a task soa_propose_task ran before coding tasks (0011 made it
+    `running` under agentrt's coder, with no workflow) settles `expired` with its session
+    as the artifact, so it no longer holds a coder slot; a row written since stays."""
+    store = Store(database_url)
+    try:
+        with store.engine.begin() as connection:
+            command.downgrade(alembic_config(connection), "0010")
+        with store.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO agent_tasks (task_id, tenant, instance_id, title, prompt,"
+                    " session_id, status, op_id, created_at) VALUES ('old-1', 'acme', 'soa-1',"
+                    " 'Old', 'Do it', 'sess-old', 'submitted', 'op-old', :at)"
+                ),
+                {"at": datetime(2026, 11, 1, tzinfo=UTC)},
+            )
+        with store.engine.begin() as connection:
+            command.upgrade(alembic_config(connection), "head")
+        assert current_revision(store.engine) == head_revision()
+        old = tasks.get(store, "acme", "old-1")
+        assert (old.state, old.holder, old.settled_by) == ("expired", "agentrt-coder", "agentrt")
+        assert old.artifacts == [
+            {
+                "kind": "session",
+                "ref": "session/sess-old",
+                "description": "the session the task ran in",
+            }
+        ]
+        now = datetime.now(UTC)
+        fresh = tasks.create(
+            store,
+            tenant="acme",
+            title="New",
+            instructions="x",
+            proposed_by="admin",
+            now=now,
+            op_id="new-1",
+        )
+        tasks.claim(store, "acme", fresh.task_id, "agentrt-coder", now)
+        # One slot: the old task no longer takes it.
+        assert own_coder.reserve_coder(store, "acme", fresh.task_id, "sess-new", 1) is not None
+    finally:
+        store.dispose()
+
+
+def test_a_list_past_its_limit_shows_the_latest_tasks_oldest_first(store: Store) -> None:
+    start = datetime(2026, 12, 1, tzinfo=UTC)
+    made = [
+        tasks.create(
+            store,
+            tenant="acme",
+            title=f"t{i}",
+            instructions="x",
+            proposed_by="admin",
+            now=start + timedelta(minutes=i),
+            op_id=f"list-{i}",
+        ).title
+        for i in range(5)
+    ]
+    assert [t.title for t in tasks.list_tasks(store, "acme", limit=3)] == made[2:]
+    assert [t.title for t in tasks.list_tasks(store, "acme")] == made
