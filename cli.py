@@ -477,16 +477,19 @@ class Supervisor:
         if self.settings.token:
             headers["Authorization"] = f"Bearer {self.settings.token}"
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not self.stopping:
-            api = self.children.get("api")
-            if api is not None and api.poll() is not None:
-                return False
-            try:
-                if httpx.get(url, headers=headers, timeout=1).status_code == 200:
-                    return True
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
+        # One client for every poll: a client per request builds a TLS context each time
+        # (about 20 ms of CPU), most of what this wait cost. Loopback: no proxy applies.
+        with httpx.Client(timeout=1, trust_env=False) as http:
+            while time.monotonic() < deadline and not self.stopping:
+                api = self.children.get("api")
+                if api is not None and api.poll() is not None:
+                    return False
+                try:
+                    if http.get(url, headers=headers).status_code == 200:
+                        return True
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
         return False
 
     def ports_to_check(self) -> list[tuple[str, str, int, str]]:

@@ -13,10 +13,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.e2e.test_up_e2e import _wait_worker_live, agentrt_up
+from tests.e2e.test_up_e2e import LOOPBACK, _wait_worker_live, agentrt_up
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / "tests" / "node"
@@ -42,7 +41,7 @@ def _wait_worker_live_with(url: str, token: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     headers = {"Authorization": f"Bearer {token}"}
     while time.monotonic() < deadline:
-        body = httpx.get(f"{url}/daemon/status?detail=full", headers=headers, timeout=10).json()
+        body = LOOPBACK.get(f"{url}/daemon/status?detail=full", headers=headers, timeout=10).json()
         if body["temporal"]["workerPolling"]:
             return
         time.sleep(0.5)

@@ -12,10 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
-import httpx
-
 from tests.e2e.test_node_sdk import NODE_DIR, ROOT, _node_command, _text
-from tests.e2e.test_up_e2e import agentrt_up
+from tests.e2e.test_up_e2e import LOOPBACK, agentrt_up
 
 SCRIPT = NODE_DIR / "workspace_status.mjs"
 TOKEN = "sdk-status-token"
@@ -26,7 +24,7 @@ def _wait_worker(url: str, timeout: float = 60.0) -> None:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     body: dict[str, object] = {}
     while time.monotonic() < deadline:
-        body = httpx.get(f"{url}/daemon/status", headers=headers, timeout=10).json()
+        body = LOOPBACK.get(f"{url}/daemon/status", headers=headers, timeout=10).json()
         temporal = body["temporal"]
         if isinstance(temporal, dict) and temporal["workerPolling"]:
             return

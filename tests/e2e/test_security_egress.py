@@ -22,7 +22,7 @@ from sqlmodel import select
 
 from runtime.llm.models import LlmCallAttempt, LlmProvider
 from runtime.store import Store
-from tests.e2e.test_up_e2e import agentrt_up
+from tests.e2e.test_up_e2e import LOOPBACK, agentrt_up
 from tests.fakes.openai_server import FakeOpenAI
 
 TOKEN = "egress-e2e-token-0123456789"
@@ -33,7 +33,7 @@ def _wait_ready(url: str, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     body: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        body = httpx.get(f"{url}/daemon/status?detail=full", headers=AUTH, timeout=10).json()
+        body = LOOPBACK.get(f"{url}/daemon/status?detail=full", headers=AUTH, timeout=10).json()
         temporal = body.get("temporal")
         if isinstance(temporal, dict) and temporal.get("workerPolling"):
             return

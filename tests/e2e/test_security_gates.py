@@ -32,7 +32,7 @@ import pytest
 from runtime.settings import Settings
 from runtime.temporal import DevServer
 from tests.conftest import free_port
-from tests.e2e.test_up_e2e import Up, _wait_http, agentrt_up
+from tests.e2e.test_up_e2e import LOOPBACK, Up, _wait_http, agentrt_up
 from tests.fakes.device_idp import FakeIdP
 
 TOKEN = "security-gates-token"
@@ -57,7 +57,7 @@ def _wait_ready(url: str, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     body: dict[str, object] = {}
     while time.monotonic() < deadline:
-        response = httpx.get(f"{url}/daemon/status?detail=full", headers=AUTH, timeout=10)
+        response = LOOPBACK.get(f"{url}/daemon/status?detail=full", headers=AUTH, timeout=10)
         body = response.json()
         temporal = body.get("temporal")
         if isinstance(temporal, dict) and temporal.get("workerPolling"):

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.test_up_e2e import _stop, agentrt_up
+from tests.e2e.test_up_e2e import LOOPBACK, _stop, agentrt_up
 
 TOKEN = "e2e-agents-token"
 TENANT = "acme"
@@ -49,7 +49,7 @@ def _until(check: Callable[[], Any], what: str, timeout: float = 90.0) -> Any:
 
 def _wait_worker_live(url: str) -> None:
     def polling() -> bool:
-        status = httpx.get(
+        status = LOOPBACK.get(
             f"{url}/daemon/status?detail=full",
             headers={"Authorization": f"Bearer {TOKEN}"},
             timeout=10,
