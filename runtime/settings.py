@@ -154,6 +154,11 @@ class Settings(BaseSettings):
     agent_backoff_factor: float = Field(default=2.0, ge=1.0)
     agent_max_backoff_ms: int = Field(default=1_800_000, ge=1000)
     forced_replan_every_n_idle_ticks: int = Field(default=20, ge=1)
+    # Spec §3.2 MaxConcurrentInstancesPerTenant: at most this many of a tenant's agents tick
+    # at once; the others wait (durably) and tick in turn. A tick lease older than the
+    # stale time (its workflow died mid-tick) no longer counts.
+    max_concurrent_instances_per_tenant: int = Field(default=4, ge=1, le=1000)
+    agent_tick_lease_stale_ms: int = Field(default=1_200_000, ge=10_000)
     max_consecutive_blocked_turns: int = Field(default=3, ge=1)
     # The STUCK guard closes an agent after N blocked turns (the spec's pod path); on in agentrt.
     enforce_stuck_guard: bool = True

@@ -91,6 +91,9 @@ STUCK_SETTLES_WINDOWS_PATCH = "stuck-close-settles-windows-lease"
 # The tick of an answer approving an MCP call runs the call once before the episode
 # (histories from before MCP tools had no such answers).
 APPROVED_MCP_CALL_PATCH = "agent-approved-mcp-call"
+# A tick the tenant's concurrency cap refused waits before it tries again.
+TICK_CONCURRENCY_PATCH = "agent-tick-concurrency-cap"
+_THROTTLE_RETRY = timedelta(seconds=1)
 # An approved MCP call is bounded by its server's timeout (at most qwen-code's 600 s).
 _MCP_CALL_TIMEOUT = timedelta(minutes=11)
 # What a blocked turn keeps of the chain's failure (every attempt's provider and outcome).
@@ -270,7 +273,16 @@ class StandingAgentWorkflow:
             retry_policy=_STORE_RETRY,
         )
         if not begin.leased:
-            return state  # stopped, reset or closed meanwhile: the loop looks again
+            if begin.throttled and workflow.patched(TICK_CONCURRENCY_PATCH):
+                # The tenant runs its maximum of ticks (spec §3.2): wait (a durable timer,
+                # jittered so the waiting agents do not all retry at once), then look again;
+                # the event stays unconsumed.
+                retry = _THROTTLE_RETRY * (1 + workflow.random().random())
+                try:
+                    await workflow.wait_condition(lambda: self._woken, timeout=retry)
+                except TimeoutError:
+                    pass
+            return state  # stopped, reset, closed or throttled: the loop looks again
         idle = is_idle_tick(event.kind.value, begin.plan_hash, begin.previous_hash)
         planned = not idle or forced_replan_due(
             begin.consecutive_idle_ticks, begin.forced_replan_every

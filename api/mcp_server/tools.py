@@ -168,15 +168,21 @@ def build_mcp_server(settings: Settings) -> MCPServer:
 
     @server.tool(
         description="The tenant's coding tasks, optionally in some states (open ones are "
-        "free to claim).",
+        "free to claim); with capabilities, only the tasks those capabilities cover (the "
+        "ones you may claim).",
         annotations=READ,
     )
     @answered
     async def coding_task_list(
-        ctx: Context, state: list[TaskState] | None = None
+        ctx: Context,
+        state: list[TaskState] | None = None,
+        capabilities: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = None,
     ) -> dict[str, Any]:
         who = await caller(ctx)
         rows = await asyncio.to_thread(tasks.list_tasks, who.store, who.tenant, state or [])
+        if capabilities is not None:
+            mine = set(capabilities)
+            rows = [r for r in rows if set(r.capabilities or []) <= mine]
         return {"tasks": [tasks.view(r).model_dump(mode="json") for r in rows]}
 
     @server.tool(description="One coding task: instructions, state, notes.", annotations=READ)

@@ -43,6 +43,9 @@ class AgentInstance(SQLModel, table=True):
     next_tick_at: datetime | None = _ts(nullable=True)
     last_tick_at: datetime | None = _ts(nullable=True)
     tick_in_progress: bool = False
+    # When the tick that holds the lease began (the tenant's concurrency cap counts the
+    # leases younger than AGENTRT_AGENT_TICK_LEASE_STALE_MS; migration 0014).
+    tick_started_at: datetime | None = _ts(nullable=True)
     # Bumped by reset: events and ledger turns of an older generation are ignored.
     generation: int = 0
     created_at: datetime = _ts()

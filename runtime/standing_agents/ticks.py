@@ -62,6 +62,7 @@ from runtime.standing_agents.workflow_contracts import (
     InstanceView,
     NextEventResult,
 )
+from runtime.store.atomic import serialize
 from runtime.store.engine import Store
 from runtime.store.tenants import feature_enabled
 from runtime.timestamps import aware_utc, iso_ms
@@ -222,11 +223,33 @@ def spend_in_window(store: Store, tenant: str, now: datetime) -> Spend:
     return Spend(float(total or 0.0), aware_utc(oldest) if oldest is not None else None)
 
 
+def ticking_elsewhere(db: Session, settings: Settings, request: BeginTickInput) -> int:
+    """How many other agents of the tenant hold a live tick lease (one older than the
+    stale time belongs to a workflow that died mid-tick: it does not count)."""
+    stale = request.now - timedelta(milliseconds=settings.agent_tick_lease_stale_ms)
+    count = db.exec(
+        select(func.count()).where(
+            col(AgentInstance.tenant) == request.tenant,
+            col(AgentInstance.instance_id) != request.instance_id,
+            col(AgentInstance.tick_in_progress).is_(True),
+            col(AgentInstance.status) == AgentStatus.ACTIVE.value,
+            col(AgentInstance.tick_started_at) > stale,
+        )
+    ).one()
+    return int(count)
+
+
 def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> BeginTickResult:
     """The lease CAS, then everything the tick decides on (no transcript: the episode's)."""
     if not feature_enabled(store, request.tenant, FEATURE):
         return BeginTickResult(leased=False)  # spec §3.2: the tenant's agents do not tick
     with store.session() as db:
+        # Spec §3.2: at most N of the tenant's agents tick at once. Counted and taken under
+        # one lock per tenant, so N concurrent begins never lease more than N.
+        serialize(db, f"ticks/{request.tenant}")
+        if ticking_elsewhere(db, settings, request) >= settings.max_concurrent_instances_per_tenant:
+            db.rollback()
+            return BeginTickResult(leased=False, throttled=True)
         taken = db.execute(
             update(AgentInstance)
             .where(
@@ -234,7 +257,7 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
                 col(AgentInstance.generation) == request.generation,
                 col(AgentInstance.status) == AgentStatus.ACTIVE.value,
             )
-            .values(tick_in_progress=True)
+            .values(tick_in_progress=True, tick_started_at=request.now)
         )
         db.commit()
         if taken.rowcount != 1:  # type: ignore[attr-defined]

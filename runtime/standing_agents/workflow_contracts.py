@@ -130,6 +130,8 @@ class BeginTickResult(BaseModel):
     """The lease was taken (or not), and what the tick needs to decide."""
 
     leased: bool
+    # Not leased because the tenant runs its maximum of ticks: wait, then try again.
+    throttled: bool = False
     plan_hash: str = ""
     previous_hash: str | None = None
     consecutive_idle_ticks: int = 0

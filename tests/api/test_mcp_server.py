@@ -107,6 +107,11 @@ async def test_a_coder_registers_claims_once_and_completes_and_the_agent_hears_o
             assert not error and entry["capabilities"] == ["python"]
             error, routed = await _call(alice, "agent_route", capability="python")
             assert [a["agentId"] for a in routed["agents"]] == ["alice-1"]
+            # The open tasks a coder's capabilities cover: the python task, not for go.
+            error, mine = await _call(alice, "coding_task_list", capabilities=["python", "go"])
+            assert not error and [t["taskId"] for t in mine["tasks"]] == [row.task_id]
+            error, other = await _call(alice, "coding_task_list", capabilities=["go"])
+            assert not error and other["tasks"] == []
             error, body = await _call(alice, "coding_task_claim", taskId=row.task_id)
             assert error and body["code"] == "agent_not_registered"
             error, held = await _call(
