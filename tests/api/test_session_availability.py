@@ -119,6 +119,9 @@ async def test_without_a_worker_routes_answer_503_and_apply_nothing(setup: Setup
     _is_worker_unavailable(await d.client.delete(f"/session/{sid}"))
     _is_worker_unavailable(await d.client.get(f"/session/{sid}/pending-prompts"))
     await worker.start()
+    # Under load the new worker may take longer than this test's 500 ms
+    # `worker_wait_ms` to answer: until it does, the answer is the outage's 503.
+    await _until_the_worker_answers(d, sid)
     # The worker now sees the updates the API gave up on, and refuses every one.
     waited = await d.client.post(
         f"/session/{sid}/prompt",
