@@ -172,6 +172,11 @@ class Settings(BaseSettings):
     agent_tick_max_seconds: float | None = Field(default=None, gt=0)
     agent_tick_max_cost_usd: float | None = Field(default=None, gt=0)
     agent_tick_max_turns: int | None = Field(default=None, ge=1)
+    agent_tick_max_output_tokens_per_turn: int | None = Field(default=None, ge=1)
+    # The foundational phase (§3.6): its per-turn output cap and its length (both under
+    # system_configs' AgentDispatcher:Foundational* keys).
+    agent_foundational_max_output_tokens_per_turn: int = Field(default=16_384, ge=1)
+    agent_foundational_window_ms: int = Field(default=86_400_000, ge=60_000)
     # The weekly planning credit of a tenant's agents (§3.4.9), in dollars.
     agent_weekly_credit_usd: float = Field(default=60.0, ge=0)
     credit_enforcement_enabled: bool = True

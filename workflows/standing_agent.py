@@ -94,6 +94,8 @@ APPROVED_MCP_CALL_PATCH = "agent-approved-mcp-call"
 # A tick the tenant's concurrency cap refused waits before it tries again.
 TICK_CONCURRENCY_PATCH = "agent-tick-concurrency-cap"
 _THROTTLE_RETRY = timedelta(seconds=1)
+# The STUCK guard counts the planner's turns only (a tick with no model call leaves it).
+STUCK_COUNTS_PATCH = "stuck-guard-counts-planned-turns"
 # An approved MCP call is bounded by its server's timeout (at most qwen-code's 600 s).
 _MCP_CALL_TIMEOUT = timedelta(minutes=11)
 # What a blocked turn keeps of the chain's failure (every attempt's provider and outcome).
@@ -330,11 +332,13 @@ class StandingAgentWorkflow:
         )
         verdict = after_turn(
             # An unresolvable mode is blocked but not the agent's doing: only phase_blocked
-            # (and the history guard) count towards STUCK.
+            # (and the history guard) count towards STUCK, and a tick with no model call
+            # leaves the count as it was.
             blocked=result.phase_blocked,
             consecutive_blocked=begin.consecutive_blocked_turns,
             max_blocked=begin.max_blocked_turns,
             enforce=begin.enforce_stuck_guard,
+            planned=result.llm_calls > 0 or not workflow.patched(STUCK_COUNTS_PATCH),
         )
         await workflow.execute_activity(
             StandingAgentActivity.COMPLETE_TICK,
@@ -510,6 +514,7 @@ class StandingAgentWorkflow:
                 step=out.llm_calls,
                 nudge=nudge_next,
                 max_output_tokens=begin.budget.max_output_tokens_per_turn,
+                output_cap_fixed=begin.foundational,
                 now=workflow.now(),
             )
             try:

@@ -133,9 +133,12 @@ class ModelGateway:
         on_delta: DeltaCallback | None = None,
         max_tokens: int | None = None,
         now: datetime | None = None,
+        overlay_may_lower: bool = True,
     ) -> tuple[AttemptReport, ModelReply | None]:
         """Make the attempt `spec` (or find the call's stored success); never raises for
-        what a provider answered: the report says how it ended."""
+        what a provider answered: the report says how it ended. `overlay_may_lower`
+        False: `max_tokens` stands even where the preset overlay's cap is lower (the
+        foundational phase's cap)."""
         with tracer.start_as_current_span(
             "llm.attempt",
             attributes={
@@ -150,6 +153,10 @@ class ModelGateway:
                 "llm.owner_kind": owner.kind.value,
             },
         ) as span:
+            if not overlay_may_lower and max_tokens and spec.overlay is not None:
+                # The caller's cap stands: the overlay keeps everything but its own cap.
+                unbounded = spec.overlay.model_copy(update={"max_output_tokens": None})
+                spec = spec.model_copy(update={"overlay": unbounded})
             report, reply = await self._attempt(
                 spec, owner, messages, tools, on_delta, max_tokens, now
             )

@@ -169,6 +169,14 @@ class StandingAgentActivities:
         failure as it did then, so that Temporal's retries still apply to it.
         """
         spec = request.attempt or await self._legacy_attempt(request)
+        # The tick is at work: its lease stays fresh against the tenant's tick cap.
+        await asyncio.to_thread(
+            ticks.refresh_tick_lease,
+            self.store,
+            request.instance_id,
+            request.generation,
+            request.now,
+        )
         stored = await asyncio.to_thread(llm_record.stored_reply, self.store, request.call_id)
         transcript = agent_episode_stream(
             request.tenant, request.instance_id, request.event.event_id
@@ -197,6 +205,7 @@ class StandingAgentActivities:
             messages,
             offered,
             max_tokens=request.max_output_tokens,
+            overlay_may_lower=not request.output_cap_fixed,
             now=request.now,
         )
         if reply is None:

@@ -93,7 +93,7 @@ async def put_mode_preset(
     mode: str = Path(pattern=MODE_PATTERN),
 ) -> ModeView:
     """Set the preset this mode's planning calls use, over the type's site binding, from
-    the agents' next model call (`null`: the binding again). 400 `unknown_preset` for a
+    the agents' next tick (`null`: the binding again). 400 `unknown_preset` for a
     preset that does not exist; a preset a mode names cannot be deleted (409
     `preset_in_use`, with `modes`)."""
     if body.presetId is not None:

@@ -9,6 +9,7 @@ losing anything: the event waits in the queue for the sweeper.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
@@ -147,7 +148,14 @@ async def create_agent(
 ) -> AgentView:
     """Create an agent, Paused (start it with .../start); one SOA per tenant."""
     row = await run_control(
-        control.create_instance, store, tenant, body.agentType, AgentStatus.PAUSED
+        functools.partial(
+            control.create_instance,
+            foundational_window_ms=settings.agent_foundational_window_ms,
+        ),
+        store,
+        tenant,
+        body.agentType,
+        AgentStatus.PAUSED,
     )
     try:
         await wake(client, settings, row)
@@ -219,10 +227,19 @@ async def reset_agent(
     store: StoreDep,
     journal: JournalDep,
     waker: WakerDep,
+    settings: SettingsDep,
 ) -> AgentView:
     """A new generation: memory (ledger) and counters start over, pending events are
     drained, AgentInitialized reseeded. 409 `tick_in_progress` while a tick runs."""
-    row = await run_control(control.reset, store, journal, tenant, instance_id)
+    row = await run_control(
+        functools.partial(
+            control.reset, foundational_window_ms=settings.agent_foundational_window_ms
+        ),
+        store,
+        journal,
+        tenant,
+        instance_id,
+    )
     await waker(row)
     return agent_view(row)
 

@@ -4,7 +4,9 @@ Resolution, first match wins (`resolve_tick_budget`):
 
 1. Foundational phase: while `is_building_starting_workset` and before the workset
    deadline (`foundational_active`), every axis is unlimited (None) and the per-turn
-   output cap rises to 16,384 tokens.
+   output cap rises to `AgentDispatcher:FoundationalMaxOutputTokensPerTurn` (16,384 by
+   default; a preset overlay's `maxOutputTokens` never lowers it). The deadline is the
+   creation (or reset) plus `AgentDispatcher:FoundationalWindowHours` (24 by default).
 2. Mode override: the axes a mode's `budget_override` sets replace the policy default for
    that mode only (Compliance Research: 48k tokens / 24 tool calls / 600 s / $4.00 /
    24 turns). An axis the override leaves None keeps the policy default.
@@ -36,9 +38,15 @@ CODE_DEFAULT_BUDGET: Final = TickBudget(
     max_seconds=180.0,
     max_cost_usd=1.00,
     max_turns=8,
+    # One model turn's output in a normal tick (the foundational phase raises it; the
+    # smaller of this and a preset overlay's maxOutputTokens applies).
+    max_output_tokens_per_turn=8_192,
 )
 FOUNDATIONAL_MAX_OUTPUT_TOKENS: Final = 16_384
 FOUNDATIONAL_WINDOW: Final = timedelta(hours=24)
+# The foundational phase's two settings, in the spec's names (system_configs, live).
+FOUNDATIONAL_OUTPUT_KEY: Final = "AgentDispatcher:FoundationalMaxOutputTokensPerTurn"
+FOUNDATIONAL_WINDOW_KEY: Final = "AgentDispatcher:FoundationalWindowHours"
 CREDIT_WINDOW: Final = timedelta(days=7)
 
 # system_configs key -> TickBudget field, in the spec's names.
@@ -48,9 +56,12 @@ CONFIG_KEYS: Final[dict[str, str]] = {
     "AgentDispatcher:TickMaxSeconds": "max_seconds",
     "AgentDispatcher:TickMaxCostUsd": "max_cost_usd",
     "AgentDispatcher:TickMaxTurns": "max_turns",
+    "AgentDispatcher:TickMaxOutputTokensPerTurn": "max_output_tokens_per_turn",
 }
 # The axes whose values are whole numbers (the others are seconds and dollars).
-INTEGER_AXES: Final = frozenset({"max_tokens", "max_tool_calls", "max_turns"})
+INTEGER_AXES: Final = frozenset(
+    {"max_tokens", "max_tool_calls", "max_turns", "max_output_tokens_per_turn"}
+)
 _AXES: Final = tuple(CONFIG_KEYS.values())
 
 Axis = Literal["tokens", "tool_calls", "seconds", "cost_usd", "turns"]
@@ -85,6 +96,7 @@ def resolve_tick_budget(
     settings_layer: TickBudget,
     mode_override: TickBudget | None,
     foundational: bool,
+    foundational_output_cap: int = FOUNDATIONAL_MAX_OUTPUT_TOKENS,
 ) -> TickBudget:
     """The tick's envelope (see the module docstring for the precedence).
 
@@ -93,9 +105,10 @@ def resolve_tick_budget(
         settings_layer: `settings_budget(settings)` (Settings over the code default).
         mode_override: the active mode's `budget_override`, if any.
         foundational: `foundational_active(...)` for this tick.
+        foundational_output_cap: `foundational_output_tokens(configs, ...)`.
     """
     if foundational:
-        return TickBudget(max_output_tokens_per_turn=FOUNDATIONAL_MAX_OUTPUT_TOKENS)
+        return TickBudget(max_output_tokens_per_turn=foundational_output_cap)
     values: dict[str, Any] = settings_layer.model_dump()
     for key, axis in CONFIG_KEYS.items():
         configured = config_axis_value(axis, configs.get(key))
@@ -108,9 +121,25 @@ def resolve_tick_budget(
     return TickBudget(**values)
 
 
-def foundational_deadline(now: datetime) -> datetime:
-    """The default end of the foundational phase for an instance created (or reset) at `now`."""
-    return now + FOUNDATIONAL_WINDOW
+def foundational_output_tokens(configs: Mapping[str, Any], settings_value: int) -> int:
+    """The foundational phase's per-turn output cap: system_configs > Settings."""
+    configured = config_axis_value(
+        "max_output_tokens_per_turn", configs.get(FOUNDATIONAL_OUTPUT_KEY)
+    )
+    return int(configured) if configured is not None else settings_value
+
+
+def foundational_window(configs: Mapping[str, Any], settings_ms: int) -> timedelta:
+    """How long the foundational phase lasts: system_configs (hours) > Settings (ms)."""
+    raw = configs.get(FOUNDATIONAL_WINDOW_KEY)
+    if isinstance(raw, int | float) and not isinstance(raw, bool) and raw > 0:
+        return timedelta(hours=float(raw))
+    return timedelta(milliseconds=settings_ms)
+
+
+def foundational_deadline(now: datetime, window: timedelta = FOUNDATIONAL_WINDOW) -> datetime:
+    """The end of the foundational phase for an instance created (or reset) at `now`."""
+    return now + window
 
 
 def foundational_active(is_building: bool, deadline: datetime | None, now: datetime) -> bool:

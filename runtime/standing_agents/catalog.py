@@ -102,7 +102,13 @@ BASE_PROMPTS: dict[AgentType, str] = {
 
 # §3.6: Compliance Research widens the envelope for whole-chapter dossier drafting.
 RESEARCH_BUDGET = TickBudget(
-    max_tokens=48_000, max_tool_calls=24, max_seconds=600, max_cost_usd=4.00, max_turns=24
+    max_tokens=48_000,
+    max_tool_calls=24,
+    max_seconds=600,
+    max_cost_usd=4.00,
+    max_turns=24,
+    # A whole chapter in one turn's tool call: the foundational phase's output cap.
+    max_output_tokens_per_turn=16_384,
 )
 
 _READ = list(READ_ONLY_TOOLS)

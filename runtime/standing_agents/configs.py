@@ -12,6 +12,9 @@ store (normalised) or raises `UnknownConfigKey` (404/400 for the route) or `Valu
 | AgentDispatcher:TickMaxSeconds       | number in (0, 86,400], or null to clear        |
 | AgentDispatcher:TickMaxCostUsd       | number in (0, 100,000], or null to clear       |
 | AgentDispatcher:TickMaxTurns         | integer in 1..10,000, or null to clear         |
+| AgentDispatcher:TickMaxOutputTokensPerTurn | integer in 1..1,000,000, or null to clear |
+| AgentDispatcher:FoundationalMaxOutputTokensPerTurn | integer in 1..1,000,000, or null |
+| AgentDispatcher:FoundationalWindowHours | number of hours in (0, 8,760], or null      |
 | AgentDispatcher:WeeklyCreditUsd      | number in [0, 1,000,000], or null to clear     |
 | CreditEnforcementEnabled             | boolean, or null to clear                      |
 | constitution.rules                   | [{"id", "pattern", "tools"}] (see constitution)|
@@ -25,9 +28,13 @@ from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from runtime.policy.agent_budget import (
     CONFIG_KEYS,
+    FOUNDATIONAL_OUTPUT_KEY,
+    FOUNDATIONAL_WINDOW_KEY,
     INTEGER_AXES,
     CreditSettings,
     config_axis_value,
+    foundational_output_tokens,
+    foundational_window,
     settings_budget,
 )
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
@@ -45,11 +52,20 @@ AXIS_MAX: Final[dict[str, int | float]] = {
     "max_turns": 10_000,
     "max_seconds": 86_400,
     "max_cost_usd": 100_000,
+    "max_output_tokens_per_turn": 1_000_000,
 }
+FOUNDATIONAL_WINDOW_MAX_HOURS: Final = 8_760  # a year
 WEEKLY_CREDIT_MAX: Final = 1_000_000
 
 KNOWN_KEYS: Final[frozenset[str]] = frozenset(
-    {*CONFIG_KEYS, WEEKLY_CREDIT_KEY, CREDIT_ENFORCEMENT_KEY, CONSTITUTION_KEY}
+    {
+        *CONFIG_KEYS,
+        WEEKLY_CREDIT_KEY,
+        CREDIT_ENFORCEMENT_KEY,
+        CONSTITUTION_KEY,
+        FOUNDATIONAL_OUTPUT_KEY,
+        FOUNDATIONAL_WINDOW_KEY,
+    }
 )
 
 
@@ -65,8 +81,14 @@ class UnknownConfigKey(KeyError):
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:
-    # bool is an int subclass, and `true` is not a budget; NaN and infinity are not limits.
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    # bool is an int subclass, and `true` is not a budget; NaN and infinity are not limits,
+    # nor an integer too large for a float (math.isfinite raises on it: a 400, not a 500).
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def validate_config(key: str, value: Any) -> Any:
@@ -87,6 +109,18 @@ def validate_config(key: str, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ValueError(f"{key} must be true, false or null")
         return value
+    if key == FOUNDATIONAL_OUTPUT_KEY:
+        top = AXIS_MAX["max_output_tokens_per_turn"]
+        if not (_is_number(value) and float(value).is_integer() and 0 < value <= top):
+            raise ValueError(f"{key} must be a whole number from 1 to {top:,}, or null")
+        return int(value)
+    if key == FOUNDATIONAL_WINDOW_KEY:
+        if not _is_number(value) or not 0 < value <= FOUNDATIONAL_WINDOW_MAX_HOURS:
+            raise ValueError(
+                f"{key} must be a number of hours > 0 and <= {FOUNDATIONAL_WINDOW_MAX_HOURS:,}"
+                ", or null"
+            )
+        return float(value)
     if key == WEEKLY_CREDIT_KEY:
         if not _is_number(value) or not 0 <= value <= WEEKLY_CREDIT_MAX:
             raise ValueError(
@@ -112,6 +146,13 @@ def effective_value(key: str, stored: Any, settings: Settings) -> Any:
         axis = CONFIG_KEYS[key]
         usable = config_axis_value(axis, stored)
         return usable if usable is not None else getattr(settings_budget(settings), axis)
+    if key == FOUNDATIONAL_OUTPUT_KEY:
+        return foundational_output_tokens(
+            {key: stored}, settings.agent_foundational_max_output_tokens_per_turn
+        )
+    if key == FOUNDATIONAL_WINDOW_KEY:
+        window = foundational_window({key: stored}, settings.agent_foundational_window_ms)
+        return window.total_seconds() / 3600
     if key == CONSTITUTION_KEY:
         try:
             return [rule.model_dump() for rule in parse_rules(stored)]

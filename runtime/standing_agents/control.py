@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 from sqlalchemy import update
@@ -22,7 +22,12 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, delete, select
 
 from runtime.failures import WireError
-from runtime.policy.agent_budget import foundational_active, foundational_deadline
+from runtime.policy.agent_budget import (
+    FOUNDATIONAL_WINDOW,
+    foundational_active,
+    foundational_deadline,
+    foundational_window,
+)
 from runtime.settings import Settings
 from runtime.standing_agents import queue
 from runtime.standing_agents.agent_journal import (
@@ -71,6 +76,8 @@ from runtime.timestamps import iso_ms
 __all__ = ["InstanceNotFound"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# The foundational phase's length when neither system_configs nor Settings say (24 h).
+FOUNDATIONAL_WINDOW_MS = int(FOUNDATIONAL_WINDOW.total_seconds() * 1000)
 # A unique-key race is retried this many times (each retry finds the winner's rows).
 _MAX_RACES = 20
 
@@ -193,15 +200,22 @@ def list_instances(store: Store, tenant: str) -> list[AgentInstance]:
 
 
 def create_instance(
-    store: Store, tenant: str, agent_type: AgentType, status: AgentStatus
+    store: Store,
+    tenant: str,
+    agent_type: AgentType,
+    status: AgentStatus,
+    *,
+    foundational_window_ms: int = FOUNDATIONAL_WINDOW_MS,
 ) -> AgentInstance:
     """Insert a new agent (foundational phase, default mode, generation 0); an Active one
-    is seeded with `AgentInitialized`.
+    is seeded with `AgentInitialized`. The foundational phase lasts the tenant's
+    `AgentDispatcher:FoundationalWindowHours`, else `foundational_window_ms`.
 
     Raises:
         SoaAlreadyExists: the tenant has its SOA already.
     """
     now = now_utc()
+    window = _foundational_window(store, tenant, foundational_window_ms)
     instance_id = soa_instance_id(tenant) if agent_type is AgentType.SOA else uuid.uuid4().hex
     row = AgentInstance(
         instance_id=instance_id,
@@ -210,7 +224,7 @@ def create_instance(
         status=status.value,
         active_mode=default_mode(agent_type),
         is_building_starting_workset=True,
-        workset_deadline_utc=foundational_deadline(now),
+        workset_deadline_utc=foundational_deadline(now, window),
         generation=0,
         created_at=now,
         updated_at=now,
@@ -258,7 +272,13 @@ def set_standing_agents(
             AgentStatus.ACTIVE if settings.standing_agents_idle_by_default else AgentStatus.PAUSED
         )
         try:
-            create_instance(store, tenant, AgentType.SOA, status)
+            create_instance(
+                store,
+                tenant,
+                AgentType.SOA,
+                status,
+                foundational_window_ms=settings.agent_foundational_window_ms,
+            )
         except SoaAlreadyExists:
             pass
     return [row for row in list_instances(store, tenant) if row.status != AgentStatus.CLOSED.value]
@@ -315,7 +335,14 @@ def stop(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> 
     return Transition(instance, changed)
 
 
-def reset(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> AgentInstance:
+def reset(
+    store: Store,
+    journal: EventJournal,
+    tenant: str,
+    instance_id: str,
+    *,
+    foundational_window_ms: int = FOUNDATIONAL_WINDOW_MS,
+) -> AgentInstance:
     """A new generation: counters and plan hash cleared, foundational phase again, pending
     events drained, `AgentInitialized` seeded, all in one transaction. The older
     generations' ledger stays in the table (audit) but the routes show the current one:
@@ -326,6 +353,7 @@ def reset(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
     """
     get_instance(store, tenant, instance_id)
     now = now_utc()
+    window = _foundational_window(store, tenant, foundational_window_ms)
     statement = (
         update(AgentInstance)
         .where(
@@ -338,7 +366,7 @@ def reset(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
             consecutive_blocked_turns=0,
             last_plan_input_hash=None,
             is_building_starting_workset=True,
-            workset_deadline_utc=foundational_deadline(now),
+            workset_deadline_utc=foundational_deadline(now, window),
             updated_at=now,
         )
     )
@@ -690,6 +718,11 @@ def decision_body(row: AttentionRequest) -> dict[str, Any]:
 def get_config(store: Store, tenant: str, key: str) -> SystemConfig | None:
     with store.session() as db:
         return db.get(SystemConfig, (tenant, key))
+
+
+def _foundational_window(store: Store, tenant: str, settings_ms: int) -> timedelta:
+    values = {key: row.value for key, row in tenant_configs(store, tenant).items()}
+    return foundational_window(values, settings_ms)
 
 
 def tenant_configs(store: Store, tenant: str) -> dict[str, SystemConfig]:

@@ -241,7 +241,7 @@ def set_mode_preset(
     store: Store, agent_type: AgentType, name: str, preset_id: str | None
 ) -> ModeDefinition:
     """Set (or clear, None) the preset a mode's planning calls use: it wins over the type's
-    site binding from the agents' next model call (§2.5, §3.7). The caller checks that the
+    site binding from the agents' next tick (§2.5, §3.7). The caller checks that the
     preset exists; a preset a mode names cannot be deleted (runtime/llm/preset_store).
 
     Raises:

@@ -25,6 +25,7 @@ from runtime.policy.agent_budget import (
     CREDIT_WINDOW,
     credit_allows,
     foundational_active,
+    foundational_output_tokens,
     resolve_tick_budget,
     settings_budget,
 )
@@ -224,19 +225,36 @@ def spend_in_window(store: Store, tenant: str, now: datetime) -> Spend:
 
 
 def ticking_elsewhere(db: Session, settings: Settings, request: BeginTickInput) -> int:
-    """How many other agents of the tenant hold a live tick lease (one older than the
-    stale time belongs to a workflow that died mid-tick: it does not count)."""
+    """How many other agents of the tenant hold a live tick lease: one refreshed (by a
+    model call of its tick) within the stale time; an older one belongs to a workflow that
+    died mid-tick, or to a tick paused on a human (a device-flow login): it does not count."""
     stale = request.now - timedelta(milliseconds=settings.agent_tick_lease_stale_ms)
     count = db.exec(
         select(func.count()).where(
             col(AgentInstance.tenant) == request.tenant,
             col(AgentInstance.instance_id) != request.instance_id,
+            # Whatever its status: an agent stopped mid-tick still runs its episode.
             col(AgentInstance.tick_in_progress).is_(True),
-            col(AgentInstance.status) == AgentStatus.ACTIVE.value,
             col(AgentInstance.tick_started_at) > stale,
         )
     ).one()
     return int(count)
+
+
+def refresh_tick_lease(store: Store, instance_id: str, generation: int, now: datetime) -> None:
+    """A tick at work (each of its model calls) keeps its lease fresh: only a tick that
+    stopped working (its workflow died) outlives the stale time and stops counting."""
+    with store.session() as db:
+        db.execute(
+            update(AgentInstance)
+            .where(
+                col(AgentInstance.instance_id) == instance_id,
+                col(AgentInstance.generation) == generation,
+                col(AgentInstance.tick_in_progress).is_(True),
+            )
+            .values(tick_started_at=now)
+        )
+        db.commit()
 
 
 def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> BeginTickResult:
@@ -286,6 +304,9 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
         settings_layer=settings_budget(settings),
         mode_override=mode.budget_override if mode is not None else None,
         foundational=foundational,
+        foundational_output_cap=foundational_output_tokens(
+            configs, settings.agent_foundational_max_output_tokens_per_turn
+        ),
     )
     gate = credit_gate(store, settings, request.tenant, request.now, configs)
     if foundational and gate.remaining_usd is not None and budget.max_cost_usd is None:

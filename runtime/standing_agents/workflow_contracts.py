@@ -162,6 +162,8 @@ class ModelStepInput(BaseModel):
     step: int
     nudge: bool = False  # append the synthetic nudge before asking
     max_output_tokens: int | None = None
+    # The foundational phase's cap: a preset overlay's maxOutputTokens does not lower it.
+    output_cap_fixed: bool = False
     now: datetime
     # The attempt of the call's fallback chain this step makes (None: a step scheduled
     # before the chain existed, its own single attempt).

@@ -350,6 +350,22 @@ async def test_the_overlay_caps_output_sets_temperature_and_suffixes_the_system_
     assert body["messages"][0]["content"] == "Be brief.\n\nAnswer in French."
 
 
+async def test_an_overlay_never_lowers_a_cap_that_stands(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    """The foundational phase's per-turn cap (overlay_may_lower=False): the overlay's
+    lower maxOutputTokens does not apply; the rest of the overlay does."""
+    _provider(store, settings, fake, "k-good")
+    overlay = Overlay(systemPromptSuffix="Answer in French.", maxOutputTokens=64)
+    spec = _spec("good").model_copy(update={"overlay": overlay})
+    messages = [ChatMessage(role="system", content="Be brief."), *HELLO]
+    gateway = ModelGateway(store, settings)
+    await gateway.attempt(spec, OWNER, messages, [], max_tokens=16_384, overlay_may_lower=False)
+    body = fake.requests[0].body
+    assert body["max_tokens"] == 16_384
+    assert body["messages"][0]["content"] == "Be brief.\n\nAnswer in French."
+
+
 async def test_each_attempt_is_a_span(store: Store, settings: Settings, fake: FakeOpenAI) -> None:
     _provider(store, settings, fake, "k-busy", "k-good")
     _spans.clear()

@@ -156,7 +156,8 @@ def test_unknown_key() -> None:
     assert isinstance(caught.value, KeyError)
     assert caught.value.key == "AgentDispatcher:TickMaxTokenz"
     assert "unknown config key 'AgentDispatcher:TickMaxTokenz'" in str(caught.value)
-    assert len(KNOWN_KEYS) == 8
+    # The tick axes, the credit, the constitution, and the foundational cap and window.
+    assert len(KNOWN_KEYS) == 11
 
 
 @pytest.mark.parametrize(

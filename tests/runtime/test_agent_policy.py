@@ -12,13 +12,17 @@ from runtime.policy.agent_budget import (
     CONFIG_KEYS,
     CREDIT_WINDOW,
     FOUNDATIONAL_MAX_OUTPUT_TOKENS,
+    FOUNDATIONAL_OUTPUT_KEY,
     FOUNDATIONAL_WINDOW,
+    FOUNDATIONAL_WINDOW_KEY,
     BudgetUsage,
     credit_allows,
     credit_window_start,
     exhausted_axis,
     foundational_active,
     foundational_deadline,
+    foundational_output_tokens,
+    foundational_window,
     resolve_tick_budget,
     settings_budget,
 )
@@ -28,6 +32,7 @@ from runtime.policy.plan_hash import forced_replan_due, is_idle_tick, plan_input
 from runtime.policy.stuck_guard import after_turn
 from runtime.settings import Settings
 from runtime.standing_agents.catalog import RESEARCH_BUDGET
+from runtime.standing_agents.configs import validate_config
 from runtime.standing_agents.contracts import DecisionKind, EventKind, TickBudget
 
 HOUR_MS = 3_600_000
@@ -148,7 +153,12 @@ def test_twenty_idle_ticks_then_the_twenty_first_plans() -> None:
 def test_code_default_and_settings_layer() -> None:
     assert settings_budget(Settings()) == CODE_DEFAULT_BUDGET
     assert CODE_DEFAULT_BUDGET == TickBudget(
-        max_tokens=16_000, max_tool_calls=8, max_seconds=180, max_cost_usd=1.0, max_turns=8
+        max_tokens=16_000,
+        max_tool_calls=8,
+        max_seconds=180,
+        max_cost_usd=1.0,
+        max_turns=8,
+        max_output_tokens_per_turn=8_192,
     )
     layered = settings_budget(Settings(agent_tick_max_tokens=9_000, agent_tick_max_seconds=30))
     assert layered == CODE_DEFAULT_BUDGET.model_copy(
@@ -197,7 +207,9 @@ def test_config_keys_are_the_spec_names() -> None:
         "AgentDispatcher:TickMaxSeconds",
         "AgentDispatcher:TickMaxCostUsd",
         "AgentDispatcher:TickMaxTurns",
+        "AgentDispatcher:TickMaxOutputTokensPerTurn",
     }
+    assert FOUNDATIONAL_OUTPUT_KEY == "AgentDispatcher:FoundationalMaxOutputTokensPerTurn"
 
 
 def test_foundational_phase_is_unlimited_with_16384_output_tokens() -> None:
@@ -254,7 +266,12 @@ def test_research_mode_override_widens_only_that_mode() -> None:
         foundational=False,
     )
     assert research == TickBudget(
-        max_tokens=48_000, max_tool_calls=24, max_seconds=600, max_cost_usd=4.0, max_turns=24
+        max_tokens=48_000,
+        max_tool_calls=24,
+        max_seconds=600,
+        max_cost_usd=4.0,
+        max_turns=24,
+        max_output_tokens_per_turn=16_384,
     )
     for axis in ("max_tokens", "max_tool_calls", "max_seconds", "max_cost_usd", "max_turns"):
         assert getattr(research, axis) > getattr(CODE_DEFAULT_BUDGET, axis)
@@ -404,3 +421,73 @@ def test_stuck_guard(blocked: bool, before: int, enforce: bool, after: int, clos
         blocked=blocked, consecutive_blocked=before, max_blocked=3, enforce=enforce
     )
     assert (verdict.consecutive_blocked, verdict.close) == (after, close)
+
+
+def test_a_tick_without_a_model_call_leaves_the_blocked_count() -> None:
+    """Idle heartbeats (no model call) between blocked turns do not reset the count: the
+    third blocked turn of the planner still closes the agent."""
+    counter, closes = 0, []
+    for blocked, planned in [(True, True), (False, False), (True, True), (False, False)]:
+        verdict = after_turn(
+            blocked=blocked,
+            consecutive_blocked=counter,
+            max_blocked=3,
+            enforce=True,
+            planned=planned,
+        )
+        counter = verdict.consecutive_blocked
+        closes.append(verdict.close)
+    assert counter == 2 and not any(closes)
+    last = after_turn(blocked=True, consecutive_blocked=counter, max_blocked=3, enforce=True)
+    assert last.close
+
+
+def test_a_normal_tick_caps_each_turns_output_and_the_cap_is_configurable() -> None:
+    key = "AgentDispatcher:TickMaxOutputTokensPerTurn"
+    base = settings_budget(Settings())
+    code = resolve_tick_budget(
+        configs={}, settings_layer=base, mode_override=None, foundational=False
+    )
+    assert code.max_output_tokens_per_turn == 8_192
+    layer = settings_budget(Settings(agent_tick_max_output_tokens_per_turn=2_000))
+    assert (
+        resolve_tick_budget(
+            configs={key: 1_000}, settings_layer=layer, mode_override=None, foundational=False
+        ).max_output_tokens_per_turn
+        == 1_000
+    )
+    assert (
+        resolve_tick_budget(
+            configs={}, settings_layer=layer, mode_override=None, foundational=False
+        ).max_output_tokens_per_turn
+        == 2_000
+    )
+    assert validate_config(key, 8_192) == 8_192
+    with pytest.raises(ValueError):
+        validate_config(key, 0.5)
+
+
+def test_the_foundational_cap_and_window_are_configurable() -> None:
+    configs = {FOUNDATIONAL_OUTPUT_KEY: 32_000, FOUNDATIONAL_WINDOW_KEY: 48}
+    assert foundational_output_tokens(configs, 16_384) == 32_000
+    assert foundational_output_tokens({}, 20_000) == 20_000
+    budget = resolve_tick_budget(
+        configs=configs,
+        settings_layer=CODE_DEFAULT_BUDGET,
+        mode_override=None,
+        foundational=True,
+        foundational_output_cap=foundational_output_tokens(configs, 16_384),
+    )
+    assert budget == TickBudget(max_output_tokens_per_turn=32_000)
+    assert foundational_window(configs, 86_400_000) == timedelta(hours=48)
+    assert foundational_window({}, 3_600_000) == timedelta(hours=1)
+    assert validate_config(FOUNDATIONAL_WINDOW_KEY, 12) == 12.0
+    assert validate_config(FOUNDATIONAL_OUTPUT_KEY, 20_000) == 20_000
+    for key, bad in ((FOUNDATIONAL_WINDOW_KEY, 0), (FOUNDATIONAL_OUTPUT_KEY, 1.5)):
+        with pytest.raises(ValueError):
+            validate_config(key, bad)
+
+
+def test_an_integer_too_large_for_a_float_is_a_refusal_not_a_crash() -> None:
+    with pytest.raises(ValueError):
+        validate_config("AgentDispatcher:TickMaxTokens", 10**400)
