@@ -34,7 +34,7 @@ from runtime.llm.routing import AttemptOutcome, AttemptSpec, OwnerKind
 from runtime.mcp.names import is_mcp_tool
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
 from runtime.settings import Settings
-from runtime.standing_agents import episode, mcp_calls, queue, ticks, tools
+from runtime.standing_agents import episode, mcp_calls, queue, tick_cap, ticks, tools
 from runtime.standing_agents.agent_journal import entry_data
 from runtime.standing_agents.catalog import PHASE_BLOCKED, PHASE_COMPLETE, PLANNING_SITE
 from runtime.standing_agents.contracts import ActionOutcome, AttentionKind
@@ -171,7 +171,7 @@ class StandingAgentActivities:
         spec = request.attempt or await self._legacy_attempt(request)
         # The tick is at work: its lease stays fresh against the tenant's tick cap.
         await asyncio.to_thread(
-            ticks.refresh_tick_lease,
+            tick_cap.refresh_tick_lease,
             self.store,
             request.instance_id,
             request.generation,

@@ -28,6 +28,7 @@ from api.routes.coding_tasks_models import TaskCreate, TaskList
 from api.routes.standing_common import EnabledTenant
 from api.security import require_configured_token
 from api.security.roles import IdentityDep
+from runtime.coding_tasks import own_coder
 from runtime.coding_tasks import store as tasks
 from runtime.coding_tasks.contracts import OWN_CODER, SPAWN_SIGNAL, TaskState, TaskView
 from runtime.tenant_tokens import Identity
@@ -144,7 +145,9 @@ async def spawn_coder(
         await start_timers(await connector.get(), settings, row, SPAWN_SIGNAL)
     except Exception as err:
         # Nothing left behind: the task is open again (unless its coder started after all).
-        await asyncio.to_thread(tasks.unclaim_unstarted, store, tenant, task_id, datetime.now(UTC))
+        await asyncio.to_thread(
+            own_coder.unclaim_unstarted, store, tenant, task_id, datetime.now(UTC)
+        )
         raise temporal_unavailable(
             "Temporal did not start agentrt's coder; the task is open again: POST again"
         ) from err

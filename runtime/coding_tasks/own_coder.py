@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import func, update
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from runtime.coding_tasks.contracts import HELD, OWN_CODER, TaskState
 from runtime.coding_tasks.models import CodingTask
+from runtime.coding_tasks.store import read_current, transition
 from runtime.store import Store
 from runtime.store.atomic import serialize
 
@@ -57,3 +58,33 @@ def reserve_coder(
         if taken.rowcount != 1:
             return None
         return db.get(CodingTask, task_id, populate_existing=True)
+
+
+def unclaim_unstarted(store: Store, tenant: str, task_id: str, now: datetime) -> CodingTask:
+    """Give back a task claimed for agentrt's coder whose workflow was never told to start
+    it (Temporal was down): open again, so the route leaves nothing behind (a task held
+    by a coder that never runs). Once its session exists, the claim stays."""
+
+    def decide(db: Session, row: CodingTask) -> CodingTask:
+        if row.holder != OWN_CODER or row.session_id is not None:
+            return row
+        values = {
+            "state": TaskState.OPEN.value,
+            "holder": None,
+            "claimed_at": None,
+            "heartbeat_at": None,
+            "updated_at": now,
+        }
+        db.exec(
+            update(CodingTask)
+            .where(
+                col(CodingTask.task_id) == task_id,
+                col(CodingTask.holder) == OWN_CODER,
+                col(CodingTask.state).in_([s.value for s in HELD]),
+                col(CodingTask.session_id).is_(None),
+            )
+            .values(**values)
+        )
+        return read_current(db, task_id)
+
+    return transition(store, tenant, task_id, decide)

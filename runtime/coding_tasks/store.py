@@ -203,20 +203,20 @@ def _cas(
     return bool(result.rowcount == 1)
 
 
-def _current(db: Session, task_id: str) -> CodingTask:
+def read_current(db: Session, task_id: str) -> CodingTask:
     row = db.get(CodingTask, task_id, populate_existing=True)
     assert row is not None  # read above; tasks are never deleted
     return row
 
 
-def _transition(
+def transition(
     store: Store,
     tenant: str,
     task_id: str,
     decide: Callable[[Session, CodingTask], CodingTask],
 ) -> CodingTask:
     get(store, tenant, task_id)  # 404 before any write
-    return transaction(store, lambda db: decide(db, _current(db, task_id)))
+    return transaction(store, lambda db: decide(db, read_current(db, task_id)))
 
 
 def claim(
@@ -250,11 +250,11 @@ def claim(
             entry = TaskNote(at=iso_ms(now), by=assigned_by, text=f"assigned to {holder}")
             values["notes"] = [*(row.notes or []), entry.model_dump(exclude_none=True)][-MAX_NOTES:]
         if not _cas(db, task_id, [TaskState.OPEN], values):
-            current = _current(db, task_id)
+            current = read_current(db, task_id)
             raise _conflict(current, "task_not_open", f"the task is {current.state}")
-        return _current(db, task_id)
+        return read_current(db, task_id)
 
-    return _transition(store, tenant, task_id, decide)
+    return transition(store, tenant, task_id, decide)
 
 
 def _held_by(row: CodingTask, holder: str) -> None:
@@ -291,11 +291,11 @@ def update_progress(
             "updated_at": now,
         }
         if not _cas(db, task_id, HELD, values, held=row):
-            _held_by(_current(db, task_id), holder)
+            _held_by(read_current(db, task_id), holder)
             raise _conflict(row, "not_task_holder", "the claim changed meanwhile")
-        return _current(db, task_id)
+        return read_current(db, task_id)
 
-    return _transition(store, tenant, task_id, decide)
+    return transition(store, tenant, task_id, decide)
 
 
 def complete(
@@ -320,43 +320,13 @@ def complete(
         _held_by(row, holder)
         values = _settled(outcome, holder, now, summary, artifacts)
         if not _cas(db, task_id, HELD, values, held=row):
-            _held_by(_current(db, task_id), holder)
+            _held_by(read_current(db, task_id), holder)
             raise _conflict(row, "not_task_holder", "the claim changed meanwhile")
-        settled = _current(db, task_id)
+        settled = read_current(db, task_id)
         _settle_in(db, settled)
         return settled
 
-    return _transition(store, tenant, task_id, decide)
-
-
-def unclaim_unstarted(store: Store, tenant: str, task_id: str, now: datetime) -> CodingTask:
-    """Give back a task claimed for agentrt's coder whose workflow was never told to start
-    it (Temporal was down): open again, so the route leaves nothing behind (a task held
-    by a coder that never runs). Once its session exists, the claim stays."""
-
-    def decide(db: Session, row: CodingTask) -> CodingTask:
-        if row.holder != OWN_CODER or row.session_id is not None:
-            return row
-        values = {
-            "state": TaskState.OPEN.value,
-            "holder": None,
-            "claimed_at": None,
-            "heartbeat_at": None,
-            "updated_at": now,
-        }
-        db.exec(
-            update(CodingTask)
-            .where(
-                col(CodingTask.task_id) == task_id,
-                col(CodingTask.holder) == OWN_CODER,
-                col(CodingTask.state).in_([s.value for s in HELD]),
-                col(CodingTask.session_id).is_(None),
-            )
-            .values(**values)
-        )
-        return _current(db, task_id)
-
-    return _transition(store, tenant, task_id, decide)
+    return transition(store, tenant, task_id, decide)
 
 
 def cancel(store: Store, tenant: str, task_id: str, by: str, now: datetime) -> CodingTask:
@@ -369,15 +339,15 @@ def cancel(store: Store, tenant: str, task_id: str, by: str, now: datetime) -> C
             raise _conflict(row, "task_settled", f"the task is already {row.state}")
         values = _settled(TaskState.CANCELLED, by, now, None, None)
         if not _cas(db, task_id, [TaskState.OPEN, *HELD], values):
-            current = _current(db, task_id)
+            current = read_current(db, task_id)
             if current.state == TaskState.CANCELLED.value:
                 return current
             raise _conflict(current, "task_settled", f"the task is already {current.state}")
-        settled = _current(db, task_id)
+        settled = read_current(db, task_id)
         _settle_in(db, settled)
         return settled
 
-    return _transition(store, tenant, task_id, decide)
+    return transition(store, tenant, task_id, decide)
 
 
 def expire(
@@ -398,11 +368,11 @@ def expire(
         if deadline is not None and deadline <= now:
             values = _settled(TaskState.EXPIRED, "deadline", now, None, None)
             if _cas(db, task_id, [TaskState.OPEN, *HELD], values):
-                settled = _current(db, task_id)
+                settled = read_current(db, task_id)
                 _settle_in(db, settled)
                 lost = holder
                 return settled
-            return _current(db, task_id)
+            return read_current(db, task_id)
         beat = beat_at or row.claimed_at
         own = holder == OWN_CODER
         if (
@@ -429,9 +399,9 @@ def expire(
             )
             if moved.rowcount == 1:
                 lost = holder
-        return _current(db, task_id)
+        return read_current(db, task_id)
 
-    row = _transition(store, tenant, task_id, decide)
+    row = transition(store, tenant, task_id, decide)
     return row, lost
 
 

@@ -221,20 +221,7 @@ def set_mode_tools(
             f"not tools of {agent_type} (its superset) nor MCP entries "
             f"(mcp__<server>__<tool> or mcp__<server>__*): {', '.join(outside)}"
         )
-    seed_modes(store)
-    allowed = allowed_modes(store, agent_type)
-    if name not in allowed:
-        raise UnknownMode(name, allowed)
-    with store.session() as db:
-        row = db.get(AgentModeRow, (agent_type.value, name))
-        if row is None:  # deleted meanwhile
-            raise UnknownMode(name, allowed)
-        row.tools = wanted
-        row.system_seed = False
-        db.add(row)
-        db.commit()
-        db.refresh(row)
-        return _definition_of(row)
+    return _update_mode(store, agent_type, name, tools=wanted)
 
 
 def set_mode_preset(
@@ -247,6 +234,12 @@ def set_mode_preset(
     Raises:
         UnknownMode: no such mode in the type's catalogue.
     """
+    return _update_mode(store, agent_type, name, preset_id=preset_id)
+
+
+def _update_mode(store: Store, agent_type: AgentType, name: str, **values: Any) -> ModeDefinition:
+    """Write `values` on a mode of the type's catalogue (seeded first); the row is no longer
+    the code seed's. Raises UnknownMode for a mode the catalogue does not hold."""
     seed_modes(store)
     allowed = allowed_modes(store, agent_type)
     if name not in allowed:
@@ -255,7 +248,8 @@ def set_mode_preset(
         row = db.get(AgentModeRow, (agent_type.value, name))
         if row is None:  # deleted meanwhile
             raise UnknownMode(name, allowed)
-        row.preset_id = preset_id
+        for field, value in values.items():
+            setattr(row, field, value)
         row.system_seed = False
         db.add(row)
         db.commit()

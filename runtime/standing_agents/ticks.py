@@ -32,7 +32,7 @@ from runtime.policy.agent_budget import (
 from runtime.policy.agent_cadence import next_heartbeat_delay_ms
 from runtime.policy.plan_hash import plan_input_hash
 from runtime.settings import Settings
-from runtime.standing_agents import catalog, mcp_calls
+from runtime.standing_agents import catalog, mcp_calls, tick_cap
 from runtime.standing_agents.configs import effective_credit
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
@@ -224,39 +224,6 @@ def spend_in_window(store: Store, tenant: str, now: datetime) -> Spend:
     return Spend(float(total or 0.0), aware_utc(oldest) if oldest is not None else None)
 
 
-def ticking_elsewhere(db: Session, settings: Settings, request: BeginTickInput) -> int:
-    """How many other agents of the tenant hold a live tick lease: one refreshed (by a
-    model call of its tick) within the stale time; an older one belongs to a workflow that
-    died mid-tick, or to a tick paused on a human (a device-flow login): it does not count."""
-    stale = request.now - timedelta(milliseconds=settings.agent_tick_lease_stale_ms)
-    count = db.exec(
-        select(func.count()).where(
-            col(AgentInstance.tenant) == request.tenant,
-            col(AgentInstance.instance_id) != request.instance_id,
-            # Whatever its status: an agent stopped mid-tick still runs its episode.
-            col(AgentInstance.tick_in_progress).is_(True),
-            col(AgentInstance.tick_started_at) > stale,
-        )
-    ).one()
-    return int(count)
-
-
-def refresh_tick_lease(store: Store, instance_id: str, generation: int, now: datetime) -> None:
-    """A tick at work (each of its model calls) keeps its lease fresh: only a tick that
-    stopped working (its workflow died) outlives the stale time and stops counting."""
-    with store.session() as db:
-        db.execute(
-            update(AgentInstance)
-            .where(
-                col(AgentInstance.instance_id) == instance_id,
-                col(AgentInstance.generation) == generation,
-                col(AgentInstance.tick_in_progress).is_(True),
-            )
-            .values(tick_started_at=now)
-        )
-        db.commit()
-
-
 def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> BeginTickResult:
     """The lease CAS, then everything the tick decides on (no transcript: the episode's)."""
     if not feature_enabled(store, request.tenant, FEATURE):
@@ -265,7 +232,10 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
         # Spec §3.2: at most N of the tenant's agents tick at once. Counted and taken under
         # one lock per tenant, so N concurrent begins never lease more than N.
         serialize(db, f"ticks/{request.tenant}")
-        if ticking_elsewhere(db, settings, request) >= settings.max_concurrent_instances_per_tenant:
+        if (
+            tick_cap.ticking_elsewhere(db, settings, request)
+            >= settings.max_concurrent_instances_per_tenant
+        ):
             db.rollback()
             return BeginTickResult(leased=False, throttled=True)
         taken = db.execute(
