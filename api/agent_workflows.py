@@ -274,7 +274,11 @@ class Sweeper:
 
     async def run(self, get_client: Callable[[], Awaitable[Client]]) -> None:
         """The sweeper loop of the API process (cancelled at shutdown): the start-up
-        repair until it succeeds once, then the periodic pass."""
+        repair until it succeeds once, then the periodic pass. Not run at all while
+        standing agents are off for the deployment (spec §3.2: no dispatcher)."""
+        if not self.settings.standing_agents_enabled:
+            log.info("standing agents are off for this deployment: no sweeper")
+            return
         repaired = False
         while True:
             try:

@@ -154,6 +154,10 @@ class Settings(BaseSettings):
     agent_backoff_factor: float = Field(default=2.0, ge=1.0)
     agent_max_backoff_ms: int = Field(default=1_800_000, ge=1000)
     forced_replan_every_n_idle_ticks: int = Field(default=20, ge=1)
+    # Spec §3.2's deployment level (AgentDispatcher:Enabled): off, no agent of any tenant
+    # ticks and the API's sweeper does not run; the routes still store what they accept,
+    # which waits for a restart with it on. Each tenant opts in on top of it.
+    standing_agents_enabled: bool = True
     # Spec §3.2 MaxConcurrentInstancesPerTenant: at most this many of a tenant's agents tick
     # at once; the others wait (durably) and tick in turn. A tick lease older than the
     # stale time (its workflow died mid-tick) no longer counts.

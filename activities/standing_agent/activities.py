@@ -103,7 +103,9 @@ class StandingAgentActivities:
 
     @activity.defn(name=StandingAgentActivity.LOAD_INSTANCE)
     async def load_instance(self, request: LoadInstanceInput) -> InstanceView:
-        return await asyncio.to_thread(ticks.load_instance, self.store, request.instance_id)
+        return await asyncio.to_thread(
+            ticks.load_instance, self.store, self.settings, request.instance_id
+        )
 
     @activity.defn(name=StandingAgentActivity.NEXT_EVENT)
     async def next_event(self, request: NextEventInput) -> NextEventResult:

@@ -78,6 +78,11 @@ class FeatureState(BaseModel):
     soaInstanceId: str | None = Field(
         default=None, description="The tenant's SOA when it exists (auto-bootstrap)."
     )
+    deploymentEnabled: bool = Field(
+        default=True,
+        description="The deployment's switch (AGENTRT_STANDING_AGENTS_ENABLED): when false,"
+        " no agent ticks whatever the tenant's flag (spec §3.2).",
+    )
 
 
 class AgentView(BaseModel):

@@ -27,7 +27,9 @@ PATH = f"/{STANDING_AGENTS_FEATURE}"
 
 
 @router.get(PATH, responses=errors(400))
-async def get_standing_agents(tenant: TenantPath, store: StoreDep) -> FeatureState:
+async def get_standing_agents(
+    tenant: TenantPath, store: StoreDep, settings: SettingsDep
+) -> FeatureState:
     enabled = await asyncio.to_thread(control.standing_agents_enabled, store, tenant)
     soa = await asyncio.to_thread(control.tenant_soa, store, tenant)
     return FeatureState(
@@ -35,6 +37,7 @@ async def get_standing_agents(tenant: TenantPath, store: StoreDep) -> FeatureSta
         feature=STANDING_AGENTS_FEATURE,
         enabled=enabled,
         soaInstanceId=soa.instance_id if soa is not None else None,
+        deploymentEnabled=settings.standing_agents_enabled,
     )
 
 
@@ -64,4 +67,5 @@ async def put_standing_agents(
         feature=STANDING_AGENTS_FEATURE,
         enabled=body.enabled,
         soaInstanceId=soa.instance_id if soa is not None else None,
+        deploymentEnabled=settings.standing_agents_enabled,
     )

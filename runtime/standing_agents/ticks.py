@@ -72,7 +72,7 @@ from runtime.timestamps import aware_utc, iso_ms
 OWNER_KIND = "agent"
 
 
-def load_instance(store: Store, instance_id: str) -> InstanceView:
+def load_instance(store: Store, settings: Settings, instance_id: str) -> InstanceView:
     with store.session() as db:
         row = db.get(AgentInstance, instance_id)
         if row is None:
@@ -81,10 +81,16 @@ def load_instance(store: Store, instance_id: str) -> InstanceView:
             status=row.status, active_mode=row.active_mode, generation=row.generation
         )
         tenant = row.tenant
-    # Spec §3.2: an agent of a tenant whose feature is off does not tick (the API wakes
-    # the tenant's agents when the flag is turned back on).
-    view.feature_enabled = feature_enabled(store, tenant, FEATURE)
+    # Spec §3.2: an agent does not tick while standing agents are off for the deployment
+    # (AGENTRT_STANDING_AGENTS_ENABLED; a restart with it on lets the sweeper wake them)
+    # or for its tenant (the API wakes the tenant's agents when the flag is turned on).
+    view.feature_enabled = dispatching(store, settings, tenant)
     return view
+
+
+def dispatching(store: Store, settings: Settings, tenant: str) -> bool:
+    """Spec §3.2's two levels: the deployment's switch, then the tenant's flag."""
+    return settings.standing_agents_enabled and feature_enabled(store, tenant, FEATURE)
 
 
 FEATURE = STANDING_AGENTS_FEATURE
@@ -226,8 +232,8 @@ def spend_in_window(store: Store, tenant: str, now: datetime) -> Spend:
 
 def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> BeginTickResult:
     """The lease CAS, then everything the tick decides on (no transcript: the episode's)."""
-    if not feature_enabled(store, request.tenant, FEATURE):
-        return BeginTickResult(leased=False)  # spec §3.2: the tenant's agents do not tick
+    if not dispatching(store, settings, request.tenant):
+        return BeginTickResult(leased=False)  # spec §3.2: the agents do not tick
     with store.session() as db:
         # Spec §3.2: at most N of the tenant's agents tick at once. Counted and taken under
         # one lock per tenant, so N concurrent begins never lease more than N.

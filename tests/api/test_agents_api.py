@@ -42,6 +42,7 @@ async def test_agent_routes_of_a_disabled_tenant_answer_403(agents: AgentsFactor
         "feature": "standing-agents",
         "enabled": False,
         "soaInstanceId": None,
+        "deploymentEnabled": True,
     }
 
 

@@ -130,3 +130,21 @@ async def test_while_temporal_is_down_writes_are_kept_and_delivered_later(
             lambda: {"AgentInitialized", "OperatorMessage"} <= set(_turn_kinds(d, soa)),
             "both turns",
         )
+
+
+async def test_with_the_deployment_switch_off_there_is_no_sweeper(
+    agents: AgentsFactory,
+) -> None:
+    """Spec §3.2: AGENTRT_STANDING_AGENTS_ENABLED off hosts no dispatcher: the sweeper
+    returns at once, and the feature route says the deployment is off."""
+    d = await agents(standing_agents_enabled=False)
+    tenant = d.tenant()
+    enabled = await d.enable(tenant)
+    assert enabled["enabled"] is True
+    state = (await d.client.get(f"/api/v1/tenants/{tenant}/features/standing-agents")).json()
+    assert state["deploymentEnabled"] is False
+
+    async def no_client() -> object:
+        raise AssertionError("the sweeper asked for Temporal")
+
+    await Sweeper(d.settings, d.store).run(no_client)  # type: ignore[arg-type]

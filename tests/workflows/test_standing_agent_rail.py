@@ -415,6 +415,33 @@ async def test_an_agent_of_a_tenant_without_the_feature_does_not_tick(
         await sa.stop(handle)
 
 
+async def test_no_agent_ticks_while_the_deployment_switch_is_off(
+    agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
+) -> None:
+    """Spec §3.2's deployment level: with AGENTRT_STANDING_AGENTS_ENABLED off, an agent of
+    an enabled tenant waits (no timer, no tick); a worker with it on ticks it."""
+    now = await agent_env.get_current_time()
+    agent = sa.create_instance(store, now)
+    async with sa.running(agent_env, store, tmp_path, task_queue, standing_agents_enabled=False):
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        deadline = time.monotonic() + 30
+        while (status := await handle.query(StandingAgentWorkflow.status)) is None or (
+            status.phase != "waiting"
+        ):
+            assert time.monotonic() < deadline, "the workflow never waited"
+            await asyncio.sleep(0.05)
+        assert sa.turns(store, agent) == []
+        assert sa.llm_attempts(store, agent) == []
+        assert sa.pending_ticks(store, agent) == []
+        # The deployment restarts with the switch on; its sweeper brings every open agent
+        # back (here: the workflow started again, as signal-with-start does).
+        await sa.stop(handle)
+    async with sa.running(agent_env, store, tmp_path, task_queue):
+        handle = await sa.start(agent_env.client, agent, task_queue)
+        await sa.wait_turns(store, agent, 1)
+        await sa.stop(handle)
+
+
 async def test_a_compliance_agent_without_a_mode_shows_its_default_mode(
     agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
