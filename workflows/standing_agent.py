@@ -516,6 +516,8 @@ class StandingAgentWorkflow:
                 max_output_tokens=begin.budget.max_output_tokens_per_turn,
                 output_cap_fixed=begin.foundational,
                 now=workflow.now(),
+                tick_max_cost_usd=begin.budget.max_cost_usd,
+                tick_spent_usd=usage.cost_usd,
             )
             try:
                 if workflow.patched(LLM_CHAIN_PATCH):
@@ -533,6 +535,12 @@ class StandingAgentWorkflow:
                 # The provider refused (bad key, bad request) or kept failing: the turn
                 # records it and the agent waits for its next event, alive.
                 out.wait_condition = f"model_error: {_cause(err)}"[:200]
+                return out
+            if step.refusal is not None and not step.credit_exhausted:
+                # The call's worst case does not fit what is left of the tick's dollars:
+                # reserve before you spend, so the tick stops short of its cap.
+                out.llm_calls -= 1  # no call was made
+                out.wait_condition = f"budget_exhausted:{step.refusal.axis}"
                 return out
             if step.credit_exhausted:
                 out.llm_calls -= 1  # no call was made

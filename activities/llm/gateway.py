@@ -53,7 +53,8 @@ from activities.llm.scripted import ScriptedModel
 from runtime.device_flow.tokens import forget_token, usable_token
 from runtime.egress import url_refusal
 from runtime.llm.config_store import LlmConfigError, provider_config, static_api_key
-from runtime.llm.pricing import attempt_cost, default_price
+from runtime.llm.pricing import SCRIPTED, attempt_cost, default_price
+from runtime.llm.reservation import SpendGate, SpendRefused, worst_case_usd
 from runtime.llm.routing import (
     AttemptOutcome,
     AttemptReport,
@@ -134,11 +135,17 @@ class ModelGateway:
         max_tokens: int | None = None,
         now: datetime | None = None,
         overlay_may_lower: bool = True,
+        gate: SpendGate | None = None,
     ) -> tuple[AttemptReport, ModelReply | None]:
         """Make the attempt `spec` (or find the call's stored success); never raises for
         what a provider answered: the report says how it ended. `overlay_may_lower`
         False: `max_tokens` stands even where the preset overlay's cap is lower (the
-        foundational phase's cap)."""
+        foundational phase's cap). With a `gate`, the attempt's worst case is reserved
+        before it is sent (runtime/llm/reservation.py).
+
+        Raises:
+            SpendRefused: the gate refused the reservation; nothing was sent or recorded.
+        """
         with tracer.start_as_current_span(
             "llm.attempt",
             attributes={
@@ -158,7 +165,7 @@ class ModelGateway:
                 unbounded = spec.overlay.model_copy(update={"max_output_tokens": None})
                 spec = spec.model_copy(update={"overlay": unbounded})
             report, reply = await self._attempt(
-                spec, owner, messages, tools, on_delta, max_tokens, now
+                spec, owner, messages, tools, on_delta, max_tokens, now, gate
             )
             span.set_attribute("llm.outcome", report.outcome.value)
             if report.served_model:
@@ -181,6 +188,7 @@ class ModelGateway:
         on_delta: DeltaCallback | None,
         max_tokens: int | None,
         now: datetime | None,
+        gate: SpendGate | None = None,
     ) -> tuple[AttemptReport, ModelReply | None]:
         at = now or datetime.now(UTC)
         this_id = record.attempt_id(spec.call_id, spec.attempt_index)
@@ -248,10 +256,31 @@ class ModelGateway:
                 "device_flow_required": err.device_flow,
             }
             return report.model_copy(update=update), None
-        await asyncio.to_thread(
-            record.begin_attempt, self.store, call_owner, attempt=spec.attempt_index, now=at
+        cap = _cap(max_tokens, spec.overlay)
+        model = self._model(config, spec, key, cap)
+        reserve = 0.0
+        if gate is not None and model.name != SCRIPTED:
+            reserve = await asyncio.to_thread(
+                worst_case_usd,
+                self.store,
+                requested_model=spec.model,
+                default=default_price(self.settings),
+                messages=_overlaid(messages, spec.overlay),
+                tools=tools,
+                max_output_tokens=cap,
+            )
+        refused = await asyncio.to_thread(
+            record.begin_attempt,
+            self.store,
+            call_owner,
+            attempt=spec.attempt_index,
+            now=at,
+            reserve_usd=reserve,
+            gate=gate,
         )
-        model = self._model(config, spec, key, _cap(max_tokens, spec.overlay))
+        if refused is not None:
+            trace.get_current_span().set_attribute("llm.refused_axis", refused.axis)
+            raise SpendRefused(refused)
         started = time.monotonic()
         try:
             reply = await heartbeating(

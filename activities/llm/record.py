@@ -14,12 +14,13 @@ from datetime import datetime
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from runtime.llm.attempt_log import IN_FLIGHT
 from runtime.llm.contracts import ModelReply, UsageSource
 from runtime.llm.models import LlmCall, LlmCallAttempt
 from runtime.llm.pricing import AttemptCost
+from runtime.llm.reservation import SpendGate, SpendRefusal
 from runtime.llm.routing import AttemptOutcome, OwnerKind, PriceSource
 from runtime.store.engine import Store
 
@@ -93,9 +94,26 @@ def stored_success(store: Store, call_id: str) -> StoredSuccess | None:
         )
 
 
-def begin_attempt(store: Store, owner: CallOwner, *, attempt: int, now: datetime) -> None:
-    """Before the HTTP call: earlier attempts still in flight died with their worker."""
+def begin_attempt(
+    store: Store,
+    owner: CallOwner,
+    *,
+    attempt: int,
+    now: datetime,
+    reserve_usd: float = 0.0,
+    gate: SpendGate | None = None,
+) -> SpendRefusal | None:
+    """Before the HTTP call: earlier attempts still in flight died with their worker.
+
+    With a `gate`, the attempt's in-flight row holds `reserve_usd` and is written only
+    if the gate admits it, in the gate's transaction (runtime/llm/reservation.py); a
+    refusal writes nothing and is returned."""
     with store.session() as db:
+        if gate is not None:
+            refusal = gate(db, reserve_usd, attempt_id(owner.call_id, attempt))
+            if refusal is not None:
+                db.rollback()
+                return refusal
         db.execute(
             update(LlmCallAttempt)
             .where(
@@ -105,8 +123,11 @@ def begin_attempt(store: Store, owner: CallOwner, *, attempt: int, now: datetime
             )
             .values(outcome=ORPHANED, error="the worker died during the call: spend unknown")
         )
-        db.merge(_attempt(owner, attempt, now, 0, outcome=IN_FLIGHT))
+        row = _attempt(owner, attempt, now, 0, outcome=IN_FLIGHT)
+        row.reserved_usd = reserve_usd
+        db.merge(row)
         db.commit()
+    return None
 
 
 def record_success(
@@ -132,7 +153,7 @@ def record_success(
     row.usage_source = reply.usage.source.value
     with store.session() as db:
         # merge: a retried attempt that already wrote its rows overwrites them with the same.
-        db.merge(row)
+        db.merge(_keeping_reservation(db, row))
         db.merge(
             LlmCall(
                 call_id=owner.call_id,
@@ -169,11 +190,20 @@ def record_failure(
     row.http_status = http_status
     row.error = error[:ERROR_MAX]
     with store.session() as db:
-        db.merge(row)
+        db.merge(_keeping_reservation(db, row))
         try:
             db.commit()
         except IntegrityError:
             db.rollback()
+
+
+def _keeping_reservation(db: Session, row: LlmCallAttempt) -> LlmCallAttempt:
+    """The ended attempt keeps what its in-flight row held (on record; a reader of spend
+    counts it only for an outcome whose spend is unknown)."""
+    held = db.get(LlmCallAttempt, row.attempt_id)
+    if held is not None:
+        row.reserved_usd = held.reserved_usd
+    return row
 
 
 def failure_outcome(status: int | None, *, timed_out: bool = True) -> AttemptOutcome:

@@ -30,11 +30,12 @@ from activities.standing_agent.tasks import assign_coder, propose_task
 from runtime.llm.config_store import load_chain_plan
 from runtime.llm.cost_warning import AGENT_EVENT as COST_WARNING_EVENT
 from runtime.llm.cost_warning import cost_warning
+from runtime.llm.reservation import SpendRefusal, SpendRefused
 from runtime.llm.routing import AttemptOutcome, AttemptSpec, OwnerKind
 from runtime.mcp.names import is_mcp_tool
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
 from runtime.settings import Settings
-from runtime.standing_agents import episode, mcp_calls, queue, tick_cap, ticks, tools
+from runtime.standing_agents import episode, mcp_calls, queue, spend, tick_cap, ticks, tools
 from runtime.standing_agents.agent_journal import entry_data
 from runtime.standing_agents.catalog import PHASE_BLOCKED, PHASE_COMPLETE, PLANNING_SITE
 from runtime.standing_agents.contracts import ActionOutcome, AttentionKind
@@ -45,6 +46,7 @@ from runtime.standing_agents.workflow_contracts import (
     ApprovedMcpCallInput,
     BeginTickInput,
     BeginTickResult,
+    BudgetRefusal,
     CompleteTickInput,
     CompleteTickResult,
     InstanceView,
@@ -187,7 +189,7 @@ class StandingAgentActivities:
         if stored is None:
             # The week's credit, re-checked before every call against the spend so far.
             gate = await asyncio.to_thread(
-                ticks.credit_gate, self.store, self.settings, request.tenant, request.now
+                spend.credit_gate, self.store, self.settings, request.tenant, request.now
             )
             if not gate.ok:
                 return ModelStepResult(
@@ -201,15 +203,28 @@ class StandingAgentActivities:
         offered = tools.specs_for(request.mode.tools)
         if stored is None:
             offered += await self.mcp.specs(request.tenant, request.agent_type, request.mode.tools)
-        report, reply = await self.gateway.attempt(
-            spec,
-            owner,
-            messages,
-            offered,
-            max_tokens=request.max_output_tokens,
-            overlay_may_lower=not request.output_cap_fixed,
+        # Reserve before you spend: the attempt's worst case must fit the tick's dollars
+        # and the week's credit, beside the tenant's other calls in flight.
+        reserve = spend.AgentSpendGate(
+            settings=self.settings,
+            tenant=request.tenant,
             now=request.now,
+            tick_cap_usd=request.tick_max_cost_usd,
+            tick_spent_usd=request.tick_spent_usd,
         )
+        try:
+            report, reply = await self.gateway.attempt(
+                spec,
+                owner,
+                messages,
+                offered,
+                max_tokens=request.max_output_tokens,
+                overlay_may_lower=not request.output_cap_fixed,
+                now=request.now,
+                gate=reserve,
+            )
+        except SpendRefused as refused:
+            return _refused(request.call_id, refused.refusal)
         if reply is None:
             if request.attempt is None:
                 retryable = report.outcome in _RETRYABLE
@@ -476,6 +491,22 @@ class StandingAgentActivities:
             [NewEvent(type="agent.decision", data=entry_data(data))],
             dedupe_key=f"decision/{decision_id}/raised",
         )
+
+
+def _refused(call_id: str, refusal: SpendRefusal) -> ModelStepResult:
+    """No call was made: the reservation did not fit the tick or the week."""
+    weekly = refusal.axis == spend.CREDIT_AXIS
+    return ModelStepResult(
+        call_id=call_id,
+        credit_exhausted=weekly,
+        credit_regenerates_at=refusal.regenerates_at if weekly else None,
+        refusal=BudgetRefusal(
+            axis=refusal.axis,
+            cap_usd=refusal.cap_usd,
+            spent_usd=refusal.spent_usd,
+            reserve_usd=refusal.reserve_usd,
+        ),
+    )
 
 
 def _blocked_body(action: ActionRecord, result: dict[str, Any] | None) -> dict[str, Any]:

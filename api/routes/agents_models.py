@@ -182,6 +182,8 @@ class LlmAttempt(BaseModel):
     tokensIn: int
     tokensOut: int
     costUsd: float
+    # The worst case held before the call was sent (runtime/llm/reservation.py).
+    reservedUsd: float = 0.0
     # As GET /api/v1/llm/attempts: "served" | "requested" | "default" | "builtin", and
     # "reported" | "estimated"; null on a failed attempt or one recorded before they were.
     priceSource: str | None = None

@@ -250,6 +250,12 @@ class AttemptOut(BaseModel):
     tokensIn: int
     tokensOut: int
     costUsd: float
+    reservedUsd: float = Field(
+        default=0.0,
+        description="What a caller with a dollar budget (a standing agent) held for the "
+        "attempt's worst case before sending it; counted as spend while the outcome is a "
+        "timeout (spend unknown).",
+    )
     priceVersion: str | None
     priceSource: PriceSource | None = Field(
         description='Whose price `costUsd` is at: "served" (the served model\'s), "requested" '
@@ -282,6 +288,7 @@ class AttemptOut(BaseModel):
             tokensIn=row.tokens_in,
             tokensOut=row.tokens_out,
             costUsd=row.cost_usd,
+            reservedUsd=row.reserved_usd,
             priceVersion=row.price_version,
             priceSource=PriceSource(row.price_source) if row.price_source else None,
             usageSource=UsageSource(row.usage_source) if row.usage_source else None,

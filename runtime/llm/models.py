@@ -69,6 +69,11 @@ class LlmCallAttempt(SQLModel, table=True):
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = Field(default=0.0, sa_column=Column(Float, nullable=False, default=0.0))
+    # What a caller with a dollar budget held for the attempt's worst case before sending
+    # it (runtime/llm/reservation.py): counted as spend while the outcome is unknown.
+    reserved_usd: float = Field(
+        default=0.0, sa_column=Column(Float, nullable=False, default=0.0, server_default="0")
+    )
     price_version: str | None = Field(default=None, max_length=80)
     # Of a success: whose price it was charged at ("served" | "requested" | "default" |
     # "builtin") and whose token counts ("reported" | "estimated"). NULL on a failed

@@ -97,6 +97,7 @@ def attempt_body(row: LlmCallAttempt) -> dict[str, Any]:
         "tokensIn": row.tokens_in,
         "tokensOut": row.tokens_out,
         "costUsd": row.cost_usd,
+        "reservedUsd": row.reserved_usd,
         # Whose price and whose tokens (runtime/llm/pricing.py); None on a failed attempt.
         "priceSource": row.price_source,
         "usageSource": row.usage_source,

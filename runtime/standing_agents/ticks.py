@@ -20,10 +20,7 @@ from typing import Any
 from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
-from runtime.llm.models import LlmCallAttempt
 from runtime.policy.agent_budget import (
-    CREDIT_WINDOW,
-    credit_allows,
     foundational_active,
     foundational_output_tokens,
     resolve_tick_budget,
@@ -33,7 +30,6 @@ from runtime.policy.agent_cadence import next_heartbeat_delay_ms
 from runtime.policy.plan_hash import plan_input_hash
 from runtime.settings import Settings
 from runtime.standing_agents import catalog, mcp_calls, tick_cap
-from runtime.standing_agents.configs import effective_credit
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
     AgentStatus,
@@ -54,6 +50,7 @@ from runtime.standing_agents.models import (
 from runtime.standing_agents.modes import catalogue
 from runtime.standing_agents.ops_digest import probe
 from runtime.standing_agents.queue import next_due
+from runtime.standing_agents.spend import credit_gate
 from runtime.standing_agents.workflow_contracts import (
     BeginTickInput,
     BeginTickResult,
@@ -66,10 +63,7 @@ from runtime.standing_agents.workflow_contracts import (
 from runtime.store.atomic import serialize
 from runtime.store.engine import Store
 from runtime.store.tenants import feature_enabled
-from runtime.timestamps import aware_utc, iso_ms
-
-# `llm_call(_attempt).owner_kind` of a standing agent's model calls (spend is their sum).
-OWNER_KIND = "agent"
+from runtime.timestamps import iso_ms
 
 
 def load_instance(store: Store, settings: Settings, instance_id: str) -> InstanceView:
@@ -209,27 +203,6 @@ def tenant_configs(store: Store, tenant: str) -> dict[str, Any]:
         return {row.key: row.value for row in rows}
 
 
-@dataclass(frozen=True)
-class Spend:
-    total_usd: float
-    oldest: datetime | None
-
-
-def spend_in_window(store: Store, tenant: str, now: datetime) -> Spend:
-    """What the tenant's agents spent on models in the credit window ending at `now`."""
-    since = now - CREDIT_WINDOW
-    with store.session() as db:
-        total, oldest = db.exec(
-            select(func.sum(LlmCallAttempt.cost_usd), func.min(LlmCallAttempt.created_at)).where(
-                col(LlmCallAttempt.tenant) == tenant,
-                col(LlmCallAttempt.owner_kind) == OWNER_KIND,
-                col(LlmCallAttempt.created_at) > since,
-                col(LlmCallAttempt.cost_usd) > 0,
-            )
-        ).one()
-    return Spend(float(total or 0.0), aware_utc(oldest) if oldest is not None else None)
-
-
 def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> BeginTickResult:
     """The lease CAS, then everything the tick decides on (no transcript: the episode's)."""
     if not dispatching(store, settings, request.tenant):
@@ -308,38 +281,6 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
             store, request.tenant, request.event.kind, payload
         ),
     )
-
-
-@dataclass(frozen=True)
-class CreditGate:
-    ok: bool
-    # What is left of the weekly cap (None: the credit gate is off).
-    remaining_usd: float | None
-    regenerates_at: datetime | None
-
-
-def credit_gate(
-    store: Store,
-    settings: Settings,
-    tenant: str,
-    now: datetime,
-    configs: Mapping[str, Any] | None = None,
-) -> CreditGate:
-    """The tenant's weekly credit against what its agents spent in the window."""
-    credit = effective_credit(
-        configs if configs is not None else tenant_configs(store, tenant), settings
-    )
-    spend = spend_in_window(store, tenant, now)
-    ok = credit_allows(
-        enabled=credit.enabled,
-        weekly_cap_usd=credit.weekly_cap_usd,
-        spent_in_window_usd=spend.total_usd,
-    )
-    regenerates = None
-    if not ok and spend.oldest is not None:
-        regenerates = spend.oldest + CREDIT_WINDOW
-    remaining = max(0.0, credit.weekly_cap_usd - spend.total_usd) if credit.enabled else None
-    return CreditGate(ok=ok, remaining_usd=remaining, regenerates_at=regenerates)
 
 
 def turn_view(row: AgentLedgerTurn) -> dict[str, Any]:

@@ -168,12 +168,28 @@ class ModelStepInput(BaseModel):
     # The attempt of the call's fallback chain this step makes (None: a step scheduled
     # before the chain existed, its own single attempt).
     attempt: AttemptSpec | None = None
+    # The tick's dollar axis (None: unlimited) and what the tick spent before this call:
+    # the attempt's worst case is reserved against it (runtime/standing_agents/spend.py).
+    tick_max_cost_usd: float | None = None
+    tick_spent_usd: float = 0.0
+
+
+class BudgetRefusal(BaseModel):
+    """A model call not made because its worst case did not fit a budget."""
+
+    axis: str  # "cost_usd" (the tick's dollars) | "weekly_credit"
+    cap_usd: float
+    spent_usd: float
+    reserve_usd: float
 
 
 class ModelStepResult(BaseModel):
-    # Set when the weekly credit was spent before this call: no call was made.
+    # Set when the weekly credit was spent (or cannot hold this call's worst case) before
+    # this call: no call was made.
     credit_exhausted: bool = False
     credit_regenerates_at: datetime | None = None
+    # Set when a budget refused this call's reservation: no call was made.
+    refusal: BudgetRefusal | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tokens: int = 0
     cost_usd: float = 0.0

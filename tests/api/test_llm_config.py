@@ -399,6 +399,7 @@ async def test_attempts_in_order_with_their_owner(api: ApiFactory, database_url:
         "tokensIn": 100,
         "tokensOut": 20,
         "costUsd": 0.00045,
+        "reservedUsd": 0.0,
         "priceVersion": "genai-prices 0.2.3",
         "priceSource": "requested",
         "usageSource": "estimated",

@@ -323,6 +323,18 @@ def llm_attempts(store: Store, instance_id: str) -> list[LlmCallAttempt]:
         )
 
 
+def llm_attempts_of_tenant(store: Store, tenant: str) -> list[LlmCallAttempt]:
+    """Every attempt of the tenant's agents (what its weekly credit counts)."""
+    with store.session() as db:
+        return list(
+            db.exec(
+                select(LlmCallAttempt)
+                .where(col(LlmCallAttempt.tenant) == tenant)
+                .order_by(col(LlmCallAttempt.created_at), col(LlmCallAttempt.attempt_id))
+            ).all()
+        )
+
+
 def messages(store: Store, instance_id: str) -> list[AgentMessage]:
     with store.session() as db:
         return list(
