@@ -77,6 +77,7 @@ def build_activities(
         agents.run_tool,
         agents.run_approved_mcp_call,
         agents.complete_tick,
+        agents.resume_regenerated,
         llm.resolve_chain,
         coding_tasks.timers,
         coding_tasks.expire,

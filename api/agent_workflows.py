@@ -28,6 +28,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from api.deps import ConnectorDep, SettingsDep
 from api.temporal import TemporalConnector, is_unavailable
 from runtime.settings import Settings
+from runtime.standing_agents import budget_pause, control
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
     AgentStatus,
@@ -41,6 +42,7 @@ from runtime.standing_agents.workflow_contracts import (
     StandingAgentInput,
 )
 from runtime.store.engine import Store
+from runtime.store.journal import EventJournal
 from runtime.store.tenants import TenantFeature
 from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
@@ -160,8 +162,8 @@ def stale_instances(store: Store, now: datetime) -> list[AgentInstance]:
     """
     cutoff = now - STALE_EVENT_AGE
     with store.session() as db:
-        rows = db.exec(
-            select(AgentInstance)
+        stale = (
+            select(AgentInstance.instance_id)
             .join(AgentEventRow, col(AgentEventRow.instance_id) == col(AgentInstance.instance_id))
             .join(TenantFeature, col(TenantFeature.tenant) == col(AgentInstance.tenant))
             .where(
@@ -175,8 +177,11 @@ def stale_instances(store: Store, now: datetime) -> list[AgentInstance]:
                 col(AgentEventRow.created_at) <= cutoff,
             )
             .distinct()
-        ).all()
-        return list(rows)
+        )
+        # The rows by id: a JSON column (budget_pause) has no equality for DISTINCT on
+        # PostgreSQL.
+        rows = db.exec(select(AgentInstance).where(col(AgentInstance.instance_id).in_(stale)))
+        return list(rows.all())
 
 
 def open_instances(store: Store, now: datetime) -> list[AgentInstance]:
@@ -218,6 +223,7 @@ class Sweeper:
       not running is woken (signal-with-start starts it). This is the one pass that
       lists workflows and loads every open instance.
     - Every SWEEP_INTERVAL: the instances whose wake-up failed (`retries`, backoff),
+      the agents paused on a budget that no longer holds (resumed, then woken),
       and the Active agents with a due event left unconsumed, each signalled at most
       once per REWAKE_AFTER (during a storm or a worker outage, a signal every pass
       would only grow their histories).
@@ -226,6 +232,7 @@ class Sweeper:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
+        self.journal = EventJournal(store)
         self.retries = WakeRetries()
         self._last_woken: dict[str, datetime] = {}
 
@@ -249,6 +256,13 @@ class Sweeper:
                 targets[row.instance_id] = row
             for gone in set(due) - set(targets):
                 self.retries.succeeded(gone)  # deleted meanwhile: nothing to wake
+        # An agent paused on a budget that no longer holds (a cap raised by a config write
+        # whose own resume was lost, a credit window past its regeneration): resumed.
+        for row in await asyncio.to_thread(
+            budget_pause.resume_lifted, self.store, self.settings, now
+        ):
+            await asyncio.to_thread(control.journal_status, self.journal, row)
+            targets[row.instance_id] = row
         for row in await asyncio.to_thread(stale_instances, self.store, now):
             last = self._last_woken.get(row.instance_id)
             if last is None or now - last >= REWAKE_AFTER:

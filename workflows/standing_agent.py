@@ -27,7 +27,12 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from runtime.llm.routing import ATTEMPT_START_TO_CLOSE, AttemptReport, AttemptSpec
-    from runtime.policy.agent_budget import BudgetUsage, exhausted_axis
+    from runtime.policy.agent_budget import (
+        CREDIT_AXIS,
+        TICK_COST_AXIS,
+        BudgetUsage,
+        exhausted_axis,
+    )
     from runtime.policy.agent_decisions import map_decision
     from runtime.policy.plan_hash import forced_replan_due, is_idle_tick
     from runtime.policy.stuck_guard import after_turn
@@ -57,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         ApprovedMcpCallInput,
         BeginTickInput,
         BeginTickResult,
+        BudgetReached,
         CarriedState,
         CompleteTickInput,
         CompleteTickResult,
@@ -67,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
         ModelStepResult,
         NextEventInput,
         NextEventResult,
+        ResumeInput,
         RunToolInput,
         RunToolResult,
         StandingAgentActivity,
@@ -138,6 +145,10 @@ class _Episode:
     # The weekly credit ran out before a model call: when it regenerates.
     credit_stopped: bool = False
     credit_regenerates_at: datetime | None = None
+    # The tick stopped at an axis of its budget: which, its cap and the tick's use of it.
+    budget_axis: str | None = None
+    budget_cap: float | None = None
+    budget_spent: float | None = None
 
 
 class _CreditStop(Exception):
@@ -196,9 +207,10 @@ class StandingAgentWorkflow:
             if self._continue_as_new_due(request, ticks_this_run):
                 break
             if instance.status != AgentStatus.ACTIVE.value or not instance.feature_enabled:
-                # Paused, closed, or its tenant's feature is off: no timer, only `wake`.
+                # Paused, closed, or its tenant's feature is off: no timer, only `wake`;
+                # paused on the weekly credit, a durable timer until it regenerates.
                 view.phase = "waiting"
-                await workflow.wait_condition(lambda: self._woken)
+                await self._wait_paused(request, instance)
                 continue
             found: NextEventResult = await execute_local(
                 StandingAgentActivity.NEXT_EVENT,
@@ -233,6 +245,29 @@ class StandingAgentWorkflow:
                 pass
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(request.model_copy(update={"state": state}))
+
+    async def _wait_paused(self, request: StandingAgentInput, instance: InstanceView) -> None:
+        resume_at = instance.budget_resume_at
+        if resume_at is None or instance.status != AgentStatus.PAUSED.value:
+            await workflow.wait_condition(lambda: self._woken)
+            return
+        timeout = max(resume_at - workflow.now(), _MIN_WAIT)
+        try:
+            await workflow.wait_condition(lambda: self._woken, timeout=timeout)
+            return  # woken: the loop looks again (a raised cap may have resumed it)
+        except TimeoutError:
+            pass
+        await execute_local(
+            StandingAgentActivity.RESUME_REGENERATED,
+            ResumeInput(
+                instance_id=request.instance_id,
+                generation=instance.generation,
+                now=workflow.now(),
+            ),
+            result_type=bool,
+            start_to_close_timeout=_LOCAL,
+            retry_policy=_STORE_RETRY,
+        )
 
     def _continue_as_new_due(self, request: StandingAgentInput, ticks_this_run: int) -> bool:
         return (
@@ -363,6 +398,7 @@ class StandingAgentWorkflow:
                 stuck_reason=result.summary,
                 not_before=not_before,
                 defer=defer,
+                budget_reached=_budget_reached(result, begin),
             ),
             result_type=CompleteTickResult,
             start_to_close_timeout=timedelta(minutes=1),
@@ -496,6 +532,9 @@ class StandingAgentWorkflow:
             axis = exhausted_axis(begin.budget, usage)
             if axis is not None:
                 out.wait_condition = f"budget_exhausted:{axis}"
+                out.budget_axis = axis
+                out.budget_cap = getattr(begin.budget, f"max_{axis}")
+                out.budget_spent = float(getattr(usage, axis))
                 return out
             if out.llm_calls >= request.max_model_turns:
                 out.blocked = out.phase_blocked = True
@@ -516,7 +555,9 @@ class StandingAgentWorkflow:
                 max_output_tokens=begin.budget.max_output_tokens_per_turn,
                 output_cap_fixed=begin.foundational,
                 now=workflow.now(),
-                tick_max_cost_usd=begin.budget.max_cost_usd,
+                # The foundational phase's dollar axis is the week's credit, which the
+                # reservation checks live (a snapshot of what was left would be stale).
+                tick_max_cost_usd=None if begin.foundational else begin.budget.max_cost_usd,
                 tick_spent_usd=usage.cost_usd,
             )
             try:
@@ -541,6 +582,9 @@ class StandingAgentWorkflow:
                 # reserve before you spend, so the tick stops short of its cap.
                 out.llm_calls -= 1  # no call was made
                 out.wait_condition = f"budget_exhausted:{step.refusal.axis}"
+                out.budget_axis = step.refusal.axis
+                out.budget_cap = step.refusal.cap_usd
+                out.budget_spent = step.refusal.spent_usd
                 return out
             if step.credit_exhausted:
                 out.llm_calls -= 1  # no call was made
@@ -604,6 +648,18 @@ class StandingAgentWorkflow:
                     out.summary = ran.action.summary
                     out.wait_condition = f"blocked: {out.summary}"
                     return out
+
+
+def _budget_reached(result: _Episode, begin: BeginTickResult) -> BudgetReached | None:
+    """What the tick stopped at, if a budget: the agent pauses on it (issue 21, item 9)."""
+    if result.credit_stopped:
+        return BudgetReached(axis=CREDIT_AXIS, resume_at=result.credit_regenerates_at)
+    if result.budget_axis is None:
+        return None
+    if begin.foundational and result.budget_axis == TICK_COST_AXIS:
+        # The foundational phase's dollar axis is what was left of the week's credit.
+        return BudgetReached(axis=CREDIT_AXIS)
+    return BudgetReached(axis=result.budget_axis, cap=result.budget_cap, spent=result.budget_spent)
 
 
 def _cause(err: ActivityError) -> str:

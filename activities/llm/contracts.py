@@ -28,6 +28,7 @@ class ModelError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
         timed_out: bool = False,
+        answered: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -35,6 +36,9 @@ class ModelError(Exception):
         self.retry_after = retry_after
         # No answer in time (connect, read or write timeout), as opposed to a refusal.
         self.timed_out = timed_out
+        # The server had answered (a 2xx) when the call failed: a reply cut short or
+        # unusable, whose tokens the provider may well have billed.
+        self.answered = answered
 
     @property
     def retryable(self) -> bool:

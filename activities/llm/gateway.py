@@ -290,6 +290,9 @@ class ModelGateway:
             outcome = record.failure_outcome(err.status, timed_out=err.timed_out)
             if outcome is AttemptOutcome.AUTH_ERROR and key is not None:
                 await self._forget_refused(config, spec.credential_alias, key)
+            # A reply that failed after the server answered may have been billed in full:
+            # under a budget it costs its reservation (runtime/llm/reservation.py).
+            charged = reserve if err.answered else 0.0
             await asyncio.to_thread(
                 record.record_failure,
                 self.store,
@@ -300,6 +303,7 @@ class ModelGateway:
                 error=str(err),
                 duration_ms=_ms_since(started),
                 now=at,
+                cost_usd=charged,
             )
             failed = report.model_copy(
                 update={

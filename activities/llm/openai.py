@@ -165,17 +165,33 @@ class OpenAIProvider:
                     status=response.status_code,
                     retry_after=retry_after_s(response.headers),
                 )
-            # Some compatible servers ignore `stream` and answer one JSON document.
-            if response.headers.get("content-type", "").startswith("text/event-stream"):
-                return await self._read_stream(response, names, on_delta)
-            await response.aread()
             try:
-                reply = reply_from_completion(self._json(response.text), self.model, names)
-            except _MALFORMED as exc:
-                raise ModelError(f"{self.shown_url} sent a malformed completion: {exc}") from exc
-            if on_delta is not None and reply.content:
-                await on_delta(reply.content)
-            return reply
+                return await self._read_answer(response, names, on_delta)
+            except ModelError as err:
+                err.answered = True  # after a 2xx: the provider may have billed it
+                raise
+            except httpx.HTTPError as exc:
+                detail = self._redact(f"{type(exc).__name__}: {exc}")
+                raise ModelError(
+                    f"POST {self.shown_url} failed while reading the reply: {detail}",
+                    timed_out=isinstance(exc, httpx.TimeoutException),
+                    answered=True,
+                ) from exc
+
+    async def _read_answer(
+        self, response: httpx.Response, names: ToolNames, on_delta: DeltaCallback | None
+    ) -> ModelReply:
+        # Some compatible servers ignore `stream` and answer one JSON document.
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            return await self._read_stream(response, names, on_delta)
+        await response.aread()
+        try:
+            reply = reply_from_completion(self._json(response.text), self.model, names)
+        except _MALFORMED as exc:
+            raise ModelError(f"{self.shown_url} sent a malformed completion: {exc}") from exc
+        if on_delta is not None and reply.content:
+            await on_delta(reply.content)
+        return reply
 
     async def _read_stream(
         self, response: httpx.Response, names: ToolNames, on_delta: DeltaCallback | None

@@ -185,10 +185,14 @@ def record_failure(
     error: str,
     duration_ms: int,
     now: datetime,
+    cost_usd: float = 0.0,
 ) -> None:
+    """A failed attempt; `cost_usd` what it is charged (0 unless a reply cut short after
+    the server answered, under a budget: its reservation)."""
     row = _attempt(owner, attempt, now, duration_ms, outcome=outcome)
     row.http_status = http_status
     row.error = error[:ERROR_MAX]
+    row.cost_usd = cost_usd
     with store.session() as db:
         db.merge(_keeping_reservation(db, row))
         try:

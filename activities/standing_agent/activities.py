@@ -35,7 +35,17 @@ from runtime.llm.routing import AttemptOutcome, AttemptSpec, OwnerKind
 from runtime.mcp.names import is_mcp_tool
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
 from runtime.settings import Settings
-from runtime.standing_agents import episode, mcp_calls, queue, spend, tick_cap, ticks, tools
+from runtime.standing_agents import (
+    budget_pause,
+    control,
+    episode,
+    mcp_calls,
+    queue,
+    spend,
+    tick_cap,
+    ticks,
+    tools,
+)
 from runtime.standing_agents.agent_journal import entry_data
 from runtime.standing_agents.catalog import PHASE_BLOCKED, PHASE_COMPLETE, PLANNING_SITE
 from runtime.standing_agents.contracts import ActionOutcome, AttentionKind
@@ -55,6 +65,7 @@ from runtime.standing_agents.workflow_contracts import (
     ModelStepResult,
     NextEventInput,
     NextEventResult,
+    ResumeInput,
     RunToolInput,
     RunToolResult,
     StandingAgentActivity,
@@ -151,7 +162,38 @@ class StandingAgentActivities:
             await self._journal_decision(
                 request.tenant, request.instance_id, done.stuck_decision_id, "stuck"
             )
+        if done.budget_decision_id is not None:
+            reached = request.budget_reached
+            paused = {
+                "instanceId": request.instance_id,
+                "status": "Paused",
+                "reason": "budget_reached",
+                "axis": reached.axis if reached is not None else "",
+            }
+            await self.journal.aappend_many(
+                stream,
+                [NewEvent(type="agent.status", data=entry_data(paused))],
+                dedupe_key=f"status/{request.event.event_id}",
+            )
+            await self._journal_decision(
+                request.tenant, request.instance_id, done.budget_decision_id, "budget_reached"
+            )
         return done.result
+
+    @activity.defn(name=StandingAgentActivity.RESUME_REGENERATED)
+    async def resume_regenerated(self, request: ResumeInput) -> bool:
+        """The weekly credit's window regenerated: the agent paused on it resumes."""
+        resumed = await asyncio.to_thread(
+            budget_pause.resume_if_lifted,
+            self.store,
+            self.settings,
+            request.instance_id,
+            request.now,
+        )
+        if resumed is None:
+            return False
+        control.journal_status(self.journal, resumed)
+        return True
 
     async def _stored_actions(self, request: CompleteTickInput) -> dict[str, dict[str, Any]]:
         """The full results the tool activities wrote to the episode journal, by op id."""
@@ -211,6 +253,7 @@ class StandingAgentActivities:
             now=request.now,
             tick_cap_usd=request.tick_max_cost_usd,
             tick_spent_usd=request.tick_spent_usd,
+            tick_call_prefix=request.call_id.rsplit("/", 1)[0] + "/",
         )
         try:
             report, reply = await self.gateway.attempt(

@@ -12,7 +12,8 @@ import asyncio
 
 from fastapi import APIRouter, Depends
 
-from api.deps import SettingsDep, StoreDep
+from api.agent_workflows import WakerDep
+from api.deps import JournalDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
@@ -20,7 +21,7 @@ from api.routes.agents_models import ConfigBody, ConfigList, ConfigValue
 from api.routes.standing_common import ConfigKeyPath, EnabledTenant
 from api.security import require_configured_token
 from runtime.settings import Settings
-from runtime.standing_agents import control
+from runtime.standing_agents import budget_pause, control
 from runtime.standing_agents.configs import KNOWN_KEYS, UnknownConfigKey, effective_value
 from runtime.standing_agents.models import SystemConfig
 
@@ -81,8 +82,12 @@ async def put_config(
     tenant: EnabledTenant,
     key: ConfigKeyPath,
     store: StoreDep,
+    journal: JournalDep,
     settings: SettingsDep,
+    waker: WakerDep,
 ) -> ConfigValue:
+    """Store the value; an agent paused on a budget this raises resumes at once (issue
+    21, item 9; the API's sweeper re-checks them too, should this process die here)."""
     try:
         row = await asyncio.to_thread(control.put_config, store, tenant, key, body.value)
     except UnknownConfigKey:
@@ -91,4 +96,10 @@ async def put_config(
         raise ApiError(
             400, {"error": str(err), "code": "invalid_config_value", "key": key}
         ) from None
+    resumed = await asyncio.to_thread(
+        budget_pause.resume_lifted, store, settings, control.now_utc(), tenant
+    )
+    for instance in resumed:
+        await asyncio.to_thread(control.journal_status, journal, instance)
+        await waker(instance)
     return _view(tenant, key, row, settings)

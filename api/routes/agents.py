@@ -27,6 +27,7 @@ from api.routes.agents_models import (
     AgentCreate,
     AgentList,
     AgentView,
+    BudgetPauseView,
     EventAccepted,
     EventBody,
     Ledger,
@@ -122,6 +123,7 @@ def agent_view(row: AgentInstance) -> AgentView:
         generation=row.generation,
         workflowId=agent_workflow_id(row.tenant, row.instance_id),
         createdAt=control.iso(row.created_at) or "",
+        budgetPause=BudgetPauseView.model_validate(row.budget_pause) if row.budget_pause else None,
     )
 
 

@@ -78,11 +78,26 @@ class FeatureState(BaseModel):
     soaInstanceId: str | None = Field(
         default=None, description="The tenant's SOA when it exists (auto-bootstrap)."
     )
-    deploymentEnabled: bool = Field(
-        default=True,
+    deploymentEnabled: bool | None = Field(
+        default=None,
         description="The deployment's switch (AGENTRT_STANDING_AGENTS_ENABLED): when false,"
-        " no agent ticks whatever the tenant's flag (spec §3.2).",
+        " no agent ticks whatever the tenant's flag (spec §3.2). Standing agents only.",
     )
+
+
+class BudgetPauseView(BaseModel):
+    axis: str = Field(
+        description='"tokens", "tool_calls", "seconds", "cost_usd", "turns" (the tick\'s'
+        ' budget) or "weekly_credit".'
+    )
+    cap: float | None
+    spent: float | None
+    resumeAt: str | None = Field(
+        default=None, description="When the weekly credit regenerates (that axis only)."
+    )
+    decisionId: str = Field(description="Its `budget_reached` attention request.")
+    eventId: str
+    since: str
 
 
 class AgentView(BaseModel):
@@ -101,6 +116,11 @@ class AgentView(BaseModel):
     generation: int
     workflowId: str
     createdAt: str
+    budgetPause: BudgetPauseView | None = Field(
+        default=None,
+        description="Set while the agent is Paused on a budget it reached (issue 21): it "
+        "resumes by itself when the cap is raised or the credit's window regenerates.",
+    )
 
 
 class AgentList(BaseModel):
@@ -201,7 +221,7 @@ class LlmCalls(BaseModel):
 
 class DecisionView(BaseModel):
     decisionId: str
-    kind: Literal["decision", "mode_change", "stuck", "mcp_call"]
+    kind: Literal["decision", "mode_change", "stuck", "mcp_call", "budget_reached"]
     source: str
     soaInstanceId: str
     title: str

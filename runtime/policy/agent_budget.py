@@ -65,6 +65,10 @@ INTEGER_AXES: Final = frozenset(
 _AXES: Final = tuple(CONFIG_KEYS.values())
 
 Axis = Literal["tokens", "tool_calls", "seconds", "cost_usd", "turns"]
+# What a budget refusal or a budget pause names: the tick's dollar axis, and the weekly
+# credit (not an axis of the tick: the tenant's rolling 7 days).
+TICK_COST_AXIS: Final = "cost_usd"
+CREDIT_AXIS: Final = "weekly_credit"
 
 
 def settings_budget(settings: Settings) -> TickBudget:

@@ -92,6 +92,8 @@ class AttentionKind(StrEnum):
     STUCK = "stuck"
     # A call to an MCP tool not annotated read-only: it runs once a human approves it.
     MCP_CALL = "mcp_call"
+    # A tick or the weekly credit ran out: the agent paused on it (issue 21, item 9).
+    BUDGET_REACHED = "budget_reached"
 
 
 # The answer that applies what a decision proposes (a mode change, an MCP call).

@@ -29,7 +29,7 @@ from runtime.policy.agent_budget import (
     foundational_window,
 )
 from runtime.settings import Settings
-from runtime.standing_agents import queue
+from runtime.standing_agents import budget_pause, queue
 from runtime.standing_agents.agent_journal import (
     DECISION,
     MESSAGE,
@@ -314,24 +314,30 @@ def start(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
         ):
             db.rollback()
             return False
+        budget_pause.clear_in(db, instance_id, now, "started by an operator")
         return True
 
     changed = transaction(store, write)
     instance = get_instance(store, tenant, instance_id)
-    _journal_status(journal, instance)
+    journal_status(journal, instance)
     return Transition(instance, changed)
 
 
 def stop(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> Transition:
     """Active → Paused. Paused or Closed: nothing changes."""
     instance = get_instance(store, tenant, instance_id)
-    values: dict[str, Any] = {"status": AgentStatus.PAUSED.value, "updated_at": now_utc()}
-    changed = transaction(
-        store,
-        lambda db: _cas_status(db, instance_id, {AgentStatus.ACTIVE}, values, instance.status),
-    )
+    now = now_utc()
+    values: dict[str, Any] = {"status": AgentStatus.PAUSED.value, "updated_at": now}
+
+    def write(db: Session) -> bool:
+        # Paused on a budget: the operator's stop makes the pause theirs (it no longer
+        # lifts by itself when the cap is raised or the window regenerates).
+        budget_pause.clear_in(db, instance_id, now, "stopped by an operator")
+        return _cas_status(db, instance_id, {AgentStatus.ACTIVE}, values, instance.status)
+
+    changed = transaction(store, write)
     instance = get_instance(store, tenant, instance_id)
-    _journal_status(journal, instance)
+    journal_status(journal, instance)
     return Transition(instance, changed)
 
 
@@ -375,12 +381,13 @@ def reset(
         if db.exec(statement).rowcount != 1:
             raise TickInProgress()
         queue.drain_in(db, instance_id, now)
+        budget_pause.clear_in(db, instance_id, now, "reset by an operator")
         row = _row(db, instance_id)
         _seed_initialized(db, row, f"init/{instance_id}/{row.generation}")
 
     transaction(store, write)
     instance = get_instance(store, tenant, instance_id)
-    _journal_status(journal, instance, reset=True)
+    journal_status(journal, instance, reset=True)
     return instance
 
 
@@ -424,7 +431,7 @@ def _seed_initialized(db: Session, instance: AgentInstance, event_id: str) -> No
     )
 
 
-def _journal_status(journal: EventJournal, instance: AgentInstance, *, reset: bool = False) -> None:
+def journal_status(journal: EventJournal, instance: AgentInstance, *, reset: bool = False) -> None:
     """`agent.status` on every call, keyed by the transition it reports (the row's status,
     generation and `updated_at`): a retry after a crash writes the entry that was lost,
     and a repeat of an applied transition writes nothing."""

@@ -48,6 +48,9 @@ class AgentInstance(SQLModel, table=True):
     tick_started_at: datetime | None = _ts(nullable=True)
     # Bumped by reset: events and ledger turns of an older generation are ignored.
     generation: int = 0
+    # Paused on a budget (runtime/standing_agents/budget_pause.py; migration 0016):
+    # {"axis", "cap", "spent", "resumeAt", "decisionId", "eventId", "since"}; None otherwise.
+    budget_pause: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 

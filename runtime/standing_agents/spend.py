@@ -16,14 +16,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import and_, case, func, or_
 from sqlmodel import Session, col, select
 
 from runtime.llm.models import LlmCallAttempt
 from runtime.llm.reservation import UNSETTLED_OUTCOMES, SpendRefusal
-from runtime.policy.agent_budget import CREDIT_WINDOW, credit_allows
+from runtime.policy.agent_budget import CREDIT_AXIS as WEEKLY_CREDIT_AXIS
+from runtime.policy.agent_budget import (
+    CREDIT_WINDOW,
+    TICK_COST_AXIS,
+    credit_allows,
+)
 from runtime.settings import Settings
 from runtime.standing_agents.configs import effective_credit
 from runtime.standing_agents.models import SystemConfig
@@ -34,8 +39,8 @@ from runtime.timestamps import aware_utc
 # `llm_call(_attempt).owner_kind` of a standing agent's model calls (spend is their sum).
 OWNER_KIND = "agent"
 # The refusal axes: the tick's dollar budget (its TickBudget axis) and the weekly credit.
-TICK_AXIS = "cost_usd"
-CREDIT_AXIS = "weekly_credit"
+TICK_AXIS: Final = TICK_COST_AXIS
+CREDIT_AXIS: Final = WEEKLY_CREDIT_AXIS
 
 
 @dataclass(frozen=True)
@@ -49,24 +54,39 @@ def configs_in(db: Session, tenant: str) -> dict[str, Any]:
     return {row.key: row.value for row in rows}
 
 
+_UNSETTLED = and_(
+    col(LlmCallAttempt.outcome).in_(UNSETTLED_OUTCOMES),
+    col(LlmCallAttempt.reserved_usd) > col(LlmCallAttempt.cost_usd),
+)
+# What an attempt counts for: its cost, or its reservation while its spend is unknown.
+_AMOUNT = case((_UNSETTLED, col(LlmCallAttempt.reserved_usd)), else_=col(LlmCallAttempt.cost_usd))
+
+
 def window_spend(db: Session, tenant: str, now: datetime, *, excluding: str | None = None) -> Spend:
     """The tenant's agents' spend in the credit window ending at `now`, reservations of
     attempts whose spend is unknown included (`excluding`: an attempt id left out)."""
-    unsettled = and_(
-        col(LlmCallAttempt.outcome).in_(UNSETTLED_OUTCOMES),
-        col(LlmCallAttempt.reserved_usd) > col(LlmCallAttempt.cost_usd),
-    )
-    amount = case((unsettled, col(LlmCallAttempt.reserved_usd)), else_=col(LlmCallAttempt.cost_usd))
-    query = select(func.sum(amount), func.min(LlmCallAttempt.created_at)).where(
+    query = select(func.sum(_AMOUNT), func.min(LlmCallAttempt.created_at)).where(
         col(LlmCallAttempt.tenant) == tenant,
         col(LlmCallAttempt.owner_kind) == OWNER_KIND,
         col(LlmCallAttempt.created_at) > now - CREDIT_WINDOW,
-        or_(col(LlmCallAttempt.cost_usd) > 0, unsettled),
+        or_(col(LlmCallAttempt.cost_usd) > 0, _UNSETTLED),
     )
     if excluding is not None:
         query = query.where(col(LlmCallAttempt.attempt_id) != excluding)
     total, oldest = db.exec(query).one()
     return Spend(float(total or 0.0), aware_utc(oldest) if oldest is not None else None)
+
+
+def tick_spend(db: Session, call_prefix: str, *, excluding: str) -> float:
+    """What a tick's own attempts (call ids under `call_prefix`) cost or hold: a timed-out
+    attempt the chain fell back from counts its reservation here too."""
+    total = db.exec(
+        select(func.sum(_AMOUNT)).where(
+            col(LlmCallAttempt.call_id).startswith(call_prefix, autoescape=True),
+            col(LlmCallAttempt.attempt_id) != excluding,
+        )
+    ).one()
+    return float(total or 0.0)
 
 
 def spend_in_window(store: Store, tenant: str, now: datetime) -> Spend:
@@ -117,18 +137,24 @@ class AgentSpendGate:
     # The tick's dollar axis (None: unlimited) and what the tick spent before this call.
     tick_cap_usd: float | None
     tick_spent_usd: float
+    # The call ids of the tick's model calls start with it (agent/{tenant}/{id}/{event}/).
+    tick_call_prefix: str | None = None
 
     def __call__(self, db: Session, reserve_usd: float, attempt_id: str) -> SpendRefusal | None:
-        if self.tick_cap_usd is not None and self.tick_spent_usd + reserve_usd > self.tick_cap_usd:
-            return SpendRefusal(
-                axis=TICK_AXIS,
-                cap_usd=self.tick_cap_usd,
-                spent_usd=self.tick_spent_usd,
-                reserve_usd=reserve_usd,
-            )
         # First in the transaction: concurrent reservations of the tenant's agents queue
         # here, each seeing the ones admitted before it.
         serialize(db, f"credit/{self.tenant}")
+        if self.tick_cap_usd is not None:
+            spent = self.tick_spent_usd
+            if self.tick_call_prefix is not None:
+                spent = max(spent, tick_spend(db, self.tick_call_prefix, excluding=attempt_id))
+            if spent + reserve_usd > self.tick_cap_usd:
+                return SpendRefusal(
+                    axis=TICK_AXIS,
+                    cap_usd=self.tick_cap_usd,
+                    spent_usd=spent,
+                    reserve_usd=reserve_usd,
+                )
         credit = effective_credit(configs_in(db, self.tenant), self.settings)
         if not credit.enabled:
             return None

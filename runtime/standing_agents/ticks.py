@@ -29,7 +29,7 @@ from runtime.policy.agent_budget import (
 from runtime.policy.agent_cadence import next_heartbeat_delay_ms
 from runtime.policy.plan_hash import plan_input_hash
 from runtime.settings import Settings
-from runtime.standing_agents import catalog, mcp_calls, tick_cap
+from runtime.standing_agents import budget_pause, catalog, mcp_calls, tick_cap
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
     AgentStatus,
@@ -72,7 +72,10 @@ def load_instance(store: Store, settings: Settings, instance_id: str) -> Instanc
         if row is None:
             return InstanceView(exists=False)
         view = InstanceView(
-            status=row.status, active_mode=row.active_mode, generation=row.generation
+            status=row.status,
+            active_mode=row.active_mode,
+            generation=row.generation,
+            budget_resume_at=budget_pause.resume_at(row),
         )
         tenant = row.tenant
     # Spec §3.2: an agent does not tick while standing agents are off for the deployment
@@ -306,6 +309,16 @@ class Completed:
     result: CompleteTickResult
     turn: dict[str, Any]
     stuck_decision_id: str | None
+    # The `budget_reached` request of the pause this tick wrote (issue 21, item 9).
+    budget_decision_id: str | None = None
+
+
+def _paused_by(instance: AgentInstance | None, event_id: str) -> str | None:
+    """The budget pause `event_id`'s tick wrote, if the agent is still in it (a retry)."""
+    pause = instance.budget_pause if instance is not None else None
+    if pause is None or pause.get("eventId") != event_id:
+        return None
+    return str(pause.get("decisionId") or "") or None
 
 
 def complete_tick(
@@ -338,10 +351,17 @@ def complete_tick(
                     col(AttentionRequest.op_id) == _stuck_op_id(request)
                 )
             ).first()
+            paused = _paused_by(instance, request.event.event_id)
             return Completed(
-                CompleteTickResult(seq=seq, next_tick_at=next_at, closed=stuck is not None),
+                CompleteTickResult(
+                    seq=seq,
+                    next_tick_at=next_at,
+                    closed=stuck is not None,
+                    paused_on_budget=paused is not None,
+                ),
                 turn_view(existing) if existing is not None else {},
                 stuck,
+                paused,
             )
         if instance.generation != request.generation:
             # Reset meanwhile: the reset won, this tick records nothing.
@@ -364,10 +384,19 @@ def complete_tick(
                 event.visible_at = visible_at
                 db.add(event)
             instance.tick_in_progress = False
+            paused = _pause(db, settings, instance, request)
+            if paused is None:
+                # A retry of this write: the pause it wrote stands.
+                paused = _paused_by(instance, request.event.event_id)
             db.add(instance)
             db.commit()
             return Completed(
-                CompleteTickResult(seq=0, next_tick_at=instance.next_tick_at), {}, None
+                CompleteTickResult(
+                    seq=0, next_tick_at=instance.next_tick_at, paused_on_budget=paused is not None
+                ),
+                {},
+                None,
+                paused,
             )
         seq = _last_seq(db, request.instance_id) + 1
         previous = db.exec(
@@ -446,6 +475,7 @@ def complete_tick(
             if request.not_before is not None and request.not_before > visible_at:
                 visible_at = request.not_before
             _add_heartbeat(db, instance, seq, visible_at, request.now)
+        paused = None if request.close_stuck else _pause(db, settings, instance, request)
         db.add(instance)
         db.commit()
         return Completed(
@@ -453,10 +483,22 @@ def complete_tick(
                 seq=seq,
                 next_tick_at=instance.next_tick_at,
                 closed=request.close_stuck,
+                paused_on_budget=paused is not None,
             ),
             turn_view(row),
             stuck_id,
+            paused,
         )
+
+
+def _pause(
+    db: Session, settings: Settings, instance: AgentInstance, request: CompleteTickInput
+) -> str | None:
+    if request.budget_reached is None:
+        return None
+    return budget_pause.pause_in(
+        db, settings, instance, request.budget_reached, request.event.event_id, request.now
+    )
 
 
 def _bounded(text: str | None, limit: int) -> str | None:

@@ -59,6 +59,8 @@ class StandingAgentActivity(StrEnum):
     # An MCP call a human approved on the decision queue, run once under the decision's id.
     RUN_APPROVED_MCP_CALL = "agent.run_approved_mcp_call"
     COMPLETE_TICK = "agent.complete_tick"
+    # An agent paused on the weekly credit resumes when the window regenerates (local).
+    RESUME_REGENERATED = "agent.resume_regenerated"
 
 
 class CarriedState(BaseModel):
@@ -90,10 +92,33 @@ class InstanceView(BaseModel):
     feature_enabled: bool = True
     active_mode: str | None = None
     generation: int = 0
+    # Paused on the weekly credit: when its window regenerates and the agent resumes.
+    budget_resume_at: datetime | None = None
 
 
 class LoadInstanceInput(BaseModel):
     instance_id: str
+
+
+class ResumeInput(BaseModel):
+    """Resume an agent paused on the weekly credit once its window regenerated."""
+
+    instance_id: str
+    generation: int
+    now: datetime
+
+
+class BudgetReached(BaseModel):
+    """A tick stopped at a budget (issue 21, item 9): the agent pauses on it.
+
+    `cap` and `spent` are in the axis's unit (tokens, tool calls, seconds, dollars,
+    turns); for the weekly credit the store fills them in at the pause."""
+
+    axis: str
+    cap: float | None = None
+    spent: float | None = None
+    # The weekly credit's regeneration: the agent resumes then by itself.
+    resume_at: datetime | None = None
 
 
 class NextEventInput(BaseModel):
@@ -279,12 +304,16 @@ class CompleteTickInput(BaseModel):
     # Credit exhausted before any model call on a non-heartbeat event: record no turn,
     # leave the event unconsumed and visible again at `not_before` (spec §3.4.9).
     defer: bool = False
+    # The tick stopped at a budget: the agent pauses on it and raises `budget_reached`.
+    budget_reached: BudgetReached | None = None
 
 
 class CompleteTickResult(BaseModel):
     seq: int
     next_tick_at: datetime | None = None
     closed: bool = False
+    # The agent paused on a budget (its `budget_reached` attention request).
+    paused_on_budget: bool = False
 
 
 class AgentStatusView(BaseModel):

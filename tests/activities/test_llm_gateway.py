@@ -30,6 +30,7 @@ from runtime.llm.attempt_log import IN_FLIGHT
 from runtime.llm.contracts import ChatMessage, UsageSource
 from runtime.llm.models import LlmCall, LlmCallAttempt
 from runtime.llm.pricing import Price, cost_usd, price_for, put_price
+from runtime.llm.reservation import SpendRefusal, SpendRefused
 from runtime.llm.routing import (
     AttemptOutcome,
     AttemptSpec,
@@ -498,3 +499,48 @@ async def test_a_remote_server_naming_a_free_model_pays_the_requested_models_pri
     assert report.cost_usd == pytest.approx(cost_usd(requested, 1000, 10)) and report.cost_usd > 0
     (row,) = _attempts(store)
     assert (row.price_source, row.price_version) == ("requested", version)
+
+
+async def test_under_a_budget_the_attempt_holds_its_worst_case_and_a_reply_cut_short_keeps_it(
+    store: Store, settings: Settings, fake: FakeOpenAI
+) -> None:
+    """Reserve before you spend (issue 21, item 8): with a gate, the in-flight row holds
+    the worst case before anything is sent; a refused reservation sends nothing; a
+    reply cut short after the server answered (billed, for all anyone knows) is charged
+    its reservation, while a refusal before any answer (a 500) costs nothing."""
+    _provider(store, settings, fake, "k-cut", "k-down")
+    fake.answer_key("k-cut", FakeReply(content="half a rep", truncate=True))
+    put_price(store, "cheap-alias", Price(input_per_mtok_usd=0, output_per_mtok_usd=100), NOW)
+    gateway = ModelGateway(store, settings)
+    held: list[float] = []
+
+    def admit(db: object, reserve_usd: float, attempt_id: str) -> None:
+        held.append(reserve_usd)
+        return None
+
+    report, reply = await gateway.attempt(
+        _spec("cut"), OWNER, HELLO, [], max_tokens=1000, now=NOW, gate=admit
+    )
+    assert reply is None and held == [pytest.approx(0.1)]  # 1,000 output tokens at $100/M
+    [cut] = _attempts(store)
+    assert cut.reserved_usd == pytest.approx(0.1)
+    assert cut.cost_usd == pytest.approx(0.1)  # answered, then cut: its reservation
+    report, reply = await gateway.attempt(
+        _spec("down", call_id="call-2"), OWNER, HELLO, [], max_tokens=1000, now=NOW, gate=admit
+    )
+    assert report.outcome is AttemptOutcome.SERVER_ERROR
+    [down] = _attempts(store, "call-2")
+    assert (down.reserved_usd, down.cost_usd) == (pytest.approx(0.1), 0.0)
+    sent = len(fake.requests)
+
+    def refuse(db: object, reserve_usd: float, attempt_id: str) -> SpendRefusal:
+        return SpendRefusal(
+            axis="weekly_credit", cap_usd=0.05, spent_usd=0, reserve_usd=reserve_usd
+        )
+
+    with pytest.raises(SpendRefused) as refused:
+        await gateway.attempt(
+            _spec("cut", call_id="call-3"), OWNER, HELLO, [], max_tokens=1000, now=NOW, gate=refuse
+        )
+    assert refused.value.refusal.axis == "weekly_credit"
+    assert len(fake.requests) == sent and _attempts(store, "call-3") == []

@@ -208,3 +208,47 @@ def test_the_worst_case_is_the_prompt_at_the_input_price_and_the_cap_at_the_outp
         max_output_tokens=None,
     )
     assert unpriced == pytest.approx((1000 + OUTPUT_WITHOUT_CAP) * 99.0 / 1_000_000)
+
+
+def test_the_ticks_own_attempt_whose_spend_is_unknown_counts_on_the_tick_axis(
+    store: Store, tmp_path: Path
+) -> None:
+    """A timed-out attempt the chain fell back from may have been billed: the tick's
+    next reservation counts it, whatever the workflow's tally of finished calls says."""
+    settings = _settings(tmp_path, credit=100.0)
+    prefix = f"agent/{sa.TENANT}/a1/tick-7/"
+    first = _owner(prefix + "llm1")
+    assert record.begin_attempt(store, first, attempt=0, now=NOW, reserve_usd=RESERVE) is None
+    record.record_failure(
+        store,
+        first,
+        attempt=0,
+        outcome="timeout",
+        http_status=None,
+        error="no answer in time",
+        duration_ms=1,
+        now=NOW,
+    )
+    gate = spend.AgentSpendGate(
+        settings=settings,
+        tenant=sa.TENANT,
+        now=NOW,
+        tick_cap_usd=1.0,
+        tick_spent_usd=0.0,  # no call of the tick finished
+        tick_call_prefix=prefix,
+    )
+    refusal = record.begin_attempt(store, first, attempt=1, now=NOW, reserve_usd=RESERVE, gate=gate)
+    assert refusal is not None
+    assert (refusal.axis, refusal.spent_usd) == (spend.TICK_AXIS, pytest.approx(RESERVE))
+    # Another tick's attempts do not count on this one's axis.
+    unrelated = spend.AgentSpendGate(
+        settings=settings,
+        tenant=sa.TENANT,
+        now=NOW,
+        tick_cap_usd=1.0,
+        tick_spent_usd=0.0,
+        tick_call_prefix=f"agent/{sa.TENANT}/a1/tick-8/",
+    )
+    with store.session() as db:
+        assert unrelated(db, RESERVE, "x") is None
+        db.rollback()

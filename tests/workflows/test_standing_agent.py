@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +267,9 @@ class PricedModel(ScriptedAgentModel):
 async def test_an_exhausted_credit_skips_the_model_until_the_window_regenerates(
     agent_env: WorkflowEnvironment, store: Store, task_queue: str, tmp_path: Path
 ) -> None:
+    """Issue 21, item 9: the credit spent, the agent pauses on it (one `budget_reached`
+    request), ticks nothing in between whatever arrives, and resumes by itself when the
+    window regenerates (a durable timer), answering what waited."""
     async with sa.running(agent_env, store, tmp_path, task_queue, provider=PricedModel()):
         now = await agent_env.get_current_time()
         agent = sa.create_instance(store, now)
@@ -276,32 +279,43 @@ async def test_an_exhausted_credit_skips_the_model_until_the_window_regenerates(
         assert first.cost_usd > 60  # over the $60 weekly credit in one call
         # The greeting's call spent the tick's dollar budget too: one call, then it ended.
         assert len(sa.llm_attempts(store, agent)) == 1
-        hello = {"text": "are you there?"}
-        sent = await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, hello, now)
         spent_at = sa.aware(sa.llm_attempts(store, agent)[0].created_at)
         regenerates = spent_at + timedelta(days=7)
-        # The message is not consumed unanswered: it waits, unconsumed, for the window to
-        # regenerate, and the deferral records no turn (spec §3.4.9).
-        deferred = await _wait_event(store, sent, lambda e: sa.aware(e.visible_at) == regenerates)
-        assert deferred.consumed_at is None
+        paused = sa.instance(store, agent)
+        assert paused.status == AgentStatus.PAUSED.value
+        assert paused.budget_pause is not None
+        pause = paused.budget_pause
+        # Both the tick's dollars and the week's credit are spent: the credit holds it.
+        assert (pause["axis"], pause["cap"]) == ("weekly_credit", 60.0)
+        assert pause["spent"] == first.cost_usd
+        assert sa.aware(datetime.fromisoformat(pause["resumeAt"])) == regenerates
+        (request,) = sa.attention(store, agent)
+        assert (request.kind, request.status) == (AttentionKind.BUDGET_REACHED.value, "open")
+        assert request.decision_id == pause["decisionId"]
+        assert request.payload["axis"] == "weekly_credit"
+        hello = {"text": "are you there?"}
+        sent = await sa.send(store, handle, agent, EventKind.OPERATOR_MESSAGE, hello, now)
+        # Paused: the message waits, unconsumed, and nothing runs (no turn, no call).
+        await sa.settled(handle, await agent_env.get_current_time())
+        waiting = await _wait_event(store, sent, lambda e: e.consumed_at is None)
+        assert waiting.consumed_at is None
         assert len(sa.turns(store, agent)) == 1
         assert len(sa.llm_attempts(store, agent)) == 1
-        # The heartbeat is consumed with a gated turn, the next one at the regeneration.
-        await _advance_to_next_tick(agent_env, store, agent)
-        gated = sa.turns(store, agent)[1]
-        assert gated.event_kind == EventKind.AGENT_TICK.value
-        assert gated.llm_call_id is None
-        assert "credit" in (gated.wait_condition or "")
-        assert len(sa.llm_attempts(store, agent)) == 1
-        pending = sa.pending_ticks(store, agent)
-        assert len(pending) == 1
-        assert sa.aware(pending[0].visible_at) == regenerates
-        await _advance_to_next_tick(agent_env, store, agent)
-        answered = sa.turns(store, agent)[2]
-        assert answered.event_id == sent
+        # The window regenerates: the workflow's timer resumes the agent, which answers.
+        left = regenerates - await agent_env.get_current_time()
+        await agent_env.sleep(left + timedelta(seconds=1))
+        await sa.wait_turns(store, agent, 2)
+        answered = next(t for t in sa.turns(store, agent) if t.event_id == sent)
         assert answered.event_payload == hello
         assert answered.llm_call_id is not None
         assert len(sa.llm_attempts(store, agent)) > 1
+        # The first pause's request is resolved (the answers' $75 calls spent the new
+        # window at once: the agent paused again, with a request of its own).
+        first_request = next(
+            r for r in sa.attention(store, agent) if r.decision_id == request.decision_id
+        )
+        assert (first_request.status, first_request.resolution) == ("resolved", "resumed")
+        assert "regenerated" in (first_request.resolution_notes or "")
         await sa.stop(handle)
 
 

@@ -1,0 +1,308 @@
+"""A budget reached is a pause, not a failure (issue 21, item 9).
+
+A tick that stops at one of its budget's axes, or finds the tenant's weekly credit
+spent, records it and pauses its agent in the same transaction as the tick's one
+passivation write (`pause_in`, from `ticks.complete_tick`): the status becomes Paused,
+`budget_pause` says on what (axis, cap, spend, the credit's regeneration), and one
+`budget_reached` attention request tells an operator. A paused agent does not tick:
+nothing is retried in between, whatever wakes it.
+
+It resumes by itself (`resume_if_lifted`) when what stopped it no longer does:
+
+- an operator raised the cap (a `system_configs` write): the config route resumes at
+  once, and the API's sweeper re-checks every paused agent each pass, so an API that
+  died between the config write and the resume loses nothing;
+- the weekly credit's window regenerated: the workflow sleeps on a durable timer until
+  `resumeAt`, then resumes (the sweeper's pass is the backstop here too);
+- an operator starts it (`control.start`), stops it (it stays Paused, now the
+  operator's), or resets it: the pause is theirs and the request is resolved.
+
+The resume is a compare-and-swap (Paused, same generation, still paused on a budget);
+it resolves the attention request and makes the events the credit deferred due again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import update
+from sqlmodel import Session, col, select
+
+from runtime.policy.agent_budget import (
+    CREDIT_WINDOW,
+    foundational_active,
+    resolve_tick_budget,
+    settings_budget,
+)
+from runtime.settings import Settings
+from runtime.standing_agents import catalog, spend
+from runtime.standing_agents.configs import effective_credit
+from runtime.standing_agents.contracts import (
+    AgentStatus,
+    AgentType,
+    AttentionKind,
+    AttentionStatus,
+    EventKind,
+)
+from runtime.standing_agents.models import AgentEventRow, AgentInstance, AttentionRequest
+from runtime.standing_agents.modes import catalogue
+from runtime.standing_agents.workflow_contracts import BudgetReached
+from runtime.store.engine import Store
+from runtime.timestamps import aware_utc, iso_ms
+
+# How a resume resolves the attention request (`resolution`).
+RESUMED = "resumed"
+CLEARED = "cleared"
+_AXIS_UNITS = {
+    "tokens": "tokens",
+    "tool_calls": "tool calls",
+    "seconds": "seconds",
+    "cost_usd": "dollars",
+    "turns": "model turns",
+    spend.CREDIT_AXIS: "dollars over 7 days",
+}
+
+
+def pause_in(
+    db: Session,
+    settings: Settings,
+    instance: AgentInstance,
+    reached: BudgetReached,
+    event_id: str,
+    now: datetime,
+) -> str | None:
+    """Inside the tick's write: pause an Active agent on `reached` and raise its one
+    `budget_reached` request; returns the request's id (None: the agent was not Active,
+    e.g. an operator stopped it during the tick, and their pause stands)."""
+    if instance.status != AgentStatus.ACTIVE.value:
+        return None
+    credit = effective_credit(spend.configs_in(db, instance.tenant), settings)
+    spent = spend.window_spend(db, instance.tenant, now)
+    if credit.enabled and spent.total_usd >= credit.weekly_cap_usd:
+        # The week's credit is spent too: that is what holds the agent (a new tick would
+        # have a fresh tick budget, not a fresh credit), and it lifts by itself.
+        reached = BudgetReached(axis=spend.CREDIT_AXIS, resume_at=reached.resume_at)
+    if reached.axis == spend.CREDIT_AXIS:
+        regenerates = reached.resume_at
+        if regenerates is None and spent.oldest is not None:
+            regenerates = spent.oldest + CREDIT_WINDOW
+        reached = reached.model_copy(
+            update={
+                "cap": credit.weekly_cap_usd,
+                "spent": spent.total_usd,
+                "resume_at": regenerates,
+            }
+        )
+    op_id = f"budget/{instance.instance_id}/{event_id}"
+    decision_id = str(uuid.uuid5(uuid.NAMESPACE_URL, op_id))
+    open_request = db.exec(
+        select(AttentionRequest).where(
+            col(AttentionRequest.soa_instance_id) == instance.instance_id,
+            col(AttentionRequest.kind) == AttentionKind.BUDGET_REACHED.value,
+            col(AttentionRequest.status) == AttentionStatus.OPEN.value,
+        )
+    ).first()
+    body = _describe(reached)
+    payload = {"axis": reached.axis, "cap": reached.cap, "spent": reached.spent}
+    if reached.resume_at is not None:
+        payload["resumeAt"] = iso_ms(reached.resume_at)
+    if open_request is not None:  # one request per pause: the open one says the latest
+        decision_id = open_request.decision_id
+        open_request.body = body
+        open_request.payload = payload
+        db.add(open_request)
+    elif db.get(AttentionRequest, decision_id) is None:
+        db.add(
+            AttentionRequest(
+                decision_id=decision_id,
+                tenant=instance.tenant,
+                kind=AttentionKind.BUDGET_REACHED.value,
+                source="soa",
+                soa_instance_id=instance.instance_id,
+                title=f"Budget reached: {reached.axis}",
+                body=body,
+                payload=payload,
+                status=AttentionStatus.OPEN.value,
+                op_id=op_id,
+                created_at=now,
+            )
+        )
+    instance.status = AgentStatus.PAUSED.value
+    instance.budget_pause = payload | {
+        "decisionId": decision_id,
+        "eventId": event_id,
+        "since": iso_ms(now),
+    }
+    instance.updated_at = now
+    return decision_id
+
+
+def _describe(reached: BudgetReached) -> str:
+    unit = _AXIS_UNITS.get(reached.axis, reached.axis)
+    text = (
+        f"The agent stopped at its {reached.axis} budget ({reached.spent:g} of {reached.cap:g}"
+        f" {unit}) and is paused: nothing runs until the cap is raised"
+        if reached.cap is not None and reached.spent is not None
+        else f"The agent stopped at its {reached.axis} budget and is paused"
+    )
+    if reached.resume_at is not None:
+        text += f" or the window regenerates at {iso_ms(reached.resume_at)}"
+    return text + " (or an operator starts it)."
+
+
+def resume_at(instance: AgentInstance) -> datetime | None:
+    """When a Paused agent's weekly credit regenerates (None: not paused on it)."""
+    pause = instance.budget_pause
+    if instance.status != AgentStatus.PAUSED.value or pause is None:
+        return None
+    raw = pause.get("resumeAt")
+    return aware_utc(datetime.fromisoformat(raw)) if isinstance(raw, str) else None
+
+
+def lifted(store: Store, settings: Settings, instance: AgentInstance, now: datetime) -> str | None:
+    """Why what paused `instance` no longer holds (None: it still does)."""
+    pause = instance.budget_pause or {}
+    axis = str(pause.get("axis", ""))
+    cap = pause.get("cap")
+    with store.session() as db:
+        configs = spend.configs_in(db, instance.tenant)
+    if axis == spend.CREDIT_AXIS:
+        regenerates = resume_at(instance)
+        if regenerates is not None and regenerates <= aware_utc(now):
+            return "the credit window regenerated"
+        credit = effective_credit(configs, settings)
+        if not credit.enabled:
+            return "credit enforcement was turned off"
+        if not isinstance(cap, int | float) or credit.weekly_cap_usd > cap:
+            return f"the weekly credit was raised to {credit.weekly_cap_usd:g}"
+        return None
+    if foundational_active(
+        instance.is_building_starting_workset, instance.workset_deadline_utc, now
+    ):
+        return "the foundational phase lifts the tick's budget"
+    agent_type = AgentType(instance.agent_type)
+    try:
+        mode = catalog.resolve_mode(agent_type, instance.active_mode, catalogue(store, agent_type))
+        override = mode.budget_override
+    except catalog.ModeCatalogError:
+        override = None
+    budget = resolve_tick_budget(
+        configs=configs,
+        settings_layer=settings_budget(settings),
+        mode_override=override,
+        foundational=False,
+    )
+    now_cap = getattr(budget, f"max_{axis}", None)
+    if now_cap is None:
+        return f"the {axis} budget is no longer capped"
+    if not isinstance(cap, int | float) or now_cap > cap:
+        return f"the {axis} budget was raised to {now_cap:g}"
+    return None
+
+
+def resume_if_lifted(
+    store: Store, settings: Settings, instance_id: str, now: datetime
+) -> AgentInstance | None:
+    """Resume the agent if it is paused on a budget that no longer holds; returns the
+    resumed row (None: not paused on a budget, or still held)."""
+    with store.session() as db:
+        instance = db.get(AgentInstance, instance_id)
+    if instance is None or instance.budget_pause is None:
+        return None
+    if instance.status != AgentStatus.PAUSED.value:
+        return None
+    why = lifted(store, settings, instance, now)
+    if why is None:
+        return None
+    with store.session() as db:
+        if not _resume_in(db, instance, now, why):
+            db.rollback()
+            return None
+        db.commit()
+        return db.get(AgentInstance, instance_id, populate_existing=True)
+
+
+def resume_lifted(
+    store: Store, settings: Settings, now: datetime, tenant: str | None = None
+) -> list[AgentInstance]:
+    """Every agent (of `tenant`, or all) paused on a budget that no longer holds, resumed."""
+    with store.session() as db:
+        query = select(AgentInstance.instance_id).where(
+            col(AgentInstance.status) == AgentStatus.PAUSED.value,
+            col(AgentInstance.budget_pause).is_not(None),
+        )
+        if tenant is not None:
+            query = query.where(col(AgentInstance.tenant) == tenant)
+        ids = list(db.exec(query).all())
+    resumed = [resume_if_lifted(store, settings, i, now) for i in ids]
+    return [row for row in resumed if row is not None]
+
+
+def _resume_in(db: Session, instance: AgentInstance, now: datetime, why: str) -> bool:
+    taken = db.execute(
+        update(AgentInstance)
+        .where(
+            col(AgentInstance.instance_id) == instance.instance_id,
+            col(AgentInstance.status) == AgentStatus.PAUSED.value,
+            col(AgentInstance.generation) == instance.generation,
+            col(AgentInstance.budget_pause).is_not(None),
+        )
+        .values(status=AgentStatus.ACTIVE.value, budget_pause=None, updated_at=now)
+    )
+    if taken.rowcount != 1:  # type: ignore[attr-defined]
+        return False
+    _resolve(db, instance.budget_pause or {}, now, RESUMED, why)
+    # The events the spent credit deferred to the window's regeneration are due now.
+    deferred = db.exec(
+        select(AgentEventRow).where(
+            col(AgentEventRow.instance_id) == instance.instance_id,
+            col(AgentEventRow.generation) == instance.generation,
+            col(AgentEventRow.consumed_at).is_(None),
+            col(AgentEventRow.visible_at) > now,
+            col(AgentEventRow.event_kind) != EventKind.AGENT_TICK.value,
+        )
+    ).all()
+    for row in deferred:
+        row.visible_at = now
+        db.add(row)
+    return True
+
+
+def clear_in(db: Session, instance_id: str, now: datetime, why: str) -> dict[str, Any] | None:
+    """An operator took the agent over (start, stop, reset): the budget pause is no longer
+    the agent's to lift, and its request is resolved. Returns the pause cleared."""
+    instance = db.get(AgentInstance, instance_id, populate_existing=True)
+    if instance is None or instance.budget_pause is None:
+        return None
+    pause = dict(instance.budget_pause)
+    db.execute(
+        update(AgentInstance)
+        .where(col(AgentInstance.instance_id) == instance_id)
+        .values(budget_pause=None)
+    )
+    _resolve(db, pause, now, CLEARED, why)
+    return pause
+
+
+def _resolve(
+    db: Session, pause: dict[str, Any], now: datetime, resolution: str, notes: str
+) -> None:
+    decision_id = pause.get("decisionId")
+    if not decision_id:
+        return
+    db.execute(
+        update(AttentionRequest)
+        .where(
+            col(AttentionRequest.decision_id) == decision_id,
+            col(AttentionRequest.status) == AttentionStatus.OPEN.value,
+        )
+        .values(
+            status=AttentionStatus.RESOLVED.value,
+            resolution=resolution,
+            resolution_notes=notes,
+            answered_by="agentrt",
+            resolved_at=now,
+        )
+    )
