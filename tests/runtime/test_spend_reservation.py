@@ -239,7 +239,7 @@ def test_the_ticks_own_attempt_whose_spend_is_unknown_counts_on_the_tick_axis(
     )
     refusal = record.begin_attempt(store, first, attempt=1, now=NOW, reserve_usd=RESERVE, gate=gate)
     assert refusal is not None
-    assert (refusal.axis, refusal.spent_usd) == (spend.TICK_AXIS, pytest.approx(RESERVE))
+    assert refusal.axis == spend.TICK_AXIS and refusal.spent_usd == pytest.approx(RESERVE)
     # Another tick's attempts do not count on this one's axis.
     unrelated = spend.AgentSpendGate(
         settings=settings,
