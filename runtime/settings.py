@@ -164,6 +164,11 @@ class Settings(BaseSettings):
     max_concurrent_instances_per_tenant: int = Field(default=4, ge=1, le=1000)
     agent_tick_lease_stale_ms: int = Field(default=1_200_000, ge=10_000)
     max_consecutive_blocked_turns: int = Field(default=3, ge=1)
+    # The loop guards (issue 21, item 10; runtime/policy/loop_guard.py): close an agent
+    # whose last N planned turns decided the same, or that planned more than M times in
+    # an hour on its own heartbeat with no operator or external event.
+    agent_max_repeated_decisions: int = Field(default=5, ge=2)
+    agent_max_self_wakes_per_hour: int = Field(default=12, ge=1)
     # The STUCK guard closes an agent after N blocked turns (the spec's pod path); on in agentrt.
     enforce_stuck_guard: bool = True
     # Enabling the feature for a tenant ensures its singleton SOA (auto-bootstrap): Active

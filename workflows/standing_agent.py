@@ -145,6 +145,7 @@ class _Episode:
     # The weekly credit ran out before a model call: when it regenerates.
     credit_stopped: bool = False
     credit_regenerates_at: datetime | None = None
+    credit_reserve: float | None = None
     # The tick stopped at an axis of its budget: which, its cap and the tick's use of it.
     budget_axis: str | None = None
     budget_cap: float | None = None
@@ -375,7 +376,7 @@ class StandingAgentWorkflow:
             enforce=begin.enforce_stuck_guard,
             planned=result.llm_calls > 0 or not workflow.patched(STUCK_COUNTS_PATCH),
         )
-        await workflow.execute_activity(
+        done: CompleteTickResult = await workflow.execute_activity(
             StandingAgentActivity.COMPLETE_TICK,
             CompleteTickInput(
                 tenant=request.tenant,
@@ -404,7 +405,8 @@ class StandingAgentWorkflow:
             start_to_close_timeout=timedelta(minutes=1),
             retry_policy=_STORE_RETRY,
         )
-        if verdict.close and workflow.patched(STUCK_SETTLES_WINDOWS_PATCH):
+        # Closed by the STUCK guard, or by a loop guard the store applies (the result says).
+        if (verdict.close or done.closed) and workflow.patched(STUCK_SETTLES_WINDOWS_PATCH):
             await _settle_windows(request.tenant, request.instance_id)
         return state.model_copy(
             update={
@@ -591,6 +593,8 @@ class StandingAgentWorkflow:
                 out.wait_condition = "credit_exhausted: waiting for the weekly window"
                 out.credit_stopped = True
                 out.credit_regenerates_at = step.credit_regenerates_at
+                if step.refusal is not None:
+                    out.credit_reserve = step.refusal.reserve_usd
                 return out
             nudge_next = False
             usage.turns += 1
@@ -653,7 +657,11 @@ class StandingAgentWorkflow:
 def _budget_reached(result: _Episode, begin: BeginTickResult) -> BudgetReached | None:
     """What the tick stopped at, if a budget: the agent pauses on it (issue 21, item 9)."""
     if result.credit_stopped:
-        return BudgetReached(axis=CREDIT_AXIS, resume_at=result.credit_regenerates_at)
+        return BudgetReached(
+            axis=CREDIT_AXIS,
+            resume_at=result.credit_regenerates_at,
+            reserve=result.credit_reserve,
+        )
     if result.budget_axis is None:
         return None
     if begin.foundational and result.budget_axis == TICK_COST_AXIS:

@@ -163,12 +163,11 @@ class StandingAgentActivities:
                 request.tenant, request.instance_id, done.stuck_decision_id, "stuck"
             )
         if done.budget_decision_id is not None:
-            reached = request.budget_reached
             paused = {
                 "instanceId": request.instance_id,
                 "status": "Paused",
                 "reason": "budget_reached",
-                "axis": reached.axis if reached is not None else "",
+                "axis": done.budget_axis or "",
             }
             await self.journal.aappend_many(
                 stream,
@@ -192,7 +191,7 @@ class StandingAgentActivities:
         )
         if resumed is None:
             return False
-        control.journal_status(self.journal, resumed)
+        await asyncio.to_thread(control.journal_status, self.journal, resumed)
         return True
 
     async def _stored_actions(self, request: CompleteTickInput) -> dict[str, dict[str, Any]]:

@@ -27,18 +27,18 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
 from runtime.policy.agent_budget import (
-    CREDIT_WINDOW,
+    CONFIG_KEYS,
     foundational_active,
     resolve_tick_budget,
     settings_budget,
 )
 from runtime.settings import Settings
 from runtime.standing_agents import catalog, spend
-from runtime.standing_agents.configs import effective_credit
+from runtime.standing_agents.configs import WEEKLY_CREDIT_KEY, effective_credit
 from runtime.standing_agents.contracts import (
     AgentStatus,
     AgentType,
@@ -46,7 +46,12 @@ from runtime.standing_agents.contracts import (
     AttentionStatus,
     EventKind,
 )
-from runtime.standing_agents.models import AgentEventRow, AgentInstance, AttentionRequest
+from runtime.standing_agents.models import (
+    AgentEventRow,
+    AgentInstance,
+    AttentionRequest,
+    SystemConfig,
+)
 from runtime.standing_agents.modes import catalogue
 from runtime.standing_agents.workflow_contracts import BudgetReached
 from runtime.store.engine import Store
@@ -83,16 +88,19 @@ def pause_in(
     if credit.enabled and spent.total_usd >= credit.weekly_cap_usd:
         # The week's credit is spent too: that is what holds the agent (a new tick would
         # have a fresh tick budget, not a fresh credit), and it lifts by itself.
-        reached = BudgetReached(axis=spend.CREDIT_AXIS, resume_at=reached.resume_at)
+        reached = BudgetReached(axis=spend.CREDIT_AXIS)
     if reached.axis == spend.CREDIT_AXIS:
-        regenerates = reached.resume_at
-        if regenerates is None and spent.oldest is not None:
-            regenerates = spent.oldest + CREDIT_WINDOW
+        # Spent, or too little left for the refused call's worst case: it lifts when the
+        # window's spend drops below the cap minus that (None: only an operator lifts it).
+        threshold = credit.weekly_cap_usd - (reached.reserve or 0.0)
+        if not credit.enabled or spent.total_usd < threshold:
+            return None  # not held by the credit after all (a stale foundational snapshot)
         reached = reached.model_copy(
             update={
                 "cap": credit.weekly_cap_usd,
                 "spent": spent.total_usd,
-                "resume_at": regenerates,
+                "resume_at": spend.below_cap_at(db, instance.tenant, now, threshold),
+                "reserve": reached.reserve or 0.0,
             }
         )
     op_id = f"budget/{instance.instance_id}/{event_id}"
@@ -105,9 +113,12 @@ def pause_in(
         )
     ).first()
     body = _describe(reached)
-    payload = {"axis": reached.axis, "cap": reached.cap, "spent": reached.spent}
+    payload: dict[str, Any] = {"axis": reached.axis, "cap": reached.cap, "spent": reached.spent}
     if reached.resume_at is not None:
         payload["resumeAt"] = iso_ms(reached.resume_at)
+    key = _config_key(reached.axis)
+    # Below this the window's spend lifts a credit pause (its cap minus the refused call).
+    lifts_below = (reached.cap or 0.0) - (reached.reserve or 0.0)
     if open_request is not None:  # one request per pause: the open one says the latest
         decision_id = open_request.decision_id
         open_request.body = body
@@ -134,9 +145,20 @@ def pause_in(
         "decisionId": decision_id,
         "eventId": event_id,
         "since": iso_ms(now),
+        "capKey": key,
+        "mode": instance.active_mode,
+        "liftsBelow": lifts_below if reached.axis == spend.CREDIT_AXIS else None,
     }
+    instance.budget_pause_id = decision_id
     instance.updated_at = now
     return decision_id
+
+
+def _config_key(axis: str) -> str | None:
+    """The system_configs key that sets `axis` (a mode's own override may set it too)."""
+    if axis == spend.CREDIT_AXIS:
+        return WEEKLY_CREDIT_KEY
+    return next((k for k, field in CONFIG_KEYS.items() if field == f"max_{axis}"), None)
 
 
 def _describe(reached: BudgetReached) -> str:
@@ -147,9 +169,12 @@ def _describe(reached: BudgetReached) -> str:
         if reached.cap is not None and reached.spent is not None
         else f"The agent stopped at its {reached.axis} budget and is paused"
     )
+    key = _config_key(reached.axis)
+    if key is not None:
+        text += f" ({key}; or, where the agent's mode sets this axis, a move to another mode)"
     if reached.resume_at is not None:
         text += f" or the window regenerates at {iso_ms(reached.resume_at)}"
-    return text + " (or an operator starts it)."
+    return text + ", or an operator starts it."
 
 
 def resume_at(instance: AgentInstance) -> datetime | None:
@@ -157,8 +182,17 @@ def resume_at(instance: AgentInstance) -> datetime | None:
     pause = instance.budget_pause
     if instance.status != AgentStatus.PAUSED.value or pause is None:
         return None
-    raw = pause.get("resumeAt")
-    return aware_utc(datetime.fromisoformat(raw)) if isinstance(raw, str) else None
+    return _instant(pause.get("resumeAt"))
+
+
+def _instant(raw: Any) -> datetime | None:
+    """An ISO instant of the pause's JSON (None: absent or not one: a hand-edited row)."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        return aware_utc(datetime.fromisoformat(raw))
+    except ValueError:
+        return None
 
 
 def lifted(store: Store, settings: Settings, instance: AgentInstance, now: datetime) -> str | None:
@@ -166,12 +200,30 @@ def lifted(store: Store, settings: Settings, instance: AgentInstance, now: datet
     pause = instance.budget_pause or {}
     axis = str(pause.get("axis", ""))
     cap = pause.get("cap")
+    since = _instant(pause.get("since")) or aware_utc(now)
     with store.session() as db:
         configs = spend.configs_in(db, instance.tenant)
+        changed = db.exec(
+            select(func.max(SystemConfig.updated_at)).where(
+                col(SystemConfig.tenant) == instance.tenant
+            )
+        ).one()
     if axis == spend.CREDIT_AXIS:
         regenerates = resume_at(instance)
         if regenerates is not None and regenerates <= aware_utc(now):
-            return "the credit window regenerated"
+            below = pause.get("liftsBelow")
+            with store.session() as db:
+                spent = spend.window_spend(db, instance.tenant, now).total_usd
+            if not isinstance(below, int | float) or spent < below:
+                return "the credit window regenerated"
+    # Only an operator's change since the pause lifts it otherwise (a config write, a
+    # mode change): the API's settings are not taken for a raise of the worker's.
+    operator_changed = (changed is not None and aware_utc(changed) > since) or (
+        instance.active_mode != pause.get("mode", instance.active_mode)
+    )
+    if not operator_changed:
+        return None
+    if axis == spend.CREDIT_AXIS:
         credit = effective_credit(configs, settings)
         if not credit.enabled:
             return "credit enforcement was turned off"
@@ -209,12 +261,13 @@ def resume_if_lifted(
     resumed row (None: not paused on a budget, or still held)."""
     with store.session() as db:
         instance = db.get(AgentInstance, instance_id)
-    if instance is None or instance.budget_pause is None:
+    if instance is None or instance.budget_pause_id is None:
         return None
     if instance.status != AgentStatus.PAUSED.value:
         return None
     why = lifted(store, settings, instance, now)
     if why is None:
+        _refresh_resume_at(store, settings, instance, now)
         return None
     with store.session() as db:
         if not _resume_in(db, instance, now, why):
@@ -224,6 +277,35 @@ def resume_if_lifted(
         return db.get(AgentInstance, instance_id, populate_existing=True)
 
 
+def _refresh_resume_at(
+    store: Store, settings: Settings, instance: AgentInstance, now: datetime
+) -> None:
+    """A regeneration time past that did not lift the pause (the window still holds the
+    cap): the next one, so that the workflow's timer does not fire again at once."""
+    regenerates = resume_at(instance)
+    if regenerates is None or regenerates > aware_utc(now):
+        return
+    pause = dict(instance.budget_pause or {})
+    below = pause.get("liftsBelow")
+    with store.session() as db:
+        if not isinstance(below, int | float):
+            below = effective_credit(spend.configs_in(db, instance.tenant), settings).weekly_cap_usd
+        following = spend.below_cap_at(db, instance.tenant, now, float(below))
+        if following is not None:
+            pause["resumeAt"] = iso_ms(following)
+        else:
+            pause.pop("resumeAt", None)
+        db.execute(
+            update(AgentInstance)
+            .where(
+                col(AgentInstance.instance_id) == instance.instance_id,
+                col(AgentInstance.budget_pause_id) == instance.budget_pause_id,
+            )
+            .values(budget_pause=pause)
+        )
+        db.commit()
+
+
 def resume_lifted(
     store: Store, settings: Settings, now: datetime, tenant: str | None = None
 ) -> list[AgentInstance]:
@@ -231,7 +313,7 @@ def resume_lifted(
     with store.session() as db:
         query = select(AgentInstance.instance_id).where(
             col(AgentInstance.status) == AgentStatus.PAUSED.value,
-            col(AgentInstance.budget_pause).is_not(None),
+            col(AgentInstance.budget_pause_id).is_not(None),
         )
         if tenant is not None:
             query = query.where(col(AgentInstance.tenant) == tenant)
@@ -247,14 +329,25 @@ def _resume_in(db: Session, instance: AgentInstance, now: datetime, why: str) ->
             col(AgentInstance.instance_id) == instance.instance_id,
             col(AgentInstance.status) == AgentStatus.PAUSED.value,
             col(AgentInstance.generation) == instance.generation,
-            col(AgentInstance.budget_pause).is_not(None),
+            # This pause, not one cleared meanwhile or another taken since.
+            col(AgentInstance.budget_pause_id) == instance.budget_pause_id,
         )
-        .values(status=AgentStatus.ACTIVE.value, budget_pause=None, updated_at=now)
+        .values(
+            status=AgentStatus.ACTIVE.value,
+            budget_pause=None,
+            budget_pause_id=None,
+            updated_at=now,
+        )
     )
     if taken.rowcount != 1:  # type: ignore[attr-defined]
         return False
     _resolve(db, instance.budget_pause or {}, now, RESUMED, why)
-    # The events the spent credit deferred to the window's regeneration are due now.
+    _undefer(db, instance, now)
+    return True
+
+
+def _undefer(db: Session, instance: AgentInstance, now: datetime) -> None:
+    """The events the spent credit deferred to the window's regeneration are due now."""
     deferred = db.exec(
         select(AgentEventRow).where(
             col(AgentEventRow.instance_id) == instance.instance_id,
@@ -267,22 +360,26 @@ def _resume_in(db: Session, instance: AgentInstance, now: datetime, why: str) ->
     for row in deferred:
         row.visible_at = now
         db.add(row)
-    return True
 
 
-def clear_in(db: Session, instance_id: str, now: datetime, why: str) -> dict[str, Any] | None:
+def clear_in(
+    db: Session, instance_id: str, now: datetime, why: str, *, undefer: bool = False
+) -> dict[str, Any] | None:
     """An operator took the agent over (start, stop, reset): the budget pause is no longer
-    the agent's to lift, and its request is resolved. Returns the pause cleared."""
+    the agent's to lift, and its request is resolved; a start (`undefer`) also makes the
+    events the credit deferred due now. Returns the pause cleared."""
     instance = db.get(AgentInstance, instance_id, populate_existing=True)
-    if instance is None or instance.budget_pause is None:
+    if instance is None or instance.budget_pause_id is None:
         return None
-    pause = dict(instance.budget_pause)
+    pause = dict(instance.budget_pause or {})
     db.execute(
         update(AgentInstance)
         .where(col(AgentInstance.instance_id) == instance_id)
-        .values(budget_pause=None)
+        .values(budget_pause=None, budget_pause_id=None)
     )
     _resolve(db, pause, now, CLEARED, why)
+    if undefer:
+        _undefer(db, instance, now)
     return pause
 
 

@@ -295,7 +295,12 @@ def start(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
     now = now_utc()
     values: dict[str, Any] = {"status": AgentStatus.ACTIVE.value, "updated_at": now}
     if instance.status == AgentStatus.CLOSED.value:
-        values.update(consecutive_idle_ticks=0, consecutive_blocked_turns=0)
+        values.update(
+            consecutive_idle_ticks=0,
+            consecutive_blocked_turns=0,
+            last_decision_hash=None,
+            repeated_decision_turns=0,
+        )
     seed = f"init/{instance_id}/{instance.generation}/{uuid.uuid4().hex[:12]}"
 
     def write(db: Session) -> bool:
@@ -314,7 +319,7 @@ def start(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
         ):
             db.rollback()
             return False
-        budget_pause.clear_in(db, instance_id, now, "started by an operator")
+        budget_pause.clear_in(db, instance_id, now, "started by an operator", undefer=True)
         return True
 
     changed = transaction(store, write)
@@ -370,6 +375,8 @@ def reset(
             generation=AgentInstance.generation + 1,
             consecutive_idle_ticks=0,
             consecutive_blocked_turns=0,
+            last_decision_hash=None,
+            repeated_decision_turns=0,
             last_plan_input_hash=None,
             is_building_starting_workset=True,
             workset_deadline_utc=foundational_deadline(now, window),
@@ -663,7 +670,10 @@ def _after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) ->
     closed_stuck = (
         row.kind == AttentionKind.STUCK.value and instance.status == AgentStatus.CLOSED.value
     )
-    if not closed_stuck:
+    # A budget_reached request informs: the pause lifts by a raised cap, a regenerated
+    # window or a start, not by an answer (which the agent would plan on, at a cost).
+    informs = row.kind == AttentionKind.BUDGET_REACHED.value
+    if not closed_stuck and not informs:
         queue.enqueue_in(
             db,
             tenant=row.tenant,

@@ -48,9 +48,18 @@ class AgentInstance(SQLModel, table=True):
     tick_started_at: datetime | None = _ts(nullable=True)
     # Bumped by reset: events and ledger turns of an older generation are ignored.
     generation: int = 0
+    # The loop guards (runtime/policy/loop_guard.py; migration 0017): the last planned
+    # turn's decision hash and how many planned turns in a row ended with it.
+    last_decision_hash: str | None = Field(default=None, max_length=80)
+    repeated_decision_turns: int = 0
     # Paused on a budget (runtime/standing_agents/budget_pause.py; migration 0016):
     # {"axis", "cap", "spent", "resumeAt", "decisionId", "eventId", "since"}; None otherwise.
-    budget_pause: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # SQL NULL when not paused (none_as_null: never the JSON `null`).
+    budget_pause: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON(none_as_null=True), nullable=True)
+    )
+    # The pause's attention request: what a resume compares and swaps (migration 0017).
+    budget_pause_id: str | None = Field(default=None, max_length=64)
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 

@@ -77,6 +77,29 @@ def window_spend(db: Session, tenant: str, now: datetime, *, excluding: str | No
     return Spend(float(total or 0.0), aware_utc(oldest) if oldest is not None else None)
 
 
+def below_cap_at(db: Session, tenant: str, now: datetime, cap_usd: float) -> datetime | None:
+    """When the rolling window's spend next drops below `cap_usd` as its oldest attempts
+    leave it (None: it is below already, or nothing spent could leave it)."""
+    rows = db.exec(
+        select(LlmCallAttempt.created_at, _AMOUNT)
+        .where(
+            col(LlmCallAttempt.tenant) == tenant,
+            col(LlmCallAttempt.owner_kind) == OWNER_KIND,
+            col(LlmCallAttempt.created_at) > now - CREDIT_WINDOW,
+            or_(col(LlmCallAttempt.cost_usd) > 0, _UNSETTLED),
+        )
+        .order_by(col(LlmCallAttempt.created_at))
+    ).all()
+    total = sum(float(amount or 0.0) for _at, amount in rows)
+    for at, amount in rows:
+        if total < cap_usd:
+            break
+        total -= float(amount or 0.0)
+        if total < cap_usd:
+            return aware_utc(at) + CREDIT_WINDOW
+    return None
+
+
 def tick_spend(db: Session, call_prefix: str, *, excluding: str) -> float:
     """What a tick's own attempts (call ids under `call_prefix`) cost or hold: a timed-out
     attempt the chain fell back from counts its reservation here too."""

@@ -27,6 +27,15 @@ from runtime.policy.agent_budget import (
     settings_budget,
 )
 from runtime.policy.agent_cadence import next_heartbeat_delay_ms
+from runtime.policy.loop_guard import (
+    PHASE_BLOCKED_RULE,
+    REPEATED_DECISION,
+    SELF_WAKE,
+    SELF_WAKE_WINDOW_SECONDS,
+    LoopVerdict,
+    after_planned_turn,
+    decision_hash,
+)
 from runtime.policy.plan_hash import plan_input_hash
 from runtime.settings import Settings
 from runtime.standing_agents import budget_pause, catalog, mcp_calls, tick_cap
@@ -311,6 +320,13 @@ class Completed:
     stuck_decision_id: str | None
     # The `budget_reached` request of the pause this tick wrote (issue 21, item 9).
     budget_decision_id: str | None = None
+    # What the agent paused on (the credit, when it was spent as well as the tick's axis).
+    budget_axis: str | None = None
+
+
+def _paused_axis(instance: AgentInstance | None, paused: str | None) -> str | None:
+    pause = instance.budget_pause if instance is not None and paused is not None else None
+    return str(pause.get("axis")) if pause else None
 
 
 def _paused_by(instance: AgentInstance | None, event_id: str) -> str | None:
@@ -340,7 +356,11 @@ def complete_tick(
                 col(AgentLedgerTurn.event_id) == request.event.event_id,
             )
         ).first()
-        instance = db.get(AgentInstance, request.instance_id)
+        # Locked (PostgreSQL): an operator's stop committing meanwhile is seen by the pause
+        # below, which must not pause on a budget an agent the operator paused.
+        instance = db.get(
+            AgentInstance, request.instance_id, with_for_update=True, populate_existing=True
+        )
         if existing is not None or instance is None:
             # A retry after the commit: the same answer, so its journal events (deduped)
             # are appended if the first attempt died before appending them.
@@ -362,6 +382,7 @@ def complete_tick(
                 turn_view(existing) if existing is not None else {},
                 stuck,
                 paused,
+                _paused_axis(instance, paused),
             )
         if instance.generation != request.generation:
             # Reset meanwhile: the reset won, this tick records nothing.
@@ -397,6 +418,7 @@ def complete_tick(
                 {},
                 None,
                 paused,
+                _paused_axis(instance, paused),
             )
         seq = _last_seq(db, request.instance_id) + 1
         previous = db.exec(
@@ -463,31 +485,37 @@ def complete_tick(
         instance.last_tick_at = request.now
         instance.tick_in_progress = False
         instance.updated_at = request.now
+        loop = _loop_verdict(db, settings, instance, request, reasoning)
+        instance.last_decision_hash = loop.last_decision_hash
+        instance.repeated_decision_turns = loop.repeated_decisions
+        closing = request.close_stuck or (settings.enforce_stuck_guard and loop.rule is not None)
         stuck_id: str | None = None
-        if request.close_stuck:
+        if closing:
             instance.status = AgentStatus.CLOSED.value
             instance.next_tick_at = None
             _consume_heartbeats(db, request.instance_id, request.now)
-            stuck_id = _raise_stuck(db, request)
+            rule = None if request.close_stuck else loop
+            stuck_id = _raise_stuck(db, request, rule)
         else:
             _consume_heartbeats(db, request.instance_id, request.now)
             visible_at = request.now + heartbeat_delay(settings, request.consecutive_idle_ticks)
             if request.not_before is not None and request.not_before > visible_at:
                 visible_at = request.not_before
             _add_heartbeat(db, instance, seq, visible_at, request.now)
-        paused = None if request.close_stuck else _pause(db, settings, instance, request)
+        paused = None if closing else _pause(db, settings, instance, request)
         db.add(instance)
         db.commit()
         return Completed(
             CompleteTickResult(
                 seq=seq,
                 next_tick_at=instance.next_tick_at,
-                closed=request.close_stuck,
+                closed=closing,
                 paused_on_budget=paused is not None,
             ),
             turn_view(row),
             stuck_id,
             paused,
+            _paused_axis(instance, paused),
         )
 
 
@@ -559,9 +587,76 @@ def _stuck_op_id(request: CompleteTickInput) -> str:
     return f"stuck/{request.instance_id}/{request.event.event_id}"
 
 
-def _raise_stuck(db: Session, request: CompleteTickInput) -> str:
+def _loop_verdict(
+    db: Session,
+    settings: Settings,
+    instance: AgentInstance,
+    request: CompleteTickInput,
+    reasoning: str | None,
+) -> LoopVerdict:
+    """The loop guards' counters after this turn (runtime/policy/loop_guard.py)."""
+    planned = request.llm_call_id is not None
+    wakes = 0
+    if planned and request.event.kind == EventKind.AGENT_TICK:
+        wakes = _self_wakes(db, request) + 1
+    return after_planned_turn(
+        planned=planned,
+        this_hash=decision_hash(
+            decision_kind=request.decision_kind.value,
+            actions=[a.model_dump(mode="json") for a in request.actions],
+            wait_condition=request.wait_condition,
+            reasoning_summary=reasoning,
+        ),
+        last_hash=instance.last_decision_hash,
+        repeated=instance.repeated_decision_turns,
+        max_repeated=settings.agent_max_repeated_decisions,
+        self_wakes_in_window=wakes,
+        max_self_wakes=settings.agent_max_self_wakes_per_hour,
+    )
+
+
+def _self_wakes(db: Session, request: CompleteTickInput) -> int:
+    """The planned heartbeat turns of the last hour since the last turn on any other
+    event (an operator's or an external one), this turn not included."""
+    turns = col(AgentLedgerTurn.instance_id) == request.instance_id
+    generation = col(AgentLedgerTurn.generation) == request.generation
+    since = request.now - timedelta(seconds=SELF_WAKE_WINDOW_SECONDS)
+    last_other = db.exec(
+        select(func.max(AgentLedgerTurn.seq)).where(
+            turns, generation, col(AgentLedgerTurn.event_kind) != EventKind.AGENT_TICK.value
+        )
+    ).one()
+    query = select(func.count()).where(
+        turns,
+        generation,
+        col(AgentLedgerTurn.event_kind) == EventKind.AGENT_TICK.value,
+        col(AgentLedgerTurn.llm_call_id).is_not(None),
+        col(AgentLedgerTurn.created_at) > since,
+        col(AgentLedgerTurn.event_id) != request.event.event_id,
+    )
+    if last_other is not None:
+        query = query.where(col(AgentLedgerTurn.seq) > last_other)
+    return int(db.exec(query).one())
+
+
+_RULE_TITLES = {
+    REPEATED_DECISION: "Agent stuck: closed after the same decision again and again",
+    SELF_WAKE: "Agent stuck: closed after waking itself too often",
+}
+
+
+def _raise_stuck(db: Session, request: CompleteTickInput, loop: LoopVerdict | None) -> str:
+    """The `stuck` request of a close: the phase_blocked rule (`loop` None) or a loop
+    guard's, named in its payload's `rule`."""
     op_id = _stuck_op_id(request)
     decision_id = str(uuid.uuid5(uuid.NAMESPACE_URL, op_id))
+    rule = loop.rule if loop is not None and loop.rule is not None else PHASE_BLOCKED_RULE
+    payload: dict[str, Any] = {
+        "rule": rule,
+        "consecutiveBlockedTurns": request.consecutive_blocked_turns,
+    }
+    if loop is not None:
+        payload["repeatedDecisions"] = loop.repeated_decisions
     db.add(
         AttentionRequest(
             decision_id=decision_id,
@@ -569,9 +664,11 @@ def _raise_stuck(db: Session, request: CompleteTickInput) -> str:
             kind=AttentionKind.STUCK.value,
             source="soa",
             soa_instance_id=request.instance_id,
-            title="Agent stuck: closed after repeated blocked turns",
-            body=request.stuck_reason or "The agent ended several turns in a row blocked.",
-            payload={"consecutiveBlockedTurns": request.consecutive_blocked_turns},
+            title=_RULE_TITLES.get(rule, "Agent stuck: closed after repeated blocked turns"),
+            body=(loop.detail if loop is not None else None)
+            or request.stuck_reason
+            or "The agent ended several turns in a row blocked.",
+            payload=payload,
             status=AttentionStatus.OPEN.value,
             op_id=op_id,
             created_at=request.now,

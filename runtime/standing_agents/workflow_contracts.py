@@ -119,6 +119,8 @@ class BudgetReached(BaseModel):
     spent: float | None = None
     # The weekly credit's regeneration: the agent resumes then by itself.
     resume_at: datetime | None = None
+    # The worst case of the call the credit refused (it must fit when the agent resumes).
+    reserve: float | None = None
 
 
 class NextEventInput(BaseModel):
