@@ -112,15 +112,44 @@ def pause_in(
             col(AttentionRequest.status) == AttentionStatus.OPEN.value,
         )
     ).first()
-    body = _describe(reached)
+    if open_request is not None:  # one request per pause: the open one says the latest
+        decision_id = open_request.decision_id
     payload: dict[str, Any] = {"axis": reached.axis, "cap": reached.cap, "spent": reached.spent}
     if reached.resume_at is not None:
         payload["resumeAt"] = iso_ms(reached.resume_at)
-    key = _config_key(reached.axis)
-    # Below this the window's spend lifts a credit pause (its cap minus the refused call).
-    lifts_below = (reached.cap or 0.0) - (reached.reserve or 0.0)
-    if open_request is not None:  # one request per pause: the open one says the latest
-        decision_id = open_request.decision_id
+    pause = payload | {
+        "decisionId": decision_id,
+        "eventId": event_id,
+        "since": iso_ms(now),
+        "capKey": _config_key(reached.axis),
+        "mode": instance.active_mode,
+        # Below this the window's spend lifts a credit pause (its cap minus the refused
+        # call's worst case).
+        "liftsBelow": (reached.cap or 0.0) - (reached.reserve or 0.0)
+        if reached.axis == spend.CREDIT_AXIS
+        else None,
+    }
+    # A compare-and-swap, last in the tick's write (events before the instance row, as
+    # every writer orders them): an operator's stop committed meanwhile wins, and the
+    # agent is not paused on a budget on top of it.
+    taken = db.execute(
+        update(AgentInstance)
+        .where(
+            col(AgentInstance.instance_id) == instance.instance_id,
+            col(AgentInstance.status) == AgentStatus.ACTIVE.value,
+            col(AgentInstance.generation) == instance.generation,
+        )
+        .values(
+            status=AgentStatus.PAUSED.value,
+            budget_pause=pause,
+            budget_pause_id=decision_id,
+            updated_at=now,
+        )
+    )
+    if taken.rowcount != 1:  # type: ignore[attr-defined]
+        return None
+    body = _describe(reached)
+    if open_request is not None:
         open_request.body = body
         open_request.payload = payload
         db.add(open_request)
@@ -140,17 +169,7 @@ def pause_in(
                 created_at=now,
             )
         )
-    instance.status = AgentStatus.PAUSED.value
-    instance.budget_pause = payload | {
-        "decisionId": decision_id,
-        "eventId": event_id,
-        "since": iso_ms(now),
-        "capKey": key,
-        "mode": instance.active_mode,
-        "liftsBelow": lifts_below if reached.axis == spend.CREDIT_AXIS else None,
-    }
-    instance.budget_pause_id = decision_id
-    instance.updated_at = now
+    db.refresh(instance)
     return decision_id
 
 

@@ -356,11 +356,7 @@ def complete_tick(
                 col(AgentLedgerTurn.event_id) == request.event.event_id,
             )
         ).first()
-        # Locked (PostgreSQL): an operator's stop committing meanwhile is seen by the pause
-        # below, which must not pause on a budget an agent the operator paused.
-        instance = db.get(
-            AgentInstance, request.instance_id, with_for_update=True, populate_existing=True
-        )
+        instance = db.get(AgentInstance, request.instance_id)
         if existing is not None or instance is None:
             # A retry after the commit: the same answer, so its journal events (deduped)
             # are appended if the first attempt died before appending them.
