@@ -38,6 +38,7 @@ from api.routes import (
     llm,
     permissions,
     prompts,
+    redactor_signals,
     registry,
     research,
     session_events,
@@ -153,6 +154,7 @@ def create_app(
     app.include_router(decisions.router)
     app.include_router(registry.router)
     app.include_router(agent_config.router)
+    app.include_router(redactor_signals.router)
     app.include_router(agent_mcp.router)
     app.include_router(coding_tasks.router)
     app.include_router(agent_modes.router)

@@ -43,13 +43,21 @@ from api.routes.agents_models import (
     ModeChangeView,
     ModeSet,
 )
-from api.routes.standing_common import EnabledTenant, InstancePath, TenantPath, agent_not_found
+from api.routes.standing_common import (
+    EnabledTenant,
+    InstancePath,
+    TenantPath,
+    agent_not_found,
+    signal_kind_or_400,
+)
 from api.security import require_configured_token
 from api.windows_leases import settle_windows_lease
 from runtime.standing_agents import control, reads
 from runtime.standing_agents.contracts import (
     EXTERNAL_EVENT_KINDS,
     AgentStatus,
+    AgentType,
+    EventKind,
     ModeChangeSource,
     agent_workflow_id,
 )
@@ -123,6 +131,7 @@ def agent_view(row: AgentInstance) -> AgentView:
         generation=row.generation,
         workflowId=agent_workflow_id(row.tenant, row.instance_id),
         createdAt=control.iso(row.created_at) or "",
+        callSite=row.call_site,
         budgetPause=BudgetPauseView.model_validate(row.budget_pause) if row.budget_pause else None,
     )
 
@@ -323,6 +332,19 @@ async def post_event(
                 "size": size,
             },
         )
+    if kind is EventKind.EXTERNAL_SIGNAL_RECEIVED:
+        signal_kind_or_400(body.payload)
+        target = await run_control(control.get_instance, store, tenant, instance_id)
+        if target.agent_type == AgentType.SOA.value:
+            # §3.1: the SOA never receives a signal (the Prompt Engineer's path).
+            raise ApiError(
+                400,
+                {
+                    "error": "A SOA does not receive ExternalSignalReceived (spec §3.1)",
+                    "code": "invalid_event_kind",
+                    "allowed": sorted(k for k in postable if k != kind.value),
+                },
+            )
     event, created = await run_control(
         control.enqueue_external, store, tenant, instance_id, kind, body.payload, body.eventId
     )

@@ -46,6 +46,19 @@ class EventBody(_Body):
     )
 
 
+class SignalBody(_Body):
+    """POST /api/v1/tenants/{tenant}/redactor-signals (spec §3.9 RaiseRedactorSignalAsync)."""
+
+    callSite: str = Field(min_length=1, max_length=120)
+    # Checked by the route against AgentSignalKind (400 `invalid_signal_kind`).
+    signalKind: str = Field(min_length=1, max_length=40)
+    payload: dict[str, Any] = Field(default_factory=dict)
+    # The client's dedupe id: the same signalId again queues nothing.
+    signalId: str | None = Field(
+        default=None, min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._:-]+$"
+    )
+
+
 class ModeBody(_Body):
     mode: str = Field(min_length=1, max_length=80)
     actor: str | None = Field(default=None, max_length=200)
@@ -116,6 +129,9 @@ class AgentView(BaseModel):
     generation: int
     workflowId: str
     createdAt: str
+    callSite: str | None = Field(
+        default=None, description="A PromptRedactor's call site (spec §3.9)."
+    )
     budgetPause: BudgetPauseView | None = Field(
         default=None,
         description="Set while the agent is Paused on a budget it reached (issue 21): it "
@@ -141,6 +157,18 @@ class MessageView(BaseModel):
 
 class MessageList(BaseModel):
     messages: list[MessageView]
+
+
+class SignalAccepted(BaseModel):
+    instanceId: str = Field(description="The call site's PromptRedactor (created Paused).")
+    callSite: str
+    eventId: str
+    sequenceNumber: int
+    instanceCreated: bool
+    duplicate: bool = Field(description="True when this signalId was raised before.")
+    decisionId: str | None = Field(
+        default=None, description="A HumanRequest's decision on the tenant's queue."
+    )
 
 
 class EventAccepted(BaseModel):

@@ -8,12 +8,14 @@ raise typed exceptions that are turned into answers here, once.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Path
 
 from api.deps import StoreDep
 from api.errors import ApiError
+from runtime.standing_agents import signals
+from runtime.standing_agents.contracts import AgentSignalKind
 from runtime.standing_agents.control import standing_agents_enabled
 
 TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -59,3 +61,19 @@ async def require_standing_agents(tenant: TenantPath, store: StoreDep) -> str:
 
 
 EnabledTenant = Annotated[str, Depends(require_standing_agents)]
+
+
+def signal_kind_or_400(payload: dict[str, Any]) -> AgentSignalKind:
+    """The `payload.signalKind` of an ExternalSignalReceived (spec §3.1), or a 400
+    `invalid_signal_kind` naming the allowed kinds."""
+    try:
+        return signals.signal_kind(payload)
+    except signals.InvalidSignalKind as err:
+        raise ApiError(
+            400,
+            {
+                "error": f"payload.signalKind {err.kind!r} is not an AgentSignalKind",
+                "code": "invalid_signal_kind",
+                "allowed": [k.value for k in AgentSignalKind],
+            },
+        ) from None

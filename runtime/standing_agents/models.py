@@ -46,6 +46,9 @@ class AgentInstance(SQLModel, table=True):
     # When the tick that holds the lease began (the tenant's concurrency cap counts the
     # leases younger than AGENTRT_AGENT_TICK_LEASE_STALE_MS; migration 0014).
     tick_started_at: datetime | None = _ts(nullable=True)
+    # A PromptRedactor's call site (spec §3.9: ensure-created by a redactor signal, one
+    # per tenant and site; migration 0018). None for the other types.
+    call_site: str | None = Field(default=None, max_length=120)
     # Bumped by reset: events and ledger turns of an older generation are ignored.
     generation: int = 0
     # The loop guards (runtime/policy/loop_guard.py; migration 0017): the last planned

@@ -1,0 +1,177 @@
+"""The Prompt Engineer's signal path (spec §3.1, §3.9; issue 21, item 5).
+
+`raise_redactor_signal` is the spec's RaiseRedactorSignalAsync: it ensure-creates the
+tenant's PromptRedactor bound to the call site the signal names (one per tenant and
+site, id derived from both; created Paused, never bootstrapped: a bursty agent ticks
+only once an operator starts it) and queues an `ExternalSignalReceived` event carrying
+the `AgentSignalKind`, in one transaction. The event is delivered off: durably queued,
+not ticked while the redactor is Paused. Of the kinds, only `HumanRequest` is wired
+further (§3.1 "step 6 wires only HumanRequest"): it asks a human at once, as a
+`decision` on the tenant's queue, whose answer reaches the redactor as
+`OperatorAnsweredEscalation` when it runs.
+
+An `ExternalSignalReceived` posted at `POST .../agents/{id}/events` must carry a valid
+`payload.signalKind` too, and the SOA refuses the kind: §3.1 says it never receives it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from runtime.llm.routing import SITE_PARENTS
+from runtime.standing_agents import queue
+from runtime.standing_agents.catalog import default_mode
+from runtime.standing_agents.contracts import (
+    AgentEvent,
+    AgentSignalKind,
+    AgentStatus,
+    AgentType,
+    AttentionKind,
+    AttentionStatus,
+    EventKind,
+)
+from runtime.standing_agents.models import AgentInstance, AttentionRequest
+from runtime.store.engine import Store
+
+SIGNAL_SOURCE = "prompt_engineer"
+CALL_SITES: tuple[str, ...] = tuple(sorted(SITE_PARENTS))
+
+
+class UnknownCallSite(ValueError):
+    def __init__(self, call_site: str) -> None:
+        super().__init__(call_site)
+        self.call_site = call_site
+
+
+class InvalidSignalKind(ValueError):
+    def __init__(self, kind: object) -> None:
+        super().__init__(str(kind))
+        self.kind = kind
+
+
+def signal_kind(payload: dict[str, Any]) -> AgentSignalKind:
+    """The `AgentSignalKind` an ExternalSignalReceived payload carries.
+
+    Raises:
+        InvalidSignalKind: missing or not one of §3.1's kinds.
+    """
+    raw = payload.get("signalKind")
+    if not isinstance(raw, str):
+        raise InvalidSignalKind(raw)
+    try:
+        return AgentSignalKind(raw)
+    except ValueError:
+        raise InvalidSignalKind(raw) from None
+
+
+def redactor_instance_id(tenant: str, call_site: str) -> str:
+    digest = hashlib.sha256(f"{tenant}\0{call_site}".encode()).hexdigest()[:20]
+    return f"redactor-{digest}"
+
+
+@dataclass(frozen=True)
+class SignalRaised:
+    instance: AgentInstance
+    event: AgentEvent
+    instance_created: bool
+    duplicate: bool
+    decision_id: str | None
+
+
+def raise_redactor_signal(
+    store: Store,
+    tenant: str,
+    call_site: str,
+    kind: AgentSignalKind,
+    payload: dict[str, Any],
+    signal_id: str | None = None,
+) -> SignalRaised:
+    """Ensure the call site's PromptRedactor (Paused) and queue the signal, once per
+    `signal_id` (a retry with the same id adds nothing).
+
+    Raises:
+        UnknownCallSite: `call_site` is not one of the LLM site registry's.
+    """
+    if call_site not in SITE_PARENTS:
+        raise UnknownCallSite(call_site)
+    instance_id = redactor_instance_id(tenant, call_site)
+    event_id = f"signal/{instance_id}/{signal_id or uuid.uuid4().hex}"
+    body = {**payload, "signalKind": kind.value, "callSite": call_site}
+    for _ in range(5):
+        with store.session() as db:
+            try:
+                created = _ensure_redactor(db, tenant, instance_id, call_site)
+                row = db.get(AgentInstance, instance_id)
+                assert row is not None
+                event, fresh = queue.enqueue_in(
+                    db,
+                    tenant=tenant,
+                    instance_id=instance_id,
+                    kind=EventKind.EXTERNAL_SIGNAL_RECEIVED,
+                    payload=body,
+                    event_id=event_id,
+                    generation=row.generation,
+                )
+                decision_id = (
+                    _ask_a_human(db, row, event_id, body)
+                    if kind is AgentSignalKind.HUMAN_REQUEST
+                    else None
+                )
+                db.commit()
+                db.refresh(row)
+                return SignalRaised(row, event, created, not fresh, decision_id)
+            except IntegrityError:
+                db.rollback()  # a concurrent first signal of the site: look again
+    raise RuntimeError("a redactor signal kept racing another writer")
+
+
+def _ensure_redactor(db: Session, tenant: str, instance_id: str, call_site: str) -> bool:
+    if db.get(AgentInstance, instance_id) is not None:
+        return False
+    now = datetime.now(UTC)
+    db.add(
+        AgentInstance(
+            instance_id=instance_id,
+            tenant=tenant,
+            agent_type=AgentType.PROMPT_REDACTOR.value,
+            status=AgentStatus.PAUSED.value,
+            active_mode=default_mode(AgentType.PROMPT_REDACTOR),
+            call_site=call_site,
+            generation=0,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    db.flush()
+    return True
+
+
+def _ask_a_human(db: Session, row: AgentInstance, event_id: str, body: dict[str, Any]) -> str:
+    """HumanRequest: a decision on the tenant's queue now, whatever the redactor's status."""
+    decision_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"human-request/{event_id}"))
+    if db.get(AttentionRequest, decision_id) is None:
+        question = str(body.get("question") or body.get("text") or "The Prompt Engineer asks.")
+        db.add(
+            AttentionRequest(
+                decision_id=decision_id,
+                tenant=row.tenant,
+                kind=AttentionKind.DECISION.value,
+                source=SIGNAL_SOURCE,
+                soa_instance_id=row.instance_id,
+                title=f"Prompt Engineer, {body['callSite']}: a human is asked"[:500],
+                body=question,
+                options=None,
+                payload={"callSite": body["callSite"], "eventId": event_id},
+                status=AttentionStatus.OPEN.value,
+                op_id=f"human-request/{event_id}",
+                created_at=datetime.now(UTC),
+            )
+        )
+    return decision_id
