@@ -18,6 +18,7 @@ store (normalised) or raises `UnknownConfigKey` (404/400 for the route) or `Valu
 | AgentDispatcher:WeeklyCreditUsd      | number in [0, 1,000,000], or null to clear     |
 | CreditEnforcementEnabled             | boolean, or null to clear                      |
 | constitution.rules                   | [{"id", "pattern", "tools"}] (see constitution)|
+| compliance.projects                  | [{"id", "name"?, "paths"?}] (compliance_corpus) |
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from runtime.policy.agent_budget import (
     settings_budget,
 )
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
+from runtime.standing_agents.compliance_corpus import PROJECTS_KEY, parse_projects
 
 if TYPE_CHECKING:
     from runtime.settings import Settings
@@ -63,6 +65,7 @@ KNOWN_KEYS: Final[frozenset[str]] = frozenset(
         WEEKLY_CREDIT_KEY,
         CREDIT_ENFORCEMENT_KEY,
         CONSTITUTION_KEY,
+        PROJECTS_KEY,
         FOUNDATIONAL_OUTPUT_KEY,
         FOUNDATIONAL_WINDOW_KEY,
     }
@@ -103,6 +106,9 @@ def validate_config(key: str, value: Any) -> Any:
     if key == CONSTITUTION_KEY:
         rules = parse_rules(value)
         return None if value is None else [rule.model_dump() for rule in rules]
+    if key == PROJECTS_KEY:
+        projects = parse_projects(value)
+        return None if value is None else [p.model_dump(exclude_none=True) for p in projects]
     if value is None:
         return None
     if key == CREDIT_ENFORCEMENT_KEY:
@@ -158,6 +164,11 @@ def effective_value(key: str, stored: Any, settings: Settings) -> Any:
             return [rule.model_dump() for rule in parse_rules(stored)]
         except ValueError:
             return []  # a malformed hand-edited row: no rules apply (as in a tick)
+    if key == PROJECTS_KEY:
+        try:
+            return [p.model_dump(exclude_none=True) for p in parse_projects(stored)]
+        except ValueError:
+            return []  # a malformed hand-edited row: discovered instead (as in a tick)
     credit = effective_credit({key: stored}, settings)
     if key == CREDIT_ENFORCEMENT_KEY:
         return credit.enabled

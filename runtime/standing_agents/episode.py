@@ -19,7 +19,7 @@ from sqlmodel import Session, col, select
 from runtime.coding_tasks.contracts import SETTLED
 from runtime.coding_tasks.models import CodingTask
 from runtime.llm.contracts import ChatMessage
-from runtime.standing_agents import catalog
+from runtime.standing_agents import catalog, compliance_corpus
 from runtime.standing_agents.contracts import (
     AgentEvent,
     AgentType,
@@ -160,13 +160,16 @@ def opening(
     mode: ModeDefinition,
     now: datetime,
 ) -> list[ChatMessage]:
-    context = {
+    context: dict[str, Any] = {
         "openItems": roster(store, instance_id, generation),
         "opsDigest": probe(store, tenant, now),
         "memory": memory(store, instance_id, generation),
         "activeMode": mode.name,
         "now": iso_ms(now),
     }
+    if agent_type is AgentType.COMPLIANCE:
+        # §3.4.8: the objective names the tenant's compliance projects and their corpus.
+        context["corpus"] = compliance_corpus.corpus(store, tenant)
     return [
         ChatMessage(role="system", content=catalog.system_prompt(agent_type, mode)),
         ChatMessage(

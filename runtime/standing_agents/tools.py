@@ -26,6 +26,7 @@ from runtime.coding_tasks.contracts import TASK_APPROVAL_MODES
 from runtime.investigation.models import InvestigationClaim, InvestigationEvidence, Research
 from runtime.llm.contracts import ToolSpec
 from runtime.standing_agents import catalog
+from runtime.standing_agents.compliance_corpus import WORKSPACE_PROJECT
 from runtime.standing_agents.contracts import (
     AgentStatus,
     AgentType,
@@ -91,6 +92,8 @@ def _schema(properties: dict[str, Any], required: list[str] | None = None) -> di
 _TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_TEXT}
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _QUERY = _schema({"query": _TEXT, "limit": _LIMIT}, ["query"])
+# A compliance project's id, as the Compliance objective's corpus names it.
+_PROJECT = {"type": "string", "minLength": 1, "maxLength": 80}
 
 # What only reads (the agent's memory, agentrt's health, the knowledge, the workspace, the
 # research and dossiers): read-only in MCP's terms. Every other tool records its effect
@@ -152,8 +155,9 @@ TOOLS: dict[str, ToolDescriptor] = {
         ),
         _tool(
             name="compliance_knowledge_query",
-            description="Search the compliance knowledge (ingested items and evidence).",
-            input_schema=_QUERY,
+            description="Search the compliance knowledge (ingested items and evidence), of"
+            " one project of the corpus if given.",
+            input_schema=_schema({"query": _TEXT, "limit": _LIMIT, "project": _PROJECT}, ["query"]),
         ),
         _tool(
             name="intelligence_code_search",
@@ -172,14 +176,20 @@ TOOLS: dict[str, ToolDescriptor] = {
         ),
         _tool(
             name="compliance_dossier_list",
-            description="The recorded compliance dossiers (newest first).",
-            input_schema=_schema({"limit": _LIMIT}),
+            description="The recorded compliance dossiers (newest first), of one project"
+            " of the corpus if given.",
+            input_schema=_schema({"limit": _LIMIT, "project": _PROJECT}),
         ),
         _tool(
             name="compliance_dossier_record",
             description="Record a dossier chapter.",
             input_schema=_schema(
-                {"title": _TEXT, "content": _TEXT, "chapter": {"type": "string"}},
+                {
+                    "title": _TEXT,
+                    "content": _TEXT,
+                    "chapter": {"type": "string"},
+                    "project": _PROJECT,
+                },
                 ["title", "content"],
             ),
         ),
@@ -195,7 +205,12 @@ TOOLS: dict[str, ToolDescriptor] = {
             name="compliance_knowledge_ingest",
             description="Add an item to the knowledge base.",
             input_schema=_schema(
-                {"title": _TEXT, "content": _TEXT, "tags": {"type": "array", "items": _TEXT}},
+                {
+                    "title": _TEXT,
+                    "content": _TEXT,
+                    "tags": {"type": "array", "items": _TEXT},
+                    "project": _PROJECT,
+                },
                 ["title", "content"],
             ),
         ),
@@ -392,7 +407,9 @@ def query_telemetry(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, An
     return probe(ctx.store, ctx.tenant, ctx.now)
 
 
-def _artifacts(ctx: ToolContext, kinds: list[str], needle: str, limit: int) -> list[dict[str, Any]]:
+def _artifacts(
+    ctx: ToolContext, kinds: list[str], needle: str, limit: int, project: str | None = None
+) -> list[dict[str, Any]]:
     with ctx.store.session() as db:
         rows = db.exec(
             select(AgentArtifact)
@@ -403,9 +420,22 @@ def _artifacts(ctx: ToolContext, kinds: list[str], needle: str, limit: int) -> l
     found = [
         {"artifactId": r.artifact_id, "kind": r.kind, "title": r.title, "body": r.body}
         for r in rows
-        if not needle or needle in f"{r.title} {r.body}".lower()
+        if (not needle or needle in f"{r.title} {r.body}".lower())
+        and (project is None or _project_of(r.body) == project)
     ]
     return found[:limit]
+
+
+def _project_of(body: dict[str, Any]) -> str:
+    """The compliance project an artifact belongs to (the workspace's when it names none)."""
+    return str(body.get("project") or WORKSPACE_PROJECT)
+
+
+def _project(arguments: dict[str, Any]) -> str | None:
+    project = arguments.get("project")
+    if project is not None and not isinstance(project, str):
+        raise ToolInputError("project must be a string")
+    return project or None
 
 
 def knowledge_query(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -439,7 +469,7 @@ def knowledge_query(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, An
             for e in evidence
         ],
         "claims": [{"claimId": c.claim_id, "text": c.text[:500]} for c in claims],
-        "knowledge": _artifacts(ctx, ["knowledge"], needle, limit),
+        "knowledge": _artifacts(ctx, ["knowledge"], needle, limit, _project(arguments)),
     }
 
 
@@ -531,7 +561,8 @@ def query_posture(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]
 
 
 def dossier_list(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"dossiers": _artifacts(ctx, ["dossier", "dossier_translation"], "", _limit(arguments))}
+    kinds = ["dossier", "dossier_translation"]
+    return {"dossiers": _artifacts(ctx, kinds, "", _limit(arguments), _project(arguments))}
 
 
 # --- artifacts ---------------------------------------------------------------------------
@@ -554,6 +585,8 @@ def _record(ctx: ToolContext, kind: str, title: str, body: dict[str, Any]) -> di
 
 def dossier_record(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     body = {"content": text_argument(arguments, "content"), "chapter": arguments.get("chapter")}
+    if (project := _project(arguments)) is not None:
+        body["project"] = project
     return _record(ctx, "dossier", text_argument(arguments, "title"), body)
 
 
@@ -572,7 +605,9 @@ def knowledge_ingest(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, A
     tags = arguments.get("tags") or []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise ToolInputError("tags must be a list of strings")
-    body = {"content": text_argument(arguments, "content"), "tags": tags}
+    body: dict[str, Any] = {"content": text_argument(arguments, "content"), "tags": tags}
+    if (project := _project(arguments)) is not None:
+        body["project"] = project
     return _record(ctx, "knowledge", text_argument(arguments, "title"), body)
 
 

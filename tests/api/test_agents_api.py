@@ -203,14 +203,21 @@ async def test_external_events(agents: AgentsFactory) -> None:
         response = await d.client.post(url, json={"kind": kind, "payload": {"n": 1}})
         assert response.status_code == 202, response.text
     signal = {"kind": "ExternalSignalReceived", "payload": {"signalKind": "HumanRequest"}}
-    first = await d.client.post(url, json={**signal, "eventId": "sig-1"})
-    second = await d.client.post(url, json={**signal, "eventId": "sig-1"})
+    # The SOA never receives a signal (spec §3.1, issue 21 item 5): a Compliance agent does.
+    refused_soa = await d.client.post(url, json={**signal, "eventId": "sig-1"})
+    assert refused_soa.status_code == 400, refused_soa.text
+    created = await d.client.post(f"{d.base(tenant)}/agents", json={"agentType": "Compliance"})
+    assert created.status_code in (200, 201), created.text
+    other = f"{d.base(tenant)}/agents/{created.json()['instanceId']}/events"
+    first = await d.client.post(other, json={**signal, "eventId": "sig-1"})
+    second = await d.client.post(other, json={**signal, "eventId": "sig-1"})
     assert first.json()["eventId"] == second.json()["eventId"]
     assert second.json()["duplicate"] is True
     for kind in ("OperatorMessage", "AgentTick", "AgentInitialized", "Whatever"):
         refused = await d.client.post(url, json={"kind": kind, "payload": {}})
         assert refused.status_code == 400, (kind, refused.text)
-    kinds = [r.event_kind for r in d.events(soa)]
+    assert "ExternalSignalReceived" not in [r.event_kind for r in d.events(soa)]
+    kinds = [r.event_kind for r in d.events(created.json()["instanceId"])]
     assert kinds.count("ExternalSignalReceived") == 1
 
 

@@ -157,7 +157,7 @@ def test_unknown_key() -> None:
     assert caught.value.key == "AgentDispatcher:TickMaxTokenz"
     assert "unknown config key 'AgentDispatcher:TickMaxTokenz'" in str(caught.value)
     # The tick axes, the credit, the constitution, and the foundational cap and window.
-    assert len(KNOWN_KEYS) == 11
+    assert len(KNOWN_KEYS) == 12
 
 
 @pytest.mark.parametrize(
