@@ -28,7 +28,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from api.deps import ConnectorDep, SettingsDep
 from api.temporal import TemporalConnector, is_unavailable
 from runtime.settings import Settings
-from runtime.standing_agents import budget_pause, control
+from runtime.standing_agents import budget_pause, control, ops_watch
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
     AgentStatus,
@@ -43,7 +43,7 @@ from runtime.standing_agents.workflow_contracts import (
 )
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
-from runtime.store.tenants import TenantFeature
+from runtime.store.tenants import TenantFeature, enabled_tenants
 from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,11 @@ REWAKE_AFTER = timedelta(seconds=60)
 # Backoff of the retries of a failed wake-up.
 RETRY_BASE = timedelta(seconds=5)
 RETRY_MAX = timedelta(minutes=5)
+# The ops watch (an incident wakes the SOA): how often, the visibility window it counts
+# failed and timed-out workflows in, and its bound on each visibility call.
+OPS_WATCH_INTERVAL = timedelta(seconds=15)
+OPS_VISIBILITY_WINDOW = timedelta(hours=24)
+OPS_RPC = timedelta(seconds=10)
 # Instances younger than this are being started by their own route.
 YOUNG_INSTANCE = timedelta(seconds=10)
 
@@ -273,6 +278,34 @@ class Sweeper:
         }
         return await self._wake_all(client, list(targets.values()), now)
 
+    async def watch_ops(self, client: Client, now: datetime) -> int:
+        """An ops incident wakes the SOA (runtime/standing_agents/ops_watch.py): for each
+        tenant with standing agents on, read the failed and timed-out workflows of the
+        last day from Temporal's visibility, probe the bucket, and wake the SOAs a
+        transition queued a tick for. Returns how many it woke."""
+        since = (now - OPS_VISIBILITY_WINDOW).strftime("%Y-%m-%dT%H:%M:%SZ")
+        woken: list[AgentInstance] = []
+        for tenant in await asyncio.to_thread(enabled_tenants, self.store, STANDING_AGENTS_FEATURE):
+            if "'" in tenant:
+                continue  # never in a valid tenant name; never in a visibility query
+            counts = []
+            for status in ("Failed", "TimedOut"):
+                query = (
+                    f"{TENANT.name} = '{tenant}' AND ExecutionStatus = '{status}'"
+                    f" AND CloseTime > '{since}'"
+                )
+                counts.append((await client.count_workflows(query, rpc_timeout=OPS_RPC)).count)
+            await asyncio.to_thread(
+                ops_watch.record_visibility,
+                self.store,
+                tenant,
+                now,
+                failed=counts[0],
+                timed_out=counts[1],
+            )
+            woken += await asyncio.to_thread(ops_watch.observe, self.store, tenant, now)
+        return await self._wake_all(client, woken, now)
+
     async def _wake_all(self, client: Client, rows: list[AgentInstance], now: datetime) -> int:
         woken = 0
         for row in rows:
@@ -294,6 +327,7 @@ class Sweeper:
             log.info("standing agents are off for this deployment: no sweeper")
             return
         repaired = False
+        last_ops: datetime | None = None
         while True:
             try:
                 client: Client = await get_client()
@@ -302,6 +336,10 @@ class Sweeper:
                     repaired = True
                 else:
                     woken = await self.sweep_once(client)
+                now = datetime.now(UTC)
+                if last_ops is None or now - last_ops >= OPS_WATCH_INTERVAL:
+                    last_ops = now
+                    woken += await self.watch_ops(client, now)
                 if woken:
                     log.info("sweeper woke %d standing agent(s)", woken)
             except Exception:

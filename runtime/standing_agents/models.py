@@ -283,3 +283,19 @@ class RegistryEntry(SQLModel, table=True):
     last_heartbeat_at: datetime = _ts()
     # The verified identity of the MCP coder that registered it (None: an operator's).
     registered_by: str | None = Field(default=None, max_length=200)
+
+
+class OpsBucketState(SQLModel, table=True):
+    """The last ops-digest bucket the API saw per tenant (runtime/standing_agents/ops_watch.py):
+    a change is a transition, numbered, each waking the tenant's Active SOAs once. Also what
+    the API last read from Temporal's visibility (failed and timed-out workflows)."""
+
+    __tablename__ = "ops_bucket_state"
+
+    tenant: str = Field(primary_key=True, max_length=200)
+    bucket: str = Field(max_length=20)
+    transition: int = 0
+    changed_at: datetime = _ts()
+    failed_workflows: int | None = None
+    timed_out_workflows: int | None = None
+    visibility_checked_at: datetime | None = _ts(nullable=True)

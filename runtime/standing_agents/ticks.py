@@ -113,9 +113,12 @@ def event_payload(store: Store, event_id: str) -> dict[str, Any]:
     return dict(row.payload) if row is not None else {}
 
 
+HEARTBEAT_PREFIX = "tick/"
+
+
 def heartbeat_event_id(instance_id: str, generation: int, seq: int, retry: int = 0) -> str:
     """Deterministic: one heartbeat per (generation, last ledger seq)."""
-    base = f"tick/{instance_id}/{generation}/{seq}"
+    base = f"{HEARTBEAT_PREFIX}{instance_id}/{generation}/{seq}"
     return base if retry == 0 else f"{base}/{retry}"
 
 
@@ -566,12 +569,14 @@ def _action_summary(action: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _consume_heartbeats(db: Session, instance_id: str, now: datetime) -> None:
-    """Exactly one future heartbeat: the one this write adds replaces any left over."""
+    """Exactly one future heartbeat: the one this write adds replaces any left over. An
+    ops incident's tick (`ops/...`, ops_watch.py) is not a heartbeat: it stays, due."""
     rows = db.exec(
         select(AgentEventRow).where(
             col(AgentEventRow.instance_id) == instance_id,
             col(AgentEventRow.event_kind) == EventKind.AGENT_TICK.value,
             col(AgentEventRow.consumed_at).is_(None),
+            col(AgentEventRow.event_id).startswith(HEARTBEAT_PREFIX, autoescape=True),
         )
     ).all()
     for row in rows:
