@@ -26,6 +26,7 @@ from api.routes import (
     agent_modes,
     agent_stream,
     agent_tools,
+    agent_webhooks,
     agents,
     capabilities,
     coding_tasks,
@@ -155,6 +156,8 @@ def create_app(
     app.include_router(registry.router)
     app.include_router(agent_config.router)
     app.include_router(redactor_signals.router)
+    app.include_router(agent_webhooks.router)
+    app.include_router(agent_webhooks.delivery)
     app.include_router(agent_mcp.router)
     app.include_router(coding_tasks.router)
     app.include_router(agent_modes.router)

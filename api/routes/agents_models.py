@@ -46,6 +46,11 @@ class EventBody(_Body):
     )
 
 
+class WebhookBody(_Body):
+    # Checked by the route against the kinds the agent's webhooks may enqueue.
+    kind: str = Field(min_length=1, max_length=100)
+
+
 class SignalBody(_Body):
     """POST /api/v1/tenants/{tenant}/redactor-signals (spec §3.9 RaiseRedactorSignalAsync)."""
 
@@ -157,6 +162,23 @@ class MessageView(BaseModel):
 
 class MessageList(BaseModel):
     messages: list[MessageView]
+
+
+class WebhookView(BaseModel):
+    webhookId: str
+    instanceId: str
+    kind: str
+    url: str = Field(description="Where a sender POSTs, signed (Standard Webhooks).")
+    createdAt: str
+    lastDeliveryAt: str | None
+
+
+class WebhookCreated(WebhookView):
+    secret: str = Field(description="The signing secret (`whsec_...`): shown here only.")
+
+
+class WebhookList(BaseModel):
+    webhooks: list[WebhookView]
 
 
 class SignalAccepted(BaseModel):

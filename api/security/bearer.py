@@ -33,6 +33,7 @@ import asyncio
 import hashlib
 import hmac
 import logging
+import re
 
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -97,6 +98,10 @@ STATIC_PAGE_PATHS = frozenset(
 )
 
 
+# The delivery URL of a standing agent's signed webhook (api/routes/agent_webhooks.py).
+WEBHOOK_DELIVERY = re.compile(r"^/api/v1/webhooks/wh_[0-9a-f]{24}$")
+
+
 class BearerAuth:
     """Every route needs the bearer when a token is configured, except on loopback binds
     `/health` (for in-pod probes) and the static page assets, unless `--require-auth`.
@@ -116,6 +121,10 @@ class BearerAuth:
         self.failures = failures  # a limiter with the AUTH_TIER tier
 
     def _exempt(self, scope: Scope) -> bool:
+        if scope["method"] == "POST" and WEBHOOK_DELIVERY.match(scope["path"]):
+            # A webhook delivery: its sender holds no API token; the route verifies its
+            # Standard Webhooks signature instead (runtime/standing_agents/webhooks.py).
+            return True
         if not self.health_exempt:
             return False
         path = scope["path"]

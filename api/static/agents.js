@@ -573,7 +573,7 @@
   // -- decisions and coding tasks -------------------------------------------------------------
 
   function loadQueues() {
-    return Promise.all([loadDecisions(), loadTasks()]);
+    return Promise.all([loadDecisions(), loadTasks(), loadWebhooks()]);
   }
 
   /** The tenant's coding tasks: state, holder, title (the latest first). */
@@ -611,6 +611,39 @@
     setText('tasks-empty', 'None.');
     const open = list.filter((task) => ['open', 'claimed', 'running'].includes(task.state)).length;
     setText('tasks-title', `Coding tasks (${open} not settled)`);
+  }
+
+  /** The tenant's signed webhooks: which agent, which event kind, the URL, last delivery. */
+  async function loadWebhooks() {
+    if (!state.tenant) return;
+    const tenant = state.tenant;
+    let body;
+    try {
+      body = await api('GET', `${tenantPath()}/webhooks`);
+    } catch (err) {
+      if (tenant !== state.tenant) return;
+      $('webhooks').replaceChildren();
+      $('webhooks-empty').hidden = false;
+      setText('webhooks-empty', err instanceof ApiFailure && err.code === 'feature_disabled'
+        ? 'None (standing agents are off).' : 'Could not read the webhooks: ' + explain(err));
+      return;
+    }
+    if (tenant !== state.tenant) return;
+    const list = Array.isArray(body && body.webhooks) ? body.webhooks : [];
+    const items = list.map((hook) => {
+      const item = el('li', null, el('div', 'head',
+        el('span', 'chip', str(hook.kind)),
+        el('strong', 'title', str(hook.instanceId))));
+      item.dataset.testid = 'webhook';
+      item.dataset.webhookId = str(hook.webhookId);
+      const last = hook.lastDeliveryAt ? 'last delivery ' + str(hook.lastDeliveryAt) : 'no delivery yet';
+      item.append(el('div', 'hint', [str(hook.url), last].join(' · ')));
+      return item;
+    });
+    $('webhooks').replaceChildren(...items);
+    $('webhooks-empty').hidden = items.length > 0;
+    setText('webhooks-empty', 'None.');
+    setText('webhooks-title', `Webhooks (${list.length})`);
   }
 
   async function loadDecisions() {

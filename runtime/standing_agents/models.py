@@ -299,3 +299,21 @@ class OpsBucketState(SQLModel, table=True):
     failed_workflows: int | None = None
     timed_out_workflows: int | None = None
     visibility_checked_at: datetime | None = _ts(nullable=True)
+
+
+class AgentWebhook(SQLModel, table=True):
+    """`agent_webhooks`: a trigger URL of one agent (runtime/standing_agents/webhooks.py;
+    migration 0020)."""
+
+    __tablename__ = "agent_webhooks"
+
+    webhook_id: str = Field(primary_key=True, max_length=40)
+    tenant: str = Field(max_length=200, index=True)
+    instance_id: str = Field(max_length=64, index=True)
+    event_kind: str = Field(max_length=40)
+    # The HMAC key (`whsec_` + base64): shown once at creation, never in a listing.
+    secret: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    last_delivery_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )

@@ -192,6 +192,21 @@ async function run(page, problems) {
     );
   });
 
+  // 3c. A signed webhook made for the agent (issue 21, item 11) is listed on the page.
+  await step(page, 'list a webhook', async () => {
+    const path = `/api/v1/tenants/${encodeURIComponent(TENANT)}/agents/${encodeURIComponent(agentId)}/webhooks`;
+    const response = await fetch(BASE_URL + path, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${API_TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ kind: 'MissionStateChanged' }),
+    });
+    if (response.status !== 201) throw new Failure(`POST ${path} answered ${response.status}: ${await response.text()}`);
+    const hook = await response.json();
+    await page.locator(`#webhooks > li[data-webhook-id="${hook.webhookId}"]`).waitFor({ timeout: STEP_TIMEOUT });
+    const shown = await page.locator(`#webhooks > li[data-webhook-id="${hook.webhookId}"]`).textContent();
+    if (shown.includes(hook.secret)) throw new Failure('the page shows a webhook secret');
+  });
+
   // 4. The mode, changed on the page, with its audit.
   await step(page, 'change the mode', async () => {
     await page.locator(byTestId('mode-select')).selectOption(NEW_MODE);

@@ -1,0 +1,197 @@
+"""Signed webhooks that trigger a standing agent (issue 21, item 11, its webhook half).
+
+A webhook is a URL per agent and trigger (`POST /api/v1/webhooks/{webhookId}`) that
+enqueues one event of the kind it was created for (`MissionStateChanged`,
+`DecisionResolved`, `DependencyCompleted`, or `ExternalSignalReceived` for an agent that
+takes it) with the request's JSON object as the payload. A sender authenticates with the
+Standard Webhooks scheme (the `standardwebhooks` package): HMAC-SHA256 over
+`{webhook-id}.{webhook-timestamp}.{body}` under the webhook's secret (`whsec_...`, shown
+once, at creation), a timestamp more than five minutes old or ahead refused. The event's
+id derives from the `webhook-id` header, so a retried delivery (same id, a sender's
+retry after a lost answer) is enqueued once.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from sqlmodel import col, delete, select
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from runtime.standing_agents import queue
+from runtime.standing_agents.contracts import (
+    EXTERNAL_EVENT_KINDS,
+    AgentEvent,
+    AgentType,
+    EventKind,
+)
+from runtime.standing_agents.models import AgentInstance, AgentWebhook
+from runtime.standing_agents.signals import signal_kind
+from runtime.store.engine import Store
+
+ID_PREFIX: Final = "wh_"
+SECRET_PREFIX: Final = "whsec_"
+MAX_PER_AGENT: Final = 20
+# The sender's message id becomes part of the event id (at most 200 characters).
+MESSAGE_ID: Final = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
+
+
+class WebhookRefused(ValueError):
+    """Why a delivery is not taken: `status` and `code` for the answer."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class TooManyWebhooks(ValueError):
+    pass
+
+
+def kinds_for(agent_type: AgentType) -> list[str]:
+    """The kinds a webhook of an agent of `agent_type` may enqueue (a SOA takes no signal)."""
+    kinds = sorted(k.value for k in EXTERNAL_EVENT_KINDS)
+    if agent_type is AgentType.SOA:
+        kinds.remove(EventKind.EXTERNAL_SIGNAL_RECEIVED.value)
+    return kinds
+
+
+def create(store: Store, instance: AgentInstance, kind: EventKind, now: datetime) -> AgentWebhook:
+    """A new webhook of `instance` for `kind` (checked by the caller against `kinds_for`).
+
+    Raises:
+        TooManyWebhooks: the agent has MAX_PER_AGENT already.
+    """
+    row = AgentWebhook(
+        webhook_id=ID_PREFIX + secrets.token_hex(12),
+        tenant=instance.tenant,
+        instance_id=instance.instance_id,
+        event_kind=kind.value,
+        secret=SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode(),
+        created_at=now,
+    )
+    with store.session() as db:
+        if len(_of(db, instance.tenant, instance.instance_id)) >= MAX_PER_AGENT:
+            raise TooManyWebhooks(instance.instance_id)
+        db.add(row)
+        db.commit()
+        db.refresh(row)
+    return row
+
+
+def _of(db: Any, tenant: str, instance_id: str) -> list[AgentWebhook]:
+    return list(
+        db.exec(
+            select(AgentWebhook)
+            .where(
+                col(AgentWebhook.tenant) == tenant,
+                col(AgentWebhook.instance_id) == instance_id,
+            )
+            .order_by(col(AgentWebhook.created_at), col(AgentWebhook.webhook_id))
+        ).all()
+    )
+
+
+def list_for(store: Store, tenant: str, instance_id: str) -> list[AgentWebhook]:
+    with store.session() as db:
+        return _of(db, tenant, instance_id)
+
+
+def list_tenant(store: Store, tenant: str) -> list[AgentWebhook]:
+    with store.session() as db:
+        return list(
+            db.exec(
+                select(AgentWebhook)
+                .where(col(AgentWebhook.tenant) == tenant)
+                .order_by(col(AgentWebhook.created_at), col(AgentWebhook.webhook_id))
+            ).all()
+        )
+
+
+def remove(store: Store, tenant: str, instance_id: str, webhook_id: str) -> bool:
+    with store.session() as db:
+        result = db.exec(
+            delete(AgentWebhook).where(
+                col(AgentWebhook.webhook_id) == webhook_id,
+                col(AgentWebhook.tenant) == tenant,
+                col(AgentWebhook.instance_id) == instance_id,
+            )
+        )
+        db.commit()
+        return bool(result.rowcount)
+
+
+@dataclass(frozen=True)
+class Delivered:
+    webhook: AgentWebhook
+    event: AgentEvent
+    duplicate: bool
+
+
+def deliver(
+    store: Store, webhook_id: str, headers: dict[str, str], body: bytes, now: datetime
+) -> Delivered:
+    """Verify a delivery and enqueue its event, once per `webhook-id`.
+
+    Raises:
+        WebhookRefused: unknown webhook or bad signature (401, alike: an id is not
+            probed), a stale or future timestamp (401), a body that is not a JSON object
+            or a bad signal (400).
+    """
+    with store.session() as db:
+        hook = db.get(AgentWebhook, webhook_id) if webhook_id.startswith(ID_PREFIX) else None
+    if hook is None:
+        raise WebhookRefused(401, "invalid_signature", "The webhook signature is not valid")
+    try:
+        Webhook(hook.secret).verify(body, headers, json_parse=False)
+    except (WebhookVerificationError, ValueError, UnicodeDecodeError) as err:
+        # standardwebhooks' own message says whether the timestamp or the signature failed.
+        raise WebhookRefused(
+            401, "invalid_signature", f"The webhook signature is not valid: {err}"
+        ) from None
+    message_id = {k.lower(): v for k, v in headers.items()}.get("webhook-id", "")
+    if not MESSAGE_ID.match(message_id):
+        raise WebhookRefused(
+            400, "invalid_webhook_id", "webhook-id must be 1-100 of [A-Za-z0-9._:-]"
+        )
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        payload = None
+    if not isinstance(payload, dict):
+        raise WebhookRefused(400, "invalid_payload", "The webhook body must be a JSON object")
+    kind = EventKind(hook.event_kind)
+    if kind is EventKind.EXTERNAL_SIGNAL_RECEIVED:
+        try:
+            signal_kind(payload)
+        except ValueError:
+            raise WebhookRefused(
+                400, "invalid_signal_kind", "payload.signalKind is not an AgentSignalKind"
+            ) from None
+    with store.session() as db:
+        instance = db.get(AgentInstance, hook.instance_id)
+    if instance is None:
+        raise WebhookRefused(401, "invalid_signature", "The webhook signature is not valid")
+    event, created = queue.enqueue(
+        store,
+        tenant=hook.tenant,
+        instance_id=hook.instance_id,
+        kind=kind,
+        payload=payload,
+        event_id=f"webhook/{hook.webhook_id}/{message_id}",
+        generation=instance.generation,
+    )
+    with store.session() as db:
+        row = db.get(AgentWebhook, webhook_id)
+        if row is not None:
+            row.last_delivery_at = now
+            db.add(row)
+            db.commit()
+    return Delivered(hook, event, duplicate=not created)
