@@ -72,6 +72,17 @@ class AgentsDaemon:
                 ).all()
             )
 
+    def turns(self, instance_id: str) -> list[AgentLedgerTurn]:
+        """The agent's ledger turns, in order."""
+        with self.store.session() as db:
+            return list(
+                db.exec(
+                    select(AgentLedgerTurn)
+                    .where(col(AgentLedgerTurn.instance_id) == instance_id)
+                    .order_by(col(AgentLedgerTurn.seq))
+                ).all()
+            )
+
     def instance(self, instance_id: str) -> AgentInstance:
         with self.store.session() as db:
             row = db.get(AgentInstance, instance_id)

@@ -45,29 +45,8 @@ def probe(store: Store, tenant: str, now: datetime) -> dict[str, Any]:
     """The tenant's health over the last 24 hours (counts only: cheap and bounded)."""
     since = now - WINDOW
     with store.session() as db:
-        failed_calls = db.exec(
-            select(func.count())
-            .select_from(LlmCallAttempt)
-            .where(
-                col(LlmCallAttempt.tenant) == tenant,
-                col(LlmCallAttempt.outcome) != "ok",
-                col(LlmCallAttempt.created_at) >= since,
-            )
-        ).one()
-        failed_actions = db.exec(
-            select(func.count())
-            .select_from(AgentLedgerAction)
-            .join(
-                AgentLedgerTurn,
-                (col(AgentLedgerTurn.instance_id) == col(AgentLedgerAction.instance_id))
-                & (col(AgentLedgerTurn.seq) == col(AgentLedgerAction.ledger_seq)),
-            )
-            .where(
-                col(AgentLedgerTurn.tenant) == tenant,
-                col(AgentLedgerTurn.created_at) >= since,
-                col(AgentLedgerAction.outcome) == ActionOutcome.ERROR.value,
-            )
-        ).one()
+        failed_calls = _failed_calls(db, tenant, since)
+        failed_actions = _failed_actions(db, tenant, since)
         waiting_turns = db.exec(
             select(func.count())
             .select_from(AgentLedgerTurn)
@@ -152,17 +131,29 @@ def bucket(
 
 def _errors_between(db: Session, tenant: str, start: datetime, end: datetime) -> int:
     """Failed model attempts and failed tool actions of the tenant in [start, end)."""
-    calls = db.exec(
+    return _failed_calls(db, tenant, start, end) + _failed_actions(db, tenant, start, end)
+
+
+def _failed_calls(db: Session, tenant: str, start: datetime, end: datetime | None = None) -> int:
+    """The tenant's model attempts that failed from `start` (to `end`); one in flight has
+    not failed."""
+    query = (
         select(func.count())
         .select_from(LlmCallAttempt)
         .where(
             col(LlmCallAttempt.tenant) == tenant,
             col(LlmCallAttempt.outcome).not_in(["ok", IN_FLIGHT]),
             col(LlmCallAttempt.created_at) >= start,
-            col(LlmCallAttempt.created_at) < end,
         )
-    ).one()
-    actions = db.exec(
+    )
+    if end is not None:
+        query = query.where(col(LlmCallAttempt.created_at) < end)
+    return int(db.exec(query).one())
+
+
+def _failed_actions(db: Session, tenant: str, start: datetime, end: datetime | None = None) -> int:
+    """The tenant's agents' tool actions that ended in an error, from `start` (to `end`)."""
+    query = (
         select(func.count())
         .select_from(AgentLedgerAction)
         .join(
@@ -173,11 +164,12 @@ def _errors_between(db: Session, tenant: str, start: datetime, end: datetime) ->
         .where(
             col(AgentLedgerTurn.tenant) == tenant,
             col(AgentLedgerTurn.created_at) >= start,
-            col(AgentLedgerTurn.created_at) < end,
             col(AgentLedgerAction.outcome) == ActionOutcome.ERROR.value,
         )
-    ).one()
-    return int(calls) + int(actions)
+    )
+    if end is not None:
+        query = query.where(col(AgentLedgerTurn.created_at) < end)
+    return int(db.exec(query).one())
 
 
 def _journal_lag(db: Session, tenant: str, now: datetime) -> float:

@@ -8,26 +8,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlmodel import col, select
-
-from runtime.standing_agents.models import AgentLedgerTurn
 from tests.agents_helpers import AgentsDaemon, AgentsFactory
 
 
 def _send_twice(text: str) -> str:
     call = json.dumps({"text": text})
     return f"/call soa_send_message {call}\n/call soa_send_message {call}"
-
-
-def _turns(d: AgentsDaemon, instance_id: str) -> list[AgentLedgerTurn]:
-    with d.store.session() as db:
-        return list(
-            db.exec(
-                select(AgentLedgerTurn)
-                .where(col(AgentLedgerTurn.instance_id) == instance_id)
-                .order_by(col(AgentLedgerTurn.seq))
-            ).all()
-        )
 
 
 async def test_a_tick_at_its_budget_pauses_the_agent_until_the_cap_is_raised(
@@ -37,7 +23,7 @@ async def test_a_tick_at_its_budget_pauses_the_agent_until_the_cap_is_raised(
     tenant = d.tenant()
     soa = await d.soa(tenant)
     base = d.base(tenant)
-    await d.wait_until(lambda: _turns(d, soa), "the greeting turn")
+    await d.wait_until(lambda: d.turns(soa), "the greeting turn")
     d.set_instance(soa, is_building_starting_workset=False)  # past its foundational phase
     cap = await d.client.put(f"{base}/config/AgentDispatcher:TickMaxToolCalls", json={"value": 1})
     assert cap.status_code == 200, cap.text
@@ -51,7 +37,7 @@ async def test_a_tick_at_its_budget_pauses_the_agent_until_the_cap_is_raised(
     paused = await _poll(d, view, lambda v: v["status"] == "Paused")
     pause = paused["budgetPause"]
     assert (pause["axis"], pause["cap"], pause["spent"]) == ("tool_calls", 1.0, 1.0)
-    stopped = _turns(d, soa)[-1]
+    stopped = d.turns(soa)[-1]
     assert stopped.wait_condition == "budget_exhausted:tool_calls"
     decisions = (await d.client.get(f"{base}/decisions?status=open")).json()["decisions"]
     [reached] = [x for x in decisions if x["kind"] == "budget_reached"]
@@ -76,7 +62,7 @@ async def test_a_tick_at_its_budget_pauses_the_agent_until_the_cap_is_raised(
     resumed = await view()
     assert resumed["status"] == "Active" and resumed["budgetPause"] is None
     answered = await d.wait_until(
-        lambda: [t for t in _turns(d, soa) if "two" in json.dumps(t.event_payload)],
+        lambda: [t for t in d.turns(soa) if "two" in json.dumps(t.event_payload)],
         "the waiting message's turn",
     )
     assert answered[0].wait_condition != "budget_exhausted:tool_calls"
@@ -92,7 +78,7 @@ async def test_an_operators_stop_makes_the_budget_pause_theirs(agents: AgentsFac
     tenant = d.tenant()
     soa = await d.soa(tenant)
     base = d.base(tenant)
-    await d.wait_until(lambda: _turns(d, soa), "the greeting turn")
+    await d.wait_until(lambda: d.turns(soa), "the greeting turn")
     d.set_instance(soa, is_building_starting_workset=False)  # past its foundational phase
     await d.client.put(f"{base}/config/AgentDispatcher:TickMaxToolCalls", json={"value": 1})
     await d.client.post(f"{base}/agents/{soa}/messages", json={"text": _send_twice("one")})

@@ -7,23 +7,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlmodel import col, select
-
 from api.agent_workflows import Sweeper
 from runtime.llm.models import LlmCallAttempt
-from runtime.standing_agents.models import AgentLedgerTurn, OpsBucketState
-from tests.agents_helpers import AgentsDaemon, AgentsFactory
-
-
-def _turns(d: AgentsDaemon, instance_id: str) -> list[AgentLedgerTurn]:
-    with d.store.session() as db:
-        return list(
-            db.exec(
-                select(AgentLedgerTurn)
-                .where(col(AgentLedgerTurn.instance_id) == instance_id)
-                .order_by(col(AgentLedgerTurn.seq))
-            ).all()
-        )
+from runtime.standing_agents.models import OpsBucketState
+from tests.agents_helpers import AgentsFactory
 
 
 async def test_a_bucket_turning_degraded_wakes_the_soa_which_plans_on_it(
@@ -32,7 +19,7 @@ async def test_a_bucket_turning_degraded_wakes_the_soa_which_plans_on_it(
     d = await agents()
     tenant = d.tenant()
     soa = await d.soa(tenant)
-    await d.wait_until(lambda: _turns(d, soa), "the greeting turn")
+    await d.wait_until(lambda: d.turns(soa), "the greeting turn")
     client = await d.client.app.state.temporal.get()  # type: ignore[attr-defined]
     sweeper = Sweeper(d.settings, d.store)
     assert await sweeper.watch_ops(client, datetime.now(UTC)) == 0  # healthy, recorded
@@ -59,7 +46,7 @@ async def test_a_bucket_turning_degraded_wakes_the_soa_which_plans_on_it(
     assert await sweeper.watch_ops(client, now) == 1
     assert await sweeper.watch_ops(client, now) == 0  # the same transition: once
     turns = await d.wait_until(
-        lambda: [t for t in _turns(d, soa) if t.event_id.startswith(f"ops/{soa}/")],
+        lambda: [t for t in d.turns(soa) if t.event_id.startswith(f"ops/{soa}/")],
         "the SOA's turn on the incident",
         timeout=30,
     )

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel import col, select
-
-from runtime.standing_agents.models import AgentEventRow, AgentLedgerTurn
+from runtime.standing_agents.models import AgentEventRow
 from tests.agents_helpers import AgentsDaemon, AgentsFactory
 
 SITE = "PromptRedactor:Redact"
@@ -17,13 +15,6 @@ SITE = "PromptRedactor:Redact"
 
 def _queued(d: AgentsDaemon, instance_id: str) -> list[AgentEventRow]:
     return [e for e in d.events(instance_id) if e.consumed_at is None]
-
-
-def _turns(d: AgentsDaemon, instance_id: str) -> list[AgentLedgerTurn]:
-    with d.store.session() as db:
-        return list(
-            db.exec(select(AgentLedgerTurn).where(col(AgentLedgerTurn.instance_id) == instance_id))
-        )
 
 
 async def test_a_signal_ensures_a_paused_redactor_bound_to_its_call_site(
@@ -62,7 +53,7 @@ async def test_a_signal_ensures_a_paused_redactor_bound_to_its_call_site(
     queued = _queued(d, redactor)
     assert [e.event_kind for e in queued] == ["ExternalSignalReceived"] * 2
     assert queued[0].payload == {"couple": "c-1", "signalKind": "NewCouple", "callSite": SITE}
-    assert _turns(d, redactor) == []  # delivered off: queued, not ticked
+    assert d.turns(redactor) == []  # delivered off: queued, not ticked
     # Another site, another redactor.
     elsewhere = await d.client.post(
         f"{base}/redactor-signals", json={**body, "callSite": "Session:Default", "signalId": "s-3"}

@@ -10,11 +10,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlmodel import col, select
 from standardwebhooks.webhooks import Webhook
 
-from runtime.standing_agents.models import AgentLedgerTurn
-from tests.agents_helpers import AgentsDaemon, AgentsFactory
+from tests.agents_helpers import AgentsFactory
 
 
 def _signed(
@@ -29,13 +27,6 @@ def _signed(
         "content-type": "application/json",
     }
     return data.encode(), headers
-
-
-def _turns(d: AgentsDaemon, instance_id: str) -> list[AgentLedgerTurn]:
-    with d.store.session() as db:
-        return list(
-            db.exec(select(AgentLedgerTurn).where(col(AgentLedgerTurn.instance_id) == instance_id))
-        )
 
 
 async def test_a_signed_delivery_enqueues_once_and_the_agent_ticks_it(
@@ -70,7 +61,7 @@ async def test_a_signed_delivery_enqueues_once_and_the_agent_ticks_it(
     again = await d.client.post(url, content=body, headers={**sender, **headers})
     assert again.json() == {**first.json(), "duplicate": True}
     turns = await d.wait_until(
-        lambda: [t for t in _turns(d, soa) if t.event_id.startswith("webhook/")],
+        lambda: [t for t in d.turns(soa) if t.event_id.startswith("webhook/")],
         "the webhook event's turn",
     )
     assert len(turns) == 1 and turns[0].event_payload == payload
