@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,6 +27,7 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from api.deps import ConnectorDep, SettingsDep
+from api.routes.standing_common import TENANT_PATTERN
 from api.temporal import TemporalConnector, is_unavailable
 from runtime.settings import Settings
 from runtime.standing_agents import budget_pause, control, ops_watch
@@ -65,6 +67,7 @@ RETRY_MAX = timedelta(minutes=5)
 OPS_WATCH_INTERVAL = timedelta(seconds=15)
 OPS_VISIBILITY_WINDOW = timedelta(hours=24)
 OPS_RPC = timedelta(seconds=10)
+TENANT_NAME = re.compile(TENANT_PATTERN)
 # Instances younger than this are being started by their own route.
 YOUNG_INSTANCE = timedelta(seconds=10)
 
@@ -285,25 +288,32 @@ class Sweeper:
         transition queued a tick for. Returns how many it woke."""
         since = (now - OPS_VISIBILITY_WINDOW).strftime("%Y-%m-%dT%H:%M:%SZ")
         woken: list[AgentInstance] = []
-        for tenant in await asyncio.to_thread(enabled_tenants, self.store, STANDING_AGENTS_FEATURE):
-            if "'" in tenant:
-                continue  # never in a valid tenant name; never in a visibility query
-            counts = []
-            for status in ("Failed", "TimedOut"):
-                query = (
-                    f"{TENANT.name} = '{tenant}' AND ExecutionStatus = '{status}'"
-                    f" AND CloseTime > '{since}'"
+        tenants = await asyncio.to_thread(enabled_tenants, self.store, STANDING_AGENTS_FEATURE)
+        for tenant in tenants:
+            if not TENANT_NAME.fullmatch(tenant):
+                continue  # not a tenant the routes accept: never in a visibility query
+            try:
+                counts = []
+                for status in ("Failed", "TimedOut"):
+                    query = (
+                        f"{TENANT.name} = '{tenant}' AND ExecutionStatus = '{status}'"
+                        f" AND CloseTime > '{since}'"
+                    )
+                    answer = await client.count_workflows(query, rpc_timeout=OPS_RPC)
+                    counts.append(answer.count)
+                await asyncio.to_thread(
+                    ops_watch.record_visibility,
+                    self.store,
+                    tenant,
+                    now,
+                    failed=counts[0],
+                    timed_out=counts[1],
                 )
-                counts.append((await client.count_workflows(query, rpc_timeout=OPS_RPC)).count)
-            await asyncio.to_thread(
-                ops_watch.record_visibility,
-                self.store,
-                tenant,
-                now,
-                failed=counts[0],
-                timed_out=counts[1],
-            )
-            woken += await asyncio.to_thread(ops_watch.observe, self.store, tenant, now)
+                woken += await asyncio.to_thread(ops_watch.observe, self.store, tenant, now)
+            except Exception:
+                # One tenant's failure (Temporal slow, the store busy) leaves the others.
+                log.warning("the ops watch of tenant %s failed", tenant, exc_info=True)
+
         return await self._wake_all(client, woken, now)
 
     async def _wake_all(self, client: Client, rows: list[AgentInstance], now: datetime) -> int:

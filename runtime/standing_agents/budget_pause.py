@@ -44,7 +44,6 @@ from runtime.standing_agents.contracts import (
     AgentType,
     AttentionKind,
     AttentionStatus,
-    EventKind,
 )
 from runtime.standing_agents.models import (
     AgentEventRow,
@@ -373,7 +372,8 @@ def _undefer(db: Session, instance: AgentInstance, now: datetime) -> None:
             col(AgentEventRow.generation) == instance.generation,
             col(AgentEventRow.consumed_at).is_(None),
             col(AgentEventRow.visible_at) > now,
-            col(AgentEventRow.event_kind) != EventKind.AGENT_TICK.value,
+            # Not the heartbeat (it keeps its time); an ops incident's tick is due too.
+            ~col(AgentEventRow.event_id).startswith("tick/", autoescape=True),
         )
     ).all()
     for row in deferred:

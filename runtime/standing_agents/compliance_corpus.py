@@ -17,6 +17,7 @@ knowledge items (`compliance_dossier_list` / `compliance_knowledge_query` with i
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Final
 
@@ -31,12 +32,15 @@ MAX_PROJECTS: Final = 50
 WORKSPACE_PROJECT: Final = "workspace"
 # The artifact kinds a project's corpus holds.
 CORPUS_KINDS: Final = ("dossier", "dossier_translation", "knowledge")
+# What a project id is (the tools' `project` argument has the same pattern; a row written
+# otherwise, by hand or before, is left out of the discovered projects, never an error).
+PROJECT_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
 class ComplianceProject(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    id: str = Field(min_length=1, max_length=80, pattern=PROJECT_ID.pattern)
     name: str | None = Field(default=None, max_length=200)
     paths: list[str] = Field(default_factory=list, max_length=20)
 
@@ -99,7 +103,7 @@ def corpus(store: Store, tenant: str) -> dict[str, Any]:
         projects = configured
     else:
         source = "discovered"
-        named = sorted({project for project, _family in counts})
+        named = sorted({project for project, _family in counts if PROJECT_ID.match(project)})
         projects = [ComplianceProject(id=p) for p in named] or [
             ComplianceProject(id=WORKSPACE_PROJECT, paths=["**/*"])
         ]

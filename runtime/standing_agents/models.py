@@ -103,6 +103,8 @@ class AgentLedgerTurn(SQLModel, table=True):
     __tablename__ = "agent_state_ledger"
     __table_args__ = (
         UniqueConstraint("instance_id", "seq", name="uq_agent_ledger_seq"),
+        # The ops digest counts a tenant's turns of the last day on every watch pass.
+        Index("ix_agent_ledger_tenant_created", "tenant", "created_at"),
         UniqueConstraint("instance_id", "event_id", name="uq_agent_ledger_event"),
     )
 

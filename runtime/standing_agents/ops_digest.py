@@ -43,44 +43,49 @@ JOURNAL_LAG_DEGRADED_S = 300
 
 def probe(store: Store, tenant: str, now: datetime) -> dict[str, Any]:
     """The tenant's health over the last 24 hours (counts only: cheap and bounded)."""
-    since = now - WINDOW
     with store.session() as db:
-        failed_calls = _failed_calls(db, tenant, since)
-        failed_actions = _failed_actions(db, tenant, since)
-        waiting_turns = db.exec(
-            select(func.count())
-            .select_from(AgentLedgerTurn)
-            .where(
-                col(AgentLedgerTurn.tenant) == tenant,
-                col(AgentLedgerTurn.decision_kind) == DecisionKind.WAITING_FOR_EVENT.value,
-                col(AgentLedgerTurn.created_at) >= since,
-            )
-        ).one()
-        # Queue lag: the oldest event of an Active agent that fell due and is not taken yet.
-        oldest_due = db.exec(
-            select(func.min(AgentEventRow.visible_at))
-            .join(AgentInstance, col(AgentInstance.instance_id) == col(AgentEventRow.instance_id))
-            .where(
-                col(AgentInstance.tenant) == tenant,
-                col(AgentInstance.status) == AgentStatus.ACTIVE.value,
-                col(AgentEventRow.consumed_at).is_(None),
-                col(AgentEventRow.visible_at) <= now,
-            )
-        ).one()
-        stuck = db.exec(
-            select(func.count())
-            .select_from(AgentInstance)
-            .where(
-                col(AgentInstance.tenant) == tenant,
-                col(AgentInstance.status) == AgentStatus.CLOSED.value,
-            )
-        ).one()
-        recent = _errors_between(db, tenant, now - SPIKE_WINDOW, now)
-        before = _errors_between(
-            db, tenant, now - SPIKE_WINDOW - timedelta(hours=1), now - SPIKE_WINDOW
+        return probe_in(db, tenant, now)
+
+
+def probe_in(db: Session, tenant: str, now: datetime) -> dict[str, Any]:
+    """`probe` inside the caller's transaction (the ops watch's, under its lock)."""
+    since = now - WINDOW
+    failed_calls = _failed_calls(db, tenant, since)
+    failed_actions = _failed_actions(db, tenant, since)
+    waiting_turns = db.exec(
+        select(func.count())
+        .select_from(AgentLedgerTurn)
+        .where(
+            col(AgentLedgerTurn.tenant) == tenant,
+            col(AgentLedgerTurn.decision_kind) == DecisionKind.WAITING_FOR_EVENT.value,
+            col(AgentLedgerTurn.created_at) >= since,
         )
-        journal_lag = _journal_lag(db, tenant, now)
-        visibility = db.get(OpsBucketState, tenant)
+    ).one()
+    # Queue lag: the oldest event of an Active agent that fell due and is not taken yet.
+    oldest_due = db.exec(
+        select(func.min(AgentEventRow.visible_at))
+        .join(AgentInstance, col(AgentInstance.instance_id) == col(AgentEventRow.instance_id))
+        .where(
+            col(AgentInstance.tenant) == tenant,
+            col(AgentInstance.status) == AgentStatus.ACTIVE.value,
+            col(AgentEventRow.consumed_at).is_(None),
+            col(AgentEventRow.visible_at) <= now,
+        )
+    ).one()
+    stuck = db.exec(
+        select(func.count())
+        .select_from(AgentInstance)
+        .where(
+            col(AgentInstance.tenant) == tenant,
+            col(AgentInstance.status) == AgentStatus.CLOSED.value,
+        )
+    ).one()
+    recent = _errors_between(db, tenant, now - SPIKE_WINDOW, now)
+    before = _errors_between(
+        db, tenant, now - SPIKE_WINDOW - timedelta(hours=1), now - SPIKE_WINDOW
+    )
+    journal_lag = _journal_lag(db, tenant, now)
+    visibility = db.get(OpsBucketState, tenant)
     # The hour before holds four spike windows: three times its rate per window.
     spike = recent >= SPIKE_MIN_ERRORS and recent * 4 >= 3 * before
     failed_workflows = visibility.failed_workflows if visibility is not None else None

@@ -15,7 +15,7 @@ visibility (failed and timed-out workflows) are stored here for the digest to sh
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -23,16 +23,28 @@ from sqlmodel import Session, col, select
 from runtime.standing_agents import queue
 from runtime.standing_agents.contracts import AgentStatus, AgentType, EventKind
 from runtime.standing_agents.control import transaction
-from runtime.standing_agents.models import AgentInstance, OpsBucketState
-from runtime.standing_agents.ops_digest import probe
+from runtime.standing_agents.models import AgentEventRow, AgentInstance, OpsBucketState
+from runtime.standing_agents.ops_digest import probe_in
 from runtime.store.atomic import serialize
 from runtime.store.engine import Store
+from runtime.timestamps import aware_utc
+
+# A bucket must hold this long before a change of it is a transition.
+MIN_DWELL = timedelta(seconds=60)
 
 
 def record_visibility(
     store: Store, tenant: str, now: datetime, *, failed: int, timed_out: int
 ) -> None:
-    """What Temporal's visibility counts for the tenant's last 24 hours."""
+    """What Temporal's visibility counts for the tenant's last 24 hours (written only when
+    the counts changed)."""
+    with store.session() as db:
+        known = db.get(OpsBucketState, tenant)
+        if known is not None and (known.failed_workflows, known.timed_out_workflows) == (
+            failed,
+            timed_out,
+        ):
+            return
     with store.session() as db:
         serialize(db, f"ops/{tenant}")
         state = db.get(OpsBucketState, tenant)
@@ -48,12 +60,15 @@ def record_visibility(
 def observe(store: Store, tenant: str, now: datetime) -> list[AgentInstance]:
     """Probe the tenant's bucket; on a transition, queue the wake-ups of its Active SOAs
     and return them (the caller wakes their workflows)."""
-    digest: dict[str, Any] = probe(store, tenant, now)
-    current = str(digest["bucket"])
 
     def write(db: Session) -> list[AgentInstance]:
         serialize(db, f"ops/{tenant}")
+        # The state read first takes the lock on SQLite too (its first statement), then the
+        # probe: of two observers, the later one sees the later health (an older probe
+        # committed last would make a transition that never was).
         state = db.get(OpsBucketState, tenant, populate_existing=True)
+        digest: dict[str, Any] = probe_in(db, tenant, now)
+        current = str(digest["bucket"])
         if state is None or not state.bucket:
             state = state or OpsBucketState(tenant=tenant, bucket="", changed_at=now)
             state.bucket = current  # the first observation: nothing to report
@@ -62,6 +77,8 @@ def observe(store: Store, tenant: str, now: datetime) -> list[AgentInstance]:
             return []
         if state.bucket == current:
             return []
+        if now - aware_utc(state.changed_at) < MIN_DWELL:
+            return []  # damped: a bucket flapping at the edge wakes the SOA once a minute
         previous = state.bucket
         state.transition += 1
         state.bucket = current
@@ -77,6 +94,16 @@ def observe(store: Store, tenant: str, now: datetime) -> list[AgentInstance]:
             ).all()
         )
         for soa in soas:
+            # The latest transition supersedes an earlier one still queued: one due tick.
+            for stale in db.exec(
+                select(AgentEventRow).where(
+                    col(AgentEventRow.instance_id) == soa.instance_id,
+                    col(AgentEventRow.consumed_at).is_(None),
+                    col(AgentEventRow.event_id).startswith(f"ops/{soa.instance_id}/"),
+                )
+            ).all():
+                stale.consumed_at = now
+                db.add(stale)
             queue.enqueue_in(
                 db,
                 tenant=tenant,

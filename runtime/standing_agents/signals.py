@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from runtime.llm.routing import SITE_PARENTS
@@ -37,6 +36,7 @@ from runtime.standing_agents.contracts import (
     AttentionStatus,
     EventKind,
 )
+from runtime.standing_agents.control import transaction
 from runtime.standing_agents.models import AgentInstance, AttentionRequest
 from runtime.store.engine import Store
 
@@ -104,32 +104,27 @@ def raise_redactor_signal(
     instance_id = redactor_instance_id(tenant, call_site)
     event_id = f"signal/{instance_id}/{signal_id or uuid.uuid4().hex}"
     body = {**payload, "signalKind": kind.value, "callSite": call_site}
-    for _ in range(5):
-        with store.session() as db:
-            try:
-                created = _ensure_redactor(db, tenant, instance_id, call_site)
-                row = db.get(AgentInstance, instance_id)
-                assert row is not None
-                event, fresh = queue.enqueue_in(
-                    db,
-                    tenant=tenant,
-                    instance_id=instance_id,
-                    kind=EventKind.EXTERNAL_SIGNAL_RECEIVED,
-                    payload=body,
-                    event_id=event_id,
-                    generation=row.generation,
-                )
-                decision_id = (
-                    _ask_a_human(db, row, event_id, body)
-                    if kind is AgentSignalKind.HUMAN_REQUEST
-                    else None
-                )
-                db.commit()
-                db.refresh(row)
-                return SignalRaised(row, event, created, not fresh, decision_id)
-            except IntegrityError:
-                db.rollback()  # a concurrent first signal of the site: look again
-    raise RuntimeError("a redactor signal kept racing another writer")
+
+    def write(db: Session) -> SignalRaised:
+        created = _ensure_redactor(db, tenant, instance_id, call_site)
+        row = db.get(AgentInstance, instance_id)
+        assert row is not None
+        event, fresh = queue.enqueue_in(
+            db,
+            tenant=tenant,
+            instance_id=instance_id,
+            kind=EventKind.EXTERNAL_SIGNAL_RECEIVED,
+            payload=body,
+            event_id=event_id,
+            generation=row.generation,
+        )
+        decision_id = (
+            _ask_a_human(db, row, event_id, body) if kind is AgentSignalKind.HUMAN_REQUEST else None
+        )
+        return SignalRaised(row, event, created, not fresh, decision_id)
+
+    # A race for the redactor's row or a sequence number retries the whole write.
+    return transaction(store, write)
 
 
 def _ensure_redactor(db: Session, tenant: str, instance_id: str, call_site: str) -> bool:

@@ -492,7 +492,8 @@ def complete_tick(
         if closing:
             instance.status = AgentStatus.CLOSED.value
             instance.next_tick_at = None
-            _consume_heartbeats(db, request.instance_id, request.now)
+            # Closed: no tick of any origin is left (a reopened agent starts afresh).
+            _consume_heartbeats(db, request.instance_id, request.now, ops_too=True)
             rule = None if request.close_stuck else loop
             stuck_id = _raise_stuck(db, request, rule)
         else:
@@ -568,17 +569,22 @@ def _action_summary(action: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _consume_heartbeats(db: Session, instance_id: str, now: datetime) -> None:
+def _consume_heartbeats(
+    db: Session, instance_id: str, now: datetime, *, ops_too: bool = False
+) -> None:
     """Exactly one future heartbeat: the one this write adds replaces any left over. An
-    ops incident's tick (`ops/...`, ops_watch.py) is not a heartbeat: it stays, due."""
-    rows = db.exec(
-        select(AgentEventRow).where(
-            col(AgentEventRow.instance_id) == instance_id,
-            col(AgentEventRow.event_kind) == EventKind.AGENT_TICK.value,
-            col(AgentEventRow.consumed_at).is_(None),
-            col(AgentEventRow.event_id).startswith(HEARTBEAT_PREFIX, autoescape=True),
+    ops incident's tick (`ops/...`, ops_watch.py) is not a heartbeat: it stays, due,
+    unless `ops_too` (the agent is closing)."""
+    query = select(AgentEventRow).where(
+        col(AgentEventRow.instance_id) == instance_id,
+        col(AgentEventRow.event_kind) == EventKind.AGENT_TICK.value,
+        col(AgentEventRow.consumed_at).is_(None),
+    )
+    if not ops_too:
+        query = query.where(
+            col(AgentEventRow.event_id).startswith(HEARTBEAT_PREFIX, autoescape=True)
         )
-    ).all()
+    rows = db.exec(query).all()
     for row in rows:
         row.consumed_at = now
         db.add(row)
@@ -598,7 +604,7 @@ def _loop_verdict(
     """The loop guards' counters after this turn (runtime/policy/loop_guard.py)."""
     planned = request.llm_call_id is not None
     wakes = 0
-    if planned and request.event.kind == EventKind.AGENT_TICK:
+    if planned and request.event.event_id.startswith(HEARTBEAT_PREFIX):
         wakes = _self_wakes(db, request) + 1
     return after_planned_turn(
         planned=planned,
@@ -622,15 +628,18 @@ def _self_wakes(db: Session, request: CompleteTickInput) -> int:
     turns = col(AgentLedgerTurn.instance_id) == request.instance_id
     generation = col(AgentLedgerTurn.generation) == request.generation
     since = request.now - timedelta(seconds=SELF_WAKE_WINDOW_SECONDS)
+    # The agent's own wakes are its heartbeats (`tick/...`); an ops incident's tick is an
+    # external event like any other (it resets the count).
+    heartbeat = (col(AgentLedgerTurn.event_kind) == EventKind.AGENT_TICK.value) & col(
+        AgentLedgerTurn.event_id
+    ).startswith(HEARTBEAT_PREFIX, autoescape=True)
     last_other = db.exec(
-        select(func.max(AgentLedgerTurn.seq)).where(
-            turns, generation, col(AgentLedgerTurn.event_kind) != EventKind.AGENT_TICK.value
-        )
+        select(func.max(AgentLedgerTurn.seq)).where(turns, generation, ~heartbeat)
     ).one()
     query = select(func.count()).where(
         turns,
         generation,
-        col(AgentLedgerTurn.event_kind) == EventKind.AGENT_TICK.value,
+        heartbeat,
         col(AgentLedgerTurn.llm_call_id).is_not(None),
         col(AgentLedgerTurn.created_at) > since,
         col(AgentLedgerTurn.event_id) != request.event.event_id,

@@ -93,7 +93,12 @@ _TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_TEXT}
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _QUERY = _schema({"query": _TEXT, "limit": _LIMIT}, ["query"])
 # A compliance project's id, as the Compliance objective's corpus names it.
-_PROJECT = {"type": "string", "minLength": 1, "maxLength": 80}
+_PROJECT = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 80,
+    "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$",
+}
 
 # What only reads (the agent's memory, agentrt's health, the knowledge, the workspace, the
 # research and dossiers): read-only in MCP's terms. Every other tool records its effect

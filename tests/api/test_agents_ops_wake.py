@@ -27,6 +27,8 @@ async def test_a_bucket_turning_degraded_wakes_the_soa_which_plans_on_it(
         state = db.get(OpsBucketState, tenant)
         assert state is not None and state.bucket == "healthy"
         assert state.failed_workflows == 0 and state.visibility_checked_at is not None
+        state.changed_at = datetime.now(UTC) - timedelta(minutes=2)  # past the dwell
+        db.add(state)
         db.add(  # a model call of the tenant failed: degraded
             LlmCallAttempt(
                 attempt_id="incident-1",

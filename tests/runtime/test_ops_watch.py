@@ -62,7 +62,7 @@ def test_a_bucket_transition_queues_one_tick_per_active_soa_once(store: Store) -
     assert ops_watch.observe(store, sa.TENANT, NOW) == []
     assert ops_watch.observe(store, sa.TENANT, NOW) == []
     _fail_calls(store, 2, NOW)  # degraded
-    later = NOW + timedelta(seconds=15)
+    later = NOW + timedelta(minutes=2)  # past the bucket's dwell
     with ThreadPoolExecutor(max_workers=4) as pool:  # four API processes at once
         woken = list(pool.map(lambda _: ops_watch.observe(store, sa.TENANT, later), range(4)))
     assert sorted(len(w) for w in woken) == [0, 0, 0, 1]
@@ -76,13 +76,18 @@ def test_a_bucket_transition_queues_one_tick_per_active_soa_once(store: Store) -
     assert [w.instance_id for w in ops_watch.observe(store, sa.TENANT, back)] == [soa]
     payloads = [t.payload["opsBucket"]["to"] for t in _ops_ticks(store, soa)]
     assert payloads == ["degraded", "healthy"]
+    # The later transition superseded the earlier tick still queued: one is due.
+    assert [t.consumed_at is None for t in _ops_ticks(store, soa)] == [False, True]
+    # A flap within the dwell is no transition (a bucket flapping wakes nobody twice).
+    _fail_calls(store, 1, back)
+    assert ops_watch.observe(store, sa.TENANT, back + timedelta(seconds=20)) == []
 
 
 def test_a_ticks_completion_does_not_consume_an_ops_tick(store: Store) -> None:
     soa = sa.create_instance(store, NOW)
     ops_watch.observe(store, sa.TENANT, NOW)
     _fail_calls(store, 1, NOW)
-    ops_watch.observe(store, sa.TENANT, NOW + timedelta(seconds=1))
+    ops_watch.observe(store, sa.TENANT, NOW + timedelta(minutes=2))
     with store.session() as db:
         ticks._consume_heartbeats(db, soa, NOW)
         db.commit()
