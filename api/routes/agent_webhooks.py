@@ -17,7 +17,6 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 
 from api.agent_workflows import WakerDep
 from api.deps import StoreDep
-from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.routes.agents import run_control
@@ -74,27 +73,13 @@ async def create_webhook(
     instance = await run_control(control.get_instance, store, tenant, instance_id)
     allowed = webhooks.kinds_for(AgentType(instance.agent_type))
     if body.kind not in allowed:
-        raise ApiError(
-            400,
-            {
-                "error": f'A webhook of this agent cannot enqueue "{body.kind}"',
-                "code": "invalid_event_kind",
-                "allowed": allowed,
-            },
-        )
+        raise webhooks.WebhookKindRefused(event_kind=body.kind, allowed=allowed).application_error()
     try:
         row = await asyncio.to_thread(
             webhooks.create, store, instance, EventKind(body.kind), datetime.now(UTC)
         )
     except webhooks.TooManyWebhooks:
-        raise ApiError(
-            409,
-            {
-                "error": f"An agent has at most {webhooks.MAX_PER_AGENT} webhooks",
-                "code": "too_many_webhooks",
-                "limit": webhooks.MAX_PER_AGENT,
-            },
-        ) from None
+        raise webhooks.TooManyWebhooksRefusal().application_error() from None
     view = _view(request, row)
     return WebhookCreated(**view.model_dump(), secret=row.secret)
 
@@ -129,10 +114,7 @@ async def delete_webhook(
     webhook_id: str = Path(pattern=WEBHOOK_ID),
 ) -> Response:
     if not await asyncio.to_thread(webhooks.remove, store, tenant, instance_id, webhook_id):
-        raise ApiError(
-            404,
-            {"error": f'No webhook "{webhook_id}"', "code": "webhook_not_found"},
-        )
+        raise webhooks.WebhookNotFound(webhook_id=webhook_id).application_error()
     return Response(status_code=204)
 
 
@@ -158,7 +140,10 @@ async def deliver_webhook(
             webhooks.deliver, store, webhook_id, dict(request.headers), body, datetime.now(UTC)
         )
     except webhooks.WebhookRefused as err:
-        raise ApiError(err.status, {"error": str(err), "code": err.code}) from None
+        refusal = webhooks.WebhookDeliveryRefused(
+            status=err.status, code=err.code, message=str(err)
+        )
+        raise refusal.application_error() from None
     instance = await run_control(
         control.get_instance, store, done.webhook.tenant, done.webhook.instance_id
     )

@@ -19,11 +19,12 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from sqlmodel import col, delete, select
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from runtime.failures import WireError
 from runtime.standing_agents import queue
 from runtime.standing_agents.contracts import (
     EXTERNAL_EVENT_KINDS,
@@ -195,3 +196,66 @@ def deliver(
             db.add(row)
             db.commit()
     return Delivered(hook, event, duplicate=not created)
+
+
+class WebhookDeliveryRefused(WireError):
+    """A delivery not taken (`deliver`): `status` 401 (unknown webhook, bad or stale
+    signature: alike) or 400 (bad webhook-id, body, signal)."""
+
+    kind: Literal["webhook_delivery_refused"] = "webhook_delivery_refused"
+    status: int
+    code: str
+    message: str
+
+    @property
+    def http_status(self) -> int:
+        return self.status
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": self.message, "code": self.code}
+
+
+class WebhookKindRefused(WireError):
+    """A webhook for a kind the agent does not take: 400 `invalid_event_kind`."""
+
+    kind: Literal["webhook_kind_refused"] = "webhook_kind_refused"
+    event_kind: str
+    allowed: list[str]
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f'A webhook of this agent cannot enqueue "{self.event_kind}"',
+            "code": "invalid_event_kind",
+            "allowed": self.allowed,
+        }
+
+
+class TooManyWebhooksRefusal(WireError):
+    kind: Literal["too_many_webhooks"] = "too_many_webhooks"
+
+    @property
+    def http_status(self) -> int:
+        return 409
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f"An agent has at most {MAX_PER_AGENT} webhooks",
+            "code": "too_many_webhooks",
+            "limit": MAX_PER_AGENT,
+        }
+
+
+class WebhookNotFound(WireError):
+    kind: Literal["webhook_not_found"] = "webhook_not_found"
+    webhook_id: str
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": f'No webhook "{self.webhook_id}"', "code": "webhook_not_found"}
