@@ -52,7 +52,7 @@ from api.routes.standing_common import (
 )
 from api.security import require_configured_token
 from api.windows_leases import settle_windows_lease
-from runtime.standing_agents import control, reads
+from runtime.standing_agents import control, reads, signals
 from runtime.standing_agents.contracts import (
     EXTERNAL_EVENT_KINDS,
     AgentStatus,
@@ -75,7 +75,7 @@ from runtime.windows_pool.lease import agent_holder
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/agents", route_class=StrictJsonRoute)
 MUTATION = [Depends(require_configured_token)]
 # An event's payload is stored in the queue and read into the agent's prompt: 64 KB of JSON.
-MAX_EVENT_PAYLOAD_BYTES = 64 * 1024
+MAX_EVENT_PAYLOAD_BYTES = signals.MAX_PAYLOAD_BYTES
 T = TypeVar("T")
 
 
@@ -320,18 +320,7 @@ async def post_event(
                 "allowed": sorted(postable),
             },
         )
-    size = len(json.dumps(body.payload, separators=(",", ":")).encode("utf-8"))
-    if size > MAX_EVENT_PAYLOAD_BYTES:
-        raise ApiError(
-            413,
-            {
-                "error": f"The event payload is {size} bytes of JSON; at most "
-                f"{MAX_EVENT_PAYLOAD_BYTES} are accepted",
-                "code": "payload_too_large",
-                "limit": MAX_EVENT_PAYLOAD_BYTES,
-                "size": size,
-            },
-        )
+    signals.check_payload_size(body.payload, "event")
     if kind is EventKind.EXTERNAL_SIGNAL_RECEIVED:
         signal_kind_or_400(body.payload)
         target = await run_control(control.get_instance, store, tenant, instance_id)

@@ -9,15 +9,12 @@ starts the redactor); a `HumanRequest` also asks a human on the decision queue a
 from __future__ import annotations
 
 import asyncio
-import json
 
 from fastapi import APIRouter, Depends
 
 from api.deps import StoreDep
-from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
-from api.routes.agents import MAX_EVENT_PAYLOAD_BYTES
 from api.routes.agents_models import SignalAccepted, SignalBody
 from api.routes.standing_common import EnabledTenant, signal_kind_or_400
 from api.security import require_configured_token
@@ -36,18 +33,7 @@ async def raise_redactor_signal(
     body: SignalBody, tenant: EnabledTenant, store: StoreDep
 ) -> SignalAccepted:
     kind = signal_kind_or_400({"signalKind": body.signalKind})
-    size = len(json.dumps(body.payload, separators=(",", ":")).encode("utf-8"))
-    if size > MAX_EVENT_PAYLOAD_BYTES:
-        raise ApiError(
-            413,
-            {
-                "error": f"The signal payload is {size} bytes of JSON; at most "
-                f"{MAX_EVENT_PAYLOAD_BYTES} are accepted",
-                "code": "payload_too_large",
-                "limit": MAX_EVENT_PAYLOAD_BYTES,
-                "size": size,
-            },
-        )
+    signals.check_payload_size(body.payload, "signal")
     try:
         raised = await asyncio.to_thread(
             signals.raise_redactor_signal,
@@ -59,14 +45,7 @@ async def raise_redactor_signal(
             body.signalId,
         )
     except signals.UnknownCallSite:
-        raise ApiError(
-            400,
-            {
-                "error": f'Unknown call site "{body.callSite}"',
-                "code": "unknown_call_site",
-                "allowed": list(signals.CALL_SITES),
-            },
-        ) from None
+        raise signals.CallSiteRefused(call_site=body.callSite).application_error() from None
     return SignalAccepted(
         instanceId=raised.instance.instance_id,
         callSite=body.callSite,

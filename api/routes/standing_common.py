@@ -69,11 +69,4 @@ def signal_kind_or_400(payload: dict[str, Any]) -> AgentSignalKind:
     try:
         return signals.signal_kind(payload)
     except signals.InvalidSignalKind as err:
-        raise ApiError(
-            400,
-            {
-                "error": f"payload.signalKind {err.kind!r} is not an AgentSignalKind",
-                "code": "invalid_signal_kind",
-                "allowed": [k.value for k in AgentSignalKind],
-            },
-        ) from None
+        raise signals.SignalKindRefused(given=err.kind).application_error() from None

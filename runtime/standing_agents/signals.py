@@ -17,13 +17,15 @@ An `ExternalSignalReceived` posted at `POST .../agents/{id}/events` must carry a
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlmodel import Session
 
+from runtime.failures import WireError
 from runtime.llm.routing import SITE_PARENTS
 from runtime.standing_agents import queue
 from runtime.standing_agents.catalog import default_mode
@@ -170,3 +172,67 @@ def _ask_a_human(db: Session, row: AgentInstance, event_id: str, body: dict[str,
             )
         )
     return decision_id
+
+
+# An event's or a signal's JSON payload is at most this many bytes.
+MAX_PAYLOAD_BYTES = 64 * 1024
+
+
+class PayloadTooLarge(WireError):
+    """An event or signal payload over MAX_PAYLOAD_BYTES of JSON: 413."""
+
+    kind: Literal["event_payload_too_large"] = "event_payload_too_large"
+    what: str  # "event" | "signal"
+    size: int
+
+    @property
+    def http_status(self) -> int:
+        return 413
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f"The {self.what} payload is {self.size} bytes of JSON; at most "
+            f"{MAX_PAYLOAD_BYTES} are accepted",
+            "code": "payload_too_large",
+            "limit": MAX_PAYLOAD_BYTES,
+            "size": self.size,
+        }
+
+
+def check_payload_size(payload: dict[str, Any], what: str) -> None:
+    """Raises the PayloadTooLarge refusal (an ApplicationError) past the bound."""
+    size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+    if size > MAX_PAYLOAD_BYTES:
+        raise PayloadTooLarge(what=what, size=size).application_error()
+
+
+class CallSiteRefused(WireError):
+    kind: Literal["unknown_call_site"] = "unknown_call_site"
+    call_site: str
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f'Unknown call site "{self.call_site}"',
+            "code": "unknown_call_site",
+            "allowed": list(CALL_SITES),
+        }
+
+
+class SignalKindRefused(WireError):
+    kind: Literal["invalid_signal_kind"] = "invalid_signal_kind"
+    given: Any = None
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f"payload.signalKind {self.given!r} is not an AgentSignalKind",
+            "code": "invalid_signal_kind",
+            "allowed": [k.value for k in AgentSignalKind],
+        }
