@@ -170,10 +170,41 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key, raising=False)
 
 
+def _port_block() -> range:
+    """The ports this pytest process hands out: below the kernel's ephemeral range, so
+    that no outgoing connection of any process takes one between `free_port` and the
+    server's bind, and a block of its own per xdist worker, so that two workers never
+    pick the same one. (A port from `bind(0)` is an ephemeral one: any client socket of
+    the machine may be given it once it is released, and the suite opens thousands.)"""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    index = int(worker) if worker.isdigit() else 0
+    top = max(low, 12000)
+    size = max(200, (top - 10000) // 16)
+    start = 10000 + (index % 16) * size
+    return range(start, min(start + size, top))
+
+
+_PORTS = _port_block()
+_next_port = [_PORTS.start + os.getpid() % len(_PORTS)]
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on, from this process's own block (`_port_block`),
+    never the same twice in a row: each call moves on to the next port of the block."""
+    for _ in range(len(_PORTS)):
+        port = _next_port[0]
+        _next_port[0] = port + 1 if port + 1 < _PORTS.stop else _PORTS.start
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free loopback port in {_PORTS}")
 
 
 def loopback_socket() -> socket.socket:
