@@ -18,6 +18,7 @@ from activities.mcp.pool import McpPool
 from activities.mcp.worker_pool import mcp_pool
 from activities.session import SessionActivities
 from activities.standing_agent import StandingAgentActivities
+from activities.standing_agent.schedules import AgentScheduleActivities
 from activities.windows_pool import WindowsPoolActivities
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
@@ -47,6 +48,7 @@ def build_activities(
     llm = LlmActivities(store, settings)
     windows_pool = WindowsPoolActivities(settings, journal)
     coding_tasks = CodingTaskActivities(store, settings)
+    agent_schedules = AgentScheduleActivities(store)
     return [
         JournalActivities(journal).append_events,
         session.open_prompt,
@@ -78,6 +80,8 @@ def build_activities(
         agents.run_approved_mcp_call,
         agents.complete_tick,
         agents.resume_regenerated,
+        agent_schedules.fire,
+        agent_schedules.pending,
         llm.resolve_chain,
         coding_tasks.timers,
         coding_tasks.expire,

@@ -26,6 +26,7 @@ from sqlmodel import col, select
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+from api import agent_schedules
 from api.deps import ConnectorDep, SettingsDep
 from api.routes.standing_common import TENANT_PATTERN
 from api.temporal import TemporalConnector, is_unavailable
@@ -67,6 +68,9 @@ RETRY_MAX = timedelta(minutes=5)
 OPS_WATCH_INTERVAL = timedelta(seconds=15)
 OPS_VISIBILITY_WINDOW = timedelta(hours=24)
 OPS_RPC = timedelta(seconds=10)
+# Schedules (api/agent_schedules.py): their rows and Temporal Schedules made to agree, at
+# start-up and then this often.
+SCHEDULES_INTERVAL = timedelta(minutes=5)
 TENANT_NAME = re.compile(TENANT_PATTERN)
 # Instances younger than this are being started by their own route.
 YOUNG_INSTANCE = timedelta(seconds=10)
@@ -338,6 +342,7 @@ class Sweeper:
             return
         repaired = False
         last_ops: datetime | None = None
+        last_schedules: datetime | None = None
         while True:
             try:
                 client: Client = await get_client()
@@ -350,6 +355,11 @@ class Sweeper:
                 if last_ops is None or now - last_ops >= OPS_WATCH_INTERVAL:
                     last_ops = now
                     woken += await self.watch_ops(client, now)
+                if last_schedules is None or now - last_schedules >= SCHEDULES_INTERVAL:
+                    fixed = await agent_schedules.reconcile(client, self.settings, self.store)
+                    last_schedules = now
+                    if fixed:
+                        log.info("sweeper repaired %d schedule(s)", fixed)
                 if woken:
                     log.info("sweeper woke %d standing agent(s)", woken)
             except Exception:

@@ -24,6 +24,7 @@ from api.routes import (
     agent_config,
     agent_mcp,
     agent_modes,
+    agent_schedules,
     agent_stream,
     agent_tools,
     agent_webhooks,
@@ -158,6 +159,7 @@ def create_app(
     app.include_router(redactor_signals.router)
     app.include_router(agent_webhooks.router)
     app.include_router(agent_webhooks.delivery)
+    app.include_router(agent_schedules.router)
     app.include_router(agent_mcp.router)
     app.include_router(coding_tasks.router)
     app.include_router(agent_modes.router)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from workflows.agent_schedule import AgentScheduleWorkflow
 from workflows.coding_task import CodingTaskWorkflow
 from workflows.device_flow import DeviceFlowWorkflow
 from workflows.mcp_discovery import McpDiscoveryWorkflow
@@ -19,4 +20,5 @@ WORKFLOWS: list[type] = [
     WindowsLeaseWorkflow,
     McpDiscoveryWorkflow,
     CodingTaskWorkflow,
+    AgentScheduleWorkflow,
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from api.routes.workspace_status_models import McpServer
 from runtime.standing_agents.contracts import AgentType
@@ -49,6 +49,33 @@ class EventBody(_Body):
 class WebhookBody(_Body):
     # Checked by the route against the kinds the agent's webhooks may enqueue.
     kind: str = Field(min_length=1, max_length=100)
+
+
+class ScheduleBody(_Body):
+    cron: str = Field(
+        min_length=1,
+        max_length=200,
+        description="A cron expression as Temporal reads it: 5 fields (minute hour "
+        "day-of-month month day-of-week), or 6-7, or `@daily`, `@every 90m`.",
+    )
+    timeZone: str = Field(
+        default="UTC", min_length=1, max_length=64, description="An IANA time zone."
+    )
+    overlap: Literal["skip", "bufferOne"] = Field(
+        default="skip",
+        description="A firing while the previous one's tick is queued or running: "
+        "skipped, or (bufferOne) run after it, one at most.",
+    )
+    catchupWindowSeconds: StrictInt = Field(
+        default=3600,
+        ge=10,
+        le=604_800,
+        description="A firing missed while Temporal was down still runs if Temporal is "
+        "back within this window.",
+    )
+    note: str | None = Field(
+        default=None, min_length=1, max_length=500, description="Told to the agent."
+    )
 
 
 class SignalBody(_Body):
@@ -162,6 +189,26 @@ class MessageView(BaseModel):
 
 class MessageList(BaseModel):
     messages: list[MessageView]
+
+
+class ScheduleView(BaseModel):
+    scheduleId: str
+    instanceId: str
+    cron: str
+    timeZone: str
+    overlap: str
+    catchupWindowSeconds: int
+    note: str | None
+    createdAt: str
+    firings: int = Field(description="Ticks enqueued by this schedule.")
+    lastFiredAt: str | None
+    nextFireTimes: list[str] | None = Field(
+        description="Temporal's next firing times; null when Temporal did not answer."
+    )
+
+
+class ScheduleList(BaseModel):
+    schedules: list[ScheduleView]
 
 
 class WebhookView(BaseModel):

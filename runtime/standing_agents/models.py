@@ -319,3 +319,25 @@ class AgentWebhook(SQLModel, table=True):
     last_delivery_at: datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )
+
+
+class AgentSchedule(SQLModel, table=True):
+    """`agent_schedules`: a cron schedule of one agent, backed by a Temporal Schedule
+    (runtime/standing_agents/schedules.py; migration 0022). `deleted_at` marks one being
+    deleted: its Temporal Schedule goes first, the row after."""
+
+    __tablename__ = "agent_schedules"
+
+    schedule_id: str = Field(primary_key=True, max_length=40)
+    tenant: str = Field(max_length=200, index=True)
+    instance_id: str = Field(max_length=64, index=True)
+    cron: str = Field(max_length=200)
+    time_zone: str = Field(max_length=64)
+    overlap: str = Field(max_length=20)
+    catchup_window_s: int
+    note: str | None = Field(default=None, max_length=500)
+    created_at: datetime = _ts()
+    deleted_at: datetime | None = _ts(nullable=True)
+    firings: int = 0
+    last_fired_at: datetime | None = _ts(nullable=True)
+    last_event_id: str | None = Field(default=None, max_length=200)

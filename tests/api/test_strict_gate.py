@@ -81,6 +81,7 @@ PATH_VALUES: dict[str, str] = {
     "task_id": "00000000-0000-4000-8000-000000000005",
     "token_id": "0123456789abcdef0123456789abcdef",
     "webhook_id": "wh_" + "0" * 24,
+    "schedule_id": "sch_" + "0" * 24,
 }
 
 

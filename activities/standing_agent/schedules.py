@@ -1,0 +1,31 @@
+"""The activities of a schedule's firing (workflows/agent_schedule.py): enqueue its tick
+once, and tell whether that tick still holds the schedule's overlap slot."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from temporalio import activity
+
+from runtime.standing_agents import schedules
+from runtime.standing_agents.schedules import (
+    AgentScheduleActivity,
+    FireRequest,
+    FireResult,
+    PendingRequest,
+)
+from runtime.store import Store
+
+
+class AgentScheduleActivities:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    @activity.defn(name=AgentScheduleActivity.FIRE)
+    async def fire(self, request: FireRequest) -> FireResult:
+        return await asyncio.to_thread(schedules.fire, self.store, request, datetime.now(UTC))
+
+    @activity.defn(name=AgentScheduleActivity.PENDING)
+    async def pending(self, request: PendingRequest) -> bool:
+        return await asyncio.to_thread(schedules.pending, self.store, request)

@@ -1,0 +1,146 @@
+"""Cron schedules that trigger a standing agent (issue 21, item 11).
+
+Strict, bearer: `POST`/`GET .../agents/{id}/schedules`,
+`DELETE .../agents/{id}/schedules/{scheduleId}`, `GET /api/v1/tenants/{tenant}/schedules`.
+Each is a Temporal Schedule (runtime/standing_agents/schedules.py, api/agent_schedules.py):
+a create needs Temporal (503 `temporal_unavailable` otherwise, and nothing is kept),
+and Temporal checks the cron and the time zone (400 `invalid_schedule`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Depends, Path, Response
+from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
+
+from api import agent_schedules
+from api.deps import ConnectorDep, SettingsDep, StoreDep
+from api.errors import rpc_error, temporal_unavailable
+from api.input_bounds import StrictJsonRoute
+from api.openapi import errors
+from api.routes.agents import run_control
+from api.routes.agents_models import ScheduleBody, ScheduleList, ScheduleView
+from api.routes.standing_common import EnabledTenant, InstancePath
+from api.security import require_configured_token
+from api.temporal import is_unavailable
+from runtime.standing_agents import control, schedules
+from runtime.standing_agents.models import AgentSchedule
+from runtime.timestamps import iso_ms
+
+router = APIRouter(prefix="/api/v1/tenants/{tenant}", route_class=StrictJsonRoute)
+MUTATION = [Depends(require_configured_token)]
+SCHEDULE_ID = r"^sch_[0-9a-f]{24}$"
+
+
+async def _view(client: Client | None, row: AgentSchedule) -> ScheduleView:
+    upcoming = await agent_schedules.next_fire_times(client, row) if client else None
+    return ScheduleView(
+        scheduleId=row.schedule_id,
+        instanceId=row.instance_id,
+        cron=row.cron,
+        timeZone=row.time_zone,
+        overlap=row.overlap,
+        catchupWindowSeconds=row.catchup_window_s,
+        note=row.note,
+        createdAt=iso_ms(row.created_at),
+        firings=row.firings,
+        lastFiredAt=iso_ms(row.last_fired_at) if row.last_fired_at else None,
+        nextFireTimes=[iso_ms(t) for t in upcoming] if upcoming is not None else None,
+    )
+
+
+async def _views(connector: ConnectorDep, rows: list[AgentSchedule]) -> ScheduleList:
+    client: Client | None = None
+    if rows:
+        try:
+            client = await connector.get()
+        except Exception:
+            client = None  # a listing still answers from the store
+    return ScheduleList(schedules=list(await asyncio.gather(*(_view(client, r) for r in rows))))
+
+
+@router.post(
+    "/agents/{instance_id}/schedules",
+    status_code=201,
+    dependencies=MUTATION,
+    responses=errors(400, 401, 403, 404, 409, 503),
+)
+async def create_schedule(
+    body: ScheduleBody,
+    tenant: EnabledTenant,
+    instance_id: InstancePath,
+    store: StoreDep,
+    settings: SettingsDep,
+    connector: ConnectorDep,
+) -> ScheduleView:
+    """A cron schedule in a time zone: each firing enqueues one `AgentTick` whose payload
+    names the schedule and the scheduled time."""
+    instance = await run_control(control.get_instance, store, tenant, instance_id)
+    client = await connector.get()
+    spec = schedules.NewSchedule(
+        cron=body.cron.strip(),
+        time_zone=body.timeZone,
+        overlap=schedules.Overlap(body.overlap),
+        catchup_window_s=body.catchupWindowSeconds,
+        note=body.note,
+    )
+    row = await asyncio.to_thread(schedules.create_row, store, instance, spec, datetime.now(UTC))
+    try:
+        await agent_schedules.create_temporal(client, settings, row)
+    except (ApplicationError, RPCError, TimeoutError) as err:
+        # Not kept: the client is told, and may try again.
+        await asyncio.to_thread(schedules.remove_row, store, row.schedule_id)
+        if isinstance(err, RPCError):
+            if is_unavailable(err):
+                connector.mark_down()
+            raise rpc_error(err) from None
+        if isinstance(err, TimeoutError):
+            raise temporal_unavailable() from None
+        raise
+    return await _view(client, row)
+
+
+@router.get("/agents/{instance_id}/schedules", responses=errors(400, 403, 404))
+async def list_agent_schedules(
+    tenant: EnabledTenant, instance_id: InstancePath, store: StoreDep, connector: ConnectorDep
+) -> ScheduleList:
+    await run_control(control.get_instance, store, tenant, instance_id)
+    rows = await asyncio.to_thread(schedules.list_for, store, tenant, instance_id)
+    return await _views(connector, rows)
+
+
+@router.get("/schedules", responses=errors(400, 403))
+async def list_tenant_schedules(
+    tenant: EnabledTenant, store: StoreDep, connector: ConnectorDep
+) -> ScheduleList:
+    rows = await asyncio.to_thread(schedules.list_for, store, tenant)
+    return await _views(connector, rows)
+
+
+@router.delete(
+    "/agents/{instance_id}/schedules/{schedule_id}",
+    status_code=204,
+    dependencies=MUTATION,
+    responses=errors(400, 401, 403, 404),
+)
+async def delete_schedule(
+    tenant: EnabledTenant,
+    instance_id: InstancePath,
+    store: StoreDep,
+    connector: ConnectorDep,
+    schedule_id: str = Path(pattern=SCHEDULE_ID),
+) -> Response:
+    """Deleted at once for the agent (no firing enqueues anything after this answer);
+    its Temporal Schedule goes now, or at the sweeper's next pass if Temporal is down."""
+    row = await asyncio.to_thread(schedules.get, store, tenant, instance_id, schedule_id)
+    await asyncio.to_thread(schedules.mark_deleted, store, schedule_id, datetime.now(UTC))
+    try:
+        await agent_schedules.delete_temporal(await connector.get(), row)
+    except Exception:
+        return Response(status_code=204)  # marked: the sweeper finishes it
+    await asyncio.to_thread(schedules.remove_row, store, schedule_id)
+    return Response(status_code=204)

@@ -1,0 +1,337 @@
+"""Cron schedules of standing agents (issue 21, item 11): strict routes, Temporal
+Schedules with an explicit overlap and catch-up policy, one tick per firing, and the
+sweeper's reconciliation of rows and Temporal Schedules (real worker, real dev server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlmodel import col, select
+from temporalio.client import Client, ScheduleOverlapPolicy
+from temporalio.service import RPCError, RPCStatusCode
+
+from api import agent_schedules
+from runtime.standing_agents import control, schedules
+from runtime.standing_agents.contracts import AgentStatus, AgentType
+from runtime.standing_agents.models import AgentEventRow, AgentSchedule
+from tests.agents_helpers import AgentsDaemon, AgentsFactory
+
+WEEKDAYS_PARIS = {"cron": "0 9 * * MON-FRI", "timeZone": "Europe/Paris"}
+
+
+async def _client(d: AgentsDaemon) -> Client:
+    client: Client = await d.client.app.state.temporal.get()  # type: ignore[attr-defined]
+    return client
+
+
+def _schedule_events(d: AgentsDaemon, instance_id: str) -> list[AgentEventRow]:
+    with d.store.session() as db:
+        return list(
+            db.exec(
+                select(AgentEventRow)
+                .where(
+                    col(AgentEventRow.instance_id) == instance_id,
+                    col(AgentEventRow.event_id).startswith(schedules.EVENT_PREFIX),
+                )
+                .order_by(col(AgentEventRow.sequence_number))
+            ).all()
+        )
+
+
+def _consume(d: AgentsDaemon, event_id: str) -> None:
+    with d.store.session() as db:
+        row = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).one()
+        row.consumed_at = datetime.now(UTC)
+        db.add(row)
+        db.commit()
+
+
+async def _create(d: AgentsDaemon, tenant: str, instance_id: str, **body: Any) -> dict[str, Any]:
+    response = await d.client.post(f"{d.base(tenant)}/agents/{instance_id}/schedules", json=body)
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+async def _idle_agent(d: AgentsDaemon) -> tuple[str, str]:
+    """An Active agent whose workflow is not running: its queued ticks stay queued (the
+    sweeper is not running here), so a firing holds its overlap slot until the test
+    consumes its tick."""
+    tenant = d.tenant()
+    await d.enable(tenant)
+    row = control.create_instance(d.store, tenant, AgentType.COMPLIANCE, AgentStatus.ACTIVE)
+    return tenant, row.instance_id
+
+
+async def test_a_schedule_is_created_listed_and_deleted(agents: AgentsFactory) -> None:
+    d = await agents()
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    created = await _create(d, tenant, soa, **WEEKDAYS_PARIS, note="the morning review")
+    assert created["scheduleId"].startswith("sch_")
+    assert (created["overlap"], created["catchupWindowSeconds"], created["firings"]) == (
+        "skip",
+        3600,
+        0,
+    )
+    # 09:00 in Paris is 08:00 UTC in winter, a weekday.
+    upcoming = [datetime.fromisoformat(t) for t in created["nextFireTimes"]]
+    assert upcoming and all((t.hour, t.minute) == (8, 0) and t.weekday() < 5 for t in upcoming)
+    temporal_id = schedules.temporal_schedule_id(tenant, created["scheduleId"])
+    described = await (await _client(d)).get_schedule_handle(temporal_id).describe()
+    assert described.schedule.policy.overlap is ScheduleOverlapPolicy.SKIP
+    assert described.schedule.policy.catchup_window == timedelta(hours=1)
+    assert described.schedule.spec.time_zone_name == "Europe/Paris"
+
+    listed = (await d.client.get(f"{d.base(tenant)}/agents/{soa}/schedules")).json()
+    assert [s["scheduleId"] for s in listed["schedules"]] == [created["scheduleId"]]
+    tenant_wide = (await d.client.get(f"{d.base(tenant)}/schedules")).json()
+    assert [s["scheduleId"] for s in tenant_wide["schedules"]] == [created["scheduleId"]]
+
+    path = f"{d.base(tenant)}/agents/{soa}/schedules/{created['scheduleId']}"
+    assert (await d.client.delete(path)).status_code == 204
+    assert (await d.client.delete(path)).status_code == 404
+    assert (await d.client.get(f"{d.base(tenant)}/schedules")).json() == {"schedules": []}
+    with pytest.raises(RPCError) as gone:
+        await (await _client(d)).get_schedule_handle(temporal_id).describe()
+    assert gone.value.status == RPCStatusCode.NOT_FOUND
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"cron": "every morning"}, "invalid_schedule"),
+        ({"cron": "61 * * * *"}, "invalid_schedule"),
+        ({"cron": "0 9 * * *", "timeZone": "Mars/Olympus"}, "invalid_schedule"),
+        ({"cron": "0 9 * * *", "overlap": "allowAll"}, "invalid_request"),
+        ({"cron": "0 9 * * *", "catchupWindowSeconds": 5}, "invalid_request"),
+        ({"cron": "0 9 * * *", "catchupWindowSeconds": "60"}, "invalid_request"),
+        ({"cron": "0 9 * * *", "jitter": 5}, "invalid_request"),
+        ({"timeZone": "UTC"}, "invalid_request"),
+    ],
+)
+async def test_a_schedule_temporal_or_the_body_refuses_is_not_kept(
+    agents: AgentsFactory, body: dict[str, Any], code: str
+) -> None:
+    d = await agents()
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    response = await d.client.post(f"{d.base(tenant)}/agents/{soa}/schedules", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == code
+    assert (await d.client.get(f"{d.base(tenant)}/schedules")).json() == {"schedules": []}
+    with d.store.session() as db:
+        assert db.exec(select(AgentSchedule)).all() == []
+
+
+async def test_a_schedule_of_an_unknown_agent_or_without_the_token_is_refused(
+    agents: AgentsFactory,
+) -> None:
+    d = await agents()
+    tenant = d.tenant()
+    await d.soa(tenant)
+    missing = await d.client.post(
+        f"{d.base(tenant)}/agents/nobody/schedules", json={"cron": "@daily"}
+    )
+    assert (missing.status_code, missing.json()["code"]) == (404, "agent_not_found")
+    anonymous = await d.client.post(
+        f"{d.base(tenant)}/agents/nobody/schedules",
+        json={"cron": "@daily"},
+        headers={"Authorization": ""},
+    )
+    assert anonymous.status_code == 401
+
+
+async def test_a_firing_enqueues_one_tick_that_the_agent_takes(agents: AgentsFactory) -> None:
+    d = await agents()
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    await d.wait_until(lambda: d.turns(soa), "the greeting turn")
+    created = await _create(d, tenant, soa, cron="0 3 * * *", note="the nightly digest")
+    handle = (await _client(d)).get_schedule_handle(
+        schedules.temporal_schedule_id(tenant, created["scheduleId"])
+    )
+    await handle.trigger()
+    [event] = await d.wait_until(lambda: _schedule_events(d, soa), "the firing's tick")
+    assert event.event_kind == "AgentTick"
+    assert event.payload["schedule"]["scheduleId"] == created["scheduleId"]
+    assert event.payload["schedule"]["note"] == "the nightly digest"
+    when = event.payload["schedule"]["scheduledTime"]
+    assert event.event_id.startswith(f"schedule/{created['scheduleId']}/{when}/")
+    # The agent's workflow was woken and took it: a turn of the scheduled tick.
+    await d.wait_until(
+        lambda: _schedule_events(d, soa)[0].consumed_at is not None, "the scheduled tick"
+    )
+    listed = (await d.client.get(f"{d.base(tenant)}/agents/{soa}/schedules")).json()
+    [view] = listed["schedules"]
+    assert view["firings"] == 1 and view["lastFiredAt"] is not None
+
+
+async def _eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if await check():
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{what} never happened")
+
+
+async def test_overlap_skip_drops_a_firing_while_the_previous_tick_is_pending(
+    agents: AgentsFactory,
+) -> None:
+    d = await agents()
+    tenant, agent = await _idle_agent(d)
+    created = await _create(d, tenant, agent, cron="0 3 * * *", overlap="skip")
+    handle = (await _client(d)).get_schedule_handle(
+        schedules.temporal_schedule_id(tenant, created["scheduleId"])
+    )
+    await handle.trigger()
+    [first] = await d.wait_until(lambda: _schedule_events(d, agent), "the first tick")
+    await handle.trigger()
+    await handle.trigger()
+
+    async def skipped_two() -> bool:
+        return (await handle.describe()).info.num_actions_skipped_overlap == 2
+
+    await _eventually(skipped_two, "two firings skipped")
+    assert len(_schedule_events(d, agent)) == 1
+    # Its tick done, the firing ends and frees the slot: the next firing enqueues.
+    _consume(d, first.event_id)
+
+    async def none_running() -> bool:
+        return not (await handle.describe()).info.running_actions
+
+    await _eventually(none_running, "the first firing to end")
+    await handle.trigger()
+    await d.wait_until(lambda: len(_schedule_events(d, agent)) == 2, "the next firing's tick")
+
+
+async def test_overlap_buffer_one_runs_one_firing_after_the_pending_tick(
+    agents: AgentsFactory,
+) -> None:
+    d = await agents()
+    tenant, agent = await _idle_agent(d)
+    created = await _create(d, tenant, agent, cron="0 3 * * *", overlap="bufferOne")
+    handle = (await _client(d)).get_schedule_handle(
+        schedules.temporal_schedule_id(tenant, created["scheduleId"])
+    )
+    assert (await handle.describe()).schedule.policy.overlap is ScheduleOverlapPolicy.BUFFER_ONE
+    await handle.trigger()
+    [first] = await d.wait_until(lambda: _schedule_events(d, agent), "the first tick")
+    await handle.trigger()  # buffered
+    await handle.trigger()  # dropped: one is buffered already
+
+    async def one_buffered() -> bool:
+        info = (await handle.describe()).info
+        return info.num_actions_skipped_overlap == 1
+
+    await _eventually(one_buffered, "the third firing dropped")
+    assert len(_schedule_events(d, agent)) == 1
+    _consume(d, first.event_id)
+    events = await d.wait_until(
+        lambda: (e := _schedule_events(d, agent)) and len(e) == 2 and e, "the buffered firing"
+    )
+    _consume(d, events[1].event_id)
+
+    async def none_running() -> bool:
+        return not (await handle.describe()).info.running_actions
+
+    await _eventually(none_running, "the buffered firing to end")
+    assert len(_schedule_events(d, agent)) == 2
+
+
+async def test_a_paused_agent_keeps_one_pending_firing_per_schedule(
+    agents: AgentsFactory,
+) -> None:
+    d = await agents()
+    tenant, agent = await _idle_agent(d)
+    d.set_instance(agent, status=AgentStatus.PAUSED.value)
+    created = await _create(d, tenant, agent, cron="0 3 * * *")
+    handle = (await _client(d)).get_schedule_handle(
+        schedules.temporal_schedule_id(tenant, created["scheduleId"])
+    )
+    for _ in range(3):
+        await handle.trigger()
+
+        async def done() -> bool:
+            return not (await handle.describe()).info.running_actions
+
+        await d.wait_until(lambda: _schedule_events(d, agent), "a tick")
+        await _eventually(done, "the firing to end (a paused agent holds no slot)")
+    info = (await handle.describe()).info
+    assert len(info.recent_actions) == 3 and info.num_actions_skipped_overlap == 0
+    assert len(_schedule_events(d, agent)) == 1  # coalesced onto the one still queued
+
+
+async def test_the_sweeper_recreates_a_lost_temporal_schedule_and_finishes_a_deletion(
+    agents: AgentsFactory,
+) -> None:
+    d = await agents()
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    kept = await _create(d, tenant, soa, cron="0 3 * * *")
+    going = await _create(d, tenant, soa, cron="0 4 * * *")
+    client = await _client(d)
+    # Temporal lost the first (its database wiped); the API died mid-deletion of the second.
+    kept_id = schedules.temporal_schedule_id(tenant, kept["scheduleId"])
+    going_id = schedules.temporal_schedule_id(tenant, going["scheduleId"])
+    await client.get_schedule_handle(kept_id).delete()
+    schedules.mark_deleted(d.store, going["scheduleId"], datetime.now(UTC))
+    assert await agent_schedules.reconcile(client, d.settings, d.store) >= 2
+    restored = await client.get_schedule_handle(kept_id).describe()
+    assert restored.schedule.spec.calendars  # 0 3 * * *, as Temporal reads it
+    with pytest.raises(RPCError):
+        await client.get_schedule_handle(going_id).describe()
+    with d.store.session() as db:
+        left = [r.schedule_id for r in db.exec(select(AgentSchedule)).all()]
+    assert left == [kept["scheduleId"]]
+    # A deleted schedule's firing enqueues nothing, even if its Temporal Schedule fired.
+    request = schedules.FireRequest(
+        schedule_id=going["scheduleId"], scheduled_time=datetime.now(UTC), firing_id="run-1"
+    )
+    assert (
+        schedules.fire(d.store, request, datetime.now(UTC)).outcome is schedules.FireOutcome.DELETED
+    )
+
+
+async def test_a_retried_firing_enqueues_once(agents: AgentsFactory) -> None:
+    d = await agents()
+    tenant, agent = await _idle_agent(d)
+    created = await _create(d, tenant, agent, cron="0 3 * * *")
+    when = datetime(2026, 12, 3, 3, 0, tzinfo=UTC)
+    request = schedules.FireRequest(
+        schedule_id=created["scheduleId"], scheduled_time=when, firing_id="run-1"
+    )
+    first = schedules.fire(d.store, request, datetime.now(UTC))
+    again = schedules.fire(d.store, request, datetime.now(UTC))
+    assert (first.outcome, again.outcome) == (
+        schedules.FireOutcome.ENQUEUED,
+        schedules.FireOutcome.DUPLICATE,
+    )
+    assert (
+        first.event_id
+        == again.event_id
+        == f"schedule/{created['scheduleId']}/2026-12-03T03:00:00.000Z/run-1"
+    )
+    later = schedules.FireRequest(
+        schedule_id=created["scheduleId"],
+        scheduled_time=when + timedelta(days=1),
+        firing_id="run-2",
+    )
+    coalesced = schedules.fire(d.store, later, datetime.now(UTC))
+    assert (coalesced.outcome, coalesced.event_id) == (
+        schedules.FireOutcome.COALESCED,
+        first.event_id,
+    )
+    assert len(_schedule_events(d, agent)) == 1
+    with d.store.session() as db:
+        row = db.get(AgentSchedule, created["scheduleId"])
+        assert row is not None and row.firings == 1
+    d.set_instance(agent, status=AgentStatus.CLOSED.value)
+    assert schedules.fire(d.store, later, datetime.now(UTC)).outcome is schedules.FireOutcome.CLOSED
