@@ -573,7 +573,7 @@
   // -- decisions and coding tasks -------------------------------------------------------------
 
   function loadQueues() {
-    return Promise.all([loadDecisions(), loadTasks(), loadWebhooks()]);
+    return Promise.all([loadDecisions(), loadTasks(), loadWebhooks(), loadSchedules()]);
   }
 
   /** The tenant's coding tasks: state, holder, title (the latest first). */
@@ -644,6 +644,44 @@
     $('webhooks-empty').hidden = items.length > 0;
     setText('webhooks-empty', 'None.');
     setText('webhooks-title', `Webhooks (${list.length})`);
+  }
+
+  /** The tenant's cron schedules: which agent, the cron in its time zone, the policy,
+   *  the next firing Temporal will make and the last one. */
+  async function loadSchedules() {
+    if (!state.tenant) return;
+    const tenant = state.tenant;
+    let body;
+    try {
+      body = await api('GET', `${tenantPath()}/schedules`);
+    } catch (err) {
+      if (tenant !== state.tenant) return;
+      $('schedules').replaceChildren();
+      $('schedules-empty').hidden = false;
+      setText('schedules-empty', err instanceof ApiFailure && err.code === 'feature_disabled'
+        ? 'None (standing agents are off).' : 'Could not read the schedules: ' + explain(err));
+      return;
+    }
+    if (tenant !== state.tenant) return;
+    const list = Array.isArray(body && body.schedules) ? body.schedules : [];
+    const items = list.map((schedule) => {
+      const item = el('li', null, el('div', 'head',
+        el('span', 'chip', str(schedule.cron) + ' ' + str(schedule.timeZone)),
+        el('strong', 'title', str(schedule.instanceId))));
+      item.dataset.testid = 'schedule';
+      item.dataset.scheduleId = str(schedule.scheduleId);
+      const next = Array.isArray(schedule.nextFireTimes) && schedule.nextFireTimes.length
+        ? 'next ' + str(schedule.nextFireTimes[0]) : 'next firing unknown (Temporal did not answer)';
+      const last = schedule.lastFiredAt ? 'last fired ' + str(schedule.lastFiredAt) : 'not fired yet';
+      const policy = `overlap ${str(schedule.overlap)}, catch-up ${str(schedule.catchupWindowSeconds)} s`;
+      item.append(el('div', 'hint', [policy, next, last].join(' · ')));
+      if (schedule.note) item.append(el('div', 'hint', str(schedule.note)));
+      return item;
+    });
+    $('schedules').replaceChildren(...items);
+    $('schedules-empty').hidden = items.length > 0;
+    setText('schedules-empty', 'None.');
+    setText('schedules-title', `Schedules (${list.length})`);
   }
 
   async function loadDecisions() {

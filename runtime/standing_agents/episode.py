@@ -54,6 +54,11 @@ PREAMBLES: dict[EventKind, str] = {
     EventKind.AGENT_TICK: "This is your heartbeat. Look at the open items and the ops digest; "
     "act only if something needs it, else call phase_complete.",
 }
+# An AgentTick of one of the agent's schedules (runtime/standing_agents/schedules.py).
+SCHEDULED_PREAMBLE = (
+    "One of your schedules fired (its cron, time zone and note are in the payload). Do "
+    "what the note asks, if anything needs doing now, then call phase_complete."
+)
 
 
 def event_text(event: AgentEvent) -> str:
@@ -69,6 +74,8 @@ def event_message(event: AgentEvent) -> ChatMessage:
     preamble = PREAMBLES.get(
         event.kind, "An event arrived (below). Decide whether it needs an action."
     )
+    if event.kind == EventKind.AGENT_TICK and "schedule" in event.payload:
+        preamble = SCHEDULED_PREAMBLE
     details = {k: v for k, v in event.payload.items() if k != "text"}
     lines = [f"{EVENT_PREFIX}{event.kind.value}", preamble]
     if details:

@@ -207,6 +207,24 @@ async function run(page, problems) {
     if (shown.includes(hook.secret)) throw new Failure('the page shows a webhook secret');
   });
 
+  // 3d. A cron schedule made for the agent (issue 21, item 11) is listed with its policy.
+  await step(page, 'list a schedule', async () => {
+    const path = `/api/v1/tenants/${encodeURIComponent(TENANT)}/agents/${encodeURIComponent(agentId)}/schedules`;
+    const response = await fetch(BASE_URL + path, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${API_TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ cron: '30 8 * * MON-FRI', timeZone: 'Europe/Paris', overlap: 'bufferOne' }),
+    });
+    if (response.status !== 201) throw new Failure(`POST ${path} answered ${response.status}: ${await response.text()}`);
+    const schedule = await response.json();
+    const row = page.locator(`#schedules > li[data-schedule-id="${schedule.scheduleId}"]`);
+    await row.waitFor({ timeout: STEP_TIMEOUT });
+    const shown = await row.textContent();
+    for (const part of ['30 8 * * MON-FRI', 'Europe/Paris', 'overlap bufferOne', 'next ']) {
+      if (!shown.includes(part)) throw new Failure(`the schedule row lacks "${part}": ${shown}`);
+    }
+  });
+
   // 4. The mode, changed on the page, with its audit.
   await step(page, 'change the mode', async () => {
     await page.locator(byTestId('mode-select')).selectOption(NEW_MODE);

@@ -1,12 +1,14 @@
 """Standing agents end to end, over HTTP, on a real `agentrt up` stack (scripted model):
 enable a tenant, chat, answer a decision, change a mode; then a full restart (API,
-worker and Temporal) keeps every agent, its next heartbeat and its open decisions."""
+worker and Temporal) keeps every agent, its next heartbeat and its open decisions, and
+a schedule fires across it (the firing due while everything was down is caught up)."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +68,17 @@ def _agent_messages(api: Api, soa: str) -> list[str]:
 
 def _turn_kinds(api: Api, soa: str) -> list[str]:
     return [t["eventKind"] for t in api.get(f"/agents/{soa}/ledger", limit=1000)["turns"]]
+
+
+def _scheduled_turns(api: Api, instance_id: str) -> list[datetime]:
+    """The scheduled times of the agent's ticks from a schedule (event ids
+    `schedule/{scheduleId}/{scheduledTime}/{firingId}`)."""
+    turns = api.get(f"/agents/{instance_id}/ledger", limit=1000)["turns"]
+    return [
+        datetime.fromisoformat(t["eventId"].split("/")[2])
+        for t in turns
+        if t["eventId"].startswith("schedule/")
+    ]
 
 
 def _call(tool: str, arguments: dict[str, Any]) -> str:
@@ -137,6 +150,12 @@ def test_enable_chat_decide_change_mode_and_restart(tmp_path: Path) -> None:
             ),
             "an idle agent with its next heartbeat",
         )
+        # A second agent, with a schedule every 10 s that keeps firing across the restart.
+        compliance = api.post("/agents", {"agentType": "Compliance"}, status=201)["instanceId"]
+        api.post(f"/agents/{compliance}/start")
+        every = {"cron": "@every 10s", "overlap": "bufferOne", "catchupWindowSeconds": 600}
+        schedule = api.post(f"/agents/{compliance}/schedules", every, status=201)
+        _until(lambda: _scheduled_turns(api, compliance), "a scheduled tick before the restart")
         before = {
             "agents": [a["instanceId"] for a in api.get("/agents")["agents"]],
             "nextTickAt": agent["nextTickAt"],
@@ -145,6 +164,7 @@ def test_enable_chat_decide_change_mode_and_restart(tmp_path: Path) -> None:
         }
         api.client.close()
         _stop(up)
+    stopped_at = datetime.now(UTC)
 
     # Everything (API, worker, Temporal) starts again on the same data.
     with agentrt_up(tmp_path, env) as up:
@@ -158,6 +178,13 @@ def test_enable_chat_decide_change_mode_and_restart(tmp_path: Path) -> None:
         assert [d["decisionId"] for d in api.get("/decisions", status="open")["decisions"]] == (
             before["open"]
         )
+        # The schedule survived, and its first firing due after the stop happened: caught
+        # up if Temporal was still down at that time (bufferOne: it runs even when the
+        # firing before it still held the slot), its tick taken by the agent.
+        listed = api.get("/schedules")["schedules"]
+        assert [s["scheduleId"] for s in listed] == [schedule["scheduleId"]]
+        due = stopped_at.replace(microsecond=0) + timedelta(seconds=10 - stopped_at.second % 10)
+        _until(lambda: due in _scheduled_turns(api, compliance), f"the firing due at {due}")
         # Still alive: it answers a new message.
         api.post(f"/agents/{soa}/messages", {"text": "Still there?"}, status=202)
         _until(
