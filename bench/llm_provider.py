@@ -2,12 +2,14 @@
 
 Non-streamed `chat.completion` answers, chosen by API key: `k-busy` is rate-limited
 (429, no Retry-After, so the chain rotates at once), any other key gets a short reply
-naming its own served model, with usage. Real HTTP, so the figures include the socket
+naming its own served model, with usage; a standing agent's request (one offering
+`phase_complete`) is answered with a call to it. Real HTTP, so the figures include the socket
 round trip a provider call costs at its very cheapest.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -25,12 +27,51 @@ GOOD_KEY = "k-good"
 SERVED_MODEL = "bench-served"
 
 
+# A standing agent's episode ends with this tool (runtime/standing_agents/catalog.py).
+PHASE_COMPLETE = "phase_complete"
+
+
+def _ends_episode(body: dict[str, Any]) -> Response | None:
+    """A request offering `phase_complete` (a standing agent's tick) is answered by calling
+    it: one model call a tick. Usage: a token per four characters of the messages and of
+    the tool definitions (JSON), as the reservation estimates it."""
+    names = {str((t.get("function") or {}).get("name")) for t in body.get("tools") or []}
+    if PHASE_COMPLETE not in names:
+        return None
+    chars = sum(len(str(m.get("content") or "")) for m in body.get("messages", []))
+    chars += len(json.dumps(body.get("tools") or []))
+    call = {
+        "id": "call-bench",
+        "type": "function",
+        "function": {"name": PHASE_COMPLETE, "arguments": "{}"},
+    }
+    return JSONResponse(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": SERVED_MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": chars // 4, "completion_tokens": 8},
+        }
+    )
+
+
 async def _completions(request: Request) -> Response:
     body: dict[str, Any] = await request.json()
     key = request.headers.get("authorization", "").removeprefix("Bearer ")
     if key == BUSY_KEY:
         error = {"message": "rate limited", "type": "rate_limit_error"}
         return JSONResponse({"error": error}, status_code=429)
+    ended = _ends_episode(body)
+    if ended is not None:
+        return ended
     return JSONResponse(
         {
             "id": "chatcmpl-bench",

@@ -14,7 +14,11 @@ it, with a bearer token (agent changes need one) and the scripted model:
    `visible_at` moved to now in the store, as if their 24 h had passed together), each
    workflow woken by its `wake` signal as its timer would; timed until every one of those
    ticks is in the ledger. Twice: the first heartbeat after the greeting plans (its input
-   hash differs from the greeting's), the second is idle (same hash: no model call).
+   hash differs from the greeting's), the second is idle (same hash: no model call);
+5. one tenant at its cap: the ticks per second of one tenant's agents, all given an event
+   at once, with at most `MaxConcurrentInstancesPerTenant` (4) ticking;
+6. overshoot: the spend of such a burst against the tenant's weekly credit, set to cover
+   three and a half ticks (bench/standing_agents_cap.py).
 
 The agent count is `--agents` (default 10,000); a smoke run with 50 takes well under a
 minute. `--runs` and `--warmup` do not apply: each figure's samples are its reads.
@@ -39,10 +43,21 @@ from temporalio.client import Client
 
 from bench.client import expect, wait_worker_polling
 from bench.daemon import child_env, free_port, spawn, stop
+from bench.llm_provider import GOOD_KEY, SERVED_MODEL, LoopbackProvider
 from bench.machine import machine_facts
 from bench.procs import cpu_seconds
 from bench.report import BenchOptions, Figure, Report, Target, elapsed_ms
 from bench.rss import Tree
+from bench.standing_agents_cap import (
+    PRICE,
+    TICKS_COVERED,
+    CapRound,
+    OvershootRound,
+    cap_round,
+    overshoot_round,
+    set_price,
+    tenant_agents,
+)
 from runtime.llm.models import LlmCallAttempt
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
@@ -71,10 +86,17 @@ START_TIMEOUT_PER_AGENT_S = 0.5
 STORM_TIMEOUT_PER_AGENT_S = 0.3
 MIN_TIMEOUT_S = 120.0
 SIGNAL_CONCURRENCY = 64
+# The tenant phases (bench/standing_agents_cap.py): agents of one tenant, its cap, rounds.
+TENANT_AGENTS = 16
+TENANT_CAP = 4
+CAP_ROUNDS = 3
+OVERSHOOT_ROUNDS = 2
 
 IDLE_CPU_TARGET = Target(1.0, reference="issue 10: no CPU between heartbeats")
 NO_CALLS_TARGET = Target(0, reference="issue 10: no LLM call between heartbeats")
 IDLE_STORM_CALLS_TARGET = Target(0, reference="§3.4: an idle tick calls no model")
+CAP_TARGET = Target(TENANT_CAP, reference="§3.2 MaxConcurrentInstancesPerTenant")
+OVERSHOOT_TARGET = Target(0, reference="issue 21, item 8: reserve before you spend")
 
 
 @dataclass(frozen=True)
@@ -84,6 +106,9 @@ class Scale:
     concurrency: int = DEFAULT_CONCURRENCY
     idle_windows: int = IDLE_WINDOWS
     idle_window_s: float = IDLE_WINDOW_S
+    tenant_agents: int = TENANT_AGENTS
+    cap_rounds: int = CAP_ROUNDS
+    overshoot_rounds: int = OVERSHOOT_ROUNDS
 
     def timeout(self, per_agent_s: float, agents: int) -> float:
         return max(MIN_TIMEOUT_S, per_agent_s * agents)
@@ -110,7 +135,9 @@ class Up:
         return f"sqlite:///{self.root / '.data' / 'agentrt.db'}"
 
 
-def _spawn_up(root: Path, token: str) -> tuple[Up, Callable[[], bool], Callable[[], None]]:
+def _spawn_up(
+    root: Path, token: str, extra: dict[str, str] | None = None
+) -> tuple[Up, Callable[[], bool], Callable[[], None]]:
     api, frontend, ui = free_port(), free_port(), free_port()
     env = child_env(
         {
@@ -124,6 +151,8 @@ def _spawn_up(root: Path, token: str) -> tuple[Up, Callable[[], bool], Callable[
             "AGENTRT_AGENT_IDLE_HEARTBEAT_ENABLED": "true",
             "AGENTRT_STANDING_AGENTS_AUTO_BOOTSTRAP": "true",
             "AGENTRT_STANDING_AGENTS_IDLE_BY_DEFAULT": "true",
+            "AGENTRT_MAX_CONCURRENT_INSTANCES_PER_TENANT": str(TENANT_CAP),
+            **(extra or {}),
         }
     )
     log_file = root / "up.log"
@@ -394,6 +423,8 @@ class Run:
     idle_rss: dict[str, tuple[float, ...]]
     idle: Idle
     storms: tuple[Storm, ...]
+    caps: tuple[CapRound, ...]
+    overshoots: tuple[OvershootRound, ...]
     pids: dict[str, tuple[int, ...]]
 
 
@@ -433,12 +464,14 @@ async def run(scale: Scale, root: Path) -> Run:
                 await storm(client, store, tree, agents, scale, "first heartbeat"),
                 await storm(client, store, tree, agents, scale, "second heartbeat"),
             )
+            caps = await cap_phase(http, store, scale)
             if await asyncio.to_thread(Tree.of, up.pid) != tree:
                 raise RuntimeError("a child of agentrt up was restarted during the run")
     finally:
         if store is not None:
             store.dispose()
         await asyncio.to_thread(shutdown)
+    overshoots = await overshoot_phase(scale, root / "credit")
     return Run(
         scale,
         startup_s,
@@ -447,8 +480,61 @@ async def run(scale: Scale, root: Path) -> Run:
         idle_rss,
         idle,
         storms,
+        caps,
+        overshoots,
         {role: tuple(pids) for role, pids in tree.pids.items()},
     )
+
+
+async def cap_phase(http: httpx.AsyncClient, store: Store, scale: Scale) -> tuple[CapRound, ...]:
+    """One tenant's agents at its cap (bench/standing_agents_cap.py)."""
+    tenant = f"bench-cap-{token_urlsafe(4).lower().replace('_', 'x').replace('-', 'x')}"
+    log(f"cap: {scale.tenant_agents} agents of one tenant, at most {TENANT_CAP} ticking")
+    ids = await tenant_agents(http, store, tenant, scale.tenant_agents)
+    caps = []
+    for index in range(scale.cap_rounds):
+        caps.append(await cap_round(http, store, tenant, ids, f"cap{index}"))
+        each = caps[-1]
+        log(f"cap round {index + 1}: {each.ticks_per_s:.1f} ticks/s, {each.max_ticking} at once")
+    return tuple(caps)
+
+
+async def overshoot_phase(scale: Scale, root: Path) -> tuple[OvershootRound, ...]:
+    """Bursts against a weekly credit, on an `agentrt up` of their own whose model is a
+    priced OpenAI-compatible endpoint on loopback (the built-in scripted model is free,
+    so it reserves nothing): bench/standing_agents_cap.py."""
+    root.mkdir(parents=True, exist_ok=True)
+    token = token_urlsafe(24)
+    rounds: list[OvershootRound] = []
+    with LoopbackProvider() as provider:
+        extra = {
+            "AGENTRT_MODEL_PROVIDER": "openai",
+            "OPENAI_BASE_URL": provider.base_url,
+            "OPENAI_API_KEY": GOOD_KEY,
+            "OPENAI_MODEL": SERVED_MODEL,
+        }
+        up, alive, shutdown = await asyncio.to_thread(_spawn_up, root, token, extra)
+        store: Store | None = None
+        try:
+            headers = {"Authorization": f"Bearer {token}"}
+            async with httpx.AsyncClient(base_url=up.api_url, headers=headers, timeout=120) as http:
+                await wait_worker_polling(http, alive, up.log)
+                store = Store(up.database_url)
+                await set_price(http, SERVED_MODEL, PRICE)
+                for index in range(scale.overshoot_rounds):
+                    tenant = f"bench-credit-{index}"
+                    ids = await tenant_agents(http, store, tenant, scale.tenant_agents)
+                    rounds.append(await overshoot_round(http, store, tenant, ids))
+                    each = rounds[-1]
+                    log(
+                        f"overshoot round {index + 1}: credit ${each.credit_usd:.4f}, spent "
+                        f"${each.spent_usd:.4f}, {each.answered} answered, {each.paused} paused"
+                    )
+        finally:
+            if store is not None:
+                store.dispose()
+            await asyncio.to_thread(shutdown)
+    return tuple(rounds)
 
 
 def _median(values: Sequence[float]) -> float:
@@ -489,6 +575,7 @@ def report(result: Run) -> Report:
                 unit="ticks/s",
             )
         )
+    figures += _tenant_figures(result)
     idle_storm = result.storms[-1]
     figures.append(
         Figure(
@@ -525,8 +612,55 @@ def report(result: Run) -> Report:
             + ".",
             "The first heartbeat after the greeting plans (its input hash differs from the "
             "greeting's); the second has the same hash, so it is idle: no model call.",
+            *_tenant_notes(result),
             machine_facts(),
         ),
+    )
+
+
+def _tenant_figures(result: Run) -> list[Figure]:
+    n = result.scale.tenant_agents
+    return [
+        Figure(
+            f"one tenant, {n} agents at its cap of {TENANT_CAP}: an event to each at once",
+            tuple(each.ticks_per_s for each in result.caps),
+            unit="ticks/s",
+        ),
+        Figure(
+            "the tenant's agents seen ticking at once (sampled every 20 ms)",
+            tuple(float(each.max_ticking) for each in result.caps + tuple(result.overshoots)),
+            unit="agents",
+        ).with_target(CAP_TARGET),
+        Figure(
+            f"worst spend past the weekly credit: {n} ticks at once against a credit "
+            f"for {TICKS_COVERED:g}",
+            tuple(each.overshoot_percent for each in result.overshoots),
+            unit="% of the credit",
+        ).with_target(OVERSHOOT_TARGET),
+    ]
+
+
+def _tenant_notes(result: Run) -> tuple[str, ...]:
+    caps = "; ".join(f"{each.agents} ticks in {each.ticks_s:.2f} s" for each in result.caps)
+    bursts = "; ".join(
+        f"credit ${each.credit_usd:.4f} (a tick reserves ${each.tick_reservation_usd:.4f}), "
+        f"spent ${each.spent_usd:.4f}, {each.answered} answered, {each.paused} paused"
+        for each in result.overshoots
+    )
+    return (
+        f"Cap: one tenant's SOA and {result.scale.tenant_agents - 1} Compliance agents, "
+        f"MaxConcurrentInstancesPerTenant {TENANT_CAP}; each round posts a "
+        f"MissionStateChanged to every agent at once and times until each turn is in the "
+        f"ledger: {caps}. The first round plans from a cold cache, the later ones alike.",
+        "Overshoot: on a second `agentrt up` whose model is an OpenAI-compatible endpoint on "
+        "loopback (bench/llm_provider.py: each tick one call, answered with phase_complete, "
+        "usage a token per four characters of the messages) priced at "
+        f"${PRICE['inputPerMTokUsd']:g} per million input tokens and output free (a "
+        "call's worst case is its prompt's estimate, tool definitions included), a tenant "
+        "of the same shape, the "
+        f"weekly credit set to what the tenant spent plus {TICKS_COVERED:g} ticks' "
+        f"reservations (one tick measured alone first), then an event to every agent at "
+        f"once: {bursts}. The overshoot is max(0, spent - credit) over the credit.",
     )
 
 

@@ -21,13 +21,28 @@ def test_the_benchmark_is_registered_with_its_scale_flags() -> None:
 
 
 async def test_a_small_run_measures_every_figure(tmp_path: Path) -> None:
-    scale = Scale(agents=12, storm=6, concurrency=4, idle_windows=2, idle_window_s=1.0)
+    scale = Scale(
+        agents=12,
+        storm=6,
+        concurrency=4,
+        idle_windows=2,
+        idle_window_s=1.0,
+        tenant_agents=6,
+        cap_rounds=1,
+        overshoot_rounds=1,
+    )
     result = await run(scale, tmp_path)
     # Idle agents wait on their timers: nothing is planned or recorded between heartbeats.
     assert result.idle.model_calls == 0
     assert result.idle.turns == 0
     assert [storm.agents for storm in result.storms] == [6, 6]
     assert len(result.start.enable_ms) == 12
+    # One tenant's agents: never more than its cap ticking, never a cent past its credit,
+    # and the burst against the credit ends with each agent answered or paused on it.
+    assert all(r.max_ticking <= 4 for r in (*result.caps, *result.overshoots))
+    [burst] = result.overshoots
+    assert burst.overshoot_percent == 0 and burst.spent_usd <= burst.credit_usd
+    assert burst.answered + burst.paused == 6 and burst.paused >= 1
     text = format_report(report(result))
     assert "12 idle agents" in text
     assert "heartbeat storm, 6 due at once" in text
