@@ -9,6 +9,7 @@ and every few minutes) finishes whatever a crash or an outage left between the t
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from datetime import datetime, timedelta
 
@@ -17,6 +18,7 @@ from temporalio.client import (
     Schedule,
     ScheduleActionStartWorkflow,
     ScheduleAlreadyRunningError,
+    ScheduleOverlapPolicy,
     SchedulePolicy,
     ScheduleSpec,
     ScheduleState,
@@ -36,6 +38,14 @@ log = logging.getLogger(__name__)
 RPC_TIMEOUT = 10.0
 # The AgentrtKind of each firing's workflow (an agent's own is "agent").
 SCHEDULE_KIND = "agent_schedule"
+OVERLAP = {
+    schedules.Overlap.SKIP: ScheduleOverlapPolicy.SKIP,
+    schedules.Overlap.BUFFER_ONE: ScheduleOverlapPolicy.BUFFER_ONE,
+}
+# A firing's workflow ends by itself within MAX_WAIT; this bounds one whose activities
+# keep failing (it times out, visible in the Web UI, and frees the overlap slot).
+FIRING_TIMEOUT = schedules.MAX_WAIT + timedelta(minutes=10)
+INVALID_SPEC = "Invalid schedule spec: "
 
 
 def temporal_schedule(row: AgentSchedule, task_queue: str) -> Schedule:
@@ -46,6 +56,7 @@ def temporal_schedule(row: AgentSchedule, task_queue: str) -> Schedule:
             schedules.ScheduleFireInput(tenant=row.tenant, schedule_id=row.schedule_id),
             id=schedules.fire_workflow_id(row.tenant, row.schedule_id),
             task_queue=task_queue,
+            execution_timeout=FIRING_TIMEOUT,
             memo={"tenant": row.tenant, "instanceId": row.instance_id},
             typed_search_attributes=TypedSearchAttributes(
                 [
@@ -56,7 +67,7 @@ def temporal_schedule(row: AgentSchedule, task_queue: str) -> Schedule:
         ),
         spec=ScheduleSpec(cron_expressions=[row.cron], time_zone_name=row.time_zone),
         policy=SchedulePolicy(
-            overlap=schedules.Overlap(row.overlap).temporal,
+            overlap=OVERLAP[schedules.Overlap(row.overlap)],
             catchup_window=timedelta(seconds=row.catchup_window_s),
         ),
         state=ScheduleState(note=f"standing agent {row.instance_id} of {row.tenant}"),
@@ -81,8 +92,10 @@ async def create_temporal(client: Client, settings: Settings, row: AgentSchedule
     except ScheduleAlreadyRunningError:
         return
     except RPCError as err:
-        if err.status == RPCStatusCode.INVALID_ARGUMENT:
-            reason = err.message.removeprefix("Invalid schedule spec: ")
+        # Only the spec's refusal is the client's; any other (a search attribute not
+        # registered on this server, say) is the deployment's, and stays an RPCError.
+        if err.status == RPCStatusCode.INVALID_ARGUMENT and err.message.startswith(INVALID_SPEC):
+            reason = err.message.removeprefix(INVALID_SPEC)
             raise schedules.InvalidSchedule(reason=reason).application_error() from None
         raise
 
@@ -104,36 +117,71 @@ async def next_fire_times(client: Client, row: AgentSchedule) -> list[datetime] 
         description = await asyncio.wait_for(handle.describe(), RPC_TIMEOUT)
     except (RPCError, TimeoutError):
         return None
-    return list(description.info.next_action_times[:3])
+    return list(description.info.next_action_times[:5])
+
+
+def closer_than(times: list[datetime], minimum_s: int) -> float | None:
+    """The smallest gap between consecutive firing times when it is below `minimum_s`."""
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(times)]
+    small = [gap for gap in gaps if gap < minimum_s]
+    return min(small) if small else None
 
 
 async def reconcile(client: Client, settings: Settings, store: Store) -> int:
-    """Make Temporal match the rows: a live row's missing Temporal Schedule is created
-    (one Temporal refuses is a row no route accepted: removed), a marked row's deletion
-    is finished. Returns how many it repaired."""
+    """Make Temporal match the rows; returns how many it repaired.
+
+    - A marked row's deletion is finished (its Temporal Schedule, then the row).
+    - A live row whose Temporal Schedule is missing (a wiped Temporal database, a crash
+      between the row and the create) gets it, if the row is still live when read again
+      (a deletion may have run meanwhile); one whose spec Temporal refuses is a row no
+      route accepted (the process died before Temporal's check): removed.
+    - A Temporal Schedule of ours with no row at all (a create whose answer was lost
+      after the row was removed) is deleted. Temporal is listed before the rows are
+      read, and a route writes its row before its Temporal Schedule, so a schedule being
+      created is never taken for one of these.
+    """
     repaired = 0
-    for row in await asyncio.to_thread(schedules.all_rows, store):
+    ours = [
+        listed.id
+        async for listed in await client.list_schedules()
+        if listed.id.startswith(schedules.TEMPORAL_PREFIX)
+    ]
+    rows = await asyncio.to_thread(schedules.all_rows, store)
+    known = {schedules.temporal_schedule_id(r.tenant, r.schedule_id) for r in rows}
+    for orphan in set(ours) - known:
         try:
-            if row.deleted_at is not None:
-                await delete_temporal(client, row)
-                await asyncio.to_thread(schedules.remove_row, store, row.schedule_id)
-                repaired += 1
-                continue
-            handle = client.get_schedule_handle(
-                schedules.temporal_schedule_id(row.tenant, row.schedule_id)
-            )
-            try:
-                await asyncio.wait_for(handle.describe(), RPC_TIMEOUT)
-                continue
-            except RPCError as err:
-                if err.status != RPCStatusCode.NOT_FOUND:
-                    raise
-            try:
-                await create_temporal(client, settings, row)
-            except ApplicationError as err:
-                log.warning("schedule %s is not valid: removed (%s)", row.schedule_id, err)
-                await asyncio.to_thread(schedules.remove_row, store, row.schedule_id)
+            await asyncio.wait_for(client.get_schedule_handle(orphan).delete(), RPC_TIMEOUT)
             repaired += 1
+        except Exception:
+            log.warning("could not delete the orphan schedule %s", orphan, exc_info=True)
+    for row in rows:
+        try:
+            repaired += await _reconcile_row(client, settings, store, row)
         except Exception:
             log.warning("could not reconcile schedule %s", row.schedule_id, exc_info=True)
     return repaired
+
+
+async def _reconcile_row(
+    client: Client, settings: Settings, store: Store, row: AgentSchedule
+) -> int:
+    if row.deleted_at is not None:
+        await delete_temporal(client, row)
+        await asyncio.to_thread(schedules.remove_row, store, row.schedule_id)
+        return 1
+    handle = client.get_schedule_handle(schedules.temporal_schedule_id(row.tenant, row.schedule_id))
+    try:
+        await asyncio.wait_for(handle.describe(), RPC_TIMEOUT)
+        return 0
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+    live = await asyncio.to_thread(schedules.live_row, store, row.schedule_id)
+    if live is None:
+        return 0  # deleted since the rows were read
+    try:
+        await create_temporal(client, settings, live)
+    except ApplicationError as err:
+        log.warning("schedule %s is not valid: removed (%s)", row.schedule_id, err)
+        await asyncio.to_thread(schedules.remove_row, store, row.schedule_id)
+    return 1

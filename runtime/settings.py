@@ -163,6 +163,10 @@ class Settings(BaseSettings):
     # stale time (its workflow died mid-tick) no longer counts.
     max_concurrent_instances_per_tenant: int = Field(default=4, ge=1, le=1000)
     agent_tick_lease_stale_ms: int = Field(default=1_200_000, ge=10_000)
+    # A schedule (runtime/standing_agents/schedules.py) firing more often than this is
+    # refused at creation: an agent's ticks cost money, and a loop guard counts only the
+    # agent's own wake-ups.
+    agent_schedule_min_interval_s: int = Field(default=60, ge=1)
     max_consecutive_blocked_turns: int = Field(default=3, ge=1)
     # The loop guards (issue 21, item 10; runtime/policy/loop_guard.py): close an agent
     # whose last N planned turns decided the same, or that planned more than M times in

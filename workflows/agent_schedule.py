@@ -56,7 +56,8 @@ class AgentScheduleWorkflow:
         )
         if fired.event_id is None:
             return fired.outcome.value
-        if fired.outcome is FireOutcome.ENQUEUED:
+        # A retry whose first attempt enqueued (its answer lost) wakes the agent too.
+        if fired.outcome in (FireOutcome.ENQUEUED, FireOutcome.DUPLICATE):
             agent = workflow.get_external_workflow_handle(
                 agent_workflow_id(fired.tenant, fired.instance_id)
             )

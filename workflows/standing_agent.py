@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         EventKind,
         agent_workflow_id,
     )
+    from runtime.standing_agents.schedules import EVENT_PREFIX as SCHEDULE_EVENT_PREFIX
     from runtime.standing_agents.workflow_contracts import (
         ACTION_SUMMARY_MAX,
         HISTORY_GUARD_REASON,
@@ -353,9 +354,15 @@ class StandingAgentWorkflow:
         if result.credit_stopped:
             not_before = result.credit_regenerates_at
         # Only a heartbeat is consumed unanswered when the credit is spent; anything else
-        # waits, unconsumed, for the window to regenerate.
+        # waits, unconsumed, for the window to regenerate: a schedule's tick too (its note
+        # asks for work; no history before schedules has one, so replays are unchanged).
         defer = (
-            result.credit_stopped and result.llm_calls == 0 and event.kind != EventKind.AGENT_TICK
+            result.credit_stopped
+            and result.llm_calls == 0
+            and (
+                event.kind != EventKind.AGENT_TICK
+                or event.event_id.startswith(SCHEDULE_EVENT_PREFIX)
+            )
         )
         decision = map_decision(
             event.kind,

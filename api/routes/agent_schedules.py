@@ -34,6 +34,7 @@ from runtime.timestamps import iso_ms
 router = APIRouter(prefix="/api/v1/tenants/{tenant}", route_class=StrictJsonRoute)
 MUTATION = [Depends(require_configured_token)]
 SCHEDULE_ID = r"^sch_[0-9a-f]{24}$"
+DESCRIBES_AT_ONCE = 8
 
 
 async def _view(client: Client | None, row: AgentSchedule) -> ScheduleView:
@@ -60,7 +61,13 @@ async def _views(connector: ConnectorDep, rows: list[AgentSchedule]) -> Schedule
             client = await connector.get()
         except Exception:
             client = None  # a listing still answers from the store
-    return ScheduleList(schedules=list(await asyncio.gather(*(_view(client, r) for r in rows))))
+    bound = asyncio.Semaphore(DESCRIBES_AT_ONCE)
+
+    async def view(row: AgentSchedule) -> ScheduleView:
+        async with bound:
+            return await _view(client, row)
+
+    return ScheduleList(schedules=list(await asyncio.gather(*(view(r) for r in rows))))
 
 
 @router.post(
@@ -80,9 +87,13 @@ async def create_schedule(
     """A cron schedule in a time zone: each firing enqueues one `AgentTick` whose payload
     names the schedule and the scheduled time."""
     instance = await run_control(control.get_instance, store, tenant, instance_id)
+    cron = body.cron.strip()
+    if "TZ=" in cron.upper() or body.timeZone == "Local":
+        reason = "give the time zone in timeZone (an IANA name), not in the cron or as Local"
+        raise schedules.InvalidSchedule(reason=reason).application_error()
     client = await connector.get()
     spec = schedules.NewSchedule(
-        cron=body.cron.strip(),
+        cron=cron,
         time_zone=body.timeZone,
         overlap=schedules.Overlap(body.overlap),
         catchup_window_s=body.catchupWindowSeconds,
@@ -91,17 +102,45 @@ async def create_schedule(
     row = await asyncio.to_thread(schedules.create_row, store, instance, spec, datetime.now(UTC))
     try:
         await agent_schedules.create_temporal(client, settings, row)
-    except (ApplicationError, RPCError, TimeoutError) as err:
-        # Not kept: the client is told, and may try again.
+    except ApplicationError:
+        # Temporal refused the spec: it created nothing.
         await asyncio.to_thread(schedules.remove_row, store, row.schedule_id)
+        raise
+    except (RPCError, TimeoutError) as err:
+        # Temporal may have created it all the same (an answer lost): the row is marked
+        # deleted, so no firing enqueues anything, and the sweeper deletes whatever exists.
+        await asyncio.to_thread(schedules.mark_deleted, store, row.schedule_id, datetime.now(UTC))
         if isinstance(err, RPCError):
             if is_unavailable(err):
                 connector.mark_down()
             raise rpc_error(err) from None
-        if isinstance(err, TimeoutError):
-            raise temporal_unavailable() from None
-        raise
-    return await _view(client, row)
+        raise temporal_unavailable() from None
+    view = await _view(client, row)
+    too_close = agent_schedules.closer_than(
+        view_times(view), settings.agent_schedule_min_interval_s
+    )
+    if too_close:
+        await _withdraw(client, store, row)
+        reason = (
+            f"it fires {too_close:g} s apart; at least "
+            f"{settings.agent_schedule_min_interval_s} s (AGENTRT_AGENT_SCHEDULE_MIN_INTERVAL_S)"
+        )
+        raise schedules.InvalidSchedule(reason=reason).application_error()
+    return view
+
+
+def view_times(view: ScheduleView) -> list[datetime]:
+    return [datetime.fromisoformat(t) for t in view.nextFireTimes or []]
+
+
+async def _withdraw(client: Client, store: StoreDep, row: AgentSchedule) -> None:
+    """Undo a create: marked first (no firing enqueues), then Temporal, then the row."""
+    await asyncio.to_thread(schedules.mark_deleted, store, row.schedule_id, datetime.now(UTC))
+    try:
+        await agent_schedules.delete_temporal(client, row)
+    except Exception:
+        return  # the sweeper finishes it
+    await asyncio.to_thread(schedules.remove_row, store, row.schedule_id)
 
 
 @router.get("/agents/{instance_id}/schedules", responses=errors(400, 403, 404))

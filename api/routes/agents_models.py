@@ -55,11 +55,16 @@ class ScheduleBody(_Body):
     cron: str = Field(
         min_length=1,
         max_length=200,
+        pattern=r"^[^\x00]*$",
         description="A cron expression as Temporal reads it: 5 fields (minute hour "
         "day-of-month month day-of-week), or 6-7, or `@daily`, `@every 90m`.",
     )
     timeZone: str = Field(
-        default="UTC", min_length=1, max_length=64, description="An IANA time zone."
+        default="UTC",
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_+/-]+$",
+        description="An IANA time zone.",
     )
     overlap: Literal["skip", "bufferOne"] = Field(
         default="skip",
@@ -74,7 +79,11 @@ class ScheduleBody(_Body):
         "back within this window.",
     )
     note: str | None = Field(
-        default=None, min_length=1, max_length=500, description="Told to the agent."
+        default=None,
+        min_length=1,
+        max_length=500,
+        pattern=r"^[^\x00]*$",
+        description="Told to the agent.",
     )
 
 

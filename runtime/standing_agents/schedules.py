@@ -32,7 +32,6 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel
 from sqlmodel import Session, col, delete, select
-from temporalio.client import ScheduleOverlapPolicy
 
 from runtime.failures import WireError
 from runtime.standing_agents import control, queue
@@ -57,12 +56,6 @@ MAX_WAIT: Final = timedelta(hours=1)
 class Overlap(StrEnum):
     SKIP = "skip"
     BUFFER_ONE = "bufferOne"
-
-    @property
-    def temporal(self) -> ScheduleOverlapPolicy:
-        if self is Overlap.BUFFER_ONE:
-            return ScheduleOverlapPolicy.BUFFER_ONE
-        return ScheduleOverlapPolicy.SKIP
 
 
 class AgentScheduleActivity(StrEnum):
@@ -104,8 +97,11 @@ class PendingRequest(BaseModel):
     event_id: str
 
 
+TEMPORAL_PREFIX: Final = "agent-schedule/"
+
+
 def temporal_schedule_id(tenant: str, schedule_id: str) -> str:
-    return f"agent-schedule/{tenant}/{schedule_id}"
+    return f"{TEMPORAL_PREFIX}{tenant}/{schedule_id}"
 
 
 def fire_workflow_id(tenant: str, schedule_id: str) -> str:
@@ -229,6 +225,12 @@ def get(store: Store, tenant: str, instance_id: str, schedule_id: str) -> AgentS
     return row
 
 
+def live_row(store: Store, schedule_id: str) -> AgentSchedule | None:
+    with store.session() as db:
+        row = db.get(AgentSchedule, schedule_id)
+    return row if row is not None and row.deleted_at is None else None
+
+
 def mark_deleted(store: Store, schedule_id: str, now: datetime) -> None:
     """The first step of a deletion: no firing enqueues anything from now on."""
     with store.session() as db:
@@ -259,7 +261,13 @@ def fire(store: Store, request: FireRequest, now: datetime) -> FireResult:
     """Enqueue the `AgentTick` of one firing, once (its event id is the firing's)."""
 
     def write(db: Session) -> FireResult:
-        row = db.get(AgentSchedule, request.schedule_id)
+        # Locked (PostgreSQL): a deletion marked after this read waits for this write, so
+        # nothing is enqueued once DELETE has answered.
+        row = db.exec(
+            select(AgentSchedule)
+            .where(col(AgentSchedule.schedule_id) == request.schedule_id)
+            .with_for_update()
+        ).first()
         if row is None or row.deleted_at is not None:
             return FireResult(outcome=FireOutcome.DELETED)
         instance = db.get(AgentInstance, row.instance_id)
@@ -274,6 +282,9 @@ def fire(store: Store, request: FireRequest, now: datetime) -> FireResult:
                     f"{EVENT_PREFIX}{row.schedule_id}/", autoescape=True
                 ),
                 col(AgentEventRow.event_id) != mine,
+                # A tick of an earlier generation (a reset raced this firing) is never
+                # due: it holds nothing.
+                col(AgentEventRow.generation) == instance.generation,
             )
         ).first()
         ids = {"tenant": row.tenant, "instance_id": row.instance_id}
@@ -323,4 +334,6 @@ def pending(store: Store, request: PendingRequest) -> bool:
         event = db.exec(
             select(AgentEventRow).where(col(AgentEventRow.event_id) == request.event_id)
         ).first()
-    return event is not None and event.consumed_at is None
+    return (
+        event is not None and event.consumed_at is None and event.generation == instance.generation
+    )

@@ -44,6 +44,13 @@ def _schedule_events(d: AgentsDaemon, instance_id: str) -> list[AgentEventRow]:
         )
 
 
+def kept_row(d: AgentsDaemon, schedule_id: str) -> dict[str, Any]:
+    with d.store.session() as db:
+        row = db.get(AgentSchedule, schedule_id)
+        assert row is not None
+        return row.model_dump()
+
+
 def _consume(d: AgentsDaemon, event_id: str) -> None:
     with d.store.session() as db:
         row = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).one()
@@ -103,28 +110,31 @@ async def test_a_schedule_is_created_listed_and_deleted(agents: AgentsFactory) -
     assert gone.value.status == RPCStatusCode.NOT_FOUND
 
 
-@pytest.mark.parametrize(
-    ("body", "code"),
-    [
-        ({"cron": "every morning"}, "invalid_schedule"),
-        ({"cron": "61 * * * *"}, "invalid_schedule"),
-        ({"cron": "0 9 * * *", "timeZone": "Mars/Olympus"}, "invalid_schedule"),
-        ({"cron": "0 9 * * *", "overlap": "allowAll"}, "invalid_request"),
-        ({"cron": "0 9 * * *", "catchupWindowSeconds": 5}, "invalid_request"),
-        ({"cron": "0 9 * * *", "catchupWindowSeconds": "60"}, "invalid_request"),
-        ({"cron": "0 9 * * *", "jitter": 5}, "invalid_request"),
-        ({"timeZone": "UTC"}, "invalid_request"),
-    ],
-)
+REFUSED: list[tuple[dict[str, Any], str]] = [
+    ({"cron": "every morning"}, "invalid_schedule"),
+    ({"cron": "61 * * * *"}, "invalid_schedule"),
+    ({"cron": "0 9 * * *", "timeZone": "Mars/Olympus"}, "invalid_schedule"),
+    ({"cron": "0 9 * * *", "overlap": "allowAll"}, "invalid_request"),
+    ({"cron": "0 9 * * *", "catchupWindowSeconds": 5}, "invalid_request"),
+    ({"cron": "0 9 * * *", "catchupWindowSeconds": "60"}, "invalid_request"),
+    ({"cron": "0 9 * * *", "jitter": 5}, "invalid_request"),
+    ({"timeZone": "UTC"}, "invalid_request"),
+    ({"cron": "@every 10s"}, "invalid_schedule"),  # more often than the 60 s allowed
+    ({"cron": "CRON_TZ=Europe/Paris 0 9 * * *"}, "invalid_schedule"),
+    ({"cron": "0 9 * * *", "timeZone": "Local"}, "invalid_schedule"),
+    ({"cron": "0 9 * * *", "note": "a\u0000b"}, "invalid_request"),
+]
+
+
 async def test_a_schedule_temporal_or_the_body_refuses_is_not_kept(
-    agents: AgentsFactory, body: dict[str, Any], code: str
+    agents: AgentsFactory,
 ) -> None:
     d = await agents()
     tenant = d.tenant()
     soa = await d.soa(tenant)
-    response = await d.client.post(f"{d.base(tenant)}/agents/{soa}/schedules", json=body)
-    assert response.status_code == 400, response.text
-    assert response.json()["code"] == code
+    for body, code in REFUSED:
+        response = await d.client.post(f"{d.base(tenant)}/agents/{soa}/schedules", json=body)
+        assert (response.status_code, response.json()["code"]) == (400, code), body
     assert (await d.client.get(f"{d.base(tenant)}/schedules")).json() == {"schedules": []}
     with d.store.session() as db:
         assert db.exec(select(AgentSchedule)).all() == []
@@ -288,6 +298,13 @@ async def test_the_sweeper_recreates_a_lost_temporal_schedule_and_finishes_a_del
     assert restored.schedule.spec.calendars  # 0 3 * * *, as Temporal reads it
     with pytest.raises(RPCError):
         await client.get_schedule_handle(going_id).describe()
+    # A Temporal Schedule of ours with no row (a create whose answer was lost): deleted.
+    orphan_row = AgentSchedule(**{**kept_row(d, kept["scheduleId"]), "schedule_id": "sch_orphan"})
+    orphan_id = schedules.temporal_schedule_id(tenant, "sch_orphan")
+    await client.create_schedule(orphan_id, agent_schedules.temporal_schedule(orphan_row, "q"))
+    assert await agent_schedules.reconcile(client, d.settings, d.store) >= 1
+    with pytest.raises(RPCError):
+        await client.get_schedule_handle(orphan_id).describe()
     with d.store.session() as db:
         left = [r.schedule_id for r in db.exec(select(AgentSchedule)).all()]
     assert left == [kept["scheduleId"]]
@@ -333,5 +350,16 @@ async def test_a_retried_firing_enqueues_once(agents: AgentsFactory) -> None:
     with d.store.session() as db:
         row = db.get(AgentSchedule, created["scheduleId"])
         assert row is not None and row.firings == 1
+    # A reset (a new generation) leaves that tick never due: it holds nothing, and the
+    # next firing enqueues one of the new generation.
+    d.set_instance(agent, generation=d.instance(agent).generation + 1)
+    after_reset = schedules.FireRequest(
+        schedule_id=created["scheduleId"],
+        scheduled_time=when + timedelta(days=2),
+        firing_id="run-3",
+    )
+    assert schedules.fire(d.store, after_reset, datetime.now(UTC)).outcome is (
+        schedules.FireOutcome.ENQUEUED
+    )
     d.set_instance(agent, status=AgentStatus.CLOSED.value)
     assert schedules.fire(d.store, later, datetime.now(UTC)).outcome is schedules.FireOutcome.CLOSED

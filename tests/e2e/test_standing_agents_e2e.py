@@ -86,7 +86,8 @@ def _call(tool: str, arguments: dict[str, Any]) -> str:
 
 
 def test_enable_chat_decide_change_mode_and_restart(tmp_path: Path) -> None:
-    env = {"QWEN_SERVER_TOKEN": TOKEN}
+    # A schedule every 10 s (below, across the restart): the deployment allows it.
+    env = {"QWEN_SERVER_TOKEN": TOKEN, "AGENTRT_AGENT_SCHEDULE_MIN_INTERVAL_S": "5"}
     with agentrt_up(tmp_path, env) as up:
         up.wait_healthy()
         api = Api(up.api_url)
