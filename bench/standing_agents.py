@@ -651,7 +651,7 @@ def _tenant_notes(result: Run) -> tuple[str, ...]:
         f"Cap: one tenant's SOA and {result.scale.tenant_agents - 1} Compliance agents, "
         f"MaxConcurrentInstancesPerTenant {TENANT_CAP}; each round posts a "
         f"MissionStateChanged to every agent at once and times until each turn is in the "
-        f"ledger: {caps}. The first round plans from a cold cache, the later ones alike.",
+        f"ledger: {caps}. Each round's event payload differs, so every tick plans.",
         "Overshoot: on a second `agentrt up` whose model is an OpenAI-compatible endpoint on "
         "loopback (bench/llm_provider.py: each tick one call, answered with phase_complete, "
         "usage a token per four characters of the messages) priced at "
