@@ -20,6 +20,9 @@ def test_the_benchmark_is_registered_with_its_scale_flags() -> None:
     assert scale_from(BenchOptions(runs=1, warmup=0)).agents == 10_000
 
 
+# Long by design (about 35 s on 2 cores): every phase of the benchmark at a small scale,
+# on two whole `agentrt up` stacks (the second's model a priced endpoint on loopback, for
+# the overshoot against a credit).
 async def test_a_small_run_measures_every_figure(tmp_path: Path) -> None:
     scale = Scale(
         agents=12,
