@@ -27,6 +27,7 @@ minute. `--runs` and `--warmup` do not apply: each figure's samples are its read
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import tempfile
 import time
@@ -91,6 +92,8 @@ TENANT_AGENTS = 16
 TENANT_CAP = 4
 CAP_ROUNDS = 3
 OVERSHOOT_ROUNDS = 2
+BENCH_PROVIDER = "bench"
+KEY_ENV = "BENCH_LLM_API_KEY"
 
 IDLE_CPU_TARGET = Target(1.0, reference="issue 10: no CPU between heartbeats")
 NO_CALLS_TARGET = Target(0, reference="issue 10: no LLM call between heartbeats")
@@ -135,9 +138,7 @@ class Up:
         return f"sqlite:///{self.root / '.data' / 'agentrt.db'}"
 
 
-def _spawn_up(
-    root: Path, token: str, extra: dict[str, str] | None = None
-) -> tuple[Up, Callable[[], bool], Callable[[], None]]:
+def _spawn_up(root: Path, token: str) -> tuple[Up, Callable[[], bool], Callable[[], None]]:
     api, frontend, ui = free_port(), free_port(), free_port()
     env = child_env(
         {
@@ -152,7 +153,8 @@ def _spawn_up(
             "AGENTRT_STANDING_AGENTS_AUTO_BOOTSTRAP": "true",
             "AGENTRT_STANDING_AGENTS_IDLE_BY_DEFAULT": "true",
             "AGENTRT_MAX_CONCURRENT_INSTANCES_PER_TENANT": str(TENANT_CAP),
-            **(extra or {}),
+            # The key of the loopback model the overshoot phase binds (apiKeyEnv).
+            KEY_ENV: GOOD_KEY,
         }
     )
     log_file = root / "up.log"
@@ -439,6 +441,8 @@ async def _rss(tree: Tree) -> dict[str, tuple[float, ...]]:
 async def run(scale: Scale, root: Path) -> Run:
     token = token_urlsafe(24)
     started = time.perf_counter()
+    resources = contextlib.ExitStack()
+    provider = resources.enter_context(LoopbackProvider())
     up, alive, shutdown = await asyncio.to_thread(_spawn_up, root, token)
     store: Store | None = None
     try:
@@ -465,13 +469,14 @@ async def run(scale: Scale, root: Path) -> Run:
                 await storm(client, store, tree, agents, scale, "second heartbeat"),
             )
             caps = await cap_phase(http, store, scale)
+            overshoots = await overshoot_phase(http, store, scale, provider)
             if await asyncio.to_thread(Tree.of, up.pid) != tree:
                 raise RuntimeError("a child of agentrt up was restarted during the run")
     finally:
         if store is not None:
             store.dispose()
         await asyncio.to_thread(shutdown)
-    overshoots = await overshoot_phase(scale, root / "credit")
+        resources.close()
     return Run(
         scale,
         startup_s,
@@ -499,41 +504,30 @@ async def cap_phase(http: httpx.AsyncClient, store: Store, scale: Scale) -> tupl
     return tuple(caps)
 
 
-async def overshoot_phase(scale: Scale, root: Path) -> tuple[OvershootRound, ...]:
-    """Bursts against a weekly credit, on an `agentrt up` of their own whose model is a
-    priced OpenAI-compatible endpoint on loopback (the built-in scripted model is free,
-    so it reserves nothing): bench/standing_agents_cap.py."""
-    root.mkdir(parents=True, exist_ok=True)
-    token = token_urlsafe(24)
+async def overshoot_phase(
+    http: httpx.AsyncClient, store: Store, scale: Scale, provider: LoopbackProvider
+) -> tuple[OvershootRound, ...]:
+    """Bursts against a weekly credit (bench/standing_agents_cap.py), last: the agents'
+    model is rebound (`Agent:Default`) to a priced OpenAI-compatible endpoint on loopback,
+    since the built-in scripted model is free and reserves nothing."""
+    llm = "/api/v1/llm"
+    body = {"baseUrl": provider.base_url, "credentials": [{"alias": "main", "apiKeyEnv": KEY_ENV}]}
+    expect(await http.put(f"{llm}/providers/{BENCH_PROVIDER}", json=body), 200)
+    preset = {"model": SERVED_MODEL, "provider": BENCH_PROVIDER}
+    expect(await http.put(f"{llm}/presets/{BENCH_PROVIDER}", json=preset), 200)
+    binding = {"presetId": BENCH_PROVIDER}
+    expect(await http.put(f"{llm}/sites/Agent:Default/preset", json=binding), 200)
+    await set_price(http, SERVED_MODEL, PRICE)
     rounds: list[OvershootRound] = []
-    with LoopbackProvider() as provider:
-        extra = {
-            "AGENTRT_MODEL_PROVIDER": "openai",
-            "OPENAI_BASE_URL": provider.base_url,
-            "OPENAI_API_KEY": GOOD_KEY,
-            "OPENAI_MODEL": SERVED_MODEL,
-        }
-        up, alive, shutdown = await asyncio.to_thread(_spawn_up, root, token, extra)
-        store: Store | None = None
-        try:
-            headers = {"Authorization": f"Bearer {token}"}
-            async with httpx.AsyncClient(base_url=up.api_url, headers=headers, timeout=120) as http:
-                await wait_worker_polling(http, alive, up.log)
-                store = Store(up.database_url)
-                await set_price(http, SERVED_MODEL, PRICE)
-                for index in range(scale.overshoot_rounds):
-                    tenant = f"bench-credit-{index}"
-                    ids = await tenant_agents(http, store, tenant, scale.tenant_agents)
-                    rounds.append(await overshoot_round(http, store, tenant, ids))
-                    each = rounds[-1]
-                    log(
-                        f"overshoot round {index + 1}: credit ${each.credit_usd:.4f}, spent "
-                        f"${each.spent_usd:.4f}, {each.answered} answered, {each.paused} paused"
-                    )
-        finally:
-            if store is not None:
-                store.dispose()
-            await asyncio.to_thread(shutdown)
+    for index in range(scale.overshoot_rounds):
+        tenant = f"bench-credit-{token_urlsafe(4).lower().replace('_', 'x').replace('-', 'x')}"
+        ids = await tenant_agents(http, store, tenant, scale.tenant_agents)
+        rounds.append(await overshoot_round(http, store, tenant, ids))
+        each = rounds[-1]
+        log(
+            f"overshoot round {index + 1}: credit ${each.credit_usd:.4f}, spent "
+            f"${each.spent_usd:.4f}, {each.answered} answered, {each.paused} paused"
+        )
     return tuple(rounds)
 
 
@@ -652,9 +646,10 @@ def _tenant_notes(result: Run) -> tuple[str, ...]:
         f"MaxConcurrentInstancesPerTenant {TENANT_CAP}; each round posts a "
         f"MissionStateChanged to every agent at once and times until each turn is in the "
         f"ledger: {caps}. Each round's event payload differs, so every tick plans.",
-        "Overshoot: on a second `agentrt up` whose model is an OpenAI-compatible endpoint on "
-        "loopback (bench/llm_provider.py: each tick one call, answered with phase_complete, "
-        "usage a token per four characters of the messages) priced at "
+        "Overshoot, last: the agents' site (`Agent:Default`) rebound to an OpenAI-compatible "
+        "endpoint on loopback (bench/llm_provider.py: each tick one call, answered with "
+        "phase_complete, usage a token per four characters of the messages and the tool "
+        "definitions) priced at "
         f"${PRICE['inputPerMTokUsd']:g} per million input tokens and output free (a "
         "call's worst case is its prompt's estimate, tool definitions included), a tenant "
         "of the same shape, the "

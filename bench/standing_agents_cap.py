@@ -10,8 +10,8 @@ idle tick), and the store is read every few milliseconds meanwhile.
 1. cap: timed from the first event until each agent's turn for it is in the ledger; the
    figure is the tenant's ticks per second with at most `MaxConcurrentInstancesPerTenant`
    ticking, and the most agents seen ticking at once (never above the cap).
-2. overshoot (on an `agentrt up` of its own, whose model is a priced OpenAI-compatible
-   endpoint on loopback: the built-in scripted model is free and reserves nothing): the
+2. overshoot (last, the agents' model rebound to a priced OpenAI-compatible endpoint on
+   loopback: the built-in scripted model is free and reserves nothing): the
    price is for input only, so a call's worst case is its prompt's estimate; one
    agent's event measures what one tick reserves, and the
    tenant's weekly credit is set to cover three and a half such ticks beyond what it
