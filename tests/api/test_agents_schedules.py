@@ -67,12 +67,13 @@ async def _create(d: AgentsDaemon, tenant: str, instance_id: str, **body: Any) -
 
 
 async def _idle_agent(d: AgentsDaemon) -> tuple[str, str]:
-    """An Active agent whose workflow is not running: its queued ticks stay queued (the
-    sweeper is not running here), so a firing holds its overlap slot until the test
-    consumes its tick."""
+    """An Active agent in the middle of a tick (its lease held) whose workflow is not
+    running: the API's sweeper never wakes an agent that is ticking, so its queued ticks
+    stay queued and a firing holds its overlap slot until the test consumes its tick."""
     tenant = d.tenant()
     await d.enable(tenant)
     row = control.create_instance(d.store, tenant, AgentType.COMPLIANCE, AgentStatus.ACTIVE)
+    d.set_instance(row.instance_id, tick_in_progress=True, tick_started_at=datetime.now(UTC))
     return tenant, row.instance_id
 
 
