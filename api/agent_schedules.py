@@ -127,7 +127,9 @@ def closer_than(times: list[datetime], minimum_s: int) -> float | None:
     return min(small) if small else None
 
 
-async def reconcile(client: Client, settings: Settings, store: Store) -> int:
+async def reconcile(
+    client: Client, settings: Settings, store: Store, *, orphans: bool = True
+) -> int:
     """Make Temporal match the rows; returns how many it repaired.
 
     - A marked row's deletion is finished (its Temporal Schedule, then the row).
@@ -135,17 +137,22 @@ async def reconcile(client: Client, settings: Settings, store: Store) -> int:
       between the row and the create) gets it, if the row is still live when read again
       (a deletion may have run meanwhile); one whose spec Temporal refuses is a row no
       route accepted (the process died before Temporal's check): removed.
-    - A Temporal Schedule of ours with no row at all (a create whose answer was lost
-      after the row was removed) is deleted. Temporal is listed before the rows are
-      read, and a route writes its row before its Temporal Schedule, so a schedule being
-      created is never taken for one of these.
+    - With `orphans`, a Temporal Schedule of ours with no row at all (none of agentrt's
+      paths leaves one; a hand-made one, a row deleted by hand) is deleted: a listing of
+      every schedule of the namespace, so the sweeper does it on its periodic passes,
+      not at each start. Temporal is listed before the rows are read, and a route writes
+      its row before its Temporal Schedule, so one being created is never taken for it.
     """
     repaired = 0
-    ours = [
-        listed.id
-        async for listed in await client.list_schedules()
-        if listed.id.startswith(schedules.TEMPORAL_PREFIX)
-    ]
+    ours = (
+        [
+            listed.id
+            async for listed in await client.list_schedules()
+            if listed.id.startswith(schedules.TEMPORAL_PREFIX)
+        ]
+        if orphans
+        else []
+    )
     rows = await asyncio.to_thread(schedules.all_rows, store)
     known = {schedules.temporal_schedule_id(r.tenant, r.schedule_id) for r in rows}
     for orphan in set(ours) - known:

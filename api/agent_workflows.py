@@ -356,7 +356,9 @@ class Sweeper:
                     last_ops = now
                     woken += await self.watch_ops(client, now)
                 if last_schedules is None or now - last_schedules >= SCHEDULES_INTERVAL:
-                    fixed = await agent_schedules.reconcile(client, self.settings, self.store)
+                    fixed = await agent_schedules.reconcile(
+                        client, self.settings, self.store, orphans=last_schedules is not None
+                    )
                     last_schedules = now
                     if fixed:
                         log.info("sweeper repaired %d schedule(s)", fixed)

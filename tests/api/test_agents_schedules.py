@@ -23,6 +23,10 @@ from runtime.standing_agents.models import AgentEventRow, AgentSchedule
 from tests.agents_helpers import AgentsDaemon, AgentsFactory
 
 WEEKDAYS_PARIS = {"cron": "0 9 * * MON-FRI", "timeZone": "Europe/Paris"}
+# What Temporal's Schedules do (policies, listing, firing through the worker) is the same
+# on either store: those tests run on SQLite only. The store's side of a firing (one
+# tick, coalescing, generations, the lock) and the reconciliation run on both.
+TEMPORAL_SIDE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
 async def _client(d: AgentsDaemon) -> Client:
@@ -77,6 +81,7 @@ async def _idle_agent(d: AgentsDaemon) -> tuple[str, str]:
     return tenant, row.instance_id
 
 
+@TEMPORAL_SIDE
 async def test_a_schedule_is_created_listed_and_deleted(agents: AgentsFactory) -> None:
     d = await agents()
     tenant = d.tenant()
@@ -127,6 +132,7 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
 ]
 
 
+@TEMPORAL_SIDE
 async def test_a_schedule_temporal_or_the_body_refuses_is_not_kept(
     agents: AgentsFactory,
 ) -> None:
@@ -141,6 +147,7 @@ async def test_a_schedule_temporal_or_the_body_refuses_is_not_kept(
         assert db.exec(select(AgentSchedule)).all() == []
 
 
+@TEMPORAL_SIDE
 async def test_a_schedule_of_an_unknown_agent_or_without_the_token_is_refused(
     agents: AgentsFactory,
 ) -> None:
@@ -159,6 +166,7 @@ async def test_a_schedule_of_an_unknown_agent_or_without_the_token_is_refused(
     assert anonymous.status_code == 401
 
 
+@TEMPORAL_SIDE
 async def test_a_firing_enqueues_one_tick_that_the_agent_takes(agents: AgentsFactory) -> None:
     d = await agents()
     tenant = d.tenant()
@@ -193,6 +201,7 @@ async def _eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
     raise AssertionError(f"{what} never happened")
 
 
+@TEMPORAL_SIDE
 async def test_overlap_skip_drops_a_firing_while_the_previous_tick_is_pending(
     agents: AgentsFactory,
 ) -> None:
@@ -223,6 +232,7 @@ async def test_overlap_skip_drops_a_firing_while_the_previous_tick_is_pending(
     await d.wait_until(lambda: len(_schedule_events(d, agent)) == 2, "the next firing's tick")
 
 
+@TEMPORAL_SIDE
 async def test_overlap_buffer_one_runs_one_firing_after_the_pending_tick(
     agents: AgentsFactory,
 ) -> None:
@@ -257,6 +267,7 @@ async def test_overlap_buffer_one_runs_one_firing_after_the_pending_tick(
     assert len(_schedule_events(d, agent)) == 2
 
 
+@TEMPORAL_SIDE
 async def test_a_paused_agent_keeps_one_pending_firing_per_schedule(
     agents: AgentsFactory,
 ) -> None:
