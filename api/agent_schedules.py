@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from temporalio.client import (
     Client,
@@ -35,7 +35,7 @@ from workflows.search_attributes import KIND, TENANT
 
 log = logging.getLogger(__name__)
 
-RPC_TIMEOUT = 10.0
+RPC_TIMEOUT = timedelta(seconds=10)
 # The AgentrtKind of each firing's workflow (an agent's own is "agent").
 SCHEDULE_KIND = "agent_schedule"
 OVERLAP = {
@@ -79,15 +79,13 @@ async def create_temporal(client: Client, settings: Settings, row: AgentSchedule
 
     Raises:
         ApplicationError(InvalidSchedule): Temporal refused the cron or the time zone.
-        RPCError: Temporal did not answer.
+        RPCError: Temporal did not answer (DEADLINE_EXCEEDED after RPC_TIMEOUT).
     """
     try:
-        await asyncio.wait_for(
-            client.create_schedule(
-                schedules.temporal_schedule_id(row.tenant, row.schedule_id),
-                temporal_schedule(row, settings.task_queue),
-            ),
-            RPC_TIMEOUT,
+        await client.create_schedule(
+            schedules.temporal_schedule_id(row.tenant, row.schedule_id),
+            temporal_schedule(row, settings.task_queue),
+            rpc_timeout=RPC_TIMEOUT,
         )
     except ScheduleAlreadyRunningError:
         return
@@ -104,18 +102,33 @@ async def delete_temporal(client: Client, row: AgentSchedule) -> None:
     """Delete the row's Temporal Schedule; one already gone is fine. Raises RPCError."""
     handle = client.get_schedule_handle(schedules.temporal_schedule_id(row.tenant, row.schedule_id))
     try:
-        await asyncio.wait_for(handle.delete(), RPC_TIMEOUT)
+        await handle.delete(rpc_timeout=RPC_TIMEOUT)
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
+
+
+async def withdraw(client: Client | None, store: Store, row: AgentSchedule) -> None:
+    """Delete a schedule (or undo a create): the row marked first, so no firing enqueues
+    anything from then on; then its Temporal Schedule and the row. Whatever does not
+    happen now (Temporal down: `client` None, or its call failing) the sweeper finishes."""
+    await asyncio.to_thread(schedules.mark_deleted, store, row.schedule_id, datetime.now(UTC))
+    if client is None:
+        return
+    try:
+        await delete_temporal(client, row)
+    except Exception:
+        log.info("schedule %s marked deleted; the sweeper deletes it", row.schedule_id)
+        return
+    await asyncio.to_thread(schedules.remove_row, store, row.schedule_id)
 
 
 async def next_fire_times(client: Client, row: AgentSchedule) -> list[datetime] | None:
     """The next few times Temporal will fire the schedule; None when it cannot say."""
     handle = client.get_schedule_handle(schedules.temporal_schedule_id(row.tenant, row.schedule_id))
     try:
-        description = await asyncio.wait_for(handle.describe(), RPC_TIMEOUT)
-    except (RPCError, TimeoutError):
+        description = await handle.describe(rpc_timeout=RPC_TIMEOUT)
+    except RPCError:  # its rpc_timeout included
         return None
     return list(description.info.next_action_times[:5])
 
@@ -157,7 +170,7 @@ async def reconcile(
     known = {schedules.temporal_schedule_id(r.tenant, r.schedule_id) for r in rows}
     for orphan in set(ours) - known:
         try:
-            await asyncio.wait_for(client.get_schedule_handle(orphan).delete(), RPC_TIMEOUT)
+            await client.get_schedule_handle(orphan).delete(rpc_timeout=RPC_TIMEOUT)
             repaired += 1
         except Exception:
             log.warning("could not delete the orphan schedule %s", orphan, exc_info=True)
@@ -178,7 +191,7 @@ async def _reconcile_row(
         return 1
     handle = client.get_schedule_handle(schedules.temporal_schedule_id(row.tenant, row.schedule_id))
     try:
-        await asyncio.wait_for(handle.describe(), RPC_TIMEOUT)
+        await handle.describe(rpc_timeout=RPC_TIMEOUT)
         return 0
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:

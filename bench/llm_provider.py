@@ -31,6 +31,22 @@ SERVED_MODEL = "bench-served"
 PHASE_COMPLETE = "phase_complete"
 
 
+def _reply(
+    message: dict[str, Any], finish_reason: str, *, prompt_tokens: int, completion_tokens: int
+) -> Response:
+    """A non-streamed `chat.completion` from SERVED_MODEL."""
+    return JSONResponse(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": SERVED_MODEL,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+        }
+    )
+
+
 def _ends_episode(body: dict[str, Any]) -> Response | None:
     """A request offering `phase_complete` (a standing agent's tick) is answered by calling
     it: one model call a tick. Usage: a token per four characters of the messages and of
@@ -45,22 +61,8 @@ def _ends_episode(body: dict[str, Any]) -> Response | None:
         "type": "function",
         "function": {"name": PHASE_COMPLETE, "arguments": "{}"},
     }
-    return JSONResponse(
-        {
-            "id": "chatcmpl-bench",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": SERVED_MODEL,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-                    "finish_reason": "tool_calls",
-                }
-            ],
-            "usage": {"prompt_tokens": chars // 4, "completion_tokens": 8},
-        }
-    )
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    return _reply(message, "tool_calls", prompt_tokens=chars // 4, completion_tokens=8)
 
 
 async def _completions(request: Request) -> Response:
@@ -72,22 +74,9 @@ async def _completions(request: Request) -> Response:
     ended = _ends_episode(body)
     if ended is not None:
         return ended
-    return JSONResponse(
-        {
-            "id": "chatcmpl-bench",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": SERVED_MODEL,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": "ok"},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": len(body.get("messages", [])), "completion_tokens": 1},
-        }
-    )
+    message = {"role": "assistant", "content": "ok"}
+    prompt = len(body.get("messages", []))
+    return _reply(message, "stop", prompt_tokens=prompt, completion_tokens=1)
 
 
 class LoopbackProvider:

@@ -28,10 +28,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 from sqlalchemy import func
-from sqlmodel import col, select
+from sqlmodel import SQLModel, col, select
 
 from bench.client import expect
 from bench.report import elapsed_ms
@@ -75,47 +76,38 @@ class OvershootRound:
         return max(0.0, self.spent_usd - self.credit_usd) / self.credit_usd * 100
 
 
-def _ticking(store: Store, tenant: str) -> int:
+def _count(store: Store, table: type[SQLModel], *where: Any) -> int:
+    """How many rows of `table` match every condition of `where`."""
     with store.session() as db:
-        return int(
-            db.exec(
-                select(func.count())
-                .select_from(AgentInstance)
-                .where(
-                    col(AgentInstance.tenant) == tenant,
-                    col(AgentInstance.tick_in_progress).is_(True),
-                )
-            ).one()
-        )
+        return int(db.exec(select(func.count()).select_from(table).where(*where)).one())
+
+
+def _ticking(store: Store, tenant: str) -> int:
+    return _count(
+        store,
+        AgentInstance,
+        col(AgentInstance.tenant) == tenant,
+        col(AgentInstance.tick_in_progress).is_(True),
+    )
 
 
 def _answered(store: Store, ids: Sequence[str], event_ids: Sequence[str]) -> int:
-    with store.session() as db:
-        return int(
-            db.exec(
-                select(func.count())
-                .select_from(AgentLedgerTurn)
-                .where(
-                    col(AgentLedgerTurn.instance_id).in_(ids),
-                    col(AgentLedgerTurn.event_id).in_(event_ids),
-                )
-            ).one()
-        )
+    return _count(
+        store,
+        AgentLedgerTurn,
+        col(AgentLedgerTurn.instance_id).in_(ids),
+        col(AgentLedgerTurn.event_id).in_(event_ids),
+    )
 
 
 def _paused(store: Store, ids: Sequence[str]) -> int:
-    with store.session() as db:
-        return int(
-            db.exec(
-                select(func.count())
-                .select_from(AgentInstance)
-                .where(
-                    col(AgentInstance.instance_id).in_(ids),
-                    col(AgentInstance.status) == AgentStatus.PAUSED.value,
-                    col(AgentInstance.tick_in_progress).is_(False),
-                )
-            ).one()
-        )
+    return _count(
+        store,
+        AgentInstance,
+        col(AgentInstance.instance_id).in_(ids),
+        col(AgentInstance.status) == AgentStatus.PAUSED.value,
+        col(AgentInstance.tick_in_progress).is_(False),
+    )
 
 
 def _greeted_and_idle(store: Store, ids: Sequence[str]) -> bool:
@@ -126,15 +118,13 @@ def _greeted_and_idle(store: Store, ids: Sequence[str]) -> bool:
                 col(AgentLedgerTurn.event_kind) == EventKind.AGENT_INITIALIZED.value,
             )
         ).one()
-        busy = db.exec(
-            select(func.count())
-            .select_from(AgentInstance)
-            .where(
-                col(AgentInstance.instance_id).in_(ids),
-                col(AgentInstance.tick_in_progress).is_(True),
-            )
-        ).one()
-    return int(greeted) == len(ids) and int(busy) == 0
+    busy = _count(
+        store,
+        AgentInstance,
+        col(AgentInstance.instance_id).in_(ids),
+        col(AgentInstance.tick_in_progress).is_(True),
+    )
+    return int(greeted) == len(ids) and busy == 0
 
 
 def _spend(store: Store, tenant: str) -> tuple[float, float]:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Depends, Path, Response
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from api import agent_schedules
 from api.deps import ConnectorDep, SettingsDep, StoreDep
@@ -106,21 +106,21 @@ async def create_schedule(
         # Temporal refused the spec: it created nothing.
         await asyncio.to_thread(schedules.remove_row, store, row.schedule_id)
         raise
-    except (RPCError, TimeoutError) as err:
+    except RPCError as err:
         # Temporal may have created it all the same (an answer lost): the row is marked
         # deleted, so no firing enqueues anything, and the sweeper deletes whatever exists.
         await asyncio.to_thread(schedules.mark_deleted, store, row.schedule_id, datetime.now(UTC))
-        if isinstance(err, RPCError):
-            if is_unavailable(err):
-                connector.mark_down()
-            raise rpc_error(err) from None
-        raise temporal_unavailable() from None
+        if is_unavailable(err):
+            connector.mark_down()
+        if err.status == RPCStatusCode.DEADLINE_EXCEEDED:  # its rpc_timeout
+            raise temporal_unavailable() from None
+        raise rpc_error(err) from None
     view = await _view(client, row)
     too_close = agent_schedules.closer_than(
         view_times(view), settings.agent_schedule_min_interval_s
     )
     if too_close:
-        await _withdraw(client, store, row)
+        await agent_schedules.withdraw(client, store, row)
         reason = (
             f"it fires {too_close:g} s apart; at least "
             f"{settings.agent_schedule_min_interval_s} s (AGENTRT_AGENT_SCHEDULE_MIN_INTERVAL_S)"
@@ -131,16 +131,6 @@ async def create_schedule(
 
 def view_times(view: ScheduleView) -> list[datetime]:
     return [datetime.fromisoformat(t) for t in view.nextFireTimes or []]
-
-
-async def _withdraw(client: Client, store: StoreDep, row: AgentSchedule) -> None:
-    """Undo a create: marked first (no firing enqueues), then Temporal, then the row."""
-    await asyncio.to_thread(schedules.mark_deleted, store, row.schedule_id, datetime.now(UTC))
-    try:
-        await agent_schedules.delete_temporal(client, row)
-    except Exception:
-        return  # the sweeper finishes it
-    await asyncio.to_thread(schedules.remove_row, store, row.schedule_id)
 
 
 @router.get("/agents/{instance_id}/schedules", responses=errors(400, 403, 404))
@@ -176,10 +166,10 @@ async def delete_schedule(
     """Deleted at once for the agent (no firing enqueues anything after this answer);
     its Temporal Schedule goes now, or at the sweeper's next pass if Temporal is down."""
     row = await asyncio.to_thread(schedules.get, store, tenant, instance_id, schedule_id)
-    await asyncio.to_thread(schedules.mark_deleted, store, schedule_id, datetime.now(UTC))
+    client: Client | None
     try:
-        await agent_schedules.delete_temporal(await connector.get(), row)
+        client = await connector.get()
     except Exception:
-        return Response(status_code=204)  # marked: the sweeper finishes it
-    await asyncio.to_thread(schedules.remove_row, store, schedule_id)
+        client = None  # Temporal down: marked now, the sweeper finishes it
+    await agent_schedules.withdraw(client, store, row)
     return Response(status_code=204)

@@ -11,13 +11,12 @@ finds its turn and writes nothing twice.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from runtime.policy.agent_budget import (
@@ -26,25 +25,19 @@ from runtime.policy.agent_budget import (
     resolve_tick_budget,
     settings_budget,
 )
-from runtime.policy.agent_cadence import next_heartbeat_delay_ms
-from runtime.policy.loop_guard import (
-    PHASE_BLOCKED_RULE,
-    REPEATED_DECISION,
-    SELF_WAKE,
-    SELF_WAKE_WINDOW_SECONDS,
-    LoopVerdict,
-    after_planned_turn,
-    decision_hash,
-)
 from runtime.policy.plan_hash import plan_input_hash
 from runtime.settings import Settings
-from runtime.standing_agents import budget_pause, catalog, mcp_calls, tick_cap
+from runtime.standing_agents import (
+    budget_pause,
+    catalog,
+    heartbeats,
+    mcp_calls,
+    tick_cap,
+    tick_guards,
+)
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
     AgentStatus,
-    AttentionKind,
-    AttentionStatus,
-    EventKind,
     ModeDefinition,
 )
 from runtime.standing_agents.ledger_chain import turn_hash
@@ -113,28 +106,6 @@ def event_payload(store: Store, event_id: str) -> dict[str, Any]:
     return dict(row.payload) if row is not None else {}
 
 
-HEARTBEAT_PREFIX = "tick/"
-
-
-def heartbeat_event_id(instance_id: str, generation: int, seq: int, retry: int = 0) -> str:
-    """Deterministic: one heartbeat per (generation, last ledger seq)."""
-    base = f"{HEARTBEAT_PREFIX}{instance_id}/{generation}/{seq}"
-    return base if retry == 0 else f"{base}/{retry}"
-
-
-def heartbeat_delay(settings: Settings, prior_idle_ticks: int) -> timedelta:
-    return timedelta(
-        milliseconds=next_heartbeat_delay_ms(
-            idle_heartbeat_enabled=settings.agent_idle_heartbeat_enabled,
-            heartbeat_ms=settings.agent_heartbeat_ms,
-            backoff_base_ms=settings.agent_backoff_base_ms,
-            backoff_factor=settings.agent_backoff_factor,
-            max_backoff_ms=settings.agent_max_backoff_ms,
-            prior_idle_ticks=prior_idle_ticks,
-        )
-    )
-
-
 def next_event(
     store: Store, settings: Settings, tenant: str, instance_id: str, generation: int, now: datetime
 ) -> NextEventResult:
@@ -144,7 +115,7 @@ def next_event(
         if instance is None or instance.generation != generation:
             return NextEventResult()
         if instance.status == AgentStatus.ACTIVE.value:
-            _ensure_heartbeat(db, settings, instance, now)
+            heartbeats.ensure_heartbeat(db, settings, instance, now)
             db.commit()
     event, upcoming = next_due(store, instance_id, now, generation=generation)
     ref = None
@@ -153,63 +124,6 @@ def next_event(
             event_id=event.event_id, sequence_number=event.sequence_number, kind=event.kind
         )
     return NextEventResult(event=ref, wake_at=upcoming)
-
-
-def _ensure_heartbeat(
-    db: Session, settings: Settings, instance: AgentInstance, now: datetime
-) -> None:
-    pending = db.exec(
-        select(AgentEventRow.id).where(
-            col(AgentEventRow.instance_id) == instance.instance_id,
-            col(AgentEventRow.event_kind) == EventKind.AGENT_TICK.value,
-            col(AgentEventRow.consumed_at).is_(None),
-            col(AgentEventRow.generation) == instance.generation,
-        )
-    ).first()
-    if pending is not None:
-        return
-    visible_at = now + heartbeat_delay(settings, instance.consecutive_idle_ticks)
-    _add_heartbeat(db, instance, _last_seq(db, instance.instance_id), visible_at, now)
-
-
-def _add_heartbeat(
-    db: Session, instance: AgentInstance, seq: int, visible_at: datetime, now: datetime
-) -> None:
-    retry = 0
-    while True:
-        event_id = heartbeat_event_id(instance.instance_id, instance.generation, seq, retry)
-        taken = db.exec(
-            select(AgentEventRow.id).where(col(AgentEventRow.event_id) == event_id)
-        ).first()
-        if taken is None:
-            break
-        retry += 1
-    last = db.exec(
-        select(func.max(AgentEventRow.sequence_number)).where(
-            col(AgentEventRow.instance_id) == instance.instance_id
-        )
-    ).one()
-    db.add(
-        AgentEventRow(
-            event_id=event_id,
-            instance_id=instance.instance_id,
-            tenant=instance.tenant,
-            sequence_number=(last or 0) + 1,
-            event_kind=EventKind.AGENT_TICK.value,
-            payload={},
-            visible_at=visible_at,
-            generation=instance.generation,
-            created_at=now,
-        )
-    )
-    instance.next_tick_at = visible_at
-
-
-def _last_seq(db: Session, instance_id: str) -> int:
-    last = db.exec(
-        select(func.max(AgentLedgerTurn.seq)).where(col(AgentLedgerTurn.instance_id) == instance_id)
-    ).one()
-    return int(last or 0)
 
 
 def tenant_configs(store: Store, tenant: str) -> dict[str, Any]:
@@ -367,7 +281,7 @@ def complete_tick(
             next_at = instance.next_tick_at if instance is not None else None
             stuck = db.exec(
                 select(AttentionRequest.decision_id).where(
-                    col(AttentionRequest.op_id) == _stuck_op_id(request)
+                    col(AttentionRequest.op_id) == tick_guards.stuck_op_id(request)
                 )
             ).first()
             paused = _paused_by(instance, request.event.event_id)
@@ -397,7 +311,7 @@ def complete_tick(
         if request.defer:
             # Credit spent: the event stays unconsumed until the window regenerates; no
             # turn is recorded for the deferral (the answer's turn comes when it is read).
-            visible_at = request.not_before or request.now + heartbeat_delay(
+            visible_at = request.not_before or request.now + heartbeats.heartbeat_delay(
                 settings, instance.consecutive_idle_ticks
             )
             if event is not None and event.consumed_at is None:
@@ -419,7 +333,7 @@ def complete_tick(
                 paused,
                 _paused_axis(instance, paused),
             )
-        seq = _last_seq(db, request.instance_id) + 1
+        seq = heartbeats.last_seq(db, request.instance_id) + 1
         previous = db.exec(
             select(AgentLedgerTurn)
             .where(
@@ -484,7 +398,7 @@ def complete_tick(
         instance.last_tick_at = request.now
         instance.tick_in_progress = False
         instance.updated_at = request.now
-        loop = _loop_verdict(db, settings, instance, request, reasoning)
+        loop = tick_guards.loop_verdict(db, settings, instance, request, reasoning)
         instance.last_decision_hash = loop.last_decision_hash
         instance.repeated_decision_turns = loop.repeated_decisions
         closing = request.close_stuck or (settings.enforce_stuck_guard and loop.rule is not None)
@@ -493,15 +407,17 @@ def complete_tick(
             instance.status = AgentStatus.CLOSED.value
             instance.next_tick_at = None
             # Closed: no tick of any origin is left (a reopened agent starts afresh).
-            _consume_heartbeats(db, request.instance_id, request.now, ops_too=True)
+            heartbeats.consume_heartbeats(db, request.instance_id, request.now, ops_too=True)
             rule = None if request.close_stuck else loop
-            stuck_id = _raise_stuck(db, request, rule)
+            stuck_id = tick_guards.raise_stuck(db, request, rule)
         else:
-            _consume_heartbeats(db, request.instance_id, request.now)
-            visible_at = request.now + heartbeat_delay(settings, request.consecutive_idle_ticks)
+            heartbeats.consume_heartbeats(db, request.instance_id, request.now)
+            visible_at = request.now + heartbeats.heartbeat_delay(
+                settings, request.consecutive_idle_ticks
+            )
             if request.not_before is not None and request.not_before > visible_at:
                 visible_at = request.not_before
-            _add_heartbeat(db, instance, seq, visible_at, request.now)
+            heartbeats.add_heartbeat(db, instance, seq, visible_at, request.now)
         paused = None if closing else _pause(db, settings, instance, request)
         db.add(instance)
         db.commit()
@@ -567,121 +483,3 @@ def _action_summary(action: Mapping[str, Any]) -> dict[str, Any]:
         "blockedReason": action.get("blocked_reason"),
         "violations": action.get("violations") or [],
     }
-
-
-def _consume_heartbeats(
-    db: Session, instance_id: str, now: datetime, *, ops_too: bool = False
-) -> None:
-    """Exactly one future heartbeat: the one this write adds replaces any left over. An
-    ops incident's tick (`ops/...`, ops_watch.py) is not a heartbeat: it stays, due,
-    unless `ops_too` (the agent is closing)."""
-    query = select(AgentEventRow).where(
-        col(AgentEventRow.instance_id) == instance_id,
-        col(AgentEventRow.event_kind) == EventKind.AGENT_TICK.value,
-        col(AgentEventRow.consumed_at).is_(None),
-    )
-    if not ops_too:
-        query = query.where(
-            col(AgentEventRow.event_id).startswith(HEARTBEAT_PREFIX, autoescape=True)
-        )
-    rows = db.exec(query).all()
-    for row in rows:
-        row.consumed_at = now
-        db.add(row)
-
-
-def _stuck_op_id(request: CompleteTickInput) -> str:
-    return f"stuck/{request.instance_id}/{request.event.event_id}"
-
-
-def _loop_verdict(
-    db: Session,
-    settings: Settings,
-    instance: AgentInstance,
-    request: CompleteTickInput,
-    reasoning: str | None,
-) -> LoopVerdict:
-    """The loop guards' counters after this turn (runtime/policy/loop_guard.py)."""
-    planned = request.llm_call_id is not None
-    wakes = 0
-    if planned and request.event.event_id.startswith(HEARTBEAT_PREFIX):
-        wakes = _self_wakes(db, request) + 1
-    return after_planned_turn(
-        planned=planned,
-        this_hash=decision_hash(
-            decision_kind=request.decision_kind.value,
-            actions=[a.model_dump(mode="json") for a in request.actions],
-            wait_condition=request.wait_condition,
-            reasoning_summary=reasoning,
-        ),
-        last_hash=instance.last_decision_hash,
-        repeated=instance.repeated_decision_turns,
-        max_repeated=settings.agent_max_repeated_decisions,
-        self_wakes_in_window=wakes,
-        max_self_wakes=settings.agent_max_self_wakes_per_hour,
-    )
-
-
-def _self_wakes(db: Session, request: CompleteTickInput) -> int:
-    """The planned heartbeat turns of the last hour since the last turn on any other
-    event (an operator's or an external one), this turn not included."""
-    turns = col(AgentLedgerTurn.instance_id) == request.instance_id
-    generation = col(AgentLedgerTurn.generation) == request.generation
-    since = request.now - timedelta(seconds=SELF_WAKE_WINDOW_SECONDS)
-    # The agent's own wakes are its heartbeats (`tick/...`); an ops incident's tick is an
-    # external event like any other (it resets the count).
-    heartbeat = (col(AgentLedgerTurn.event_kind) == EventKind.AGENT_TICK.value) & col(
-        AgentLedgerTurn.event_id
-    ).startswith(HEARTBEAT_PREFIX, autoescape=True)
-    last_other = db.exec(
-        select(func.max(AgentLedgerTurn.seq)).where(turns, generation, ~heartbeat)
-    ).one()
-    query = select(func.count()).where(
-        turns,
-        generation,
-        heartbeat,
-        col(AgentLedgerTurn.llm_call_id).is_not(None),
-        col(AgentLedgerTurn.created_at) > since,
-        col(AgentLedgerTurn.event_id) != request.event.event_id,
-    )
-    if last_other is not None:
-        query = query.where(col(AgentLedgerTurn.seq) > last_other)
-    return int(db.exec(query).one())
-
-
-_RULE_TITLES = {
-    REPEATED_DECISION: "Agent stuck: closed after the same decision again and again",
-    SELF_WAKE: "Agent stuck: closed after waking itself too often",
-}
-
-
-def _raise_stuck(db: Session, request: CompleteTickInput, loop: LoopVerdict | None) -> str:
-    """The `stuck` request of a close: the phase_blocked rule (`loop` None) or a loop
-    guard's, named in its payload's `rule`."""
-    op_id = _stuck_op_id(request)
-    decision_id = str(uuid.uuid5(uuid.NAMESPACE_URL, op_id))
-    rule = loop.rule if loop is not None and loop.rule is not None else PHASE_BLOCKED_RULE
-    payload: dict[str, Any] = {
-        "rule": rule,
-        "consecutiveBlockedTurns": request.consecutive_blocked_turns,
-    }
-    if loop is not None:
-        payload["repeatedDecisions"] = loop.repeated_decisions
-    db.add(
-        AttentionRequest(
-            decision_id=decision_id,
-            tenant=request.tenant,
-            kind=AttentionKind.STUCK.value,
-            source="soa",
-            soa_instance_id=request.instance_id,
-            title=_RULE_TITLES.get(rule, "Agent stuck: closed after repeated blocked turns"),
-            body=(loop.detail if loop is not None else None)
-            or request.stuck_reason
-            or "The agent ended several turns in a row blocked.",
-            payload=payload,
-            status=AttentionStatus.OPEN.value,
-            op_id=op_id,
-            created_at=request.now,
-        )
-    )
-    return decision_id

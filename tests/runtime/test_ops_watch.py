@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel import col, select
 
 from runtime.llm.models import LlmCallAttempt
-from runtime.standing_agents import ops_watch, ticks
+from runtime.standing_agents import heartbeats, ops_watch
 from runtime.standing_agents.contracts import AgentType, DecisionKind, EventKind
 from runtime.standing_agents.models import AgentEventRow, AgentLedgerTurn
 from runtime.standing_agents.ops_digest import probe
@@ -89,7 +89,7 @@ def test_a_ticks_completion_does_not_consume_an_ops_tick(store: Store) -> None:
     _fail_calls(store, 1, NOW)
     ops_watch.observe(store, sa.TENANT, NOW + timedelta(minutes=2))
     with store.session() as db:
-        ticks._consume_heartbeats(db, soa, NOW)
+        heartbeats.consume_heartbeats(db, soa, NOW)
         db.commit()
     (tick,) = _ops_ticks(store, soa)
     assert tick.consumed_at is None
