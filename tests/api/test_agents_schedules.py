@@ -319,6 +319,14 @@ async def test_the_sweeper_recreates_a_lost_temporal_schedule_and_finishes_a_del
     orphan_row = AgentSchedule(**{**kept_row(d, kept["scheduleId"]), "schedule_id": "sch_orphan"})
     orphan_id = schedules.temporal_schedule_id(tenant, "sch_orphan")
     await client.create_schedule(orphan_id, agent_schedules.temporal_schedule(orphan_row, "q"))
+
+    async def listed() -> bool:
+        # The orphan is found by a listing, which reads Temporal's visibility store: a
+        # schedule shows there some moments after its create (the sweeper's next pass
+        # would find it; this test reconciles once it is there).
+        return any([s.id == orphan_id async for s in await client.list_schedules()])
+
+    await _eventually(listed, "the orphan schedule to be listed")
     assert await agent_schedules.reconcile(client, d.settings, d.store) >= 1
     with pytest.raises(RPCError):
         await client.get_schedule_handle(orphan_id).describe()
