@@ -12,9 +12,10 @@ STAMP := $(VENV)/.installed
 # own Temporal servers, temporary directories and databases. 0: one process, in order.
 # Tests go out one at a time, slowest kinds first (tests/conftest.py orders them), so no
 # worker ends the run on a long test alone; a module whose tests share one `agentrt up`
-# goes to one worker whole (SHARED_STACK_MODULES in tests/conftest.py). 4 workers keep both cores busy while tests
-# wait on processes they started (11 min against 13 on 2, clean-clone .ci/run).
-PYTEST_WORKERS ?= 4
+# goes to one worker whole (SHARED_STACK_MODULES in tests/conftest.py). 6 workers keep both cores busy while tests
+# wait on processes they started (clean-clone .ci/run on 2026-12-05: 6 min 57 s against
+# 7 min 19 s on 4 and 30 % idle CPU; 4 gave 11 min against 13 on 2 the month before).
+PYTEST_WORKERS ?= 6
 PYTEST_DIST = --dist load --maxschedchunk 1
 # `make test-quick` has no process to wait on: 3 workers do best there (each worker
 # collects the whole suite, a few seconds of CPU).

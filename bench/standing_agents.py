@@ -510,14 +510,7 @@ async def overshoot_phase(
     """Bursts against a weekly credit (bench/standing_agents_cap.py), last: the agents'
     model is rebound (`Agent:Default`) to a priced OpenAI-compatible endpoint on loopback,
     since the built-in scripted model is free and reserves nothing."""
-    llm = "/api/v1/llm"
-    body = {"baseUrl": provider.base_url, "credentials": [{"alias": "main", "apiKeyEnv": KEY_ENV}]}
-    expect(await http.put(f"{llm}/providers/{BENCH_PROVIDER}", json=body), 200)
-    preset = {"model": SERVED_MODEL, "provider": BENCH_PROVIDER}
-    expect(await http.put(f"{llm}/presets/{BENCH_PROVIDER}", json=preset), 200)
-    binding = {"presetId": BENCH_PROVIDER}
-    expect(await http.put(f"{llm}/sites/Agent:Default/preset", json=binding), 200)
-    await set_price(http, SERVED_MODEL, PRICE)
+    await bind_priced_model(http, provider.base_url)
     rounds: list[OvershootRound] = []
     for index in range(scale.overshoot_rounds):
         tenant = f"bench-credit-{token_urlsafe(4).lower().replace('_', 'x').replace('-', 'x')}"
@@ -529,6 +522,19 @@ async def overshoot_phase(
             f"${each.spent_usd:.4f}, {each.answered} answered, {each.paused} paused"
         )
     return tuple(rounds)
+
+
+async def bind_priced_model(http: httpx.AsyncClient, base_url: str) -> None:
+    """Bind every standing agent's planning (`Agent:Default`) to the loopback endpoint at
+    `base_url` (bench/llm_provider.py), read with the key in KEY_ENV, at PRICE."""
+    llm = "/api/v1/llm"
+    body = {"baseUrl": base_url, "credentials": [{"alias": "main", "apiKeyEnv": KEY_ENV}]}
+    expect(await http.put(f"{llm}/providers/{BENCH_PROVIDER}", json=body), 200)
+    preset = {"model": SERVED_MODEL, "provider": BENCH_PROVIDER}
+    expect(await http.put(f"{llm}/presets/{BENCH_PROVIDER}", json=preset), 200)
+    binding = {"presetId": BENCH_PROVIDER}
+    expect(await http.put(f"{llm}/sites/Agent:Default/preset", json=binding), 200)
+    await set_price(http, SERVED_MODEL, PRICE)
 
 
 def _median(values: Sequence[float]) -> float:
