@@ -52,6 +52,39 @@ def _analyse_each_endpoint_once() -> None:
     routing._build_dependant_with_parameterless_dependencies = once
 
 
+def _build_each_mcp_tool_once() -> None:
+    """The MCP server that each app mounts at /mcp (api/mcp_server) registers its tools
+    with the SDK's `Tool.from_function`, which builds a pydantic model of each function's
+    signature and its JSON schema: nine tenths of an app's construction, and the suite
+    builds an app per API test. What it builds is a function of the function's code and
+    of the registration's arguments only (the tools are closures over the app, whose
+    cells it never reads), so the suite builds each once per process and gives every
+    later registration a copy holding its own function. A tool with `Resolve(...)`
+    parameters (none of agentrt's) is built every time. Production builds one app per
+    process and is not concerned."""
+    from mcp.server.mcpserver.tools import base
+
+    build = base.Tool.from_function
+    if getattr(build, "__name__", "") == "once":
+        return
+    built: dict[tuple[Any, ...], base.Tool] = {}
+
+    def once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> base.Tool:
+        try:
+            key = (fn.__code__, fn.__qualname__, args, repr(sorted(kwargs.items())))
+        except AttributeError:  # not a plain function
+            return build(fn, *args, **kwargs)
+        known = built.get(key)
+        if known is not None:
+            return known.model_copy(update={"fn": fn})
+        tool = build(fn, *args, **kwargs)
+        if not tool.resolved_params and not tool.resolver_plans:
+            built[key] = tool
+        return tool
+
+    base.Tool.from_function = once  # type: ignore[method-assign]
+
+
 POSTGRES_URL = os.environ.get("AGENTRT_TEST_POSTGRES_URL")
 # Read once at import: `_clean_environment` removes AGENTRT_* from each test's environment.
 IN_CI = bool(os.environ.get("AGENTRT_CI"))
@@ -463,6 +496,7 @@ async def api(
     from api.app import create_app
 
     _analyse_each_endpoint_once()
+    _build_each_mcp_tool_once()
     stack = AsyncExitStack()
     default_store = tmp_path / ".data" / "agentrt.db"
     if not default_store.exists():
