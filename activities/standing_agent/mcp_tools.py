@@ -24,6 +24,7 @@ from typing import Any
 from activities.mcp.calls import McpCalls, ResolvedTool
 from activities.mcp.pool import McpTool
 from activities.workspace.results import ToolResult
+from runtime.approvals.binding import DIGEST_MISMATCH, still_approved
 from runtime.llm.contracts import ToolCall, ToolSpec
 from runtime.mcp import grants
 from runtime.mcp.binding import McpBinding
@@ -199,6 +200,12 @@ class AgentMcpTools:
             return "this worker has no MCP pool", []
         if row is None or row.resolution != APPROVE:
             return "the decision is not an approved MCP call", []
+        if not still_approved(row.approved_digest, call.name, call.arguments):
+            return (
+                f"{DIGEST_MISMATCH}: its arguments changed after they were approved "
+                f"({row.approved_digest}); it was not called",
+                [],
+            )
         stale = await asyncio.to_thread(
             mcp_calls.stale_refusal, self.store, row, request.instance_id, request.generation
         )

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from api.routes.workspace_status_models import McpServer
+from runtime.approvals.binding import DIGEST_PATTERN
 from runtime.standing_agents.contracts import AgentType
 
 Capability = Annotated[str, Field(min_length=1, max_length=100)]
@@ -109,6 +110,9 @@ class RespondBody(_Body):
     resolution: str = Field(min_length=1, max_length=4000)
     resolutionNotes: str | None = Field(default=None, max_length=20_000)
     respondedBy: str | None = Field(default=None, max_length=200)
+    # The digest of the call its human was shown (an MCP call's `payload.digest`): the
+    # answer is refused (409 approval_digest_mismatch) when the decision does not carry it.
+    digest: str | None = Field(default=None, pattern=DIGEST_PATTERN)
 
 
 class ConfigBody(_Body):

@@ -107,6 +107,7 @@ async def respond(
             body.resolutionNotes,
             body.respondedBy,
             identity.label if identity is not None else None,
+            body.digest,
         )
     except control.DecisionNotFound:
         raise decision_not_found(decision_id) from None

@@ -21,6 +21,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, delete, select
 
+from runtime.approvals.binding import DigestMismatch
 from runtime.failures import WireError
 from runtime.policy.agent_budget import (
     FOUNDATIONAL_WINDOW,
@@ -593,12 +594,16 @@ def respond(
     notes: str | None,
     responded_by: str | None,
     answered_by: str | None = None,
+    digest: str | None = None,
 ) -> tuple[AttentionRequest, bool]:
     """Answer a decision (§2.4): a compare-and-swap open → resolved.
 
     `responded_by` is what the answer's body declares; `answered_by` the label of the
     identity the bearer check verified (`admin`, `operator:alice`), recorded by the
-    answer that resolves the decision.
+    answer that resolves the decision. An approval of a tool call (an MCP call) records
+    the call's digest as what it approved (`approved_digest`); an answer that names a
+    `digest` the decision does not carry is refused (DigestMismatch, 409), before
+    anything is written.
 
     One transaction holds the CAS, an approved mode change (once per decision) and the
     resume event `escalation/{decisionId}` (deduped): they commit together or not at
@@ -614,6 +619,15 @@ def respond(
     if only_options and resolution not in (row.options or []):
         refusal = InvalidResolution(decision_id=row.decision_id, allowed=list(row.options or []))
         raise refusal.application_error()
+    carried = row.payload.get("digest") if row.kind == AttentionKind.MCP_CALL.value else None
+    if digest is not None and digest != carried:
+        mismatch = DigestMismatch(
+            decision_id=row.decision_id,
+            expected=carried if isinstance(carried, str) else None,
+            given=digest,
+        )
+        raise mismatch.application_error()
+    approved_digest = carried if isinstance(carried, str) and resolution == APPROVE else None
     with store.session() as db:
         instance = db.get(AgentInstance, row.soa_instance_id)
     # The catalogue is read before the write transaction (SQLite has one writer).
@@ -634,6 +648,7 @@ def respond(
                 responded_by=responded_by,
                 answered_by=answered_by,
                 resolved_at=now,
+                approved_digest=approved_digest,
             )
         )
         won = bool(result.rowcount == 1)

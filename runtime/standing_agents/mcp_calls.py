@@ -4,11 +4,14 @@ never runs a consequential call on its own).
 A call to an MCP tool not annotated `readOnlyHint: true` is not run: it becomes a
 decision (`kind: mcp_call`) on the tenant's queue, written once per tool-call operation
 id, carrying the server, the server's own tool name, the fingerprint of the server's
-configuration and the exact arguments. Answering it enqueues the agent's
-`OperatorAnsweredEscalation` as every decision does (control.respond); the tick of that
-event, when the answer is `approve`, runs the call once under an operation id derived
-from the decision (activities/standing_agent/mcp_tools), and the outcome is written into
-the event's payload (`mcpCall`), which is how it reaches the agent: as its next event.
+configuration, the exact arguments and their digest (`payload.digest`,
+runtime/approvals/binding.py). Answering it enqueues the agent's
+`OperatorAnsweredEscalation` as every decision does (control.respond, which records the
+digest an `approve` approved); the tick of that event, when the answer is `approve`, runs
+the call once under an operation id derived from the decision, and only if its arguments
+still hash to the approved digest (activities/standing_agent/mcp_tools), and the outcome
+is written into the event's payload (`mcpCall`), which is how it reaches the agent: as
+its next event.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, Final
 
 from sqlmodel import col, select
 
+from runtime.approvals.binding import call_digest
 from runtime.mcp.binding import McpBinding
 from runtime.standing_agents.contracts import APPROVE, AttentionKind, EventKind
 from runtime.standing_agents.episode import generation_start
@@ -47,11 +51,13 @@ def propose(
     whole = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
     shown = whole[:BODY_ARGUMENTS_MAX]
     cut = " (cut: the decision's payload holds them whole)" if len(whole) > len(shown) else ""
+    digest = call_digest(tool, arguments)
     body = (
         f"The agent asks to call {binding.tool} of MCP server {binding.server} "
         f"({tool}), which is not annotated read-only, with these arguments{cut}:\n"
         f"{shown}\n"
-        "Approve to run it once, exactly so; its result reaches the agent as its next "
+        "Approve to run it once, exactly so (its digest: "
+        f"{digest}); its result reaches the agent as its next "
         f"event. The server describes the tool as: {json.dumps(description[:500])}"
     )
     payload = {
@@ -61,6 +67,7 @@ def propose(
         "fingerprint": binding.fingerprint,
         "arguments": arguments,
         "annotations": annotations,
+        "digest": digest,
     }
     return attention_request(
         ctx,

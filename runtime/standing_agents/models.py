@@ -239,6 +239,10 @@ class AttentionRequest(SQLModel, table=True):
     op_id: str | None = Field(default=None, max_length=400, unique=True)
     created_at: datetime = _ts()
     resolved_at: datetime | None = _ts(nullable=True)
+    # What an approval of a tool call approved: the call's digest (payload.digest) recorded
+    # by the answer that approved it; the call runs only if it still hashes to it
+    # (runtime/approvals/binding.py; migration 0023).
+    approved_digest: str | None = Field(default=None, max_length=80)
 
 
 class SystemConfig(SQLModel, table=True):

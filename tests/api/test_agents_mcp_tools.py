@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
+from runtime.approvals.binding import call_digest
 from runtime.standing_agents.models import (
     AgentEventRow,
     AgentLedgerAction,
@@ -138,6 +139,9 @@ async def test_a_consequential_call_is_a_decision_and_runs_once_after_approval(
     assert decision.payload["arguments"] == {"value": "ship"}
     assert (decision.payload["server"], decision.payload["serverTool"]) == ("faults", "record")
     assert "ship" in decision.body
+    # Bound to exactly this call: its digest, in the payload and in the body shown.
+    digest = call_digest("mcp__faults__record", {"value": "ship"})
+    assert decision.payload["digest"] == digest and digest in decision.body
     assert _turns(d, soa)[-1].decision_kind == "Escalated"
 
     url = f"{d.base(tenant)}/decisions/{decision.decision_id}/respond"
@@ -163,6 +167,8 @@ async def test_a_consequential_call_is_a_decision_and_runs_once_after_approval(
     )
     record = OperationLedger(d.store).get(f"agent-mcp/{tenant}/{decision.decision_id}")
     assert record is not None and record.state == "done"
+    (approved,) = _decisions(d, tenant)
+    assert approved.approved_digest == digest
 
     # The same answer again resolves nothing twice and runs nothing twice.
     assert (await d.client.post(url, json=answer)).status_code == 200
@@ -311,3 +317,50 @@ async def test_what_an_attacker_tried_is_refused(agents: AgentsFactory) -> None:
     assert (twin.status_code, twin.json()["code"]) == (400, "invalid_mcp_server")
     newline = await d.client.put(f"{base}/mcp/grants/Soa", json={"tools": ["mcp__a__*\n"]})
     assert newline.status_code == 400
+
+
+async def test_an_approval_binds_the_exact_call(agents: AgentsFactory, faults: FaultServer) -> None:
+    """Issue 22: an answer naming a digest the call does not have is refused, and a call
+    whose arguments changed after their approval is not run."""
+    d = await agents()
+    tenant, soa = await _set_up(d, faults, grant=["mcp__faults__*"])
+    await _tell(d, tenant, soa, _call("mcp__faults__record", {"value": "as shown"}))
+    (decision,) = _decisions(d, tenant)
+    base = d.base(tenant)
+    url = f"{base}/decisions/{decision.decision_id}/respond"
+    other = call_digest("mcp__faults__record", {"value": "something else"})
+    refused = await d.client.post(url, json={"resolution": "approve", "digest": other})
+    assert refused.status_code == 409, refused.text
+    assert refused.json() == {
+        "error": f"This answer approves {other}, but its call's digest is "
+        f"{decision.payload['digest']}",
+        "code": "approval_digest_mismatch",
+        "decisionId": decision.decision_id,
+        "expected": decision.payload["digest"],
+        "given": other,
+    }
+    malformed = await d.client.post(url, json={"resolution": "approve", "digest": "sha1:x"})
+    assert malformed.status_code == 400
+    assert _decisions(d, tenant)[0].status == "open"  # neither answer resolved it
+    # Approved as shown while the agent is stopped; then the arguments change, in the
+    # store, before its next tick runs the call.
+    assert (await d.client.post(f"{base}/agents/{soa}/stop")).status_code == 200
+    approve = {"resolution": "approve", "digest": decision.payload["digest"]}
+    assert (await d.client.post(url, json=approve)).status_code == 200
+    with d.store.session() as db:
+        row = db.get(AttentionRequest, decision.decision_id)
+        assert row is not None and row.approved_digest == decision.payload["digest"]
+        row.payload = {**row.payload, "arguments": {"value": "not as shown"}}
+        db.add(row)
+        db.commit()
+    assert (await d.client.post(f"{base}/agents/{soa}/start")).status_code == 200
+
+    def answered() -> AgentLedgerTurn | None:
+        turns = [t for t in _turns(d, soa) if t.event_id == f"escalation/{decision.decision_id}"]
+        return turns[0] if turns else None
+
+    turn = await d.wait_until(answered, "the answer's turn", timeout=90)
+    outcome = turn.event_payload["mcpCall"]
+    assert outcome["outcome"] == "blocked"
+    assert outcome["error"].startswith("approval_digest_mismatch: ")
+    assert faults.calls() == []
