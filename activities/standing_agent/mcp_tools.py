@@ -200,7 +200,8 @@ class AgentMcpTools:
             return "this worker has no MCP pool", []
         if row is None or row.resolution != APPROVE:
             return "the decision is not an approved MCP call", []
-        if not still_approved(row.approved_digest, call.name, call.arguments):
+        target = mcp_calls.call_target(mcp_calls.binding_of(row))
+        if not still_approved(row.approved_digest, call.name, call.arguments, **target):
             return (
                 f"{DIGEST_MISMATCH}: its arguments changed after they were approved "
                 f"({row.approved_digest}); it was not called",

@@ -1,12 +1,19 @@
 """An approval of a tool call is bound to exactly what it approves.
 
-The call's digest is SHA-256 over the canonical JSON of its tool name and its exact
-arguments (keys sorted, no insignificant whitespace, UTF-8, no NaN or infinity), written
+The call's digest is SHA-256 over the canonical JSON of what the call is: its tool name,
+its exact arguments and, for an MCP call, the server and the server's own tool it is sent
+to (keys sorted, no insignificant whitespace, UTF-8, no NaN or infinity), written
 `sha256:<64 hex digits>`. It is recorded when the call is proposed and shown to the human
-with the preview; the answer that approves it records it (an answer may name the digest
-its human saw, and is refused when the call no longer has it); and the call runs only if
-the arguments it is about to run with still hash to the approved digest, so nothing
-between the approval and the effect can change what runs.
+with the preview; the answer that approves it records the digest of the call as it stands
+then (an answer may name the digest its human saw, and is refused when the call no longer
+has it); and the call runs only if what it is about to run still hashes to the approved
+digest, so a change of the recorded call between the approval and the effect (another
+writer, a bug) never runs. The digest is not a signature: whoever can write the store can
+rewrite a call and its digest alike.
+
+The canonical form is Python's `json.dumps` of the stored JSON values (an integer stays an
+integer, `1.0` stays `1.0`), not RFC 8785: a client echoes the digest it was shown rather
+than recomputing it.
 """
 
 from __future__ import annotations
@@ -30,16 +37,21 @@ def canonical_json(value: Any) -> str:
     )
 
 
-def call_digest(tool: str, arguments: Mapping[str, Any]) -> str:
-    """`sha256:<hex>` of the canonical JSON of `{"tool": tool, "arguments": arguments}`."""
-    text = canonical_json({"tool": tool, "arguments": dict(arguments)})
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+def call_digest(tool: str, arguments: Mapping[str, Any], **target: str) -> str:
+    """`sha256:<hex>` of the canonical JSON of `{"tool", "arguments", **target}` (`target`:
+    where the call goes, e.g. an MCP call's `server` and `serverTool`). A lone surrogate
+    in a string is hashed as it is (never an error)."""
+    text = canonical_json({**target, "tool": tool, "arguments": dict(arguments)})
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def still_approved(approved: str | None, tool: str, arguments: Mapping[str, Any]) -> bool:
+def still_approved(
+    approved: str | None, tool: str, arguments: Mapping[str, Any], **target: str
+) -> bool:
     """Whether the call about to run is the one approved. `approved` is None only for an
-    approval recorded before approvals carried a digest: nothing to compare."""
-    return approved is None or call_digest(tool, arguments) == approved
+    approval answered before approvals recorded a digest (every approval of a call
+    records one since): nothing to compare."""
+    return approved is None or call_digest(tool, arguments, **target) == approved
 
 
 class DigestMismatch(WireError):

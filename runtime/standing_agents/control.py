@@ -30,7 +30,7 @@ from runtime.policy.agent_budget import (
     foundational_window,
 )
 from runtime.settings import Settings
-from runtime.standing_agents import budget_pause, queue
+from runtime.standing_agents import budget_pause, mcp_calls, queue
 from runtime.standing_agents.agent_journal import (
     DECISION,
     MESSAGE,
@@ -619,15 +619,19 @@ def respond(
     if only_options and resolution not in (row.options or []):
         refusal = InvalidResolution(decision_id=row.decision_id, allowed=list(row.options or []))
         raise refusal.application_error()
-    carried = row.payload.get("digest") if row.kind == AttentionKind.MCP_CALL.value else None
-    if digest is not None and digest != carried:
+    # An approval of a call approves the call as recorded now (its digest recomputed, not
+    # the payload's word for it); a digest the answer names must be that one. A refusal
+    # needs no binding: a rejection is always safe.
+    approving_call = row.kind == AttentionKind.MCP_CALL.value and resolution == APPROVE
+    approved_digest = mcp_calls.digest_of(row) if approving_call else None
+    if digest is not None and approving_call and digest != approved_digest:
         mismatch = DigestMismatch(
-            decision_id=row.decision_id,
-            expected=carried if isinstance(carried, str) else None,
-            given=digest,
+            decision_id=row.decision_id, expected=approved_digest, given=digest
         )
         raise mismatch.application_error()
-    approved_digest = carried if isinstance(carried, str) and resolution == APPROVE else None
+    if digest is not None and not approving_call and row.kind != AttentionKind.MCP_CALL.value:
+        mismatch = DigestMismatch(decision_id=row.decision_id, expected=None, given=digest)
+        raise mismatch.application_error()
     with store.session() as db:
         instance = db.get(AgentInstance, row.soa_instance_id)
     # The catalogue is read before the write transaction (SQLite has one writer).

@@ -51,7 +51,7 @@ def propose(
     whole = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
     shown = whole[:BODY_ARGUMENTS_MAX]
     cut = " (cut: the decision's payload holds them whole)" if len(whole) > len(shown) else ""
-    digest = call_digest(tool, arguments)
+    digest = call_digest(tool, arguments, **call_target(binding))
     body = (
         f"The agent asks to call {binding.tool} of MCP server {binding.server} "
         f"({tool}), which is not annotated read-only, with these arguments{cut}:\n"
@@ -76,6 +76,21 @@ def propose(
         body,
         list(OPTIONS),
         payload,
+    )
+
+
+def call_target(binding: McpBinding) -> dict[str, str]:
+    """Where an MCP call goes, as its digest binds it (the fingerprint apart: a client is
+    shown the digest, and the fingerprint hashes the server's entry, secrets included)."""
+    return {"server": binding.server, "serverTool": binding.tool}
+
+
+def digest_of(row: AttentionRequest) -> str:
+    """The digest of the call an `mcp_call` decision records now."""
+    raw = row.payload.get("arguments")
+    arguments = raw if isinstance(raw, dict) else {}
+    return call_digest(
+        str(row.payload.get("tool") or ""), arguments, **call_target(binding_of(row))
     )
 
 

@@ -140,7 +140,8 @@ async def test_a_consequential_call_is_a_decision_and_runs_once_after_approval(
     assert (decision.payload["server"], decision.payload["serverTool"]) == ("faults", "record")
     assert "ship" in decision.body
     # Bound to exactly this call: its digest, in the payload and in the body shown.
-    digest = call_digest("mcp__faults__record", {"value": "ship"})
+    target = {"server": "faults", "serverTool": "record"}
+    digest = call_digest("mcp__faults__record", {"value": "ship"}, **target)
     assert decision.payload["digest"] == digest and digest in decision.body
     assert _turns(d, soa)[-1].decision_kind == "Escalated"
 

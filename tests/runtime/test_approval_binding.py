@@ -40,6 +40,20 @@ def test_any_other_tool_or_argument_is_another_digest(
     assert not still_approved(call_digest("t", {"a": 1, "b": "é"}), tool, arguments)
 
 
+def test_where_the_call_goes_is_part_of_it() -> None:
+    mcp = {"server": "tickets", "serverTool": "create"}
+    digest = call_digest("mcp__tickets__create", {"a": 1}, **mcp)
+    assert digest != call_digest("mcp__tickets__create", {"a": 1})
+    assert not still_approved(
+        digest, "mcp__tickets__create", {"a": 1}, server="tickets", serverTool="delete"
+    )
+    assert still_approved(digest, "mcp__tickets__create", {"a": 1}, **mcp)
+
+
+def test_a_lone_surrogate_is_hashed_not_refused() -> None:
+    assert call_digest("t", {"a": "\ud800"}) != call_digest("t", {"a": "\ud801"})
+
+
 def test_an_approval_without_a_digest_predates_them() -> None:
     assert still_approved(None, "t", {"anything": True})
     assert still_approved(call_digest("t", {}), "t", {})
