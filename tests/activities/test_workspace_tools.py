@@ -245,8 +245,9 @@ async def test_grep_catastrophic_regex_is_a_tool_error(ws: Path) -> None:
         (ws / f"slow{i:02}.txt").write_text("a" * 23 + "!\n")
     many = await run(ws, "grep_search", {"pattern": EVIL_REGEX}, search_timeout=1.0)
     assert many.status == "failed" and "timed out after 1 s" in (many.error or "")
-    # Other searches are unchanged, with the same bound.
-    ok = await run(ws, "grep_search", {"pattern": "hello"}, search_timeout=1.0)
+    # Other searches are unchanged (at the default bound: finishing within 1 s is a timing
+    # claim, and a loaded 2-core machine took longer to start the search's child).
+    ok = await run(ws, "grep_search", {"pattern": "hello"})
     assert ok.status == "completed" and "File: README.md" in ok.output_text
 
 
