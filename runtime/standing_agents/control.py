@@ -21,7 +21,6 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, delete, select
 
-from runtime.approvals.binding import DigestMismatch
 from runtime.failures import WireError
 from runtime.policy.agent_budget import (
     FOUNDATIONAL_WINDOW,
@@ -619,19 +618,7 @@ def respond(
     if only_options and resolution not in (row.options or []):
         refusal = InvalidResolution(decision_id=row.decision_id, allowed=list(row.options or []))
         raise refusal.application_error()
-    # An approval of a call approves the call as recorded now (its digest recomputed, not
-    # the payload's word for it); a digest the answer names must be that one. A refusal
-    # needs no binding: a rejection is always safe.
-    approving_call = row.kind == AttentionKind.MCP_CALL.value and resolution == APPROVE
-    approved_digest = mcp_calls.digest_of(row) if approving_call else None
-    if digest is not None and approving_call and digest != approved_digest:
-        mismatch = DigestMismatch(
-            decision_id=row.decision_id, expected=approved_digest, given=digest
-        )
-        raise mismatch.application_error()
-    if digest is not None and not approving_call and row.kind != AttentionKind.MCP_CALL.value:
-        mismatch = DigestMismatch(decision_id=row.decision_id, expected=None, given=digest)
-        raise mismatch.application_error()
+    approved_digest = mcp_calls.approved_digest(row, resolution, digest)
     with store.session() as db:
         instance = db.get(AgentInstance, row.soa_instance_id)
     # The catalogue is read before the write transaction (SQLite has one writer).

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from sqlmodel import col, select
 
-from runtime.approvals.binding import call_digest
+from runtime.approvals.binding import DigestMismatch, call_digest
 from runtime.mcp.binding import McpBinding
 from runtime.standing_agents.contracts import APPROVE, AttentionKind, EventKind
 from runtime.standing_agents.episode import generation_start
@@ -92,6 +92,19 @@ def digest_of(row: AttentionRequest) -> str:
     return call_digest(
         str(row.payload.get("tool") or ""), arguments, **call_target(binding_of(row))
     )
+
+
+def approved_digest(row: AttentionRequest, resolution: str, digest: str | None) -> str | None:
+    """What an answer to a decision approves: for an `approve` of an MCP call, the digest
+    of the call as recorded now (recomputed, not the payload's word for it), which a
+    `digest` the answer names must be; else None. A rejection needs no binding (it is
+    always safe); a decision that binds no call refuses a digest (DigestMismatch, 409)."""
+    is_call = row.kind == AttentionKind.MCP_CALL.value
+    approved = digest_of(row) if is_call and resolution == APPROVE else None
+    if digest is not None and (approved is not None or not is_call) and digest != approved:
+        mismatch = DigestMismatch(decision_id=row.decision_id, expected=approved, given=digest)
+        raise mismatch.application_error()
+    return approved
 
 
 def decision_of(store: Store, tenant: str, decision_id: str) -> AttentionRequest | None:
