@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.errors import ApiError, temporal_unavailable
+from api.errors import ApiError, temporal_unavailable, worker_unavailable
 from runtime import temporal
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # A worker long-polls for up to ~70 s; a poller seen more recently than this is live.
 POLLER_LIVE_WINDOW = timedelta(seconds=90)
@@ -121,3 +126,29 @@ async def count_workflows(client: Client, query: str) -> int:
     except (RPCError, TimeoutError):
         return 0
     return int(result.count)
+
+
+async def query_workflow(ask: Callable[[], Awaitable[T]], wait: float) -> T:
+    """A workflow's answer to the query `ask` sends, within `wait` seconds; else a 503.
+
+    A query fails, rather than times out, when the worker took the query but could not
+    run it: its workflow task failed (Temporal's two-second deadlock guard firing on an
+    overloaded host, a worker shutting down mid-task). Temporal retries that task, and
+    the next ask is answered, so a failed query is asked again until `wait` runs out;
+    then it is `worker_unavailable`, the answer for a worker that did not answer, not a
+    500. The state queries the routes send never raise by themselves.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    pause = 0.05
+    while True:
+        try:
+            return await asyncio.wait_for(ask(), max(deadline - loop.time(), 0.0))
+        except TimeoutError as err:
+            raise worker_unavailable() from err
+        except WorkflowQueryFailedError as err:
+            if loop.time() + pause >= deadline:
+                raise worker_unavailable() from err
+            log.warning("a workflow query failed on the worker, asking again: %s", err)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)

@@ -25,7 +25,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
-from api.errors import ApiError, rpc_error, temporal_unavailable, worker_unavailable, workflow_error
+from api.errors import ApiError, rpc_error, temporal_unavailable, workflow_error
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from api.openapi import errors
 from api.routes.agent_tools_models import (
@@ -38,6 +38,7 @@ from api.routes.agent_tools_models import (
     TurnResuming,
 )
 from api.security.browser import BrowserDep, BrowserMutationDep
+from api.temporal import query_workflow
 from runtime.agent_tools.browser import (
     BROWSER_SESSION_TTL,
     COOKIE_NAME,
@@ -278,9 +279,7 @@ async def get_turn(
 
 async def _query_state(handle: WorkflowHandle[Any, Any], turn_id: str) -> TurnState:
     try:
-        return await asyncio.wait_for(handle.query(TurnWorkflow.state), UPDATE_WAIT)
-    except TimeoutError as err:
-        raise worker_unavailable() from err
+        return await query_workflow(lambda: handle.query(TurnWorkflow.state), UPDATE_WAIT)
     except RPCError as err:
         raise _turn_rpc_error(err, turn_id) from err
 

@@ -44,6 +44,7 @@ from api.routes.device_flow_models import (
 )
 from api.routes.session_common import ACCEPT_GRACE, read_body
 from api.security import require_configured_token
+from api.temporal import query_workflow
 from runtime.device_flow.contracts import (
     GRACE_MS,
     MAX_ACTIVE_FLOWS,
@@ -88,12 +89,9 @@ def _not_found(flow_id: str) -> ApiError:
 
 
 async def _state(handle: WorkflowHandle[Any, Any], settings: Settings) -> FlowState:
-    try:
-        return await asyncio.wait_for(
-            handle.query(DeviceFlowWorkflow.state), settings.worker_wait_ms / 1000
-        )
-    except TimeoutError as err:
-        raise worker_unavailable() from err
+    return await query_workflow(
+        lambda: handle.query(DeviceFlowWorkflow.state), settings.worker_wait_ms / 1000
+    )
 
 
 async def _describe_open(handle: WorkflowHandle[Any, Any]) -> tuple[bool, datetime | None] | None:

@@ -34,6 +34,7 @@ from api.errors import (
 )
 from api.input_bounds import strict_json_loads
 from api.routes.session_models import ContextState, ModelOption, ModelsState, ModesState
+from api.temporal import query_workflow
 from runtime.llm.active import active_model, served_model_id
 from runtime.llm.config_store import LlmConfigError, load_chain_plan
 from runtime.llm.routing import SESSION_SITE
@@ -138,12 +139,9 @@ async def session_status(
     client: Client, session_id: str, store: Store | None = None, wait: float = WAIT_FOR_WORKER
 ) -> SessionStatus:
     """The session's state, from its workflow; 503 when no worker answers within `wait`."""
+    handle = session_handle(client, session_id)
     try:
-        return await asyncio.wait_for(
-            session_handle(client, session_id).query(SessionWorkflow.status), wait
-        )
-    except TimeoutError as err:
-        raise worker_unavailable() from err
+        return await query_workflow(lambda: handle.query(SessionWorkflow.status), wait)
     except RPCError as err:
         raise await _rpc_failure(err, store, session_id) from err
 

@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowQueryFailedError
 from temporalio.testing import WorkflowEnvironment
 
+from api.errors import ApiError
 from api.routes import session_common
+from api.temporal import query_workflow
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.store.journal_contracts import NewEvent, dedupe_key
@@ -215,3 +218,28 @@ def test_events_at_the_same_position_with_other_content_get_other_keys() -> None
     assert key_a != dedupe_key("run", 3, [b])
     assert key_a == dedupe_key("run", 3, [a.model_copy()])
     assert key_a.startswith("run/e3/")
+
+
+async def test_a_failed_query_is_asked_again_within_the_wait() -> None:
+    """A query the worker took but could not run (its workflow task failed: the
+    deadlock guard firing on a loaded host) is asked again, not a 500."""
+    asks: list[int] = []
+
+    async def ask() -> str:
+        asks.append(1)
+        if len(asks) < 3:
+            raise WorkflowQueryFailedError("[TMPRL1101] Potential deadlock detected")
+        return "state"
+
+    assert await query_workflow(ask, wait=10) == "state"
+    assert len(asks) == 3
+
+
+async def test_a_query_failing_until_the_wait_ends_is_worker_unavailable() -> None:
+    async def ask() -> str:
+        raise WorkflowQueryFailedError("[TMPRL1101] Potential deadlock detected")
+
+    with pytest.raises(ApiError) as caught:
+        await query_workflow(ask, wait=0.3)
+    assert caught.value.status == 503
+    assert caught.value.body["code"] == "worker_unavailable"
