@@ -22,6 +22,7 @@ from activities.llm import ModelProvider, provider_from_settings
 from activities.mcp.pool import McpPool
 from activities.mcp.worker_pool import mcp_pool
 from runtime import temporal
+from runtime.approvals import JOURNAL_PROJECTIONS
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.migrate import ensure_migrated
@@ -64,7 +65,7 @@ def build_worker(
 ) -> Worker:
     """The worker of `settings.task_queue`; `activities` replaces `build_activities`'s
     (a test's stalled journal write, tests/stalling_worker.py)."""
-    journal = EventJournal(store)
+    journal = EventJournal(store, projections=JOURNAL_PROJECTIONS)
     pool = mcp_pool(store, settings)
     return AgentrtWorker(
         pool,

@@ -29,6 +29,7 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from runtime.device_flow import approvals as login_approval
 from runtime.device_flow.contracts import (
     DEFAULT_INTERVAL_S,
     DeviceCode,
@@ -267,6 +268,10 @@ class IdentityActivities:
 
         return await asyncio.to_thread(unlink)
 
+    def _record_approval(self, request: EmitInput) -> None:
+        with self.store.engine.begin() as connection:
+            login_approval.record(connection, request.workspace_cwd, request.type, request.data)
+
     @activity.defn(name=DeviceFlowActivity.EMIT)
     async def emit(self, request: EmitInput) -> int:
         """Append the event to each live session of the workspace (or to the one session
@@ -277,6 +282,8 @@ class IdentityActivities:
         else:
             live = await asyncio.to_thread(registry.list_live, self.store, request.workspace_cwd)
             session_ids = [record.session_id for record in live]
+        if request.session_id is None:  # the flow's own event, not a paused call's echo
+            await asyncio.to_thread(self._record_approval, request)
         event = session_event(request.type, request.data)
         for session_id in session_ids:
             key = dedupe_key(request.dedupe_scope, 0, [event])

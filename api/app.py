@@ -29,6 +29,7 @@ from api.routes import (
     agent_tools,
     agent_webhooks,
     agents,
+    approvals,
     capabilities,
     coding_tasks,
     daemon_status,
@@ -68,6 +69,7 @@ from api.security.hosts import loopback_hosts
 from api.temporal import TemporalConnector
 from api.tracing import RequestSpans
 from runtime import __version__
+from runtime.approvals import JOURNAL_PROJECTIONS
 from runtime.settings import BODY_LIMIT_BYTES, Settings
 from runtime.standing_agents.modes import seed_modes
 from runtime.store import EventJournal, Store
@@ -92,7 +94,9 @@ def create_app(
         owned_store = store is None
         app.state.store = store or Store(settings.resolved_database_url)
         await asyncio.to_thread(ensure_migrated, app.state.store.engine)
-        app.state.journal = EventJournal(app.state.store, poll_interval=0.02)
+        app.state.journal = EventJournal(
+            app.state.store, poll_interval=0.02, projections=JOURNAL_PROJECTIONS
+        )
         connector = TemporalConnector(
             settings.effective_temporal_address, settings.temporal_namespace, temporal_client
         )
@@ -154,6 +158,7 @@ def create_app(
     app.include_router(agents.router)
     app.include_router(agent_stream.router)
     app.include_router(decisions.router)
+    app.include_router(approvals.router)
     app.include_router(registry.router)
     app.include_router(agent_config.router)
     app.include_router(redactor_signals.router)

@@ -22,8 +22,9 @@ from api.routes.agents_models import DecisionList, DecisionView, RespondBody
 from api.routes.session_common import update_session
 from api.routes.standing_common import DecisionPath, EnabledTenant
 from api.security import require_configured_token
-from api.security.roles import IdentityDep
+from api.security.roles import AnswererDep
 from api.temporal import TemporalConnector
+from runtime.approvals.projection import note_vote
 from runtime.policy.permissions import NotPending
 from runtime.sessions.contracts import VoteRequest
 from runtime.sessions.errors import SessionNotFound
@@ -77,7 +78,7 @@ async def respond(
     store: StoreDep,
     journal: JournalDep,
     waker: WakerDep,
-    identity: IdentityDep,
+    answered_by: AnswererDep,
     settings: SettingsDep,
     connector: ConnectorDep,
 ) -> DecisionView:
@@ -95,7 +96,7 @@ async def respond(
         and current.status == AttentionStatus.OPEN.value
         and body.resolution in (current.options or [])
     ):
-        await _vote(connector, settings, store, current, body.resolution)
+        await _vote(connector, settings, store, current, body.resolution, answered_by)
     try:
         row, _won = await asyncio.to_thread(
             control.respond,
@@ -106,7 +107,7 @@ async def respond(
             body.resolution,
             body.resolutionNotes,
             body.respondedBy,
-            identity.label if identity is not None else None,
+            answered_by,
             body.digest,
         )
     except control.DecisionNotFound:
@@ -137,6 +138,7 @@ async def _vote(
     store: Store,
     row: AttentionRequest,
     option_id: str,
+    answered_by: str,
 ) -> None:
     """agentrt's coder's permission request answered on the queue: the answer (one of the
     request's options) is the session's vote. A request resolved meanwhile (its timer, a
@@ -147,6 +149,7 @@ async def _vote(
         option_id=option_id,
         client_id=None,
     )
+    await asyncio.to_thread(note_vote, store, vote.request_id, None, answered_by)
     try:
         await update_session(
             await connector.get(),

@@ -23,6 +23,8 @@ from api.routes.session_common import (
     update_session,
 )
 from api.routes.session_models import VoteRecorded
+from api.security.roles import answerer
+from runtime.approvals.projection import note_vote
 from runtime.policy.permissions import NotPending, OutcomeError, validate_outcome_body
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
@@ -74,6 +76,8 @@ async def _vote(
     body = await read_body(request)
     voters = await asyncio.to_thread(registry.client_count, store, session_id)
     vote = _vote_request(body, request_id, request, voters)
+    # Who votes, verified, noted before the workflow takes the vote (it knows client ids).
+    await asyncio.to_thread(note_vote, store, request_id, vote.client_id, answerer(request))
     try:
         # Accepted is enough: the vote is in history and will be applied.
         await update_session(

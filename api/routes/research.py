@@ -31,6 +31,7 @@ from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.routes.agent_tools_models import ResearchPublic
 from api.security.browser import BrowserDep, BrowserMutationDep
+from api.security.roles import AnswererDep
 from runtime.agent_tools.contracts import WORKSPACE_PATTERN, ResearchDecided
 from runtime.investigation.research import (
     DECISION_ROUTE_TEMPLATE,
@@ -97,6 +98,7 @@ async def decide(
     settings: SettingsDep,
     store: StoreDep,
     client: TemporalDep,
+    answered_by: AnswererDep,
 ) -> ResearchPublic:
     ws = body.workspace or settings.agent_tools_workspace
 
@@ -112,7 +114,15 @@ async def decide(
 
     def write() -> dict[str, Any]:
         with store.session() as db:
-            decide_research(db, ws, research_id, body.decision, body.decided_by, body.note)
+            decide_research(
+                db,
+                ws,
+                research_id,
+                body.decision,
+                body.decided_by,
+                body.note,
+                answered_by=answered_by,
+            )
             return research_state(db, ws, research_id)
 
     with _decision_errors(research_id):

@@ -96,3 +96,17 @@ def current_identity(request: Request) -> Identity | None:
 
 
 IdentityDep = Annotated[Identity | None, Depends(current_identity)]
+
+# Who answered, on a daemon without a token: its loopback bind is the only door.
+LOOPBACK_ANSWERER = "loopback"
+
+
+def answerer(request: Request) -> str:
+    """What an answer to a human's request records as who gave it: the verified token's
+    label (`admin`, `operator:alice`), or `loopback` on a daemon without a token; never
+    what the request says of itself."""
+    identity = current_identity(request)
+    return identity.label if identity is not None else LOOPBACK_ANSWERER
+
+
+AnswererDep = Annotated[str, Depends(answerer)]

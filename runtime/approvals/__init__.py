@@ -1,6 +1,20 @@
-"""Approvals: what a human is asked and what their answer binds (DESIGN.md, "Humans in the
-loop: one approval model").
+"""Approvals: every request agentrt makes of a human, one model underneath the kinds' own
+protocols (DESIGN.md, "Humans in the loop: one approval model").
 
-Today: `binding`, the digest that ties an approval of a tool call to exactly the call a
-human was shown. Pure, so workflows, activities and routes use it alike.
+- `models`: the `approvals` table, the one store;
+- `ledger`: the one lifecycle (pending → approved | denied | answered | expired |
+  cancelled | superseded), written in the caller's transaction, and the inbox's query;
+- `projection`: a session's permission requests, from its journal events;
+- `binding`: the digest that ties an approval of a tool call to exactly the call a human
+  was shown.
 """
+
+from __future__ import annotations
+
+from typing import Final
+
+from runtime.approvals.projection import project
+from runtime.store.journal import Projection
+
+# What the worker's and the API's journals derive from the events they append.
+JOURNAL_PROJECTIONS: Final[tuple[Projection, ...]] = (project,)

@@ -40,6 +40,7 @@ from runtime.coding_tasks.contracts import (
 )
 from runtime.coding_tasks.models import CodingTask
 from runtime.standing_agents import queue
+from runtime.standing_agents.approvals import supersede_coder_questions
 from runtime.standing_agents.contracts import EventKind
 from runtime.standing_agents.control import transaction
 from runtime.standing_agents.models import AgentInstance
@@ -446,7 +447,9 @@ def _settled(
 
 
 def _settle_in(db: Session, row: CodingTask) -> None:
-    """The proposing agent's `DependencyCompleted` (deduplicated by the task)."""
+    """The coder's questions about the task end with it (superseded); the proposing
+    agent's `DependencyCompleted` (deduplicated by the task)."""
+    supersede_coder_questions(db, row.tenant, row.task_id, f"the coding task {row.state}")
     if row.instance_id is None:
         return
     instance = db.get(AgentInstance, row.instance_id)

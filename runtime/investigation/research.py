@@ -20,6 +20,8 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from runtime.approvals import ledger
+from runtime.approvals.ledger import DEPLOYMENT, ApprovalKind, ApprovalRequest, ApprovalState
 from runtime.investigation.models import InvestigationNode, Research, ResearchDecision
 from runtime.timestamps import aware_utc
 
@@ -199,8 +201,37 @@ def prepare_research(
         updated_at=now,
     )
     session.add(research)
+    ledger.open_approval(session.connection(), _approval_request(research), now)
     _finish(session, commit)
     return research
+
+
+def research_approval(research_id: str) -> str:
+    return ledger.approval_id(ApprovalKind.RESEARCH, research_id)
+
+
+def _approval_request(research: Research) -> ApprovalRequest:
+    """A prepared research waits for a human's authorization (spec 000): its approval."""
+    subject = (
+        f"turn/{research.workspace}/{research.turn_id}"
+        if research.turn_id
+        else f"research/{research.workspace}/{research.research_id}"
+    )
+    return ApprovalRequest(
+        kind=ApprovalKind.RESEARCH,
+        ref=research.research_id,
+        tenant=DEPLOYMENT,
+        subject=subject,
+        asked_by=subject,
+        title=f"Authorize research: {research.question}",
+        link=decision_route(research.research_id),
+        detail={
+            "workspace": research.workspace,
+            "question": research.question,
+            "scope": research.scope,
+            "rationale": research.rationale,
+        },
+    )
 
 
 def decide_research(
@@ -212,8 +243,12 @@ def decide_research(
     note: str | None = None,
     *,
     commit: bool = True,
+    answered_by: str | None = None,
 ) -> Research:
     """Persist the human decision: approve → the grant, state admitted; deny → state denied.
+
+    `decided_by` is what the body declares; `answered_by` the identity the route verified
+    (a token's label, `loopback`), recorded on the research's approval.
 
     An approval walks prepared → authorized (the grant is recorded) → admitted
     (the campaign is accepted to run) in one transaction.
@@ -252,6 +287,16 @@ def decide_research(
     else:
         _move(research, "denied", now)
     session.add(research)
+    ledger.settle(
+        session.connection(),
+        research_approval(research.research_id),
+        ApprovalState.APPROVED if decision == "approve" else ApprovalState.DENIED,
+        now=now,
+        reason="answered",
+        answer=decision,
+        answered_by=answered_by,
+        answered_client=decided_by.strip(),
+    )
     _finish(session, commit)
     return research
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
+import runtime.approvals.models
 import runtime.coding_tasks.models
 import runtime.investigation.models
 import runtime.llm.models

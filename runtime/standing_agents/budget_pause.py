@@ -30,6 +30,8 @@ from typing import Any
 from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
+from runtime.approvals import ledger
+from runtime.approvals.ledger import ApprovalKind, ApprovalState
 from runtime.policy.agent_budget import (
     CONFIG_KEYS,
     foundational_active,
@@ -421,4 +423,14 @@ def _resolve(
             answered_by="agentrt",
             resolved_at=now,
         )
+    )
+    # What the request was for is over (the cap raised, the window regenerated, a start):
+    # nobody answered it.
+    ledger.settle(
+        db.connection(),
+        ledger.approval_id(ApprovalKind.DECISION, decision_id),
+        ApprovalState.SUPERSEDED,
+        now=now,
+        reason=notes,
+        answer=resolution,
     )

@@ -98,6 +98,8 @@ class AttentionKind(StrEnum):
 
 # The answer that applies what a decision proposes (a mode change, an MCP call).
 APPROVE = "approve"
+# How a request is resolved when what it was for ended (the agent stopped or reset).
+SUPERSEDED = "superseded"
 # A coding agent's question (agentrt's MCP tool `decision_request`, agentrt's coder's
 # permission requests): its answer goes back to the coder, not to an agent.
 CODER_SOURCE = "coder"

@@ -29,7 +29,7 @@ from runtime.policy.agent_budget import (
     foundational_window,
 )
 from runtime.settings import Settings
-from runtime.standing_agents import budget_pause, mcp_calls, queue
+from runtime.standing_agents import approvals, budget_pause, mcp_calls, queue
 from runtime.standing_agents.agent_journal import (
     DECISION,
     MESSAGE,
@@ -42,6 +42,7 @@ from runtime.standing_agents.contracts import (
     APPROVE,
     CODER_SOURCE,
     STANDING_AGENTS_FEATURE,
+    SUPERSEDED,
     AgentEvent,
     AgentStatus,
     AgentType,
@@ -338,12 +339,40 @@ def stop(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> 
         # Paused on a budget: the operator's stop makes the pause theirs (it no longer
         # lifts by itself when the cap is raised or the window regenerates).
         budget_pause.clear_in(db, instance_id, now, "stopped by an operator")
+        # Its open requests stand: a stop pauses the agent, whose questions an operator may
+        # still answer before starting it again (a reset is what ends them).
         return _cas_status(db, instance_id, {AgentStatus.ACTIVE}, values, instance.status)
 
     changed = transaction(store, write)
     instance = get_instance(store, tenant, instance_id)
     journal_status(journal, instance)
     return Transition(instance, changed)
+
+
+def _supersede_decisions(
+    db: Session, tenant: str, instance_id: str, now: datetime, reason: str
+) -> None:
+    """The agent's open requests end with the generation that asked them (a reset):
+    resolved `superseded` on the queue, their approvals superseded; a later answer is a
+    409."""
+    db.execute(
+        update(AttentionRequest)
+        .where(
+            col(AttentionRequest.soa_instance_id) == instance_id,
+            col(AttentionRequest.status) == AttentionStatus.OPEN.value,
+            col(AttentionRequest.source) != CODER_SOURCE,
+        )
+        .values(
+            status=AttentionStatus.RESOLVED.value,
+            resolution=SUPERSEDED,
+            resolution_notes=reason,
+            answered_by="agentrt",
+            resolved_at=now,
+        )
+    )
+    approvals.superseded(
+        db.connection(), approvals.agent_subject(tenant, instance_id), now=now, reason=reason
+    )
 
 
 def reset(
@@ -389,6 +418,7 @@ def reset(
             raise TickInProgress()
         queue.drain_in(db, instance_id, now)
         budget_pause.clear_in(db, instance_id, now, "reset by an operator")
+        _supersede_decisions(db, tenant, instance_id, now, "the agent was reset")
         row = _row(db, instance_id)
         _seed_initialized(db, row, f"init/{instance_id}/{row.generation}")
 
@@ -645,6 +675,10 @@ def respond(
         won = bool(result.rowcount == 1)
         current = db.get(AttentionRequest, decision_id, populate_existing=True)
         assert current is not None  # read above; decisions are never deleted
+        if won:
+            approvals.settled(
+                db.connection(), current, resolution=resolution, answered_by=answered_by, now=now
+            )
         if not won and (current.resolution, current.resolution_notes) != (resolution, notes):
             raise DecisionAlreadyResolved(current)
         return current, won, _after_resolution(db, current, allowed)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, delete, insert, select, text, update
 
@@ -97,12 +97,29 @@ class _Wakeups:
             event.set()
 
 
+class Projection(Protocol):
+    """What a feature derives from events as they are appended, in the append's own
+    transaction (it commits with them or not at all; a deduplicated retry's append
+    projects nothing). The feature passes it to the journals that append its events."""
+
+    def __call__(
+        self, connection: Connection, stream: str, entries: Sequence[JournalEntry]
+    ) -> None: ...
+
+
 class EventJournal:
     """Append to and read from the journal; wait for entries after a cursor."""
 
-    def __init__(self, store: Store, *, poll_interval: float = 0.05) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        poll_interval: float = 0.05,
+        projections: Sequence[Projection] = (),
+    ) -> None:
         self.store = store
         self.poll_interval = poll_interval
+        self.projections = tuple(projections)
         self._wakeups = _Wakeups()
         self._watch: _Watcher | None = None
 
@@ -182,6 +199,8 @@ class EventJournal:
             )
             if retention is not None and last_seq - earliest_seq + 1 > retention:
                 self._prune(connection, stream, last_seq - retention + 1)
+            for project in self.projections:
+                project(connection, stream, entries)
         return entries
 
     def dedupe_keys(self, stream: str, prefix: str) -> list[str]:

@@ -332,12 +332,14 @@ async def test_a_coders_session_that_dies_unreported_fails_its_task(
     assert task["summary"] == "agentrt's coder's session ended before its prompt did"
     assert task["artifacts"][0]["ref"] == f"session/{session_id}"
     assert not (own_dir / "never.txt").exists()
-    # Its question is still answerable: no vote to take, the answer is recorded.
+    # Its question ended with the task (issue 22: no approval outlives what it was for):
+    # resolved `superseded`, and a late answer is refused; nothing ran.
     answered = await d.client.post(
         f"{decisions}/{question['decisionId']}/respond", json={"resolution": "proceed_once"}
     )
-    assert answered.status_code == 200, answered.text
-    assert not (own_dir / "never.txt").exists()  # nothing ran
+    assert answered.status_code == 409, answered.text
+    assert answered.json()["resolution"] == "superseded"
+    assert not (own_dir / "never.txt").exists()
 
 
 async def test_a_coder_temporal_never_started_leaves_the_task_open(agents: AgentsFactory) -> None:

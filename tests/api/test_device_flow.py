@@ -368,3 +368,47 @@ async def test_no_worker_is_503_worker_unavailable(daemon: DaemonFactory) -> Non
     assert response.status_code == 503
     assert response.json()["code"] == "worker_unavailable"
     assert response.headers["Retry-After"] == "5"
+
+
+async def _login(d: Daemon, flow_id: str, state: str) -> dict[str, Any]:
+    """The flow's login in the approvals' inbox (issue 22), once it is in `state`."""
+    for _ in range(100):
+        listed = await d.client.get(
+            "/api/v1/approvals", params={"kind": "device_login", "state": state}
+        )
+        assert listed.status_code == 200, listed.text
+        found: list[dict[str, Any]] = [a for a in listed.json()["approvals"] if a["ref"] == flow_id]
+        if found:
+            return found[0]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no {state} login for {flow_id}")
+
+
+async def test_a_login_is_an_approval_until_it_ends(daemon: DaemonFactory, idp: FakeIdP) -> None:
+    """Pending while the user has to sign in, with or without a session open; approved
+    once they did, denied when they refused, cancelled by a DELETE."""
+    d = await daemon()
+    started = (await d.client.post(FLOW, json={"providerId": "test-idp"})).json()
+    flow_id = started["deviceFlowId"]
+    pending = await _login(d, flow_id, "pending")
+    assert pending["approvalId"] == f"device_login:{flow_id}"
+    assert pending["link"] == f"{FLOW}/{flow_id}" and pending["tenant"] is None
+    assert pending["expiresAt"] is not None
+    user_code = idp.latest().user_code
+    assert user_code not in json.dumps(pending)
+    idp.approve(user_code)
+    await d.until(flow_id, "authorized")
+    approved = await _login(d, flow_id, "approved")
+    assert approved["answeredBy"] == "idp:test-idp"
+
+    denied_id = (await d.client.post(FLOW, json={"providerId": "test-idp"})).json()["deviceFlowId"]
+    idp.deny(idp.latest().user_code)
+    await d.until(denied_id, "failed")
+    assert (await _login(d, denied_id, "denied"))["endReason"] == "access_denied"
+
+    cancelled_id = (await d.client.post(FLOW, json={"providerId": "test-idp"})).json()[
+        "deviceFlowId"
+    ]
+    await _login(d, cancelled_id, "pending")
+    assert (await d.client.delete(f"{FLOW}/{cancelled_id}")).status_code == 204
+    await _login(d, cancelled_id, "cancelled")

@@ -521,6 +521,50 @@ async def test_permission_request_shape_and_approval(daemon: DaemonFactory) -> N
     }
 
 
+async def test_a_permission_request_is_an_approval(daemon: DaemonFactory) -> None:
+    """Issue 22: the session protocol's vote is unchanged; underneath, the request is an
+    approval with the voter's verified identity (a tokenless daemon's `loopback`) beside
+    its self-declared client id, and a request its prompt's cancel ends is cancelled."""
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    prompt_id, request = await _permission(d, sid)
+    rid = request["data"]["requestId"]
+    inbox = (await d.client.get("/api/v1/approvals", params={"kind": "permission"})).json()
+    (entry,) = [a for a in inbox["approvals"] if a["ref"] == rid]
+    assert (entry["approvalId"], entry["state"], entry["tenant"]) == (
+        f"permission:{rid}",
+        "pending",
+        None,
+    )
+    assert entry["subject"] == f"session/{sid}"
+    assert entry["link"] == f"/session/{sid}/permission/{rid}"
+    assert entry["detail"]["options"] == ["proceed_always", "proceed_once", "cancel"]
+    vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+    voted = await d.client.post(
+        f"/permission/{rid}", json=vote, headers={"X-Qwen-Client-Id": "voter-1"}
+    )
+    assert voted.status_code == 200
+    await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    done = (
+        await d.client.get("/api/v1/approvals", params={"kind": "permission", "state": "approved"})
+    ).json()
+    (entry,) = [a for a in done["approvals"] if a["ref"] == rid]
+    assert (entry["answer"], entry["answeredBy"], entry["answeredClient"]) == (
+        "proceed_once",
+        "loopback",
+        "voter-1",
+    )
+    # A second request, its prompt cancelled while it waits: cancelled, not pending.
+    prompt_id, request = await _permission(d, sid, "second.txt")
+    rid = request["data"]["requestId"]
+    assert (await d.client.post(f"/session/{sid}/cancel")).status_code == 204
+    await d.wait_for(sid, "permission_resolved", prompt_id=prompt_id)
+    ended = (
+        await d.client.get("/api/v1/approvals", params={"kind": "permission", "state": "cancelled"})
+    ).json()
+    assert [a["ref"] for a in ended["approvals"]] == [rid]
+
+
 @pytest.mark.parametrize(
     ("body", "status"),
     [
@@ -574,6 +618,14 @@ async def test_delete_resolves_pending_permissions_as_cancelled(daemon: DaemonFa
     resolved = [e for e in events if e["type"] == "permission_resolved"]
     assert resolved[-1]["data"]["outcome"] == {"outcome": "cancelled"}
     assert events[-1]["type"] == "session_closed"
+    # Its approval ended with it (issue 22): the close cancels the running prompt first,
+    # and the request is withdrawn with it.
+    rid = resolved[-1]["data"]["requestId"]
+    ended = (await d.client.get("/api/v1/approvals", params={"state": "cancelled"})).json()[
+        "approvals"
+    ]
+    assert [(a["ref"], a["endReason"]) for a in ended] == [(rid, "the prompt was cancelled")]
+    assert (await d.client.get("/api/v1/approvals")).json()["approvals"] == []
 
 
 async def test_yolo_mode_runs_tools_without_asking(daemon: DaemonFactory) -> None:

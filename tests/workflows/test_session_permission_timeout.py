@@ -14,6 +14,8 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.llm import ScriptedModel
+from runtime.approvals.ledger import get_approval
+from runtime.approvals.projection import permission_approval
 from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.sessions.streams import envelope
@@ -72,7 +74,7 @@ async def _finish(client: Client, sid: str) -> None:
         await handle.result()
 
 
-def _check_timed_out(events: list[dict[str, object]]) -> None:
+def _check_timed_out(events: list[dict[str, object]], store: Store) -> None:
     types = [e["type"] for e in events]
     assert "permission_audit" in types
     audit = next(e for e in events if e["type"] == "permission_audit")
@@ -80,6 +82,13 @@ def _check_timed_out(events: list[dict[str, object]]) -> None:
     resolved = next(e for e in events if e["type"] == "permission_resolved")
     assert resolved["data"]["outcome"] == {"outcome": "cancelled"}  # type: ignore[index]
     assert types.index("permission_audit") < types.index("permission_resolved")
+    # Its approval expired (issue 22), whatever worker was up when the timer fired.
+    request_id = str(resolved["data"]["requestId"])  # type: ignore[index]
+    with store.engine.connect() as connection:
+        approval = get_approval(connection, permission_approval(request_id))
+    assert approval is not None
+    timeout_ms = audit["data"]["timeoutMs"]  # type: ignore[index]
+    assert (approval.state, approval.end_reason) == ("expired", f"no answer within {timeout_ms} ms")
 
 
 async def test_five_minute_timeout_on_the_time_skipping_server(
@@ -99,7 +108,7 @@ async def test_five_minute_timeout_on_the_time_skipping_server(
         await time_env.sleep(timedelta(minutes=1, seconds=5))
         events = await _wait(journal, sid, "turn_complete")
         await _finish(time_env.client, sid)
-    _check_timed_out(events)
+    _check_timed_out(events, store)
     assert not (workspace / "t.txt").exists()
     store.dispose()
 
@@ -123,5 +132,5 @@ async def test_timeout_fires_across_a_worker_restart(
     async with build_worker(dev_env.client, settings, store, ScriptedModel()):
         events = await _wait(journal, sid, "turn_complete")
         await _finish(dev_env.client, sid)
-    _check_timed_out(events)
+    _check_timed_out(events, store)
     store.dispose()

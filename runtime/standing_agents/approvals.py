@@ -1,0 +1,154 @@
+"""The decision queue's requests (§2.4) as approvals: one `approvals` row per attention
+request, written in the transaction that writes the request or ends it.
+
+- Every attention request inserted opens its approval, from the mapper's `after_insert`
+  (in the flush that inserts the row, whichever of the queue's writers inserts it: the
+  agent's tools, the STUCK guard, the budget pause, a signal's human request, a coder's
+  question); registered when the package is imported (its `__init__`).
+- `settled` ends it when the request is answered (control.respond, the budget pause's
+  own resolution), with the verified identity of who answered.
+- `superseded` ends the pending approvals of an agent stopped or reset, and of a coding
+  task settled.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from sqlalchemy import Connection, event
+from sqlalchemy.orm import Mapper
+from sqlmodel import Session, col, select
+
+from runtime.approvals import ledger
+from runtime.approvals.ledger import ApprovalKind, ApprovalRequest, ApprovalState
+from runtime.standing_agents.contracts import (
+    APPROVE,
+    CODER_SOURCE,
+    SUPERSEDED,
+    AttentionKind,
+    AttentionStatus,
+)
+from runtime.standing_agents.models import AttentionRequest
+
+# The answers that say no to what a request proposes (a mode change, an MCP call).
+_NO: Final = frozenset({"reject", "deny", "denied", "rejected", "no", "cancel"})
+DECISIONS_ROUTE: Final = "/api/v1/tenants/{tenant}/decisions/{decision_id}/respond"
+
+
+def agent_subject(tenant: str, instance_id: str) -> str:
+    return f"agent/{tenant}/{instance_id}"
+
+
+def coding_task_subject(tenant: str, task_id: str) -> str:
+    return f"coding-task/{tenant}/{task_id}"
+
+
+def approval_kind(row: AttentionRequest) -> ApprovalKind:
+    if row.source == CODER_SOURCE:
+        return ApprovalKind.CODER_QUESTION
+    if row.kind == AttentionKind.MCP_CALL.value:
+        return ApprovalKind.MCP_CALL
+    return ApprovalKind.DECISION
+
+
+def approval_of(row: AttentionRequest) -> str:
+    return ledger.approval_id(approval_kind(row), row.decision_id)
+
+
+def _subject(row: AttentionRequest) -> str:
+    task = row.payload.get("taskId") if row.source == CODER_SOURCE else None
+    if isinstance(task, str) and task:
+        return coding_task_subject(row.tenant, task)
+    return agent_subject(row.tenant, row.soa_instance_id)
+
+
+def _request(row: AttentionRequest) -> ApprovalRequest:
+    asked_by = (
+        f"coder:{row.payload.get('askedBy')}"
+        if row.source == CODER_SOURCE
+        else agent_subject(row.tenant, row.soa_instance_id)
+    )
+    detail: dict[str, Any] = {
+        "decisionKind": row.kind,
+        "body": row.body[:2000],
+        "options": row.options,
+    }
+    if row.kind == AttentionKind.MCP_CALL.value:
+        detail["call"] = {
+            k: row.payload.get(k) for k in ("tool", "server", "serverTool", "arguments")
+        }
+    digest = row.payload.get("digest")
+    return ApprovalRequest(
+        kind=approval_kind(row),
+        ref=row.decision_id,
+        tenant=row.tenant,
+        subject=_subject(row),
+        asked_by=asked_by,
+        title=row.title,
+        link=DECISIONS_ROUTE.format(tenant=row.tenant, decision_id=row.decision_id),
+        detail=detail,
+        digest=digest if isinstance(digest, str) else None,
+    )
+
+
+@event.listens_for(AttentionRequest, "after_insert")
+def _opened(_mapper: Mapper[Any], connection: Connection, row: AttentionRequest) -> None:
+    if row.status == AttentionStatus.OPEN.value:
+        ledger.open_approval(connection, _request(row), row.created_at)
+
+
+def outcome(resolution: str) -> ApprovalState:
+    """approved, denied, or answered (a free-text answer, an option neither yes nor no)."""
+    if resolution == APPROVE:
+        return ApprovalState.APPROVED
+    if resolution.strip().lower() in _NO:
+        return ApprovalState.DENIED
+    return ApprovalState.ANSWERED
+
+
+def settled(
+    connection: Connection,
+    row: AttentionRequest,
+    *,
+    resolution: str,
+    answered_by: str | None,
+    now: datetime,
+    reason: str = "answered",
+) -> None:
+    ledger.settle(
+        connection,
+        approval_of(row),
+        outcome(resolution),
+        now=now,
+        reason=reason,
+        answer=resolution,
+        answered_by=answered_by,
+    )
+
+
+def superseded(connection: Connection, subject: str, *, now: datetime, reason: str) -> int:
+    return ledger.supersede(connection, subject, now=now, reason=reason)
+
+
+def supersede_coder_questions(db: Session, tenant: str, task_id: str, reason: str) -> None:
+    """A coding task settled: its coder's open questions are resolved `superseded` on the
+    queue, and their approvals superseded, in the settle's transaction."""
+    now = datetime.now(UTC)
+    rows = db.exec(
+        select(AttentionRequest).where(
+            col(AttentionRequest.tenant) == tenant,
+            col(AttentionRequest.source) == CODER_SOURCE,
+            col(AttentionRequest.status) == AttentionStatus.OPEN.value,
+        )
+    ).all()
+    for row in rows:
+        if row.payload.get("taskId") != task_id:
+            continue
+        row.status = AttentionStatus.RESOLVED.value
+        row.resolution = SUPERSEDED
+        row.resolution_notes = reason
+        row.answered_by = "agentrt"
+        row.resolved_at = now
+        db.add(row)
+    superseded(db.connection(), coding_task_subject(tenant, task_id), now=now, reason=reason)

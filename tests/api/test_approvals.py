@@ -1,0 +1,248 @@
+"""Approvals (issue 22): every request for a human is one approval with one lifecycle,
+listed by one inbox (`GET /api/v1/approvals`, `GET /api/v1/tenants/{t}/approvals`),
+answered through its kind's own route with the verified identity recorded. Over HTTP,
+against the API with a real worker and Temporal dev server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from runtime.approvals.ledger import ApprovalKind, approval_id
+from runtime.investigation.demo import ensure_demo
+from runtime.investigation.research import prepare_research
+from runtime.standing_agents.coder_decisions import coder_decision
+from runtime.standing_agents.contracts import AttentionKind
+from tests.agent_tools_helpers import Browser
+from tests.agents_helpers import AgentsDaemon, AgentsFactory
+
+INBOX = "/api/v1/approvals"
+
+
+def make_id_for_decision(decision_id: str) -> str:
+    return approval_id(ApprovalKind.DECISION, decision_id)
+
+
+async def _inbox(d: AgentsDaemon, path: str = INBOX, **params: Any) -> dict[str, Any]:
+    response = await d.client.get(path, params=params)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def _one(d: AgentsDaemon, approval: str, state: str) -> dict[str, Any]:
+    body = await _inbox(d, state=state, limit=200)
+    found: list[dict[str, Any]] = [a for a in body["approvals"] if a["approvalId"] == approval]
+    assert found, (approval, state, body)
+    return found[0]
+
+
+async def test_a_decision_is_an_approval_from_request_to_answer(agents: AgentsFactory) -> None:
+    d = await agents()
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    decision_id = d.raise_decision(tenant, soa)
+    approval = make_id_for_decision(decision_id)
+    pending = (await _inbox(d, tenant=tenant))["approvals"]
+    assert [a["approvalId"] for a in pending] == [approval]
+    entry = pending[0]
+    assert entry["kind"] == "decision" and entry["state"] == "pending"
+    assert entry["tenant"] == tenant and entry["subject"] == f"agent/{tenant}/{soa}"
+    assert entry["askedBy"] == f"agent/{tenant}/{soa}"
+    assert entry["link"] == f"/api/v1/tenants/{tenant}/decisions/{decision_id}/respond"
+    assert entry["detail"]["options"] == ["approve", "reject"]
+    # The tenant's own inbox lists the same.
+    own = await _inbox(d, f"/api/v1/tenants/{tenant}/approvals")
+    assert [a["approvalId"] for a in own["approvals"]] == [approval]
+
+    # Ten identical answers at once resolve it once; the verified identity is recorded.
+    url = f"{d.base(tenant)}/decisions/{decision_id}/respond"
+    answer = {"resolution": "approve", "respondedBy": "someone-says"}
+    responses = await asyncio.gather(*(d.client.post(url, json=answer) for _ in range(10)))
+    assert {r.status_code for r in responses} == {200}
+    assert (await _inbox(d, tenant=tenant))["approvals"] == []
+    done = await _one(d, approval, "approved")
+    assert (done["answer"], done["answeredBy"], done["endReason"]) == (
+        "approve",
+        "admin",
+        "answered",
+    )
+    assert done["endedAt"] is not None
+    # A different answer afterwards is the kind's own 409; the approval is unchanged.
+    other = await d.client.post(url, json={"resolution": "reject"})
+    assert other.status_code == 409
+    assert (await _one(d, approval, "approved"))["answer"] == "approve"
+
+
+async def test_a_free_text_answer_is_answered_and_a_reject_denied(agents: AgentsFactory) -> None:
+    d = await agents()
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    first, second = d.raise_decision(tenant, soa), d.raise_decision(tenant, soa)
+    base = f"{d.base(tenant)}/decisions"
+    for decision_id, resolution in ((first, "ship on Monday"), (second, "reject")):
+        response = await d.client.post(
+            f"{base}/{decision_id}/respond", json={"resolution": resolution}
+        )
+        assert response.status_code == 200, response.text
+    assert (await _one(d, make_id_for_decision(first), "answered"))["answer"] == "ship on Monday"
+    assert (await _one(d, make_id_for_decision(second), "denied"))["answer"] == "reject"
+
+
+async def test_a_reset_supersedes_the_agents_pending_approvals(agents: AgentsFactory) -> None:
+    """A reset ends the generation that asked: its requests are superseded, on the queue
+    and as approvals, and a late answer is refused. A stop only pauses the agent: what it
+    asked stands, for an operator to answer before starting it again."""
+    d = await agents()
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    d.set_instance(soa, status="Active")
+    decision = d.raise_decision(tenant, soa)
+    mode_change = d.raise_decision(
+        tenant, soa, AttentionKind.MODE_CHANGE, {"mode": "Discovery", "reason": "r"}
+    )
+    stopped = await d.client.post(f"{d.base(tenant)}/agents/{soa}/stop")
+    assert stopped.status_code == 200, stopped.text
+    pending = (await _inbox(d, tenant=tenant))["approvals"]
+    assert {a["ref"] for a in pending} == {decision, mode_change}
+    reset = await d.client.post(f"{d.base(tenant)}/agents/{soa}/reset")
+    assert reset.status_code == 200, reset.text
+    for decision_id in (decision, mode_change):
+        ended = await _one(d, make_id_for_decision(decision_id), "superseded")
+        assert ended["endReason"] == "the agent was reset"
+        late = await d.client.post(
+            f"{d.base(tenant)}/decisions/{decision_id}/respond", json={"resolution": "approve"}
+        )
+        assert late.status_code == 409
+        assert late.json()["resolution"] == "superseded"
+    assert (await _inbox(d, tenant=tenant))["approvals"] == []
+
+
+async def test_an_mcp_call_approval_carries_its_digest(agents: AgentsFactory) -> None:
+    d = await agents()
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    digest = "sha256:" + "ab" * 32
+    payload = {
+        "tool": "mcp__files__write",
+        "server": "files",
+        "serverTool": "write",
+        "arguments": {"path": "a.txt"},
+        "digest": digest,
+    }
+    decision_id = d.raise_decision(tenant, soa, AttentionKind.MCP_CALL, payload)
+    entry = (await _inbox(d, tenant=tenant, kind="mcp_call"))["approvals"][0]
+    assert entry["approvalId"] == f"mcp_call:{decision_id}"
+    assert entry["digest"] == digest
+    assert entry["detail"]["call"] == {
+        "tool": "mcp__files__write",
+        "server": "files",
+        "serverTool": "write",
+        "arguments": {"path": "a.txt"},
+    }
+    assert (await _inbox(d, tenant=tenant, kind="decision"))["approvals"] == []
+
+
+async def test_a_research_authorization_is_an_approval(agents: AgentsFactory) -> None:
+    d = await agents()
+    workspace = d.settings.agent_tools_workspace
+    with d.store.session() as db:
+        ensure_demo(db)
+        research = prepare_research(
+            db, workspace, "Trace the Riga funds", {"node_ids": ["a-kestrel-riga"]}
+        )
+    approval = f"research:{research.research_id}"
+    entry = await _one(d, approval, "pending")
+    assert entry["kind"] == "research" and entry["tenant"] is None
+    assert entry["link"] == f"/api/v1/research/{research.research_id}/decision"
+    browser = await Browser(d.client).open()  # the research routes are the page's
+    decided = await browser.post(
+        entry["link"], {"decision": "deny", "decided_by": "ana", "workspace": workspace}
+    )
+    assert decided.status_code == 200, decided.text
+    done = await _one(d, approval, "denied")
+    # Who the bearer verified, beside what the body declared.
+    assert (done["answeredBy"], done["answeredClient"]) == ("admin", "ana")
+
+
+async def test_the_inbox_pages_filters_and_refuses_what_it_does_not_know(
+    agents: AgentsFactory,
+) -> None:
+    d = await agents()
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    ids = [make_id_for_decision(d.raise_decision(tenant, soa)) for _ in range(5)]
+    seen: list[str] = []
+    cursor: str | None = None
+    for _ in range(3):
+        params: dict[str, Any] = {"tenant": tenant, "limit": 2}
+        if cursor:
+            params["cursor"] = cursor
+        page = await _inbox(d, **params)
+        seen += [a["approvalId"] for a in page["approvals"]]
+        cursor = page["nextCursor"]
+    assert seen == ids and cursor is None
+    for params in (
+        {"cursor": "bm90LWEtY3Vyc29y"},
+        {"kind": "nothing"},
+        {"state": "maybe"},
+        {"limit": 0},
+        {"tenant": "../x"},
+    ):
+        refused = await d.client.get(INBOX, params=params)
+        assert refused.status_code == 400, (params, refused.text)
+    assert (await d.client.get(INBOX, params={"cursor": "bm90LWEtY3Vyc29y"})).json()[
+        "code"
+    ] == "invalid_cursor"
+
+
+async def test_a_tenant_token_reads_its_tenants_inbox_only(agents: AgentsFactory) -> None:
+    d = await agents()
+    tenant, other = d.tenant(), d.tenant()
+    soa = await d.soa(tenant)
+    d.raise_decision(tenant, soa)
+    issued = await d.client.post(
+        f"/api/v1/tenants/{tenant}/tokens", json={"name": "alice", "role": "operator"}
+    )
+    assert issued.status_code == 201, issued.text
+    bearer = {"Authorization": f"Bearer {issued.json()['token']}"}
+    own = await d.client.get(f"/api/v1/tenants/{tenant}/approvals", headers=bearer)
+    assert own.status_code == 200 and len(own.json()["approvals"]) == 1
+    for path in (INBOX, f"/api/v1/tenants/{other}/approvals"):
+        refused = await d.client.get(path, headers=bearer)
+        assert refused.status_code == 403, (path, refused.text)
+
+
+async def test_a_coders_question_ends_with_its_task(agents: AgentsFactory) -> None:
+    d = await agents()
+    tenant = d.tenant()
+    await d.soa(tenant)
+    url = f"{d.base(tenant)}/coding-tasks"
+    created = await d.client.post(
+        url, json={"title": "Fix the build", "instructions": "make test passes"}
+    )
+    assert created.status_code == 201, created.text
+    task_id = created.json()["taskId"]
+    row = coder_decision(
+        d.store,
+        tenant=tenant,
+        title="Which branch?",
+        body="main or release?",
+        options=["main", "release"],
+        asked_by="alice",
+        task_id=task_id,
+        op_id=f"ask/{task_id}",
+    )
+    entry = (await _inbox(d, tenant=tenant, kind="coder_question"))["approvals"][0]
+    assert entry["approvalId"] == f"coder_question:{row.decision_id}"
+    assert (entry["subject"], entry["askedBy"]) == (
+        f"coding-task/{tenant}/{task_id}",
+        "coder:alice",
+    )
+    cancelled = await d.client.post(f"{url}/{task_id}/cancel", json={})
+    assert cancelled.status_code == 200, cancelled.text
+    ended = await _one(d, entry["approvalId"], "superseded")
+    assert ended["endReason"] == "the coding task cancelled"
+    decision = await d.client.get(f"{d.base(tenant)}/decisions", params={"status": "resolved"})
+    (resolved,) = [x for x in decision.json()["decisions"] if x["decisionId"] == row.decision_id]
+    assert resolved["resolution"] == "superseded"
