@@ -197,13 +197,17 @@ async def test_a_firing_enqueues_one_tick_that_the_agent_takes(agents: AgentsFac
     assert view["firings"] == 1 and view["lastFiredAt"] is not None
 
 
-async def _eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = time.monotonic() + 60
+async def _eventually(
+    check: Callable[[], Awaitable[bool]], what: str, seen: Callable[[], object] = lambda: None
+) -> None:
+    """`check` true within a bound (a bound on a loaded machine's scheduler, not a timing
+    claim); else an error naming `what` and the last state `seen` returns."""
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if await check():
             return
         await asyncio.sleep(0.2)
-    raise AssertionError(f"{what} never happened")
+    raise AssertionError(f"{what} never happened; last seen: {seen()}")
 
 
 async def _settled(
@@ -225,8 +229,19 @@ async def _settled(
         buffered = described[0].raw_description.info.buffer_size
         return accounted == triggers and not buffered and not (slot_free and info.running_actions)
 
+    def seen() -> object:
+        if not described:
+            return None
+        info = described[0].info
+        return {
+            "actions": info.num_actions,
+            "skipped": info.num_actions_skipped_overlap,
+            "buffered": described[0].raw_description.info.buffer_size,
+            "running": len(info.running_actions),
+        }
+
     what = "none running" if slot_free else "none buffered"
-    await _eventually(done, f"all {triggers} firings started or skipped, {what}")
+    await _eventually(done, f"all {triggers} firings started or skipped, {what}", seen)
     return described[0]
 
 
