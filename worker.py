@@ -8,7 +8,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -23,6 +23,8 @@ from activities.mcp.pool import McpPool
 from activities.mcp.worker_pool import mcp_pool
 from runtime import temporal
 from runtime.approvals import JOURNAL_PROJECTIONS
+from runtime.notifications import outbox
+from runtime.notifications.waker import Waker
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.migrate import ensure_migrated
@@ -44,15 +46,40 @@ class AgentrtWorker(Worker):
     """A Temporal worker that also owns the process's MCP connections (a stdio server is
     a child of this process): they are closed when the worker stops."""
 
-    def __init__(self, mcp: McpPool, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self, mcp: McpPool, store: Store, client: Client, *args: Any, **kwargs: Any
+    ) -> None:
+        super().__init__(client, *args, **kwargs)
         self.mcp = mcp
+        self.store = store
+        self._replaced_waker: outbox.Waker | None = None
+
+    async def __aenter__(self) -> AgentrtWorker:
+        await super().__aenter__()
+        # Outbound webhooks written by this process's activities wake their endpoints'
+        # workflows at once; what a process that died owed them is woken now.
+        waker = Waker(_constant(self.client), self.task_queue)
+        self._replaced_waker = outbox.install_waker(waker)
+        waker(await asyncio.to_thread(self._owed))
+        return self
+
+    def _owed(self) -> list[str]:
+        with self.store.engine.connect() as connection:
+            return outbox.pending_endpoints(connection)
 
     async def __aexit__(self, *exc: Any) -> None:
+        outbox.install_waker(self._replaced_waker)
         try:
             await super().__aexit__(*exc)
         finally:
             await self.mcp.close()
+
+
+def _constant(client: Client) -> Callable[[], Awaitable[Client]]:
+    async def get() -> Client:
+        return client
+
+    return get
 
 
 def build_worker(
@@ -69,6 +96,7 @@ def build_worker(
     pool = mcp_pool(store, settings)
     return AgentrtWorker(
         pool,
+        store,
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,

@@ -16,6 +16,7 @@ from activities.mcp.calls import McpCalls
 from activities.mcp.discovery import McpDiscoveryActivities
 from activities.mcp.pool import McpPool
 from activities.mcp.worker_pool import mcp_pool
+from activities.notifications import NotificationActivities
 from activities.session import SessionActivities
 from activities.standing_agent import StandingAgentActivities
 from activities.standing_agent.schedules import AgentScheduleActivities
@@ -49,8 +50,10 @@ def build_activities(
     windows_pool = WindowsPoolActivities(settings, journal)
     coding_tasks = CodingTaskActivities(store, settings)
     agent_schedules = AgentScheduleActivities(store)
+    notifications = NotificationActivities(store, settings)
     return [
         JournalActivities(journal).append_events,
+        notifications.deliver_due,
         session.open_prompt,
         session.model_step,
         session.preview_tool,

@@ -39,6 +39,7 @@ from api.routes import (
     health,
     index,
     llm,
+    notifications,
     permissions,
     prompts,
     redactor_signals,
@@ -70,6 +71,8 @@ from api.temporal import TemporalConnector
 from api.tracing import RequestSpans
 from runtime import __version__
 from runtime.approvals import JOURNAL_PROJECTIONS
+from runtime.notifications import outbox
+from runtime.notifications.waker import Waker
 from runtime.settings import BODY_LIMIT_BYTES, Settings
 from runtime.standing_agents.modes import seed_modes
 from runtime.store import EventJournal, Store
@@ -107,10 +110,13 @@ def create_app(
         # Repairs a wake-up lost between a store write and its signal (api/agent_workflows).
         app.state.agent_sweeper = Sweeper(settings, app.state.store)
         sweeper = asyncio.create_task(app.state.agent_sweeper.run(connector.get))
+        # Outbound webhooks this process's routes owe wake their endpoints' workflows.
+        replaced_waker = outbox.install_waker(Waker(connector.get, settings.task_queue))
         await mcp_endpoint.start()
         try:
             yield
         finally:
+            outbox.install_waker(replaced_waker)
             await mcp_endpoint.stop()
             for task in (warmup, sweeper):
                 task.cancel()
@@ -159,6 +165,7 @@ def create_app(
     app.include_router(agent_stream.router)
     app.include_router(decisions.router)
     app.include_router(approvals.router)
+    app.include_router(notifications.router)
     app.include_router(registry.router)
     app.include_router(agent_config.router)
     app.include_router(redactor_signals.router)

@@ -207,6 +207,12 @@ class Settings(BaseSettings):
     coding_task_claim_timeout_ms: int = Field(default=300_000, ge=1000)
     # agentrt's own coders running at once per tenant (the others wait for a slot).
     coders_per_tenant: int = Field(default=4, ge=1, le=100)
+    # Outbound webhooks: a delivery is tried this many times, waiting base * 2^(n-1) ms
+    # (at most the cap) after the n-th failure, then moves to the dead-letter list. The
+    # defaults keep trying for about two hours: a receiver down for an hour loses nothing.
+    notification_max_attempts: int = Field(default=20, ge=1, le=100)
+    notification_retry_base_ms: int = Field(default=1000, ge=10)
+    notification_retry_cap_ms: int = Field(default=600_000, ge=10)
     # Set by `agentrt up` for its children: the Temporal server is the embedded one.
     temporal_embedded: bool = False
 

@@ -6,6 +6,7 @@ from workflows.agent_schedule import AgentScheduleWorkflow
 from workflows.coding_task import CodingTaskWorkflow
 from workflows.device_flow import DeviceFlowWorkflow
 from workflows.mcp_discovery import McpDiscoveryWorkflow
+from workflows.notifications import NotificationEndpointWorkflow
 from workflows.session import SessionWorkflow
 from workflows.standing_agent import StandingAgentWorkflow
 from workflows.turn import TurnWorkflow
@@ -21,4 +22,5 @@ WORKFLOWS: list[type] = [
     McpDiscoveryWorkflow,
     CodingTaskWorkflow,
     AgentScheduleWorkflow,
+    NotificationEndpointWorkflow,
 ]

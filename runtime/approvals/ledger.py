@@ -31,6 +31,7 @@ from sqlalchemy import Connection, Table, and_, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from runtime.approvals.models import Approval
+from runtime.notifications import outbox
 
 APPROVALS: Final[Table] = Approval.__table__  # type: ignore[attr-defined]
 # The tenant of the deployment's own requests (sessions, agent-tools turns, device flows
@@ -106,9 +107,16 @@ def open_approval(connection: Connection, request: ApprovalRequest, now: datetim
     }
     dialect = connection.dialect.name
     if dialect == "postgresql":
-        connection.execute(postgresql.insert(APPROVALS).values(values).on_conflict_do_nothing())
+        statement: Any = postgresql.insert(APPROVALS).values(values).on_conflict_do_nothing()
     else:
-        connection.execute(sqlite.insert(APPROVALS).values(values).on_conflict_do_nothing())
+        statement = sqlite.insert(APPROVALS).values(values).on_conflict_do_nothing()
+    # RETURNING says whether the row was inserted (psycopg's rowcount is -1 here).
+    if connection.execute(statement.returning(APPROVALS.c.approval_id)).first() is None:
+        return  # recorded already: told already
+    _notify(connection, "approval.requested", values, now)
+    also = _ALSO_REQUESTED.get(str(request.detail.get("decisionKind") or request.kind.value))
+    if also is not None:
+        _notify(connection, also, values, now)
 
 
 def settle(
@@ -124,22 +132,29 @@ def settle(
 ) -> bool:
     """End a pending approval in `state`; False when it had ended already (or is none)."""
     assert state in FINAL_STATES, state
-    result = connection.execute(
-        update(APPROVALS)
-        .where(
-            APPROVALS.c.approval_id == approval,
-            APPROVALS.c.state == ApprovalState.PENDING.value,
+    ended = (
+        connection.execute(
+            update(APPROVALS)
+            .where(
+                APPROVALS.c.approval_id == approval,
+                APPROVALS.c.state == ApprovalState.PENDING.value,
+            )
+            .values(
+                state=state.value,
+                answer=None if answer is None else answer[:200],
+                answered_by=answered_by,
+                answered_client=None if answered_client is None else answered_client[:200],
+                ended_at=now,
+                end_reason=reason[:200],
+            )
+            .returning(*APPROVALS.c)
         )
-        .values(
-            state=state.value,
-            answer=None if answer is None else answer[:200],
-            answered_by=answered_by,
-            answered_client=None if answered_client is None else answered_client[:200],
-            ended_at=now,
-            end_reason=reason[:200],
-        )
+        .mappings()
+        .all()
     )
-    return bool(result.rowcount == 1)
+    for row in ended:
+        _notify(connection, "approval.resolved", row, now)
+    return bool(ended)
 
 
 # A pending request keeps at most this many votes' identities (a consensus vote's quorum
@@ -201,12 +216,59 @@ def supersede(
         statement = statement.where(APPROVALS.c.approval_id != keep)
     if kinds is not None:
         statement = statement.where(APPROVALS.c.kind.in_([k.value for k in kinds]))
-    result = connection.execute(
-        statement.values(
-            state=ApprovalState.SUPERSEDED.value, ended_at=now, end_reason=reason[:200]
+    ended = (
+        connection.execute(
+            statement.values(
+                state=ApprovalState.SUPERSEDED.value, ended_at=now, end_reason=reason[:200]
+            ).returning(*APPROVALS.c)
         )
+        .mappings()
+        .all()
     )
-    return int(result.rowcount or 0)
+    for row in ended:
+        _notify(connection, "approval.resolved", row, now)
+    return len(ended)
+
+
+# What else an approval's request is, for a receiver that wants only that.
+_ALSO_REQUESTED: Final = {
+    "stuck": "agent.stuck",
+    "budget_reached": "agent.budget_reached",
+    ApprovalKind.DEVICE_LOGIN.value: "device_flow.login_required",
+}
+
+
+def _notify(connection: Connection, event_type: str, row: Mapping[Any, Any], now: datetime) -> None:
+    """Owe `event_type` to the endpoints that take it (outbound webhooks), in this
+    transaction. What a receiver is told: what was asked and how it ended, never the
+    request's detail (tool arguments may hold what only the inbox's readers may see)."""
+    tenant = row["tenant"] or None
+    data: dict[str, Any] = {
+        "approvalId": row["approval_id"],
+        "kind": row["kind"],
+        "state": row["state"],
+        "tenant": tenant,
+        "subject": row["subject"],
+        "askedBy": row["asked_by"],
+        "title": row["title"],
+        "link": row["link"],
+        "digest": row["digest"],
+    }
+    if row["state"] != ApprovalState.PENDING.value:
+        data |= {
+            "answer": row["answer"],
+            "answeredBy": row["answered_by"],
+            "endReason": row["end_reason"],
+        }
+    outbox.enqueue(
+        connection,
+        event_type,
+        key=row["approval_id"],
+        subject=row["subject"],
+        tenant=tenant,
+        data=data,
+        now=now,
+    )
 
 
 def get_approval(connection: Connection, approval: str) -> Approval | None:

@@ -1,4 +1,5 @@
-"""A session's permission requests, from its journal into the approvals' lifecycle.
+"""A session's permission requests, from its journal into the approvals' lifecycle (and
+its failed turns, to the outbound webhooks that take `session.turn_failed`).
 
 A session's permission request lives in its workflow, and everything it does is a
 journal event of the session protocol: `permission_request` (asked), `permission_audit`
@@ -18,6 +19,7 @@ from sqlalchemy import Connection
 
 from runtime.approvals import ledger
 from runtime.approvals.ledger import DEPLOYMENT, ApprovalKind, ApprovalRequest, ApprovalState
+from runtime.notifications import outbox
 from runtime.store.engine import Store
 from runtime.store.journal import JournalEntry
 
@@ -41,6 +43,22 @@ def project(connection: Connection, stream: str, entries: Sequence[JournalEntry]
             continue
         if entry.type == "prompt_cancelled":
             _prompt_cancelled(connection, session_id, entry)
+            continue
+        if entry.type == "turn_error":
+            outbox.enqueue(
+                connection,
+                "session.turn_failed",
+                key=f"{stream}/{entry.seq}",
+                subject=f"session/{session_id}",
+                tenant=None,
+                data={
+                    "sessionId": session_id,
+                    "promptId": entry.data.get("promptId"),
+                    "code": data.get("code"),
+                    "error": str(data.get("error") or "")[:1000],
+                },
+                now=entry.ts,
+            )
             continue
         if entry.type == "session_closed":
             ledger.supersede(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Collection
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
@@ -39,6 +39,7 @@ from runtime.coding_tasks.contracts import (
     task_workflow_id,
 )
 from runtime.coding_tasks.models import CodingTask
+from runtime.notifications import outbox
 from runtime.standing_agents import queue
 from runtime.standing_agents.approvals import supersede_coder_questions
 from runtime.standing_agents.contracts import EventKind
@@ -450,6 +451,22 @@ def _settle_in(db: Session, row: CodingTask) -> None:
     """The coder's questions about the task end with it (superseded); the proposing
     agent's `DependencyCompleted` (deduplicated by the task)."""
     supersede_coder_questions(db, row.tenant, row.task_id, f"the coding task {row.state}")
+    outbox.enqueue(
+        db.connection(),
+        "coding_task.settled",
+        key=row.task_id,
+        subject=f"coding-task/{row.tenant}/{row.task_id}",
+        tenant=row.tenant,
+        data={
+            "tenant": row.tenant,
+            "taskId": row.task_id,
+            "title": row.title,
+            "state": row.state,
+            "holder": row.holder,
+            "summary": (row.summary or "")[:2000],
+        },
+        now=datetime.now(UTC),
+    )
     if row.instance_id is None:
         return
     instance = db.get(AgentInstance, row.instance_id)

@@ -9,6 +9,7 @@ import runtime.approvals.models
 import runtime.coding_tasks.models
 import runtime.investigation.models
 import runtime.llm.models
+import runtime.notifications.models
 import runtime.sessions.prompts
 import runtime.standing_agents.models
 import runtime.store.models

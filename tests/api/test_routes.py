@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from runtime.settings import Settings
 from runtime.store import Store
-from tests.conftest import ApiFactory
+from tests.conftest import ApiFactory, migrated_sqlite
 from worker import build_worker
 
 
@@ -85,12 +85,16 @@ async def test_daemon_status_summary_without_a_worker(api: ApiFactory, task_queu
 
 
 async def test_daemon_status_full_sees_the_worker(
-    api: ApiFactory, dev_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    api: ApiFactory,
+    dev_env: WorkflowEnvironment,
+    task_queue: str,
+    tmp_path: Path,
+    sqlite_template: Path,
 ) -> None:
     client = await api(
         task_queue=task_queue, token="zq-secret-913", allow_origin=["https://a.example"]
     )
-    store = Store(f"sqlite:///{tmp_path / 'worker.db'}")
+    store = Store(migrated_sqlite(sqlite_template, tmp_path / "worker.db"))
     settings = Settings(task_queue=task_queue)
     async with build_worker(dev_env.client, settings, store):
         # The worker's first poll reaches the server shortly after it starts.

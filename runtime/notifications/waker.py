@@ -1,0 +1,65 @@
+"""How a process tells endpoints' workflows that the outbox owes them something: a
+signal-with-start of `notifications/{endpoint_id}` (started if it is not running), sent
+from the process's event loop whatever thread wrote the rows."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from temporalio.client import Client
+from temporalio.common import WorkflowIDConflictPolicy
+
+from runtime.notifications.contracts import (
+    WAKE_SIGNAL,
+    WORKFLOW_NAME,
+    EndpointRun,
+    endpoint_workflow_id,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Waker:
+    """Installed with `outbox.install_waker(waker)`; `client` gives the Temporal client."""
+
+    def __init__(self, client: Callable[[], Awaitable[Client]], task_queue: str) -> None:
+        self._client = client
+        self._task_queue = task_queue
+        self._loop = asyncio.get_running_loop()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __call__(self, endpoint_ids: Sequence[str]) -> None:
+        def schedule() -> None:
+            for endpoint_id in endpoint_ids:
+                task = self._loop.create_task(self.wake(endpoint_id))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+        if self._loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            schedule()
+        else:
+            self._loop.call_soon_threadsafe(schedule)
+
+    async def wake(self, endpoint_id: str) -> None:
+        """Wake (or start) the endpoint's workflow. A failure is only logged: the workflow's
+        own timer, and the worker's sweep at start, deliver what a lost wake announced."""
+        try:
+            client = await self._client()
+            await client.start_workflow(
+                WORKFLOW_NAME,
+                EndpointRun(endpoint_id=endpoint_id),
+                id=endpoint_workflow_id(endpoint_id),
+                task_queue=self._task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                start_signal=WAKE_SIGNAL,
+            )
+        except Exception as err:  # best effort: Temporal away, the API's 503, a shutdown
+            log.warning("could not wake the deliveries of %s: %s", endpoint_id, err)
