@@ -91,16 +91,21 @@ class LiveDaemon:
         return journal
 
     def client(self, **kwargs: Any) -> httpx.AsyncClient:
+        """A client of the API (with the daemon's token, when it has one)."""
+        if self.settings.token:
+            kwargs.setdefault("headers", {"Authorization": f"Bearer {self.settings.token}"})
         return httpx.AsyncClient(base_url=self.base_url, timeout=30, **kwargs)
 
 
-def daemon_settings(root: Path, port: int, temporal_address: str) -> Settings:
+def daemon_settings(
+    root: Path, port: int, temporal_address: str, token: str | None = None
+) -> Settings:
     workspace = root / "ws"
     workspace.mkdir(parents=True, exist_ok=True)
     return Settings(
         hostname="127.0.0.1",
         port=port,
-        token=None,
+        token=token,
         require_auth=False,
         rate_limit=False,
         workspace=workspace,
@@ -114,11 +119,14 @@ def daemon_settings(root: Path, port: int, temporal_address: str) -> Settings:
 
 
 @contextlib.asynccontextmanager
-async def live_daemon(client: Client, root: Path) -> AsyncIterator[LiveDaemon]:
+async def live_daemon(
+    client: Client, root: Path, token: str | None = None
+) -> AsyncIterator[LiveDaemon]:
     """API (uvicorn, free port, this process) + worker process, on `client`'s server, over a
-    temp SQLite store; yields once the worker polls its task queue."""
+    temp SQLite store; yields once the worker polls its task queue. With `token`, the
+    daemon's strict routes are open (`LiveDaemon.client` sends it)."""
     port = free_port()
-    settings = daemon_settings(root, port, client.service_client.config.target_host)
+    settings = daemon_settings(root, port, client.service_client.config.target_host, token)
     settings.resolved_data_dir.mkdir(parents=True, exist_ok=True)
     store = Store(settings.resolved_database_url)
     await asyncio.to_thread(upgrade_to_head, store.engine)

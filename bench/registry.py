@@ -6,6 +6,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from bench import (
+    approvals,
     llm_chain,
     mcp,
     mcp_server,
@@ -33,6 +34,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "windows-pool": windows_pool.benchmark,
     "mcp": mcp.benchmark,
     "mcp-server": mcp_server.benchmark,
+    "approvals": approvals.benchmark,
 }
 
 # `--runs` when not given: 20, unless the benchmark names its own here.
@@ -44,4 +46,5 @@ RUNS: dict[str, int] = {
     "sse": sessions.DEFAULT_RUNS,
     "mcp": mcp.DEFAULT_RUNS,
     "mcp-server": mcp_server.DEFAULT_RUNS,
+    "approvals": approvals.DEFAULT_RUNS,
 }

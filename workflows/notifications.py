@@ -24,8 +24,6 @@ with workflow.unsafe.imports_passed_through():
 
 # With nothing pending, look again this often anyway (a wake lost with its process).
 IDLE = timedelta(minutes=5)
-# A wake that found nothing: the rows it announced may not be committed yet; once more.
-RECHECK = timedelta(seconds=1)
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -39,12 +37,11 @@ class NotificationEndpointWorkflow:
 
     @workflow.run
     async def run(self, request: EndpointRun) -> None:
-        recheck = False
+        woken = True  # started by a wake, or by a sweep of what is owed
         while True:
-            woken, self._woken = self._woken, False
             result: DeliverResult = await workflow.execute_activity(
                 DELIVER_DUE,
-                request,
+                request.model_copy(update={"woken": woken}),
                 result_type=DeliverResult,
                 start_to_close_timeout=timedelta(minutes=10),
                 heartbeat_timeout=timedelta(minutes=1),
@@ -52,17 +49,15 @@ class NotificationEndpointWorkflow:
             )
             if result.gone:
                 return
+            wait = IDLE
             if result.next_due_ms is not None:
                 wait = timedelta(milliseconds=max(result.next_due_ms, 1))
-            elif woken and result.delivered == 0 and not recheck:
-                wait, recheck = RECHECK, True
-            else:
-                wait, recheck = IDLE, False
             if not self._woken:
                 try:
                     await workflow.wait_condition(lambda: self._woken, timeout=wait)
                 except TimeoutError:
                     pass
+            woken, self._woken = self._woken, False
             if workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(request)

@@ -18,6 +18,8 @@ def endpoint_workflow_id(endpoint_id: str) -> str:
 
 class EndpointRun(BaseModel):
     endpoint_id: str
+    # A wake ran this pass: the rows it announced may commit a moment after the wake.
+    woken: bool = False
 
 
 class DeliverResult(BaseModel):
