@@ -22,7 +22,7 @@ from activities.llm import ModelProvider, provider_from_settings
 from activities.mcp.pool import McpPool
 from activities.mcp.worker_pool import mcp_pool
 from runtime import temporal
-from runtime.approvals import JOURNAL_PROJECTIONS
+from runtime.approvals import JOURNAL_PROJECTIONS, clock
 from runtime.notifications import outbox
 from runtime.notifications.waker import Waker
 from runtime.settings import Settings
@@ -47,19 +47,33 @@ class AgentrtWorker(Worker):
     a child of this process): they are closed when the worker stops."""
 
     def __init__(
-        self, mcp: McpPool, store: Store, client: Client, *args: Any, **kwargs: Any
+        self,
+        mcp: McpPool,
+        store: Store,
+        settings: Settings,
+        client: Client,
+        *args: Any,
+        **kwargs: Any,
     ) -> None:
         super().__init__(client, *args, **kwargs)
         self.mcp = mcp
         self.store = store
+        self.settings = settings
         self._replaced_waker: outbox.Waker | None = None
 
     async def __aenter__(self) -> AgentrtWorker:
         await super().__aenter__()
         # Outbound webhooks written by this process's activities wake their endpoints'
         # workflows at once; what a process that died owed them is woken now.
-        waker = Waker(_constant(self.client), self.task_queue)
+        waker = Waker(
+            _constant(self.client),
+            self.task_queue,
+            self.settings.approval_clock_idle_ms,
+            clock=clock.enabled(self.settings),
+        )
         self._replaced_waker = outbox.install_waker(waker)
+        # What a process that died owed the endpoints. (The approvals' clock needs no
+        # wake: its Temporal timer outlives any worker, and a request's open wakes it.)
         waker(await asyncio.to_thread(self._owed))
         return self
 
@@ -97,6 +111,7 @@ def build_worker(
     return AgentrtWorker(
         pool,
         store,
+        settings,
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,

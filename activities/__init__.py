@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities.agent_tools import AgentToolsActivities
+from activities.approvals import ApprovalClockActivities
 from activities.coding_tasks import CodingTaskActivities
 from activities.device_flow_pause import DeviceFlowPauseActivities
 from activities.identity import IdentityActivities
@@ -51,9 +52,11 @@ def build_activities(
     coding_tasks = CodingTaskActivities(store, settings)
     agent_schedules = AgentScheduleActivities(store)
     notifications = NotificationActivities(store, settings)
+    approval_clock = ApprovalClockActivities(store, journal, settings)
     return [
         JournalActivities(journal).append_events,
         notifications.deliver_due,
+        approval_clock.keep_time,
         session.open_prompt,
         session.model_step,
         session.preview_tool,

@@ -71,6 +71,7 @@ from api.temporal import TemporalConnector
 from api.tracing import RequestSpans
 from runtime import __version__
 from runtime.approvals import JOURNAL_PROJECTIONS
+from runtime.approvals import clock as approval_clock
 from runtime.notifications import outbox
 from runtime.notifications.waker import Waker
 from runtime.settings import BODY_LIMIT_BYTES, Settings
@@ -111,7 +112,14 @@ def create_app(
         app.state.agent_sweeper = Sweeper(settings, app.state.store)
         sweeper = asyncio.create_task(app.state.agent_sweeper.run(connector.get))
         # Outbound webhooks this process's routes owe wake their endpoints' workflows.
-        replaced_waker = outbox.install_waker(Waker(connector.get, settings.task_queue))
+        replaced_waker = outbox.install_waker(
+            Waker(
+                connector.get,
+                settings.task_queue,
+                settings.approval_clock_idle_ms,
+                clock=approval_clock.enabled(settings),
+            )
+        )
         await mcp_endpoint.start()
         try:
             yield

@@ -207,6 +207,16 @@ class Settings(BaseSettings):
     coding_task_claim_timeout_ms: int = Field(default=300_000, ge=1000)
     # agentrt's own coders running at once per tenant (the others wait for a slot).
     coders_per_tenant: int = Field(default=4, ge=1, le=100)
+    # Approvals' timeouts (0: none): a research authorization, a standing agent's decision
+    # (mode change, stuck, budget reached, a coder's question) and its MCP call approval
+    # expire unanswered after these; `approval.expiring` is owed this long before.
+    research_timeout_ms: int = Field(default=86_400_000, ge=0)
+    decision_timeout_ms: int = Field(default=604_800_000, ge=0)
+    mcp_approval_timeout_ms: int = Field(default=86_400_000, ge=0)
+    approval_expiring_lead_ms: int = Field(default=900_000, ge=0)
+    # The approvals' clock looks at least this often even when nothing is due (a wake that
+    # was lost with its process).
+    approval_clock_idle_ms: int = Field(default=300_000, ge=50)
     # Outbound webhooks: a delivery is tried this many times, waiting base * 2^(n-1) ms
     # (at most the cap) after the n-th failure, then moves to the dead-letter list. The
     # defaults keep trying for about two hours: a receiver down for an hour loses nothing.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from workflows.agent_schedule import AgentScheduleWorkflow
+from workflows.approvals import ApprovalClockWorkflow
 from workflows.coding_task import CodingTaskWorkflow
 from workflows.device_flow import DeviceFlowWorkflow
 from workflows.mcp_discovery import McpDiscoveryWorkflow
@@ -23,4 +24,5 @@ WORKFLOWS: list[type] = [
     CodingTaskWorkflow,
     AgentScheduleWorkflow,
     NotificationEndpointWorkflow,
+    ApprovalClockWorkflow,
 ]

@@ -94,10 +94,6 @@ _AUTHORIZATION_EVENT_DURABLE = "authorization-event-after-its-wait-is-recorded"
 _DURABLE_EMIT_TIMEOUT = timedelta(seconds=10)
 
 
-def turn_workflow_id(instance: str, workspace: str, turn_id: str) -> str:
-    return f"turn/{instance}/{workspace}/{turn_id}"
-
-
 def turn_search_attributes(request: TurnInput) -> list[SearchAttributePair[Any]]:
     return [
         SearchAttributePair(KIND, "turn"),

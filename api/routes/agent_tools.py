@@ -59,6 +59,7 @@ from runtime.agent_tools.contracts import (
     TurnInput,
     TurnResult,
     TurnState,
+    turn_workflow_id,
 )
 from runtime.agent_tools.errors import TurnNotWaiting
 from runtime.agent_tools.events import event_body, event_data
@@ -68,7 +69,7 @@ from runtime.settings import Settings
 from runtime.store import Store
 from runtime.store.journal_contracts import NewEvent
 from runtime.streams import agent_tools_events_stream
-from workflows.turn import TurnWorkflow, turn_search_attributes, turn_workflow_id
+from workflows.turn import TurnWorkflow, turn_search_attributes
 
 router = APIRouter(prefix="/api/v1/agent-tools", route_class=StrictJsonRoute)
 

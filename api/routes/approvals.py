@@ -53,6 +53,7 @@ class ApprovalView(BaseModel):
     state: ApprovalState
     createdAt: str
     expiresAt: str | None
+    timeoutMs: int | None
     answer: str | None
     answeredBy: str | None
     answeredClient: str | None
@@ -83,6 +84,7 @@ def approval_view(row: Approval) -> ApprovalView:
         state=ApprovalState(row.state),
         createdAt=iso_ms(aware_utc(row.created_at)),
         expiresAt=at(row.expires_at),
+        timeoutMs=row.timeout_ms,
         answer=row.answer,
         answeredBy=row.answered_by,
         answeredClient=row.answered_client,

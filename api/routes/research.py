@@ -32,7 +32,7 @@ from api.openapi import errors
 from api.routes.agent_tools_models import ResearchPublic
 from api.security.browser import BrowserDep, BrowserMutationDep
 from api.security.roles import AnswererDep
-from runtime.agent_tools.contracts import WORKSPACE_PATTERN, ResearchDecided
+from runtime.agent_tools.contracts import WORKSPACE_PATTERN, ResearchDecided, turn_workflow_id
 from runtime.investigation.research import (
     DECISION_ROUTE_TEMPLATE,
     RESEARCH_ROUTES_PREFIX,
@@ -41,7 +41,7 @@ from runtime.investigation.research import (
     decide_research,
     research_state,
 )
-from workflows.turn import TurnWorkflow, turn_workflow_id
+from workflows.turn import TurnWorkflow
 
 log = logging.getLogger(__name__)
 # Temporal takes a signal in milliseconds; past this it is away: 503, nothing written.

@@ -155,3 +155,8 @@ class ModelStepResult(BaseModel):
 
 
 ModelStepResult.model_rebuild()
+
+
+def turn_workflow_id(instance: str, workspace: str, turn_id: str) -> str:
+    """A turn's workflow id (its routes signal it; an expired research's clock too)."""
+    return f"turn/{instance}/{workspace}/{turn_id}"

@@ -30,8 +30,10 @@ from typing import Any, Final
 from sqlalchemy import Connection, Table, and_, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from runtime.approvals.contracts import CLOCK_WORKFLOW_ID
 from runtime.approvals.models import Approval
 from runtime.notifications import outbox
+from runtime.timestamps import aware_utc, iso_ms
 
 APPROVALS: Final[Table] = Approval.__table__  # type: ignore[attr-defined]
 # The tenant of the deployment's own requests (sessions, agent-tools turns, device flows
@@ -62,6 +64,15 @@ class ApprovalState(StrEnum):
 
 
 FINAL_STATES: Final = frozenset(ApprovalState) - {ApprovalState.PENDING}
+# The kinds the approvals' clock times (the others keep their own timers).
+TIMED_KINDS: Final = frozenset(
+    {
+        ApprovalKind.RESEARCH,
+        ApprovalKind.DECISION,
+        ApprovalKind.MCP_CALL,
+        ApprovalKind.CODER_QUESTION,
+    }
+)
 
 
 def approval_id(kind: ApprovalKind, ref: str) -> str:
@@ -113,10 +124,12 @@ def open_approval(connection: Connection, request: ApprovalRequest, now: datetim
     # RETURNING says whether the row was inserted (psycopg's rowcount is -1 here).
     if connection.execute(statement.returning(APPROVALS.c.approval_id)).first() is None:
         return  # recorded already: told already
-    _notify(connection, "approval.requested", values, now)
+    notify(connection, "approval.requested", values, now)
+    if request.kind in TIMED_KINDS:
+        outbox.wake([CLOCK_WORKFLOW_ID])  # it gives the request its kind's timeout
     also = _ALSO_REQUESTED.get(str(request.detail.get("decisionKind") or request.kind.value))
     if also is not None:
-        _notify(connection, also, values, now)
+        notify(connection, also, values, now)
 
 
 def settle(
@@ -153,7 +166,7 @@ def settle(
         .all()
     )
     for row in ended:
-        _notify(connection, "approval.resolved", row, now)
+        notify(connection, "approval.resolved", row, now)
     return bool(ended)
 
 
@@ -226,7 +239,7 @@ def supersede(
         .all()
     )
     for row in ended:
-        _notify(connection, "approval.resolved", row, now)
+        notify(connection, "approval.resolved", row, now)
     return len(ended)
 
 
@@ -238,7 +251,7 @@ _ALSO_REQUESTED: Final = {
 }
 
 
-def _notify(connection: Connection, event_type: str, row: Mapping[Any, Any], now: datetime) -> None:
+def notify(connection: Connection, event_type: str, row: Mapping[Any, Any], now: datetime) -> None:
     """Owe `event_type` to the endpoints that take it (outbound webhooks), in this
     transaction. What a receiver is told: what was asked and how it ended, never the
     request's detail (tool arguments may hold what only the inbox's readers may see)."""
@@ -254,6 +267,8 @@ def _notify(connection: Connection, event_type: str, row: Mapping[Any, Any], now
         "link": row["link"],
         "digest": row["digest"],
     }
+    if row.get("expires_at") is not None:
+        data["expiresAt"] = iso_ms(aware_utc(row["expires_at"]))
     if row["state"] != ApprovalState.PENDING.value:
         data |= {
             "answer": row["answer"],

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index
+from sqlalchemy import JSON, BigInteger, Column, DateTime, Index
 from sqlmodel import Field, SQLModel
 
 
@@ -54,6 +54,12 @@ class Approval(SQLModel, table=True):
     state: str = Field(max_length=20)
     created_at: datetime = _ts()
     expires_at: datetime | None = _ts(nullable=True)
+    # The kind's timeout, given by the approvals' clock (runtime/approvals/clock.py) just
+    # after the request opened: None until then, 0 for none. A kind that keeps its own
+    # timer (a session vote, a device flow) sets `expires_at` itself.
+    timeout_ms: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    # When `approval.expiring` was owed (once, `approval_expiring_lead_ms` before expiry).
+    warned_at: datetime | None = _ts(nullable=True)
     # The answer (an option id, `approve`, `reject`, ...) and the verified identity that
     # gave it (a token's name and role, `admin`, `loopback`); `answered_client` is the
     # self-declared client id of the session protocol's votes, beside it.

@@ -301,6 +301,27 @@ def decide_research(
     return research
 
 
+def expire_research(
+    session: Session, workspace: str, research_id: str, timeout_ms: int
+) -> Research | None:
+    """A prepared research nobody authorized within its timeout (issue 22): denied by
+    `agentrt`, its approval `expired`. None when it was decided meanwhile."""
+    research = _load(session, workspace, research_id, lock=True)
+    if research.state != "prepared":
+        return None
+    reason = f"no answer within {timeout_ms} ms"
+    ledger.settle(
+        session.connection(),
+        research_approval(research_id),
+        ApprovalState.EXPIRED,
+        now=_now(),
+        reason=reason,
+        answer="deny",
+        answered_by="agentrt",
+    )
+    return decide_research(session, workspace, research_id, "deny", "agentrt", f"expired: {reason}")
+
+
 def start_research(
     session: Session, workspace: str, research_id: str, *, commit: bool = True
 ) -> Research:

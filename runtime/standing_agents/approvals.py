@@ -115,11 +115,12 @@ def settled(
     answered_by: str | None,
     now: datetime,
     reason: str = "answered",
+    state: ApprovalState | None = None,
 ) -> None:
     ledger.settle(
         connection,
         approval_of(row),
-        outcome(resolution),
+        state or outcome(resolution),
         now=now,
         reason=reason,
         answer=resolution,

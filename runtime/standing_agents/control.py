@@ -21,6 +21,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, delete, select
 
+from runtime.approvals.ledger import ApprovalState
 from runtime.failures import WireError
 from runtime.policy.agent_budget import (
     FOUNDATIONAL_WINDOW,
@@ -695,6 +696,71 @@ def respond(
         f"decision/{row.decision_id}/resolved",
     )
     return row, won
+
+
+# How an unanswered request resolves when its timeout fires: a proposal (a mode change,
+# an MCP call) is refused; a question is answered "expired".
+EXPIRED = "expired"
+REJECT = "reject"
+
+
+def expire_decision(
+    store: Store, journal: EventJournal, decision_id: str, timeout_ms: int
+) -> AttentionRequest | None:
+    """Resolve an open request its timeout ended (issue 22), as an answer would: a
+    compare-and-swap open → resolved (`reject` for a proposal, `expired` for a question,
+    answered by `agentrt`), the approval `expired`, the agent's resume enqueued, in one
+    transaction. None when an answer came first (or there is no such request)."""
+    now = now_utc()
+
+    def write(db: Session) -> AttentionRequest | None:
+        row = db.get(AttentionRequest, decision_id)
+        if row is None or row.status != AttentionStatus.OPEN.value:
+            return None
+        proposal = row.kind in (AttentionKind.MODE_CHANGE.value, AttentionKind.MCP_CALL.value)
+        resolution = REJECT if proposal else EXPIRED
+        notes = f"no answer within {timeout_ms} ms"
+        taken = db.exec(
+            update(AttentionRequest)
+            .where(
+                col(AttentionRequest.decision_id) == decision_id,
+                col(AttentionRequest.status) == AttentionStatus.OPEN.value,
+            )
+            .values(
+                status=AttentionStatus.RESOLVED.value,
+                resolution=resolution,
+                resolution_notes=notes,
+                answered_by="agentrt",
+                resolved_at=now,
+            )
+        )
+        if taken.rowcount != 1:
+            return None
+        current = db.get(AttentionRequest, decision_id, populate_existing=True)
+        assert current is not None
+        approvals.settled(
+            db.connection(),
+            current,
+            resolution=resolution,
+            answered_by="agentrt",
+            now=now,
+            reason=notes,
+            state=ApprovalState.EXPIRED,
+        )
+        _after_resolution(db, current, [])
+        return current
+
+    row = transaction(store, write)
+    if row is not None:
+        append_agent_event_once(
+            journal,
+            row.tenant,
+            row.soa_instance_id,
+            DECISION,
+            decision_body(row) | {"event": "resolved"},
+            f"decision/{row.decision_id}/resolved",
+        )
+    return row
 
 
 def _after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) -> ModeChange | None:

@@ -13,14 +13,14 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities import agent_tools as agent_tools_activities
 from api.security.ratelimit import RateLimiter
-from runtime.agent_tools.contracts import ResearchDecided
+from runtime.agent_tools.contracts import ResearchDecided, turn_workflow_id
 from runtime.investigation.demo import ensure_demo
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.conftest import ApiFactory
 from worker import build_worker
-from workflows.turn import TurnWorkflow, turn_workflow_id
+from workflows.turn import TurnWorkflow
 
 EVENT_ORDER_UNTIL_AUTH = [
     "agent.turn.started",
@@ -533,8 +533,8 @@ async def test_a_turn_recorded_without_its_workflow_says_so_and_can_be_retried(
     """The API died between recording a turn and starting its workflow (issue 7, defect 3)."""
     from datetime import UTC, datetime
 
+    from runtime.agent_tools.contracts import turn_workflow_id
     from runtime.agent_tools.models import AgentTurn
-    from workflows.turn import turn_workflow_id
 
     # One turn id per run: the Temporal server is shared by the store backends'
     # parametrizations, and the sqlite run leaves its own turn/local/demo/<id> behind.

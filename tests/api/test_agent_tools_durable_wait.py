@@ -22,14 +22,14 @@ import pytest
 from temporalio.client import WorkflowUpdateStage
 from temporalio.testing import WorkflowEnvironment
 
-from runtime.agent_tools.contracts import ResumeRequest
+from runtime.agent_tools.contracts import ResumeRequest, turn_workflow_id
 from runtime.investigation.demo import ensure_demo
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.conftest import ApiFactory
 from tests.worker_processes import WorkerProcesses, kill9, until_polling, worker_env
-from workflows.turn import TurnWorkflow, turn_workflow_id
+from workflows.turn import TurnWorkflow
 
 AUTHORIZATION = "agent.authorization.required"
 

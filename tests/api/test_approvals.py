@@ -10,11 +10,12 @@ from typing import Any
 
 from runtime.approvals.ledger import ApprovalKind, approval_id
 from runtime.investigation.demo import ensure_demo
-from runtime.investigation.research import prepare_research
+from runtime.investigation.research import prepare_research, research_state
 from runtime.standing_agents.coder_decisions import coder_decision
 from runtime.standing_agents.contracts import AttentionKind
 from tests.agent_tools_helpers import Browser
 from tests.agents_helpers import AgentsDaemon, AgentsFactory
+from tests.fakes.webhook_receiver import webhook_receiver
 
 INBOX = "/api/v1/approvals"
 
@@ -246,3 +247,110 @@ async def test_a_coders_question_ends_with_its_task(agents: AgentsFactory) -> No
     decision = await d.client.get(f"{d.base(tenant)}/decisions", params={"status": "resolved"})
     (resolved,) = [x for x in decision.json()["decisions"] if x["decisionId"] == row.decision_id]
     assert resolved["resolution"] == "superseded"
+
+
+async def _timed(d: AgentsDaemon, approval: str) -> dict[str, Any]:
+    """The approval once the approvals' clock gave it its kind's timeout."""
+    for _ in range(300):
+        body = await _inbox(d, state=["pending", "expired"], limit=200)
+        found: list[dict[str, Any]] = [a for a in body["approvals"] if a["approvalId"] == approval]
+        if found and found[0]["timeoutMs"] is not None:
+            return found[0]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{approval} was never timed")
+
+
+async def test_unanswered_requests_warn_then_expire_as_their_kind_ends_them(
+    agents: AgentsFactory,
+) -> None:
+    """A decision is answered `expired`, an MCP call refused; both approvals expire, after
+    an `approval.expiring` owed ahead of time; a late answer is 409."""
+    d = await agents(
+        decision_timeout_ms=4000, mcp_approval_timeout_ms=4000, approval_expiring_lead_ms=3000
+    )
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    async with webhook_receiver() as receiver:
+        made = await d.client.post(
+            "/api/v1/notification-endpoints",
+            json={
+                "url": receiver.url,
+                "eventTypes": ["approval.expiring", "approval.resolved"],
+                "tenant": tenant,
+            },
+        )
+        receiver.secret = made.json()["secret"]
+        question = d.raise_decision(tenant, soa)
+        call = d.raise_decision(
+            tenant, soa, AttentionKind.MCP_CALL, {"tool": "mcp__a__b", "arguments": {}}
+        )
+        timed = await _timed(d, make_id_for_decision(question))
+        assert timed["timeoutMs"] == 4000 and timed["expiresAt"] is not None
+        assert (await _timed(d, f"mcp_call:{call}"))["timeoutMs"] == 4000
+        for approval in (make_id_for_decision(question), f"mcp_call:{call}"):
+            ended = await _one_eventually(d, approval, "expired")
+            assert (ended["answeredBy"], ended["endReason"]) == (
+                "agentrt",
+                "no answer within 4000 ms",
+            )
+        base = f"{d.base(tenant)}/decisions"
+        decisions = {
+            x["decisionId"]: x
+            for x in (await d.client.get(base, params={"status": "resolved"})).json()["decisions"]
+        }
+        assert decisions[question]["resolution"] == "expired"
+        assert decisions[call]["resolution"] == "reject"
+        late = await d.client.post(f"{base}/{question}/respond", json={"resolution": "approve"})
+        assert late.status_code == 409
+        warned = await _wait_for(lambda: len(receiver.events("approval.expiring")) == 2)
+        assert warned
+        assert {e["data"]["approvalId"] for e in receiver.events("approval.expiring")} == {
+            make_id_for_decision(question),
+            f"mcp_call:{call}",
+        }
+        resolved = await _wait_for(lambda: len(receiver.events("approval.resolved")) == 2)
+        assert resolved
+        assert {e["data"]["state"] for e in receiver.events("approval.resolved")} == {"expired"}
+
+
+async def test_a_timeout_of_zero_is_none(agents: AgentsFactory) -> None:
+    """0 is stated as 0 (the clock runs: another kind is timed)."""
+    d = await agents(decision_timeout_ms=0, mcp_approval_timeout_ms=60_000)
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    timed = await _timed(d, make_id_for_decision(d.raise_decision(tenant, soa)))
+    assert (timed["timeoutMs"], timed["expiresAt"], timed["state"]) == (0, None, "pending")
+
+
+async def test_an_unauthorized_research_expires_denied(agents: AgentsFactory) -> None:
+    d = await agents(research_timeout_ms=1500)
+    workspace = d.settings.agent_tools_workspace
+    with d.store.session() as db:
+        ensure_demo(db)
+        research = prepare_research(
+            db, workspace, "Trace the Riga funds", {"node_ids": ["a-kestrel-riga"]}
+        )
+    ended = await _one_eventually(d, f"research:{research.research_id}", "expired")
+    assert (ended["answer"], ended["answeredBy"]) == ("deny", "agentrt")
+    with d.store.session() as db:
+        state = research_state(db, workspace, research.research_id)
+    assert state["state"] == "denied"
+    assert state["decision"]["decided_by"] == "agentrt"
+
+
+async def _one_eventually(d: AgentsDaemon, approval: str, state: str) -> dict[str, Any]:
+    for _ in range(600):
+        body = await _inbox(d, state=state, limit=200)
+        found: list[dict[str, Any]] = [a for a in body["approvals"] if a["approvalId"] == approval]
+        if found:
+            return found[0]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{approval} never {state}")
+
+
+async def _wait_for(check: Any) -> bool:
+    for _ in range(600):
+        if check():
+            return True
+        await asyncio.sleep(0.1)
+    return False

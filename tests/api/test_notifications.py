@@ -63,9 +63,15 @@ async def test_an_approval_reaches_the_receiver_signed_when_asked_and_when_answe
         [done] = await _until(lambda: receiver.events("approval.resolved"), "the answer")
         assert (done["data"]["state"], done["data"]["answeredBy"]) == ("approved", "admin")
         assert receiver.rejected == 0
-        deliveries = (
-            await d.client.get(f"{ENDPOINTS}/{endpoint['endpointId']}/deliveries")
-        ).json()["deliveries"]
+        # The receiver answered before the worker recorded it: wait for the record.
+        deliveries: list[dict[str, Any]] = []
+        for _ in range(200):
+            deliveries = (
+                await d.client.get(f"{ENDPOINTS}/{endpoint['endpointId']}/deliveries")
+            ).json()["deliveries"]
+            if {x["state"] for x in deliveries} == {"delivered"}:
+                break
+            await asyncio.sleep(0.05)
         assert {x["state"] for x in deliveries} == {"delivered"}
         assert {x["deliveryId"] for x in deliveries} == {e["webhookId"] for e in receiver.received}
 

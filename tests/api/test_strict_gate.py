@@ -82,6 +82,8 @@ PATH_VALUES: dict[str, str] = {
     "token_id": "0123456789abcdef0123456789abcdef",
     "webhook_id": "wh_" + "0" * 24,
     "schedule_id": "sch_" + "0" * 24,
+    "endpoint_id": "ep_" + "0" * 16,
+    "delivery_id": "msg_" + "0" * 40,
 }
 
 

@@ -29,6 +29,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from api.app import create_app
+from runtime.agent_tools.contracts import turn_workflow_id
 from runtime.investigation.demo import ensure_demo
 from runtime.settings import Settings
 from runtime.standing_agents.contracts import EventKind
@@ -46,7 +47,6 @@ from tests.workflows import standing_agent_support as sa
 from worker import build_worker
 from workflows.device_flow import device_flow_workflow_id
 from workflows.session import session_workflow_id
-from workflows.turn import turn_workflow_id
 
 HERE = Path(__file__).parent
 
