@@ -19,7 +19,7 @@ from runtime.approvals.contracts import KEEP_TIME, ClockResult
 from runtime.approvals.ledger import ApprovalKind
 from runtime.investigation.research import ResearchNotFound, expire_research
 from runtime.settings import Settings
-from runtime.standing_agents import control
+from runtime.standing_agents.expiry import expire_decision
 from runtime.store import EventJournal, Store
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class ApprovalClockActivities:
                     await self._tell_turn(str(row.detail.get("workspace")), turn_id, row.ref)
             else:
                 await asyncio.to_thread(
-                    control.expire_decision,
+                    expire_decision,
                     self.store,
                     self.journal,
                     row.ref,

@@ -128,8 +128,9 @@ async def count_workflows(client: Client, query: str) -> int:
     return int(result.count)
 
 
-async def query_workflow(ask: Callable[[], Awaitable[T]], wait: float) -> T:
-    """A workflow's answer to the query `ask` sends, within `wait` seconds; else a 503.
+async def query_workflow(ask: Callable[[timedelta], Awaitable[T]], wait: float) -> T:
+    """A workflow's answer to the query `ask` sends (with the `rpc_timeout` it is given),
+    within `wait` seconds; else a 503.
 
     A query fails, rather than times out, when the worker took the query but could not
     run it: its workflow task failed (Temporal's two-second deadlock guard firing on an
@@ -142,10 +143,13 @@ async def query_workflow(ask: Callable[[], Awaitable[T]], wait: float) -> T:
     deadline = loop.time() + wait
     pause = 0.05
     while True:
+        remaining = max(deadline - loop.time(), 0.001)
         try:
-            return await asyncio.wait_for(ask(), max(deadline - loop.time(), 0.0))
-        except TimeoutError as err:
-            raise worker_unavailable() from err
+            return await ask(timedelta(seconds=remaining))
+        except RPCError as err:
+            if err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+                raise worker_unavailable() from err
+            raise
         except WorkflowQueryFailedError as err:
             if loop.time() + pause >= deadline:
                 raise worker_unavailable() from err

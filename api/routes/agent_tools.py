@@ -280,7 +280,9 @@ async def get_turn(
 
 async def _query_state(handle: WorkflowHandle[Any, Any], turn_id: str) -> TurnState:
     try:
-        return await query_workflow(lambda: handle.query(TurnWorkflow.state), UPDATE_WAIT)
+        return await query_workflow(
+            lambda timeout: handle.query(TurnWorkflow.state, rpc_timeout=timeout), UPDATE_WAIT
+        )
     except RPCError as err:
         raise _turn_rpc_error(err, turn_id) from err
 

@@ -12,9 +12,6 @@ Each entry links to the route that answers it in its kind's own protocol.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import json
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -22,14 +19,13 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict
 
 from api.deps import StoreDep
-from api.errors import ApiError
 from api.openapi import errors
 from api.routes.standing_common import TENANT_PATTERN, TenantPath
 from runtime.approvals import ledger
 from runtime.approvals.ledger import DEPLOYMENT, ApprovalKind, ApprovalState, InboxFilter
 from runtime.approvals.models import Approval
 from runtime.store import Store
-from runtime.timestamps import aware_utc, iso_ms
+from runtime.timestamps import iso_ms
 
 router = APIRouter(tags=["approvals"])
 
@@ -68,7 +64,7 @@ class ApprovalList(BaseModel):
 
 def approval_view(row: Approval) -> ApprovalView:
     def at(value: datetime | None) -> str | None:
-        return None if value is None else iso_ms(aware_utc(value))
+        return None if value is None else iso_ms(value)
 
     return ApprovalView(
         approvalId=row.approval_id,
@@ -82,7 +78,7 @@ def approval_view(row: Approval) -> ApprovalView:
         digest=row.digest,
         link=row.link,
         state=ApprovalState(row.state),
-        createdAt=iso_ms(aware_utc(row.created_at)),
+        createdAt=iso_ms(row.created_at),
         expiresAt=at(row.expires_at),
         timeoutMs=row.timeout_ms,
         answer=row.answer,
@@ -91,25 +87,6 @@ def approval_view(row: Approval) -> ApprovalView:
         endedAt=at(row.ended_at),
         endReason=row.end_reason,
     )
-
-
-def _invalid_cursor() -> ApiError:
-    return ApiError(
-        400, {"error": "cursor is not one this listing returned", "code": "invalid_cursor"}
-    )
-
-
-def _encode_cursor(row: Approval) -> str:
-    raw = json.dumps([aware_utc(row.created_at).isoformat(), row.approval_id])
-    return base64.urlsafe_b64encode(raw.encode()).decode()
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        at, last = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return aware_utc(datetime.fromisoformat(at)), str(last)
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as err:
-        raise _invalid_cursor() from err
 
 
 KindQuery = Annotated[list[ApprovalKind] | None, Query(description="Repeat for several")]
@@ -132,7 +109,7 @@ async def _list(
         tenant=tenant,
         kinds=tuple(kind or ()),
         states=tuple(state or (ApprovalState.PENDING,)),
-        after=None if cursor is None else _decode_cursor(cursor),
+        after=None if cursor is None else ledger.decode_cursor(cursor),
     )
 
     def read() -> list[Approval]:
@@ -143,7 +120,7 @@ async def _list(
     page, more = rows[:limit], len(rows) > limit
     return ApprovalList(
         approvals=[approval_view(row) for row in page],
-        nextCursor=_encode_cursor(page[-1]) if more else None,
+        nextCursor=ledger.encode_cursor(page[-1]) if more else None,
     )
 
 

@@ -90,7 +90,8 @@ def _not_found(flow_id: str) -> ApiError:
 
 async def _state(handle: WorkflowHandle[Any, Any], settings: Settings) -> FlowState:
     return await query_workflow(
-        lambda: handle.query(DeviceFlowWorkflow.state), settings.worker_wait_ms / 1000
+        lambda timeout: handle.query(DeviceFlowWorkflow.state, rpc_timeout=timeout),
+        settings.worker_wait_ms / 1000,
     )
 
 

@@ -26,8 +26,8 @@ from api.routes.standing_common import TENANT_PATTERN
 from api.security import require_configured_token
 from runtime.notifications import endpoints
 from runtime.notifications.models import NotificationDelivery, NotificationEndpoint
-from runtime.notifications.outbox import EVENT_TYPES
-from runtime.timestamps import aware_utc, iso_ms
+from runtime.notifications.outbox import EVENT_TYPES, EventType
+from runtime.timestamps import iso_ms
 
 router = APIRouter(
     prefix="/api/v1/notification-endpoints",
@@ -36,17 +36,6 @@ router = APIRouter(
     tags=["notifications"],
 )
 
-EventType = Literal[
-    "approval.requested",
-    "approval.expiring",
-    "approval.resolved",
-    "agent.stuck",
-    "agent.budget_reached",
-    "coding_task.settled",
-    "session.turn_failed",
-    "device_flow.login_required",
-]
-assert set(EventType.__args__) == set(EVENT_TYPES)  # type: ignore[attr-defined]
 EndpointPath = Annotated[str, Path(pattern=endpoints.ENDPOINT_ID_PATTERN)]
 DeliveryPath = Annotated[str, Path(pattern=endpoints.DELIVERY_ID_PATTERN)]
 
@@ -106,7 +95,7 @@ def _view(row: NotificationEndpoint) -> EndpointView:
         eventTypes=list(row.event_types),
         tenant=row.tenant,
         description=row.description,
-        createdAt=iso_ms(aware_utc(row.created_at)),
+        createdAt=iso_ms(row.created_at),
     )
 
 
@@ -118,9 +107,9 @@ def _delivery(row: NotificationDelivery) -> DeliveryView:
         state=row.state,
         attempts=row.attempts,
         lastError=row.last_error,
-        createdAt=iso_ms(aware_utc(row.created_at)),
-        nextAttemptAt=iso_ms(aware_utc(row.next_attempt_at)) if row.state == "pending" else None,
-        deliveredAt=iso_ms(aware_utc(row.delivered_at)) if row.delivered_at else None,
+        createdAt=iso_ms(row.created_at),
+        nextAttemptAt=iso_ms(row.next_attempt_at) if row.state == "pending" else None,
+        deliveredAt=iso_ms(row.delivered_at) if row.delivered_at else None,
         payload=row.payload,
     )
 

@@ -141,7 +141,9 @@ async def session_status(
     """The session's state, from its workflow; 503 when no worker answers within `wait`."""
     handle = session_handle(client, session_id)
     try:
-        return await query_workflow(lambda: handle.query(SessionWorkflow.status), wait)
+        return await query_workflow(
+            lambda timeout: handle.query(SessionWorkflow.status, rpc_timeout=timeout), wait
+        )
     except RPCError as err:
         raise await _rpc_failure(err, store, session_id) from err
 

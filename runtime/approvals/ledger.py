@@ -21,17 +21,21 @@ own write (the journal's append, the decision's compare-and-swap) or not at all.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from sqlalchemy import Connection, Table, and_, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from runtime.approvals.contracts import CLOCK_WORKFLOW_ID
 from runtime.approvals.models import Approval
+from runtime.failures import WireError
 from runtime.notifications import outbox
 from runtime.timestamps import aware_utc, iso_ms
 
@@ -331,3 +335,31 @@ def list_approvals(
     statement = statement.order_by(APPROVALS.c.created_at, APPROVALS.c.approval_id).limit(limit)
     rows = connection.execute(statement).mappings().all()
     return [Approval.model_validate(dict(row)) for row in rows]
+
+
+class InvalidCursor(WireError):
+    """A `cursor` the inbox did not hand out: 400."""
+
+    kind: Literal["invalid_cursor"] = "invalid_cursor"
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": "cursor is not one this listing returned", "code": self.kind_name}
+
+
+def encode_cursor(row: Approval) -> str:
+    """The inbox's cursor after `row` (its created_at and id, opaque to clients)."""
+    raw = json.dumps([aware_utc(row.created_at).isoformat(), row.approval_id])
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """What `encode_cursor` wrote; InvalidCursor for anything else."""
+    try:
+        at, last = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return aware_utc(datetime.fromisoformat(at)), str(last)
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as err:
+        raise InvalidCursor().application_error() from err

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Collection
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 from temporalio.exceptions import ApplicationError
 
+from runtime.coding_tasks import settlement
 from runtime.coding_tasks.contracts import (
     HELD,
     OWN_CODER,
@@ -39,12 +40,8 @@ from runtime.coding_tasks.contracts import (
     task_workflow_id,
 )
 from runtime.coding_tasks.models import CodingTask
-from runtime.notifications import outbox
-from runtime.standing_agents import queue
-from runtime.standing_agents.approvals import supersede_coder_questions
-from runtime.standing_agents.contracts import EventKind
+from runtime.coding_tasks.settlement import settled_event_id as settled_event_id
 from runtime.standing_agents.control import transaction
-from runtime.standing_agents.models import AgentInstance
 from runtime.store import Store
 from runtime.timestamps import aware_utc, iso_ms
 
@@ -52,10 +49,6 @@ MAX_NOTES = 200
 NOTE_MAX = 4000
 SUMMARY_MAX = 20_000
 MAX_ARTIFACTS = 100
-
-
-def settled_event_id(task_id: str) -> str:
-    return f"task-settled/{task_id}"
 
 
 def task_id_for(op_id: str) -> str:
@@ -325,7 +318,7 @@ def complete(
             _held_by(read_current(db, task_id), holder)
             raise _conflict(row, "not_task_holder", "the claim changed meanwhile")
         settled = read_current(db, task_id)
-        _settle_in(db, settled)
+        settlement.announce_in(db, settled)
         return settled
 
     return transition(store, tenant, task_id, decide)
@@ -346,7 +339,7 @@ def cancel(store: Store, tenant: str, task_id: str, by: str, now: datetime) -> C
                 return current
             raise _conflict(current, "task_settled", f"the task is already {current.state}")
         settled = read_current(db, task_id)
-        _settle_in(db, settled)
+        settlement.announce_in(db, settled)
         return settled
 
     return transition(store, tenant, task_id, decide)
@@ -371,7 +364,7 @@ def expire(
             values = _settled(TaskState.EXPIRED, "deadline", now, None, None)
             if _cas(db, task_id, [TaskState.OPEN, *HELD], values):
                 settled = read_current(db, task_id)
-                _settle_in(db, settled)
+                settlement.announce_in(db, settled)
                 lost = holder
                 return settled
             return read_current(db, task_id)
@@ -445,53 +438,6 @@ def _settled(
     if artifacts is not None:
         values["artifacts"] = artifacts
     return values
-
-
-def _settle_in(db: Session, row: CodingTask) -> None:
-    """The coder's questions about the task end with it (superseded); the proposing
-    agent's `DependencyCompleted` (deduplicated by the task)."""
-    supersede_coder_questions(db, row.tenant, row.task_id, f"the coding task {row.state}")
-    outbox.enqueue(
-        db.connection(),
-        "coding_task.settled",
-        key=row.task_id,
-        subject=f"coding-task/{row.tenant}/{row.task_id}",
-        tenant=row.tenant,
-        data={
-            "tenant": row.tenant,
-            "taskId": row.task_id,
-            "title": row.title,
-            "state": row.state,
-            "holder": row.holder,
-            "summary": (row.summary or "")[:2000],
-        },
-        now=datetime.now(UTC),
-    )
-    if row.instance_id is None:
-        return
-    instance = db.get(AgentInstance, row.instance_id)
-    if instance is None:
-        return
-    text = f"Coding task {row.title!r} {row.state}"
-    if row.summary:
-        text += f": {row.summary[:2000]}"
-    queue.enqueue_in(
-        db,
-        tenant=row.tenant,
-        instance_id=row.instance_id,
-        kind=EventKind.DEPENDENCY_COMPLETED,
-        payload={
-            "taskId": row.task_id,
-            "title": row.title,
-            "state": row.state,
-            "holder": row.holder,
-            "summary": (row.summary or "")[:4000],
-            "artifacts": list(row.artifacts or [])[:20],
-            "text": text,
-        },
-        event_id=settled_event_id(row.task_id),
-        generation=instance.generation,
-    )
 
 
 def proposing_agent(store: Store, task_id: str) -> tuple[str, str] | None:

@@ -15,7 +15,7 @@ import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, Literal, get_args
 
 from sqlalchemy import Connection, Table, and_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -27,7 +27,7 @@ ENDPOINTS: Final[Table] = NotificationEndpoint.__table__  # type: ignore[attr-de
 DELIVERIES: Final[Table] = NotificationDelivery.__table__  # type: ignore[attr-defined]
 
 # The event types an endpoint may take (issue 22).
-EVENT_TYPES: Final = (
+EventType = Literal[
     "approval.requested",
     "approval.expiring",
     "approval.resolved",
@@ -36,7 +36,8 @@ EVENT_TYPES: Final = (
     "coding_task.settled",
     "session.turn_failed",
     "device_flow.login_required",
-)
+]
+EVENT_TYPES: Final[tuple[str, ...]] = get_args(EventType)
 PENDING: Final = "pending"
 DELIVERED: Final = "delivered"
 DEAD: Final = "dead"
@@ -49,7 +50,8 @@ def new_endpoint_id() -> str:
 
 
 def new_secret() -> str:
-    """A Standard Webhooks secret: `whsec_` and 32 random bytes, base64."""
+    """A Standard Webhooks secret: `whsec_` and 32 random bytes, base64 (an outbound
+    endpoint's, and an inbound standing-agent webhook's)."""
     return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
@@ -148,7 +150,7 @@ def due(connection: Connection, endpoint_id: str, now: datetime, limit: int) -> 
     heads: dict[str, Any] = {}
     for row in rows:
         heads.setdefault(row.subject, row)
-    return [row for row in heads.values() if _aware(row.next_attempt_at) <= now]
+    return [row for row in heads.values() if aware_utc(row.next_attempt_at) <= now]
 
 
 def next_due(connection: Connection, endpoint_id: str) -> datetime | None:
@@ -158,7 +160,7 @@ def next_due(connection: Connection, endpoint_id: str) -> datetime | None:
         .order_by(DELIVERIES.c.next_attempt_at)
         .limit(1)
     ).scalar()
-    return None if at is None else _aware(at)
+    return None if at is None else aware_utc(at)
 
 
 def delivered(connection: Connection, message: str, now: datetime) -> None:
@@ -221,7 +223,3 @@ def pending_endpoints(connection: Connection) -> list[str]:
         .group_by(DELIVERIES.c.endpoint_id)
     ).scalars()
     return list(rows)
-
-
-def _aware(value: datetime) -> datetime:
-    return aware_utc(value)

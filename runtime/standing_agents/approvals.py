@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from sqlalchemy import Connection, event
+from sqlalchemy import ColumnElement, Connection, and_, event, update
 from sqlalchemy.orm import Mapper
 from sqlmodel import Session, col, select
 
@@ -132,24 +132,56 @@ def superseded(connection: Connection, subject: str, *, now: datetime, reason: s
     return ledger.supersede(connection, subject, now=now, reason=reason)
 
 
+# Who resolves a request nobody answered (superseded, expired, a budget pause lifted).
+AGENTRT: Final = "agentrt"
+
+
+def resolve_by_agentrt(
+    db: Session, where: ColumnElement[bool], resolution: str, notes: str, now: datetime
+) -> int:
+    """Resolve the open requests `where` selects, as agentrt (nobody answered them): a
+    compare-and-swap open → resolved, in the caller's transaction; how many it took."""
+    result = db.exec(
+        update(AttentionRequest)
+        .where(where, col(AttentionRequest.status) == AttentionStatus.OPEN.value)
+        .values(
+            status=AttentionStatus.RESOLVED.value,
+            resolution=resolution,
+            resolution_notes=notes,
+            answered_by=AGENTRT,
+            resolved_at=now,
+        )
+    )
+    return int(result.rowcount or 0)
+
+
+def supersede_agent_requests(
+    db: Session, tenant: str, instance_id: str, now: datetime, reason: str
+) -> None:
+    """The agent's open requests end with the generation that asked them (a reset):
+    resolved `superseded` on the queue, their approvals superseded; a later answer is a
+    409."""
+    mine = and_(
+        col(AttentionRequest.soa_instance_id) == instance_id,
+        col(AttentionRequest.source) != CODER_SOURCE,
+    )
+    resolve_by_agentrt(db, mine, SUPERSEDED, reason, now)
+    superseded(db.connection(), agent_subject(tenant, instance_id), now=now, reason=reason)
+
+
 def supersede_coder_questions(db: Session, tenant: str, task_id: str, reason: str) -> None:
     """A coding task settled: its coder's open questions are resolved `superseded` on the
     queue, and their approvals superseded, in the settle's transaction."""
     now = datetime.now(UTC)
     rows = db.exec(
-        select(AttentionRequest).where(
+        select(AttentionRequest.decision_id, AttentionRequest.payload).where(
             col(AttentionRequest.tenant) == tenant,
             col(AttentionRequest.source) == CODER_SOURCE,
             col(AttentionRequest.status) == AttentionStatus.OPEN.value,
         )
     ).all()
-    for row in rows:
-        if row.payload.get("taskId") != task_id:
-            continue
-        row.status = AttentionStatus.RESOLVED.value
-        row.resolution = SUPERSEDED
-        row.resolution_notes = reason
-        row.answered_by = "agentrt"
-        row.resolved_at = now
-        db.add(row)
+    asked = [decision for decision, payload in rows if payload.get("taskId") == task_id]
+    if asked:
+        where = col(AttentionRequest.decision_id).in_(asked)
+        resolve_by_agentrt(db, where, SUPERSEDED, reason, now)
     superseded(db.connection(), coding_task_subject(tenant, task_id), now=now, reason=reason)

@@ -39,7 +39,7 @@ from runtime.policy.agent_budget import (
     settings_budget,
 )
 from runtime.settings import Settings
-from runtime.standing_agents import catalog, spend
+from runtime.standing_agents import approvals, catalog, spend
 from runtime.standing_agents.configs import WEEKLY_CREDIT_KEY, effective_credit
 from runtime.standing_agents.contracts import (
     AgentStatus,
@@ -410,19 +410,8 @@ def _resolve(
     decision_id = pause.get("decisionId")
     if not decision_id:
         return
-    db.execute(
-        update(AttentionRequest)
-        .where(
-            col(AttentionRequest.decision_id) == decision_id,
-            col(AttentionRequest.status) == AttentionStatus.OPEN.value,
-        )
-        .values(
-            status=AttentionStatus.RESOLVED.value,
-            resolution=resolution,
-            resolution_notes=notes,
-            answered_by="agentrt",
-            resolved_at=now,
-        )
+    approvals.resolve_by_agentrt(
+        db, col(AttentionRequest.decision_id) == decision_id, resolution, notes, now
     )
     # What the request was for is over (the cap raised, the window regenerated, a start):
     # nobody answered it.

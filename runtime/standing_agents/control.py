@@ -21,7 +21,6 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, delete, select
 
-from runtime.approvals.ledger import ApprovalState
 from runtime.failures import WireError
 from runtime.policy.agent_budget import (
     FOUNDATIONAL_WINDOW,
@@ -43,7 +42,6 @@ from runtime.standing_agents.contracts import (
     APPROVE,
     CODER_SOURCE,
     STANDING_AGENTS_FEATURE,
-    SUPERSEDED,
     AgentEvent,
     AgentStatus,
     AgentType,
@@ -350,32 +348,6 @@ def stop(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> 
     return Transition(instance, changed)
 
 
-def _supersede_decisions(
-    db: Session, tenant: str, instance_id: str, now: datetime, reason: str
-) -> None:
-    """The agent's open requests end with the generation that asked them (a reset):
-    resolved `superseded` on the queue, their approvals superseded; a later answer is a
-    409."""
-    db.execute(
-        update(AttentionRequest)
-        .where(
-            col(AttentionRequest.soa_instance_id) == instance_id,
-            col(AttentionRequest.status) == AttentionStatus.OPEN.value,
-            col(AttentionRequest.source) != CODER_SOURCE,
-        )
-        .values(
-            status=AttentionStatus.RESOLVED.value,
-            resolution=SUPERSEDED,
-            resolution_notes=reason,
-            answered_by="agentrt",
-            resolved_at=now,
-        )
-    )
-    approvals.superseded(
-        db.connection(), approvals.agent_subject(tenant, instance_id), now=now, reason=reason
-    )
-
-
 def reset(
     store: Store,
     journal: EventJournal,
@@ -419,7 +391,7 @@ def reset(
             raise TickInProgress()
         queue.drain_in(db, instance_id, now)
         budget_pause.clear_in(db, instance_id, now, "reset by an operator")
-        _supersede_decisions(db, tenant, instance_id, now, "the agent was reset")
+        approvals.supersede_agent_requests(db, tenant, instance_id, now, "the agent was reset")
         row = _row(db, instance_id)
         _seed_initialized(db, row, f"init/{instance_id}/{row.generation}")
 
@@ -682,7 +654,7 @@ def respond(
             )
         if not won and (current.resolution, current.resolution_notes) != (resolution, notes):
             raise DecisionAlreadyResolved(current)
-        return current, won, _after_resolution(db, current, allowed)
+        return current, won, after_resolution(db, current, allowed)
 
     row, won, change = transaction(store, write)
     if change is not None:
@@ -698,72 +670,7 @@ def respond(
     return row, won
 
 
-# How an unanswered request resolves when its timeout fires: a proposal (a mode change,
-# an MCP call) is refused; a question is answered "expired".
-EXPIRED = "expired"
-REJECT = "reject"
-
-
-def expire_decision(
-    store: Store, journal: EventJournal, decision_id: str, timeout_ms: int
-) -> AttentionRequest | None:
-    """Resolve an open request its timeout ended (issue 22), as an answer would: a
-    compare-and-swap open → resolved (`reject` for a proposal, `expired` for a question,
-    answered by `agentrt`), the approval `expired`, the agent's resume enqueued, in one
-    transaction. None when an answer came first (or there is no such request)."""
-    now = now_utc()
-
-    def write(db: Session) -> AttentionRequest | None:
-        row = db.get(AttentionRequest, decision_id)
-        if row is None or row.status != AttentionStatus.OPEN.value:
-            return None
-        proposal = row.kind in (AttentionKind.MODE_CHANGE.value, AttentionKind.MCP_CALL.value)
-        resolution = REJECT if proposal else EXPIRED
-        notes = f"no answer within {timeout_ms} ms"
-        taken = db.exec(
-            update(AttentionRequest)
-            .where(
-                col(AttentionRequest.decision_id) == decision_id,
-                col(AttentionRequest.status) == AttentionStatus.OPEN.value,
-            )
-            .values(
-                status=AttentionStatus.RESOLVED.value,
-                resolution=resolution,
-                resolution_notes=notes,
-                answered_by="agentrt",
-                resolved_at=now,
-            )
-        )
-        if taken.rowcount != 1:
-            return None
-        current = db.get(AttentionRequest, decision_id, populate_existing=True)
-        assert current is not None
-        approvals.settled(
-            db.connection(),
-            current,
-            resolution=resolution,
-            answered_by="agentrt",
-            now=now,
-            reason=notes,
-            state=ApprovalState.EXPIRED,
-        )
-        _after_resolution(db, current, [])
-        return current
-
-    row = transaction(store, write)
-    if row is not None:
-        append_agent_event_once(
-            journal,
-            row.tenant,
-            row.soa_instance_id,
-            DECISION,
-            decision_body(row) | {"event": "resolved"},
-            f"decision/{row.decision_id}/resolved",
-        )
-    return row
-
-
-def _after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) -> ModeChange | None:
+def after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) -> ModeChange | None:
     """Inside respond's transaction: enqueue the resume, then apply an approved mode
     change (events before the instance row: see queue.enqueue_in)."""
     if row.source == CODER_SOURCE:

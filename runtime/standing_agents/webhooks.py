@@ -13,7 +13,6 @@ retry after a lost answer) is enqueued once.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import secrets
@@ -25,6 +24,7 @@ from sqlmodel import col, delete, select
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from runtime.failures import WireError
+from runtime.notifications.outbox import new_secret
 from runtime.standing_agents import queue
 from runtime.standing_agents.contracts import (
     EXTERNAL_EVENT_KINDS,
@@ -37,7 +37,6 @@ from runtime.standing_agents.signals import signal_kind
 from runtime.store.engine import Store
 
 ID_PREFIX: Final = "wh_"
-SECRET_PREFIX: Final = "whsec_"
 MAX_PER_AGENT: Final = 20
 # The sender's message id becomes part of the event id (at most 200 characters).
 MESSAGE_ID: Final = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
@@ -75,7 +74,7 @@ def create(store: Store, instance: AgentInstance, kind: EventKind, now: datetime
         tenant=instance.tenant,
         instance_id=instance.instance_id,
         event_kind=kind.value,
-        secret=SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode(),
+        secret=new_secret(),
         created_at=now,
     )
     with store.session() as db:

@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -225,7 +226,7 @@ async def test_a_failed_query_is_asked_again_within_the_wait() -> None:
     deadlock guard firing on a loaded host) is asked again, not a 500."""
     asks: list[int] = []
 
-    async def ask() -> str:
+    async def ask(_timeout: timedelta) -> str:
         asks.append(1)
         if len(asks) < 3:
             raise WorkflowQueryFailedError("[TMPRL1101] Potential deadlock detected")
@@ -236,7 +237,7 @@ async def test_a_failed_query_is_asked_again_within_the_wait() -> None:
 
 
 async def test_a_query_failing_until_the_wait_ends_is_worker_unavailable() -> None:
-    async def ask() -> str:
+    async def ask(_timeout: timedelta) -> str:
         raise WorkflowQueryFailedError("[TMPRL1101] Potential deadlock detected")
 
     with pytest.raises(ApiError) as caught:
