@@ -173,6 +173,7 @@ def create_app(
     app.include_router(agent_stream.router)
     app.include_router(decisions.router)
     app.include_router(approvals.router)
+    app.include_router(approvals.answers)
     app.include_router(notifications.router)
     app.include_router(registry.router)
     app.include_router(agent_config.router)

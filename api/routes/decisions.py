@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
-from api.agent_workflows import WakerDep
+from api.agent_workflows import Waker, WakerDep
 from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
@@ -33,7 +33,7 @@ from runtime.standing_agents import control
 from runtime.standing_agents.coder_decisions import permission_vote
 from runtime.standing_agents.contracts import AttentionStatus
 from runtime.standing_agents.models import AttentionRequest
-from runtime.store import Store
+from runtime.store import EventJournal, Store
 from workflows.session import SessionWorkflow
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/decisions", route_class=StrictJsonRoute)
@@ -87,6 +87,41 @@ async def respond(
     who the bearer verified (`admin`, `operator:<name>`), `respondedBy` what the body says.
     An answer to agentrt's coder's permission request is the session's vote, sent before
     the decision is resolved: a vote Temporal did not take (503) leaves it open."""
+    row = await answer_decision(
+        store,
+        journal,
+        waker,
+        settings,
+        connector,
+        tenant,
+        decision_id,
+        body.resolution,
+        notes=body.resolutionNotes,
+        responded_by=body.respondedBy,
+        answered_by=answered_by,
+        digest=body.digest,
+    )
+    return _view(row)
+
+
+async def answer_decision(
+    store: Store,
+    journal: EventJournal,
+    waker: Waker,
+    settings: Settings,
+    connector: TemporalConnector,
+    tenant: str,
+    decision_id: str,
+    resolution: str,
+    *,
+    notes: str | None,
+    responded_by: str | None,
+    answered_by: str,
+    digest: str | None,
+) -> AttentionRequest:
+    """The one way a decision is answered: this route's and the approvals' inbox's
+    (api/routes/approvals.py). 404 `decision_not_found`, 409 `decision_already_resolved`
+    for a different answer to a resolved decision; the same answer again is the row."""
     try:
         current = await asyncio.to_thread(control.get_decision, store, tenant, decision_id)
     except control.DecisionNotFound:
@@ -94,9 +129,9 @@ async def respond(
     if (
         permission_vote(current)
         and current.status == AttentionStatus.OPEN.value
-        and body.resolution in (current.options or [])
+        and resolution in (current.options or [])
     ):
-        await _vote(connector, settings, store, current, body.resolution, answered_by)
+        await _vote(connector, settings, store, current, resolution, answered_by)
     try:
         row, _won = await asyncio.to_thread(
             control.respond,
@@ -104,11 +139,11 @@ async def respond(
             journal,
             tenant,
             decision_id,
-            body.resolution,
-            body.resolutionNotes,
-            body.respondedBy,
+            resolution,
+            notes,
+            responded_by,
             answered_by,
-            body.digest,
+            digest,
         )
     except control.DecisionNotFound:
         raise decision_not_found(decision_id) from None
@@ -123,13 +158,13 @@ async def respond(
             },
         ) from None
     if permission_vote(row):
-        return _view(row)
+        return row
     try:
         instance = await asyncio.to_thread(control.get_instance, store, tenant, row.soa_instance_id)
     except control.InstanceNotFound:
-        return _view(row)
+        return row
     await waker(instance)
-    return _view(row)
+    return row
 
 
 async def _vote(

@@ -244,9 +244,16 @@ async def read_device_flow(
 async def cancel_device_flow(
     device_flow_id: str, client: TemporalDep, settings: SettingsDep
 ) -> Response:
+    await cancel_flow(client, settings, device_flow_id)
+    return Response(status_code=204)
+
+
+async def cancel_flow(client: Client, settings: Settings, device_flow_id: str) -> None:
+    """The one way a device flow is cancelled: this route's and the approvals' inbox's
+    (a login denied there). A flow already ended is left as it is; 404 for no flow."""
     state = await _find(client, settings, device_flow_id)
     if state.terminal:
-        return Response(status_code=204)
+        return
     handle = _handle(client, settings, state.provider_id, device_flow_id)
     bound = CancelRequest(accept_before_ms=int(time.time() * 1000) + settings.worker_wait_ms)
     try:
@@ -258,7 +265,6 @@ async def cancel_device_flow(
         raise workflow_error(err) from err
     except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
         raise worker_unavailable() from err
-    return Response(status_code=204)
 
 
 @router.get("/workspace/auth/status", responses=errors(503))

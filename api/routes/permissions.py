@@ -76,10 +76,29 @@ async def _vote(
     body = await read_body(request)
     voters = await asyncio.to_thread(registry.client_count, store, session_id)
     vote = _vote_request(body, request_id, request, voters)
+    journal: EventJournal = request.app.state.journal
+    await cast_vote(
+        client, settings, store, journal, session_id, vote, answerer(request), scoped_to
+    )
+    return VoteRecorded()
+
+
+async def cast_vote(
+    client: Client,
+    settings: Settings,
+    store: Store,
+    journal: EventJournal,
+    session_id: str,
+    vote: VoteRequest,
+    answered_by: str,
+    scoped_to: str | None,
+) -> None:
+    """The one way a permission vote is cast: these routes' and the approvals' inbox's
+    (api/routes/approvals.py). Accepted is enough: the vote is in history and will be
+    applied. A vote on a resolved request tells every client the outcome, then 404."""
     # Who votes, verified, noted before the workflow takes the vote (it knows client ids).
-    await asyncio.to_thread(note_vote, store, request_id, vote.client_id, answerer(request))
+    await asyncio.to_thread(note_vote, store, vote.request_id, vote.client_id, answered_by)
     try:
-        # Accepted is enough: the vote is in history and will be applied.
         await update_session(
             client,
             settings,
@@ -92,23 +111,21 @@ async def _vote(
     except ApiError as err:
         if not isinstance(err.failure, NotPending):
             raise
-        await _already_resolved(request, store, session_id, request_id, vote)
+        await _already_resolved(journal, settings, store, session_id, vote)
         # The workflow does not know which route asked: the 404 names this route's scope.
         raise ApiError.of(err.failure.model_copy(update={"scoped_to": scoped_to})) from err
-    return VoteRecorded()
 
 
 async def _already_resolved(
-    request: Request, store: Store, session_id: str, request_id: str, vote: VoteRequest
+    journal: EventJournal, settings: Settings, store: Store, session_id: str, vote: VoteRequest
 ) -> None:
     """A late vote on a resolved request: tell every client what the outcome was."""
+    request_id = vote.request_id
     outcome = await asyncio.to_thread(
         registry.find_permission_outcome, store, session_id, request_id
     )
     if outcome is None:
         return
-    journal: EventJournal = request.app.state.journal
-    settings: Settings = request.app.state.settings
     await journal.aappend_many(
         session_stream(session_id),
         [

@@ -41,6 +41,8 @@ from runtime.investigation.research import (
     decide_research,
     research_state,
 )
+from runtime.settings import Settings
+from runtime.store import Store
 from workflows.turn import TurnWorkflow
 
 log = logging.getLogger(__name__)
@@ -100,13 +102,42 @@ async def decide(
     client: TemporalDep,
     answered_by: AnswererDep,
 ) -> ResearchPublic:
-    ws = body.workspace or settings.agent_tools_workspace
+    return ResearchPublic.model_validate(
+        await decide_and_tell(
+            client,
+            settings,
+            store,
+            research_id,
+            body.decision,
+            decided_by=body.decided_by,
+            note=body.note,
+            workspace=body.workspace or settings.agent_tools_workspace,
+            answered_by=answered_by,
+        )
+    )
+
+
+async def decide_and_tell(
+    client: Client,
+    settings: Settings,
+    store: Store,
+    research_id: str,
+    decision: Literal["approve", "deny"],
+    *,
+    decided_by: str,
+    note: str | None,
+    workspace: str,
+    answered_by: str,
+) -> dict[str, Any]:
+    """The one way a research is decided: this route's and the approvals' inbox's
+    (api/routes/approvals.py). Its turn is told first, then the decision is written; the
+    research's state after it. 404 `research_not_found`, 409 `research_already_decided`."""
 
     def check() -> str | None:
         """What the write would refuse, refused before the turn hears of it; its turn."""
         with store.session() as db:
             research = decide_research(
-                db, ws, research_id, body.decision, body.decided_by, body.note, commit=False
+                db, workspace, research_id, decision, decided_by, note, commit=False
             )
             turn_id = research.turn_id
             db.rollback()
@@ -115,22 +146,16 @@ async def decide(
     def write() -> dict[str, Any]:
         with store.session() as db:
             decide_research(
-                db,
-                ws,
-                research_id,
-                body.decision,
-                body.decided_by,
-                body.note,
-                answered_by=answered_by,
+                db, workspace, research_id, decision, decided_by, note, answered_by=answered_by
             )
-            return research_state(db, ws, research_id)
+            return research_state(db, workspace, research_id)
 
     with _decision_errors(research_id):
         turn_id = await asyncio.to_thread(check)
     if turn_id:
-        await _tell_turn(client, settings.instance, ws, turn_id, research_id, body.decision)
+        await _tell_turn(client, settings.instance, workspace, turn_id, research_id, decision)
     with _decision_errors(research_id):
-        return ResearchPublic.model_validate(await asyncio.to_thread(write))
+        return await asyncio.to_thread(write)
 
 
 async def _tell_turn(

@@ -75,6 +75,125 @@ async def test_a_decision_is_an_approval_from_request_to_answer(agents: AgentsFa
     assert (await _one(d, approval, "approved"))["answer"] == "approve"
 
 
+async def test_the_inbox_answers_as_the_kinds_own_route_does(agents: AgentsFactory) -> None:
+    """Answering through the inbox is the decision's own respond: ten identical answers at
+    once resolve it once (every response reads the same record), a different answer
+    afterwards is 409, and the decision's own route sees the inbox's answer."""
+    d = await agents()
+    tenant = d.tenant()
+    soa = await d.soa(tenant)
+    decision_id = d.raise_decision(tenant, soa)
+    approval = make_id_for_decision(decision_id)
+    url = f"{INBOX}/{approval}/answer"
+    responses = await asyncio.gather(
+        *(d.client.post(url, json={"answer": "approve", "note": "ok"}) for _ in range(10))
+    )
+    assert {r.status_code for r in responses} == {200}, [r.text for r in responses]
+    bodies = [r.json() for r in responses]
+    assert all(body == bodies[0] for body in bodies)
+    assert (bodies[0]["state"], bodies[0]["answer"], bodies[0]["answeredBy"]) == (
+        "approved",
+        "approve",
+        "admin",
+    )
+    resolved = await d.client.get(f"{d.base(tenant)}/decisions", params={"status": "resolved"})
+    (row,) = [x for x in resolved.json()["decisions"] if x["decisionId"] == decision_id]
+    assert (row["resolution"], row["resolutionNotes"]) == ("approve", "ok")
+    other = await d.client.post(url, json={"answer": "reject"})
+    assert other.status_code == 409, other.text
+    assert other.json() == {
+        "error": "This approval already ended (approved)",
+        "code": "approval_already_resolved",
+        "approvalId": approval,
+        "state": "approved",
+        "answer": "approve",
+    }
+    # Answered on its own route first, the same answer through the inbox reads it.
+    second = d.raise_decision(tenant, soa)
+    own = await d.client.post(
+        f"{d.base(tenant)}/decisions/{second}/respond", json={"resolution": "reject"}
+    )
+    assert own.status_code == 200, own.text
+    again = await d.client.post(
+        f"{INBOX}/{make_id_for_decision(second)}/answer", json={"answer": "reject"}
+    )
+    assert again.status_code == 200 and again.json()["state"] == "denied"
+
+
+async def test_the_inbox_answers_a_research_and_refuses_what_it_cannot(
+    agents: AgentsFactory,
+) -> None:
+    d = await agents()
+    workspace = d.settings.agent_tools_workspace
+    with d.store.session() as db:
+        ensure_demo(db)
+        research = prepare_research(
+            db, workspace, "Trace the Riga funds", {"node_ids": ["a-kestrel-riga"]}
+        )
+    approval = f"research:{research.research_id}"
+    url = f"{INBOX}/{approval}/answer"
+    maybe = await d.client.post(url, json={"answer": "maybe"})
+    assert maybe.status_code == 400
+    assert maybe.json() == {
+        "error": "This approval takes one of: approve, deny",
+        "code": "invalid_answer",
+        "approvalId": approval,
+        "expected": ["approve", "deny"],
+    }
+    approved = await d.client.post(url, json={"answer": "approve", "note": "scope is fine"})
+    assert approved.status_code == 200, approved.text
+    assert (approved.json()["state"], approved.json()["answeredBy"]) == ("approved", "admin")
+    with d.store.session() as db:
+        assert research_state(db, workspace, research.research_id)["state"] == "admitted"
+    assert (await d.client.post(url, json={"answer": "approve"})).status_code == 200
+    denied = await d.client.post(url, json={"answer": "deny"})
+    assert denied.status_code == 409 and denied.json()["code"] == "approval_already_resolved"
+    for path, body, status, code in (
+        (f"{INBOX}/decision:nope/answer", {"answer": "approve"}, 404, "approval_not_found"),
+        (f"{INBOX}/../answer", {"answer": "approve"}, 404, None),
+        (url, {"answer": ""}, 400, None),
+        (url, {"answer": "approve", "extra": 1}, 400, None),
+    ):
+        refused = await d.client.post(path, json=body)
+        assert refused.status_code == status, (path, body, refused.text)
+        if code:
+            assert refused.json()["code"] == code
+
+
+async def test_who_may_answer_which_kind(agents: AgentsFactory) -> None:
+    """A tenant's operator answers its tenant's decisions through the tenant's inbox (its
+    name recorded), nothing of the deployment's and nothing of another tenant; a coder
+    answers nothing."""
+    d = await agents()
+    tenant, other = d.tenant(), d.tenant()
+    soa, other_soa = await d.soa(tenant), await d.soa(other)
+    decision = make_id_for_decision(d.raise_decision(tenant, soa))
+    foreign = make_id_for_decision(d.raise_decision(other, other_soa))
+    tokens: dict[str, dict[str, str]] = {}
+    for role in ("operator", "coder"):
+        issued = await d.client.post(
+            f"/api/v1/tenants/{tenant}/tokens", json={"name": f"alice-{role}", "role": role}
+        )
+        assert issued.status_code == 201, issued.text
+        tokens[role] = {"Authorization": f"Bearer {issued.json()['token']}"}
+    own = f"/api/v1/tenants/{tenant}/approvals"
+    for role, path, status, code in (
+        ("coder", f"{own}/{decision}/answer", 403, "forbidden_role"),
+        ("operator", f"{INBOX}/{decision}/answer", 403, "forbidden_role"),
+        ("operator", f"/api/v1/tenants/{other}/approvals/{foreign}/answer", 403, None),
+        ("operator", f"{own}/{foreign}/answer", 404, "approval_not_found"),
+    ):
+        refused = await d.client.post(path, json={"answer": "approve"}, headers=tokens[role])
+        assert refused.status_code == status, (role, path, refused.text)
+        if code:
+            assert refused.json()["code"] == code
+    answered = await d.client.post(
+        f"{own}/{decision}/answer", json={"answer": "approve"}, headers=tokens["operator"]
+    )
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["answeredBy"] == "operator:alice-operator"
+
+
 async def test_a_free_text_answer_is_answered_and_a_reject_denied(agents: AgentsFactory) -> None:
     d = await agents()
     tenant = d.tenant()

@@ -412,3 +412,24 @@ async def test_a_login_is_an_approval_until_it_ends(daemon: DaemonFactory, idp: 
     await _login(d, cancelled_id, "pending")
     assert (await d.client.delete(f"{FLOW}/{cancelled_id}")).status_code == 204
     await _login(d, cancelled_id, "cancelled")
+
+
+async def test_the_inbox_denies_a_login_and_sends_its_approval_to_the_provider(
+    daemon: DaemonFactory,
+) -> None:
+    """Issue 22: a device login is approved only at its identity provider (409 with where);
+    denied through the inbox, the flow is cancelled, and the same answer again reads it."""
+    d = await daemon()
+    flow_id = (await d.client.post(FLOW, json={"providerId": "test-idp"})).json()["deviceFlowId"]
+    await _login(d, flow_id, "pending")
+    url = f"/api/v1/approvals/device_login:{flow_id}/answer"
+    approve = await d.client.post(url, json={"answer": "approve"})
+    assert approve.status_code == 409
+    assert approve.json()["code"] == "approval_answered_elsewhere"
+    assert approve.json()["link"] == f"{FLOW}/{flow_id}"
+    denied = await d.client.post(url, json={"answer": "deny"})
+    assert denied.status_code == 200, denied.text
+    assert denied.json()["state"] == "cancelled"
+    await d.until(flow_id, "cancelled")
+    again = await d.client.post(url, json={"answer": "deny"})
+    assert again.status_code == 200 and again.json()["state"] == "cancelled"

@@ -521,6 +521,36 @@ async def test_permission_request_shape_and_approval(daemon: DaemonFactory) -> N
     }
 
 
+async def test_the_inbox_votes_as_the_session_route_does(daemon: DaemonFactory) -> None:
+    """Issue 22: a permission answered through the approvals' inbox is the session's vote
+    (its policy, its events), with the verified identity; five identical answers at once
+    resolve it once, a different one afterwards is 409."""
+    d = await daemon(token="inbox-token")
+    sid = (await d.create())["sessionId"]
+    prompt_id, request = await _permission(d, sid)
+    rid = request["data"]["requestId"]
+    url = f"/api/v1/approvals/permission:{rid}/answer"
+    unknown = await d.client.post(url, json={"answer": "proceed_sometimes"})
+    assert unknown.status_code == 400, unknown.text
+    responses = await asyncio.gather(
+        *(d.client.post(url, json={"answer": "proceed_once"}) for _ in range(5))
+    )
+    assert {r.status_code for r in responses} == {200}, [r.text for r in responses]
+    for response in responses:
+        body = response.json()
+        assert (body["state"], body["answer"], body["answeredBy"]) == (
+            "approved",
+            "proceed_once",
+            "admin",
+        )
+    events = await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
+    resolved = [e for e in events if e["type"] == "permission_resolved"]
+    assert len(resolved) == 1
+    assert resolved[0]["data"]["outcome"] == {"outcome": "selected", "optionId": "proceed_once"}
+    late = await d.client.post(url, json={"answer": "cancel"})
+    assert late.status_code == 409 and late.json()["code"] == "approval_already_resolved"
+
+
 async def test_a_permission_request_is_an_approval(daemon: DaemonFactory) -> None:
     """Issue 22: the session protocol's vote is unchanged; underneath, the request is an
     approval with the voter's verified identity (a tokenless daemon's `loopback`) beside

@@ -84,6 +84,7 @@ PATH_VALUES: dict[str, str] = {
     "schedule_id": "sch_" + "0" * 24,
     "endpoint_id": "ep_" + "0" * 16,
     "delivery_id": "msg_" + "0" * 40,
+    "approval_id": "decision:00000000-0000-4000-8000-000000000006",
 }
 
 
