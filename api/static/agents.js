@@ -1,5 +1,5 @@
 // The standing-agents page: a tenant's agents, their ledger (live), transcript and chat,
-// the tenant's open decisions, the mode with its audit, budgets and spend.
+// the tenant's inbox of pending approvals and its answered decisions, the mode with its audit, budgets and spend.
 //
 // Plain script, no build step, nothing loaded from elsewhere. Every string that comes
 // from the API (messages, titles, ledger payloads, ids) is put in the page as text:
@@ -573,7 +573,7 @@
   // -- decisions and coding tasks -------------------------------------------------------------
 
   function loadQueues() {
-    return Promise.all([loadDecisions(), loadTasks(), loadWebhooks(), loadSchedules()]);
+    return Promise.all([loadInbox(), loadDecisions(), loadTasks(), loadWebhooks(), loadSchedules()]);
   }
 
   /** The tenant's coding tasks: state, holder, title (the latest first). */
@@ -684,16 +684,13 @@
     setText('schedules-title', `Schedules (${list.length})`);
   }
 
+  /** The decisions answered lately (the open ones wait in the inbox, above). */
   async function loadDecisions() {
     if (!state.tenant) return;
     const tenant = state.tenant;
-    let open;
     let resolved;
     try {
-      [open, resolved] = await Promise.all([
-        api('GET', `${tenantPath()}/decisions?status=open`),
-        api('GET', `${tenantPath()}/decisions?status=resolved`),
-      ]);
+      resolved = await api('GET', `${tenantPath()}/decisions?status=resolved`);
     } catch (err) {
       if (tenant !== state.tenant) return;
       $('decisions').replaceChildren();
@@ -703,68 +700,125 @@
       return;
     }
     if (tenant !== state.tenant) return;
-    const openList = Array.isArray(open && open.decisions) ? open.decisions : [];
     const doneList = (Array.isArray(resolved && resolved.decisions) ? resolved.decisions : [])
       .slice(-RESOLVED_SHOWN).reverse();
     const list = $('decisions');
-    // Keep what the operator is typing: items already shown stay in place.
-    const shown = new Map([...list.children].map((li) => [li.dataset.decisionId + '/' + li.dataset.status, li]));
-    const items = [...openList, ...doneList].map((decision) => {
-      const key = str(decision.decisionId) + '/' + str(decision.status);
-      return shown.get(key) || decisionItem(decision);
-    });
+    const shown = new Map([...list.children].map((li) => [li.dataset.decisionId, li]));
+    const items = doneList.map((decision) => shown.get(str(decision.decisionId)) || decisionItem(decision));
     list.replaceChildren(...items);
     $('decisions-empty').hidden = items.length > 0;
     setText('decisions-empty', 'None.');
-    setText('decisions-title', `Decisions (${openList.length} open)`);
   }
 
   function decisionItem(decision) {
-    const id = str(decision.decisionId);
-    const status = str(decision.status);
     const head = el('div', 'head',
       el('span', 'chip', str(decision.kind)),
       el('strong', 'title', str(decision.title)));
     const item = el('li', null, head);
-    item.dataset.decisionId = id;
-    item.dataset.status = status;
+    item.dataset.decisionId = str(decision.decisionId);
+    item.dataset.status = str(decision.status);
     item.dataset.kind = str(decision.kind);
     item.dataset.testid = 'decision';
     if (decision.body) item.append(el('div', 'body', str(decision.body)));
-    const from = [str(decision.source), decision.soaInstanceId ? 'agent ' + str(decision.soaInstanceId) : '']
-      .filter(Boolean).join(' · ');
-    if (from) item.append(el('div', 'hint', from));
-    if (Array.isArray(decision.options) && decision.options.length) {
-      item.append(el('div', 'hint', 'options: ' + decision.options.map(str).join(', ')));
+    const by = [str(decision.answeredBy), str(decision.respondedBy)].filter(Boolean).join(' · ');
+    const answer = el('div', 'hint resolution',
+      `${str(decision.status)}: ${str(decision.resolution)}` + (by ? ` (${by})` : ''));
+    answer.dataset.testid = 'decision-resolution';
+    item.append(answer);
+    return item;
+  }
+
+  // -- the inbox ------------------------------------------------------------------------------
+
+  /** The tenant's pending approvals (decisions, MCP calls, coders' questions), oldest first:
+   *  answered here through the approvals' inbox, which records the token that answered. */
+  async function loadInbox() {
+    if (!state.tenant) return;
+    const tenant = state.tenant;
+    let body;
+    try {
+      body = await api('GET', `${tenantPath()}/approvals?limit=200`);
+    } catch (err) {
+      if (tenant !== state.tenant) return;
+      $('approvals').replaceChildren();
+      $('approvals-empty').hidden = false;
+      setText('approvals-empty', 'Could not read the inbox: ' + explain(err));
+      return;
     }
-    if (decision.kind === 'mode_change' && status === 'open') {
+    if (tenant !== state.tenant) return;
+    const pending = Array.isArray(body && body.approvals) ? body.approvals : [];
+    const list = $('approvals');
+    // Keep what the operator is typing: items already shown stay in place.
+    const shown = new Map([...list.children].map((li) => [li.dataset.approvalId, li]));
+    const items = pending.map((approval) => shown.get(str(approval.approvalId)) || approvalItem(approval));
+    list.replaceChildren(...items);
+    $('approvals-empty').hidden = items.length > 0;
+    setText('approvals-empty', 'Nothing waits for an answer.');
+    setText('approvals-title', `Inbox (${pending.length} pending)`);
+  }
+
+  function approvalItem(approval) {
+    const detail = approval.detail && typeof approval.detail === 'object' ? approval.detail : {};
+    const item = el('li', null, el('div', 'head',
+      el('span', 'chip', str(approval.kind)),
+      el('strong', 'title', str(approval.title))));
+    item.dataset.approvalId = str(approval.approvalId);
+    item.dataset.kind = str(approval.kind);
+    item.dataset.decisionKind = str(detail.decisionKind);
+    item.dataset.testid = 'approval';
+    if (detail.body) item.append(el('div', 'body', str(detail.body)));
+    if (detail.call && typeof detail.call === 'object') {
+      // What exactly runs if approved, and its digest: the answer carries the digest, and
+      // the call is refused if its arguments no longer hash to it.
+      item.append(el('pre', 'call', short(JSON.stringify(detail.call, null, 2), 2000)));
+    }
+    if (approval.digest) item.append(el('div', 'hint mono', 'digest ' + str(approval.digest)));
+    const meta = ['asked by ' + str(approval.askedBy), 'at ' + formatTime(approval.createdAt),
+      approval.expiresAt ? 'expires ' + formatTime(approval.expiresAt) : 'no timeout'];
+    item.append(el('div', 'hint', meta.join(' · ')));
+    if (Array.isArray(detail.options) && detail.options.length) {
+      item.append(el('div', 'hint', 'options: ' + detail.options.map(str).join(', ')));
+    }
+    if (detail.decisionKind === 'mode_change') {
       item.append(el('div', 'hint', 'Approve applies the mode (source "approval") before the agent resumes.'));
     }
-    if (status !== 'open') {
-      const answer = el('div', 'hint resolution', `${status}: ${str(decision.resolution)}`);
-      answer.dataset.testid = 'decision-resolution';
-      item.append(answer);
-      return item;
-    }
-    const notes = el('input', null);
-    notes.placeholder = 'answer or notes';
-    notes.maxLength = 4000;
-    notes.dataset.testid = 'decision-notes';
-    const approve = button('Approve', 'approve', 'decision-approve');
-    const reject = button('Reject', 'deny', 'decision-reject');
-    const answer = button('Answer', null, 'decision-answer');
-    const buttons = [approve, reject, answer];
-    approve.addEventListener('click', () => respond(decision, 'approve', notes.value, buttons));
-    reject.addEventListener('click', () => respond(decision, 'reject', notes.value, buttons));
+    const text = el('input', null);
+    text.placeholder = 'answer or note';
+    text.maxLength = 2000;
+    text.dataset.testid = 'approval-text';
+    const approve = button('Approve', 'approve', 'approval-approve');
+    const deny = button('Deny', 'deny', 'approval-deny');
+    const answer = button('Answer', null, 'approval-answer');
+    const buttons = [approve, deny, answer];
+    // A decision's no is `reject` (its own vocabulary, spec §2.4).
+    approve.addEventListener('click', () => answerApproval(approval, 'approve', text.value, buttons));
+    deny.addEventListener('click', () => answerApproval(approval, 'reject', text.value, buttons));
     answer.addEventListener('click', () => {
-      if (!notes.value.trim()) {
-        note('decision-message', 'Write the answer first.', 'error');
+      if (!text.value.trim()) {
+        note('approval-message', 'Write the answer first.', 'error');
         return;
       }
-      respond(decision, notes.value.trim(), '', buttons);
+      answerApproval(approval, text.value.trim(), '', buttons);
     });
-    item.append(el('div', 'answer', notes, approve, reject, answer));
+    item.append(el('div', 'answer', text, approve, deny, answer));
     return item;
+  }
+
+  async function answerApproval(approval, answer, text, buttons) {
+    buttons.forEach((node) => { node.disabled = true; });
+    note('approval-message', 'Answering…');
+    try {
+      const body = { answer };
+      if (text) body.note = text;
+      if (approval.digest) body.digest = approval.digest;
+      await api('POST', `${tenantPath()}/approvals/${enc(str(approval.approvalId))}/answer`, body);
+      note('approval-message', `Answered "${short(answer, 80)}" to "${short(str(approval.title), 80)}".`);
+    } catch (err) {
+      note('approval-message', 'Answer refused: ' + explain(err), 'error');
+      buttons.forEach((node) => { node.disabled = false; });
+    }
+    await loadQueues();
+    if (state.agentId) await refreshAgent(state.generation);
   }
 
   function button(label, className, testId) {
@@ -774,25 +828,9 @@
     return node;
   }
 
-  /** Who answers decisions and changes modes: recorded with each (respondedBy, actor). */
+  /** Who changes modes: recorded with each change (its actor). */
   function operatorName() {
     return $('responded-by').value.trim() || 'operator';
-  }
-
-  async function respond(decision, resolution, notes, buttons) {
-    const respondedBy = operatorName();
-    buttons.forEach((node) => { node.disabled = true; });
-    note('decision-message', 'Answering…');
-    try {
-      const body = { resolution, resolutionNotes: notes || '', respondedBy };
-      await api('POST', `${tenantPath()}/decisions/${enc(str(decision.decisionId))}/respond`, body);
-      note('decision-message', `Answered "${short(resolution, 80)}" to "${short(str(decision.title), 80)}".`);
-    } catch (err) {
-      note('decision-message', 'Answer refused: ' + explain(err), 'error');
-      buttons.forEach((node) => { node.disabled = false; });
-    }
-    await loadQueues();
-    if (state.agentId) await refreshAgent(state.generation);
   }
 
   // -- mode ---------------------------------------------------------------------------------

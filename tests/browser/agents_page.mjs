@@ -42,7 +42,7 @@ async function snapshot(page) {
         status: read('agent-status'),
         agentMessage: read('agent-message'),
         chatMessage: read('chat-message'),
-        decisionMessage: read('decision-message'),
+        approvalMessage: read('approval-message'),
         mode: read('agent-mode'),
         modeMessage: read('mode-message'),
         transcript: [...document.querySelectorAll('#transcript > li')]
@@ -154,24 +154,29 @@ async function run(page, problems) {
     await page.locator(byTestId('chat-text')).fill(call);
     await page.locator(byTestId('chat-send')).click();
     await page.waitForFunction(
-      (title) => [...document.querySelectorAll('#decisions > li[data-status="open"]')]
+      (title) => [...document.querySelectorAll('#approvals > li[data-kind="decision"]')]
         .some((li) => li.querySelector('.title')?.textContent === title),
       DECISION_TITLE,
       { timeout: STEP_TIMEOUT },
     );
   });
-  const decisionId = await page.evaluate((title) => [...document.querySelectorAll('#decisions > li[data-status="open"]')]
-    .find((li) => li.querySelector('.title')?.textContent === title).dataset.decisionId, DECISION_TITLE);
+  // The inbox lists it as approval `decision:<decisionId>`.
+  const approvalId = await page.evaluate((title) => [...document.querySelectorAll('#approvals > li[data-kind="decision"]')]
+    .find((li) => li.querySelector('.title')?.textContent === title).dataset.approvalId, DECISION_TITLE);
+  const decisionId = approvalId.slice('decision:'.length);
   await assertNoInjection(page, 'with the decision shown');
-  const item = `#decisions > li[data-decision-id="${decisionId}"]`;
-  await step(page, 'approve the decision', async () => {
-    await page.locator(`${item}[data-status="open"] ${byTestId('decision-notes')}`).fill('Go ahead.');
-    await page.locator(`${item}[data-status="open"] ${byTestId('decision-approve')}`).click();
-    await page.locator(`${item}[data-status="resolved"]`).waitFor({ timeout: STEP_TIMEOUT });
+  const item = `#approvals > li[data-approval-id="${approvalId}"]`;
+  await step(page, 'approve the decision in the inbox', async () => {
+    await page.locator(`${item} ${byTestId('approval-text')}`).fill('Go ahead.');
+    await page.locator(`${item} ${byTestId('approval-approve')}`).click();
+    await page.locator(item).waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
+    await page.locator(`#decisions > li[data-decision-id="${decisionId}"][data-status="resolved"]`)
+      .waitFor({ timeout: STEP_TIMEOUT });
   });
   const resolved = (await api(`/api/v1/tenants/${encodeURIComponent(TENANT)}/decisions?status=resolved`))
     .decisions.find((decision) => decision.decisionId === decisionId);
-  if (!resolved || resolved.resolution !== 'approve') {
+  if (!resolved || resolved.resolution !== 'approve' || resolved.answeredBy !== 'admin'
+      || resolved.resolutionNotes !== 'Go ahead.') {
     throw new Failure(`the API does not show decision ${decisionId} approved: ${JSON.stringify(resolved)}`);
   }
   await step(page, 'wait for the agent to resume with the answer', () => page.locator(
@@ -238,9 +243,9 @@ async function run(page, problems) {
   await step(page, 'approve a proposed mode change', async () => {
     await page.locator(byTestId('chat-text')).fill(proposal);
     await page.locator(byTestId('chat-send')).click();
-    const open = '#decisions > li[data-status="open"][data-kind="mode_change"]';
+    const open = '#approvals > li[data-decision-kind="mode_change"]';
     await page.locator(open).first().waitFor({ timeout: STEP_TIMEOUT });
-    await page.locator(`${open} ${byTestId('decision-approve')}`).first().click();
+    await page.locator(`${open} ${byTestId('approval-approve')}`).first().click();
     await page.locator('#mode-changes > li[data-source="approval"][data-to="Incident"]').waitFor({ timeout: STEP_TIMEOUT });
     await page.waitForFunction(() => document.querySelector('[data-testid="agent-mode"]')?.textContent === 'Incident');
   });
