@@ -10,6 +10,7 @@ spec's daemon clients), `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `DATABASE_URL`
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -21,6 +22,8 @@ from runtime.device_flow.providers import DeviceFlowProvider, all_providers, par
 from runtime.egress import listed_key_env_refusal, url_refusal
 from runtime.sessions.contracts import MAX_DEADLINE_MS
 
+# The key of an approval timeout's override: what is asked (runtime/approvals/clock.py).
+APPROVAL_OVERRIDE_KEY = re.compile(r"(tool|mode):[A-Za-z0-9._:-]{1,200}")
 LOOPBACK_HOSTNAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 BODY_LIMIT_BYTES = 10 * 1024 * 1024
 
@@ -214,6 +217,11 @@ class Settings(BaseSettings):
     decision_timeout_ms: int = Field(default=604_800_000, ge=0)
     mcp_approval_timeout_ms: int = Field(default=86_400_000, ge=0)
     approval_expiring_lead_ms: int = Field(default=900_000, ge=0)
+    # Overrides of those, in ms (0: none), by what is asked (JSON object):
+    # `{"tool:mcp__files__write": 3600000, "mode:Incident": 600000}`. `tool:<name>` times an
+    # MCP call of that tool; `mode:<mode>` a standing agent's decision or MCP call raised in
+    # that mode. A tool's override wins over a mode's, a mode's over the kind's default.
+    approval_timeout_overrides: dict[str, int] = Field(default_factory=dict)
     # The approvals' clock looks at least this often even when nothing is due (a wake that
     # was lost with its process).
     approval_clock_idle_ms: int = Field(default=300_000, ge=50)
@@ -232,6 +240,16 @@ class Settings(BaseSettings):
         # AGENTRT_ALLOW_ORIGIN="https://a.example,https://b.example"
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("approval_timeout_overrides")
+    @classmethod
+    def _check_timeout_overrides(cls, value: dict[str, int]) -> dict[str, int]:
+        for key, ms in value.items():
+            if not APPROVAL_OVERRIDE_KEY.fullmatch(key):
+                raise ValueError(f"{key!r}: an override is `tool:<tool>` or `mode:<mode>`")
+            if ms < 0:
+                raise ValueError(f"{key!r}: a timeout is 0 (none) or more milliseconds")
         return value
 
     @field_validator("device_flow_providers")

@@ -7,8 +7,9 @@ MCP call approval are timed here. `ApprovalClockWorkflow` (one per deployment,
 with the worker down (the next worker runs what fell due), and is woken when a request
 opens:
 
-- a request of a timed kind gets its kind's timeout (`timeout_ms`; 0: none) and
-  `expires_at`, right after it opened;
+- a request of a timed kind gets its timeout (`timeout_ms`; 0: none) and `expires_at`,
+  right after it opened: its tool's override (an MCP call), else its mode's (a standing
+  agent's decision or MCP call), else its kind's (`timeout_of`);
 - `approval_expiring_lead_ms` before `expires_at`, `approval.expiring` is owed once;
 - at `expires_at`, the kind ends it as an answer would (activities/approvals.py): a
   proposal is refused, a question answered `expired`; the approval is `expired`.
@@ -42,7 +43,29 @@ def timeouts(settings: Settings) -> Mapping[ApprovalKind, int]:
 
 def enabled(settings: Settings) -> bool:
     """Whether the deployment times any approval (else the clock never starts)."""
-    return any(timeouts(settings).values())
+    return any(timeouts(settings).values()) or any(settings.approval_timeout_overrides.values())
+
+
+# The kinds a `mode:` override times (a standing agent's requests; `detail.mode` is the
+# agent's mode when it asked), and the one a `tool:` override times (`detail.call.tool`).
+MODE_TIMED: Final = frozenset({ApprovalKind.DECISION, ApprovalKind.MCP_CALL})
+
+
+def timeout_of(settings: Settings, kind: ApprovalKind, detail: Mapping[str, Any]) -> int:
+    """The timeout of one request in ms (0: none): its tool's override, else its mode's,
+    else its kind's."""
+    overrides = settings.approval_timeout_overrides
+    call = detail.get("call")
+    if kind is ApprovalKind.MCP_CALL and isinstance(call, Mapping):
+        tool = overrides.get(f"tool:{call.get('tool')}")
+        if tool is not None:
+            return tool
+    mode = detail.get("mode")
+    if kind in MODE_TIMED and isinstance(mode, str):
+        by_mode = overrides.get(f"mode:{mode}")
+        if by_mode is not None:
+            return by_mode
+    return timeouts(settings)[kind]
 
 
 def _pending(kinds: tuple[ApprovalKind, ...] = TIMED) -> Any:
@@ -55,13 +78,12 @@ def _pending(kinds: tuple[ApprovalKind, ...] = TIMED) -> Any:
 def assign_timeouts(connection: Connection, settings: Settings) -> int:
     """Give every new request of a timed kind its timeout; how many got one."""
     rows = connection.execute(
-        select(APPROVALS.c.approval_id, APPROVALS.c.kind, APPROVALS.c.created_at).where(
-            _pending(), APPROVALS.c.timeout_ms.is_(None)
-        )
+        select(
+            APPROVALS.c.approval_id, APPROVALS.c.kind, APPROVALS.c.created_at, APPROVALS.c.detail
+        ).where(_pending(), APPROVALS.c.timeout_ms.is_(None))
     ).all()
-    table = timeouts(settings)
-    for approval, kind, created in rows:
-        timeout = table[ApprovalKind(kind)]
+    for approval, kind, created, detail in rows:
+        timeout = timeout_of(settings, ApprovalKind(kind), detail or {})
         expires = aware_utc(created) + timedelta(milliseconds=timeout) if timeout else None
         connection.execute(
             update(APPROVALS)

@@ -29,7 +29,7 @@ from runtime.standing_agents.contracts import (
     AttentionKind,
     AttentionStatus,
 )
-from runtime.standing_agents.models import AttentionRequest
+from runtime.standing_agents.models import AgentInstance, AttentionRequest
 
 # The answers that say no to what a request proposes (a mode change, an MCP call).
 _NO: Final = frozenset({"reject", "deny", "denied", "rejected", "no", "cancel"})
@@ -63,7 +63,7 @@ def _subject(row: AttentionRequest) -> str:
     return agent_subject(row.tenant, row.soa_instance_id)
 
 
-def _request(row: AttentionRequest) -> ApprovalRequest:
+def _request(row: AttentionRequest, mode: str | None) -> ApprovalRequest:
     asked_by = (
         f"coder:{row.payload.get('askedBy')}"
         if row.source == CODER_SOURCE
@@ -74,6 +74,9 @@ def _request(row: AttentionRequest) -> ApprovalRequest:
         "body": row.body[:2000],
         "options": row.options,
     }
+    if mode is not None:
+        # The agent's mode when it asked: a `mode:` override of the timeout applies.
+        detail["mode"] = mode
     if row.kind == AttentionKind.MCP_CALL.value:
         detail["call"] = {
             k: row.payload.get(k) for k in ("tool", "server", "serverTool", "arguments")
@@ -94,8 +97,18 @@ def _request(row: AttentionRequest) -> ApprovalRequest:
 
 @event.listens_for(AttentionRequest, "after_insert")
 def _opened(_mapper: Mapper[Any], connection: Connection, row: AttentionRequest) -> None:
-    if row.status == AttentionStatus.OPEN.value:
-        ledger.open_approval(connection, _request(row), row.created_at)
+    if row.status != AttentionStatus.OPEN.value:
+        return
+    mode = (
+        None
+        if row.source == CODER_SOURCE
+        else connection.execute(
+            select(col(AgentInstance.active_mode)).where(
+                col(AgentInstance.instance_id) == row.soa_instance_id
+            )
+        ).scalar()
+    )
+    ledger.open_approval(connection, _request(row, mode), row.created_at)
 
 
 def outcome(resolution: str) -> ApprovalState:

@@ -250,8 +250,11 @@ async def test_an_mcp_call_approval_carries_its_digest(agents: AgentsFactory) ->
         "arguments": {"path": "a.txt"},
         "digest": digest,
     }
+    d.set_instance(soa, active_mode="Incident")
     decision_id = d.raise_decision(tenant, soa, AttentionKind.MCP_CALL, payload)
     entry = (await _inbox(d, tenant=tenant, kind="mcp_call"))["approvals"][0]
+    # The agent's mode when it asked: a `mode:` override of the timeout applies to it.
+    assert entry["detail"]["mode"] == "Incident"
     assert entry["approvalId"] == f"mcp_call:{decision_id}"
     assert entry["digest"] == digest
     assert entry["detail"]["call"] == {
