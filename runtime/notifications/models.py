@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, Text
+from sqlalchemy import JSON, BigInteger, Column, DateTime, Index, Text
 from sqlmodel import Field, SQLModel
 
 
@@ -54,5 +54,10 @@ class NotificationDelivery(SQLModel, table=True):
     attempts: int = 0
     last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     created_at: datetime = _ts()
+    # The order of events owed at one instant (`created_at` alike): the order they were
+    # owed in, within the process that owed them (runtime/notifications/outbox.py).
+    ordinal: int = Field(
+        default=0, sa_column=Column(BigInteger, nullable=False, server_default="0")
+    )
     next_attempt_at: datetime = _ts()
     delivered_at: datetime | None = _ts(nullable=True)

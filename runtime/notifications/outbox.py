@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -87,6 +88,10 @@ def wake(endpoint_ids: Sequence[str]) -> None:
 
 # -- writing ---------------------------------------------------------------------------------
 
+# Events owed at one instant (one transaction's `now`) go out in the order they were owed:
+# `created_at`, then this process's count (a transaction is one process's).
+_ordinals = itertools.count(1)
+
 
 def enqueue(
     connection: Connection,
@@ -121,6 +126,7 @@ def enqueue(
             "state": PENDING,
             "attempts": 0,
             "created_at": now,
+            "ordinal": next(_ordinals),
             "next_attempt_at": now,
         }
         if connection.dialect.name == "postgresql":
@@ -144,7 +150,7 @@ def due(connection: Connection, endpoint_id: str, now: datetime, limit: int) -> 
     rows = connection.execute(
         select(DELIVERIES)
         .where(DELIVERIES.c.endpoint_id == endpoint_id, DELIVERIES.c.state == PENDING)
-        .order_by(DELIVERIES.c.created_at, DELIVERIES.c.delivery_id)
+        .order_by(DELIVERIES.c.created_at, DELIVERIES.c.ordinal, DELIVERIES.c.delivery_id)
         .limit(limit)
     ).all()
     heads: dict[str, Any] = {}
