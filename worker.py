@@ -22,7 +22,8 @@ from activities.llm import ModelProvider, provider_from_settings
 from activities.mcp.pool import McpPool
 from activities.mcp.worker_pool import mcp_pool
 from runtime import temporal
-from runtime.approvals import JOURNAL_PROJECTIONS, clock
+from runtime.approvals import clock
+from runtime.journal_projections import JOURNAL_PROJECTIONS
 from runtime.notifications import outbox
 from runtime.notifications.waker import Waker
 from runtime.settings import Settings

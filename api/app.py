@@ -70,8 +70,8 @@ from api.security.hosts import loopback_hosts
 from api.temporal import TemporalConnector
 from api.tracing import RequestSpans
 from runtime import __version__
-from runtime.approvals import JOURNAL_PROJECTIONS
 from runtime.approvals import clock as approval_clock
+from runtime.journal_projections import JOURNAL_PROJECTIONS
 from runtime.notifications import outbox
 from runtime.notifications.waker import Waker
 from runtime.settings import BODY_LIMIT_BYTES, Settings

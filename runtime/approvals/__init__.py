@@ -10,11 +10,3 @@ protocols (DESIGN.md, "Humans in the loop: one approval model").
 """
 
 from __future__ import annotations
-
-from typing import Final
-
-from runtime.approvals.projection import project
-from runtime.store.journal import Projection
-
-# What the worker's and the API's journals derive from the events they append.
-JOURNAL_PROJECTIONS: Final[tuple[Projection, ...]] = (project,)

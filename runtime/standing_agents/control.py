@@ -652,7 +652,14 @@ def respond(
             approvals.settled(
                 db.connection(), current, resolution=resolution, answered_by=answered_by, now=now
             )
-        if not won and (current.resolution, current.resolution_notes) != (resolution, notes):
+        # The same answer again is no conflict. agentrt's coder's permission request is
+        # answered by its session's vote, which may have ended it here first
+        # (coder_decisions.mirror_permission_outcome): the same option is the same answer.
+        same = current.resolution == resolution and (
+            current.resolution_notes == notes
+            or is_permission_vote(current.source, current.payload)
+        )
+        if not won and not same:
             raise DecisionAlreadyResolved(current)
         return current, won, after_resolution(db, current, allowed)
 

@@ -286,6 +286,74 @@ async def test_cancelling_a_task_stops_its_coders_prompt(agents: AgentsFactory) 
     assert tasks.get(d.store, tenant, task_id).state == "cancelled"
 
 
+async def test_the_own_coders_permission_voted_on_its_session_ends_its_question(
+    agents: AgentsFactory,
+) -> None:
+    """Issue 22: agentrt's coder's permission request is one request through two doors,
+    the session's vote and the tenant's queue: voted on the session, its question on the
+    queue ends with the same outcome (no orphan), and both approvals say who answered."""
+    d = await agents()
+    tenant, _ = await _tenant(d)
+    url = f"{d.base(tenant)}/coding-tasks"
+    task_id = tasks.task_id_for(f"rest/{tenant}/own-5")
+    own_dir = Path(d.settings.workspace_cwd) / ".agentrt-tasks" / task_id
+    write = {"file_path": str(own_dir / "voted.txt"), "content": "yes\n"}
+    body = {
+        "title": "Write after a vote",
+        "instructions": f"/call write_file {json.dumps(write)}",
+        "requestId": "own-5",
+    }
+    assert (await d.client.post(url, json=body)).status_code == 201
+    assert (await d.client.post(f"{url}/{task_id}/coder", json={})).status_code == 200
+    decisions = f"{d.base(tenant)}/decisions"
+
+    async def asked() -> dict[str, Any] | None:
+        listed = (await d.client.get(decisions, params={"status": "open"})).json()
+        return next(iter(listed["decisions"]), None)
+
+    question = None
+    for _ in range(300):
+        question = await asked()
+        if question is not None:
+            break
+        await asyncio.sleep(0.2)
+    assert question is not None, "the coder's permission request never reached the queue"
+    request_id = question["payload"]["requestId"]
+    vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+    voted = await d.client.post(f"/permission/{request_id}", json=vote)
+    assert voted.status_code == 200, voted.text
+
+    async def resolved() -> dict[str, Any] | None:
+        listed = (await d.client.get(decisions, params={"status": "resolved"})).json()
+        return next(
+            (q for q in listed["decisions"] if q["decisionId"] == question["decisionId"]), None
+        )
+
+    ended = None
+    for _ in range(300):
+        ended = await resolved()
+        if ended is not None:
+            break
+        await asyncio.sleep(0.2)
+    assert ended is not None, "the question outlived its session's request"
+    assert (ended["resolution"], ended["answeredBy"]) == ("proceed_once", "admin")
+    inbox = "/api/v1/approvals"
+    for approval in (f"permission:{request_id}", f"coder_question:{question['decisionId']}"):
+        listed = (await d.client.get(inbox, params={"state": "approved", "limit": 200})).json()
+        (entry,) = [a for a in listed["approvals"] if a["approvalId"] == approval]
+        assert (entry["answer"], entry["answeredBy"]) == ("proceed_once", "admin")
+    late = await d.client.post(
+        f"{decisions}/{question['decisionId']}/respond", json={"resolution": "cancel"}
+    )
+    assert late.status_code == 409, late.text
+
+    def settled() -> bool:
+        return tasks.get(d.store, tenant, task_id).state == "succeeded"
+
+    await d.wait_until(settled, "the task's settlement after the vote", timeout=90)
+    assert (own_dir / "voted.txt").read_text() == "yes\n"
+
+
 async def test_a_coders_session_that_dies_unreported_fails_its_task(
     agents: AgentsFactory, dev_env: WorkflowEnvironment
 ) -> None:
