@@ -24,6 +24,8 @@ from runtime.sessions.contracts import MAX_DEADLINE_MS
 
 # The key of an approval timeout's override: what is asked (runtime/approvals/clock.py).
 APPROVAL_OVERRIDE_KEY = re.compile(r"(tool|mode):[A-Za-z0-9._:-]{1,200}")
+# The longest an approval may wait (a year): beyond it, say 0 (none).
+MAX_APPROVAL_TIMEOUT_MS = 365 * 86_400_000
 LOOPBACK_HOSTNAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 BODY_LIMIT_BYTES = 10 * 1024 * 1024
 
@@ -213,9 +215,9 @@ class Settings(BaseSettings):
     # Approvals' timeouts (0: none): a research authorization, a standing agent's decision
     # (mode change, stuck, budget reached, a coder's question) and its MCP call approval
     # expire unanswered after these; `approval.expiring` is owed this long before.
-    research_timeout_ms: int = Field(default=86_400_000, ge=0)
-    decision_timeout_ms: int = Field(default=604_800_000, ge=0)
-    mcp_approval_timeout_ms: int = Field(default=86_400_000, ge=0)
+    research_timeout_ms: int = Field(default=86_400_000, ge=0, le=MAX_APPROVAL_TIMEOUT_MS)
+    decision_timeout_ms: int = Field(default=604_800_000, ge=0, le=MAX_APPROVAL_TIMEOUT_MS)
+    mcp_approval_timeout_ms: int = Field(default=86_400_000, ge=0, le=MAX_APPROVAL_TIMEOUT_MS)
     approval_expiring_lead_ms: int = Field(default=900_000, ge=0)
     # Overrides of those, in ms (0: none), by what is asked (JSON object):
     # `{"tool:mcp__files__write": 3600000, "mode:Incident": 600000}`. `tool:<name>` times an
@@ -248,8 +250,10 @@ class Settings(BaseSettings):
         for key, ms in value.items():
             if not APPROVAL_OVERRIDE_KEY.fullmatch(key):
                 raise ValueError(f"{key!r}: an override is `tool:<tool>` or `mode:<mode>`")
-            if ms < 0:
-                raise ValueError(f"{key!r}: a timeout is 0 (none) or more milliseconds")
+            if not 0 <= ms <= MAX_APPROVAL_TIMEOUT_MS:
+                raise ValueError(
+                    f"{key!r}: a timeout is 0 (none) to {MAX_APPROVAL_TIMEOUT_MS} ms (a year)"
+                )
         return value
 
     @field_validator("device_flow_providers")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, get_args
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,7 +29,7 @@ from api.openapi import errors
 from api.routes.decisions import answer_decision
 from api.routes.device_flow import cancel_flow
 from api.routes.permissions import cast_vote
-from api.routes.research import decide_and_tell
+from api.routes.research import ResearchDecision, decide_and_tell
 from api.routes.session_common import is_local
 from api.routes.standing_common import TENANT_PATTERN, TenantPath
 from api.security import require_configured_token
@@ -192,7 +192,7 @@ _SETTLE_WAIT = 5.0
 _SETTLE_POLL = 0.05
 # The kinds' own refusals of an answer to a request that already ended.
 _ENDED_CODES: Final = frozenset({"decision_already_resolved", "research_already_decided"})
-_RESEARCH_ANSWERS: Final = ["approve", "deny"]
+_RESEARCH_ANSWERS: Final[list[str]] = list(get_args(ResearchDecision))
 
 
 class AnswerBody(BaseModel):
@@ -325,7 +325,15 @@ async def _answer(
         raise _ended_otherwise(now) from err
     wait = _SETTLE_WAIT if kind in _SETTLED_LATER else 0.0
     now = await _ended(answering.store, approval_id, wait)
-    return now if now is not None else row
+    if now is None:
+        return row
+    if now.state != ApprovalState.PENDING.value and not same_answer(now, body.answer):
+        # It ended otherwise meanwhile (a different vote taken first, a login approved
+        # at its provider): this answer changed nothing.
+        raise _ended_otherwise(now)
+    # Ended by this answer, or still pending (a consensus vote that counted, short of
+    # its quorum).
+    return now
 
 
 async def _by_kind(
@@ -334,6 +342,9 @@ async def _by_kind(
     """The kind's own operation, as its own route runs it."""
     store, settings = answering.store, answering.settings
     if kind is ApprovalKind.PERMISSION:
+        options = [str(o) for o in row.detail.get("options") or []]
+        if body.answer not in options:
+            raise ApiError.of(InvalidAnswer(approval_id=row.approval_id, expected=options))
         session_id = row.subject.removeprefix("session/")
         voters = await asyncio.to_thread(registry.client_count, store, session_id)
         vote = VoteRequest(

@@ -46,13 +46,15 @@ from runtime.store import Store
 from workflows.turn import TurnWorkflow
 
 log = logging.getLogger(__name__)
+# A human's decision on a prepared research (spec 000).
+ResearchDecision = Literal["approve", "deny"]
 # Temporal takes a signal in milliseconds; past this it is away: 503, nothing written.
 SIGNAL_WAIT = 5.0
 router = APIRouter(prefix=RESEARCH_ROUTES_PREFIX, route_class=StrictJsonRoute)
 
 
 class DecisionBody(BaseModel):
-    decision: Literal["approve", "deny"]
+    decision: ResearchDecision
     decided_by: str = Field(min_length=1, max_length=200)
     note: str | None = Field(default=None, max_length=2000)
     workspace: str | None = Field(default=None, pattern=WORKSPACE_PATTERN)
@@ -122,7 +124,7 @@ async def decide_and_tell(
     settings: Settings,
     store: Store,
     research_id: str,
-    decision: Literal["approve", "deny"],
+    decision: ResearchDecision,
     *,
     decided_by: str,
     note: str | None,
@@ -164,7 +166,7 @@ async def _tell_turn(
     workspace: str,
     turn_id: str,
     research_id: str,
-    decision: Literal["approve", "deny"],
+    decision: ResearchDecision,
 ) -> None:
     handle = client.get_workflow_handle(turn_workflow_id(instance, workspace, turn_id))
     try:

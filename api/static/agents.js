@@ -786,13 +786,27 @@
     text.placeholder = 'answer or note';
     text.maxLength = 2000;
     text.dataset.testid = 'approval-text';
-    const approve = button('Approve', 'approve', 'approval-approve');
-    const deny = button('Deny', 'deny', 'approval-deny');
+    const options = Array.isArray(detail.options) ? detail.options.map(str).filter(Boolean) : [];
+    const yesOrNo = options.every((option) => option === 'approve' || option === 'reject');
+    const buttons = [];
+    if (yesOrNo) {
+      // A decision's no is `reject` (its own vocabulary, spec §2.4).
+      const approve = button('Approve', 'approve', 'approval-approve');
+      const deny = button('Deny', 'deny', 'approval-deny');
+      approve.addEventListener('click', () => answerApproval(approval, 'approve', text.value, buttons));
+      deny.addEventListener('click', () => answerApproval(approval, 'reject', text.value, buttons));
+      buttons.push(approve, deny);
+    } else {
+      // A question with options of its own (agentrt's coder's permission: proceed_once,
+      // cancel, ...): one button each, the option as the answer.
+      for (const option of options) {
+        const choose = button(option, null, 'approval-option');
+        choose.dataset.option = option;
+        choose.addEventListener('click', () => answerApproval(approval, option, text.value, buttons));
+        buttons.push(choose);
+      }
+    }
     const answer = button('Answer', null, 'approval-answer');
-    const buttons = [approve, deny, answer];
-    // A decision's no is `reject` (its own vocabulary, spec §2.4).
-    approve.addEventListener('click', () => answerApproval(approval, 'approve', text.value, buttons));
-    deny.addEventListener('click', () => answerApproval(approval, 'reject', text.value, buttons));
     answer.addEventListener('click', () => {
       if (!text.value.trim()) {
         note('approval-message', 'Write the answer first.', 'error');
@@ -800,7 +814,8 @@
       }
       answerApproval(approval, text.value.trim(), '', buttons);
     });
-    item.append(el('div', 'answer', text, approve, deny, answer));
+    buttons.push(answer);
+    item.append(el('div', 'answer', text, ...buttons));
     return item;
   }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from runtime.approvals.ledger import ApprovalKind, ApprovalState
+from runtime.approvals.ledger import ApprovalKind, ApprovalState, recorded_answer
 from runtime.approvals.models import Approval
 from runtime.failures import WireError
 
@@ -45,7 +45,7 @@ def same_answer(row: Approval, answer: str) -> bool:
     """Whether ended `row` ended by `answer` (so answering it again changes nothing)."""
     if row.kind == ApprovalKind.DEVICE_LOGIN.value and answer == DENY_LOGIN:
         return row.state == ApprovalState.CANCELLED.value
-    return row.answer == answer and row.state in (
+    return row.answer == recorded_answer(answer) and row.state in (
         ApprovalState.APPROVED.value,
         ApprovalState.DENIED.value,
         ApprovalState.ANSWERED.value,

@@ -43,6 +43,8 @@ APPROVALS: Final[Table] = Approval.__table__  # type: ignore[attr-defined]
 # The tenant of the deployment's own requests (sessions, agent-tools turns, device flows
 # belong to no tenant): the administrator's inbox lists them, no tenant's does.
 DEPLOYMENT: Final = ""
+# What an approval records of an answer (models.Approval.answer).
+ANSWER_CHARS: Final = 200
 
 
 class ApprovalKind(StrEnum):
@@ -158,7 +160,7 @@ def settle(
             )
             .values(
                 state=state.value,
-                answer=None if answer is None else answer[:200],
+                answer=None if answer is None else recorded_answer(answer),
                 answered_by=answered_by,
                 answered_client=None if answered_client is None else answered_client[:200],
                 ended_at=now,
@@ -290,12 +292,21 @@ def notify(connection: Connection, event_type: str, row: Mapping[Any, Any], now:
     )
 
 
-def get_approval(connection: Connection, approval: str) -> Approval | None:
-    row = (
-        connection.execute(select(APPROVALS).where(APPROVALS.c.approval_id == approval))
-        .mappings()
-        .first()
-    )
+def recorded_answer(answer: str) -> str:
+    """An answer as its approval records it (its first 200 characters; the kind's own
+    record keeps it whole)."""
+    return answer[:ANSWER_CHARS]
+
+
+def get_approval(
+    connection: Connection, approval: str, *, for_update: bool = False
+) -> Approval | None:
+    """The approval, or None; `for_update` locks its row (PostgreSQL) until the caller's
+    transaction ends, against a concurrent `settle`."""
+    query = select(APPROVALS).where(APPROVALS.c.approval_id == approval)
+    if for_update:
+        query = query.with_for_update()
+    row = connection.execute(query).mappings().first()
     return None if row is None else Approval.model_validate(dict(row))
 
 

@@ -32,6 +32,12 @@ def permission_approval(request_id: str) -> str:
     return ledger.approval_id(ApprovalKind.PERMISSION, request_id)
 
 
+def permission_state(option_id: str) -> ApprovalState:
+    """What a permission request's chosen option makes of its approval (wherever it was
+    chosen: on the session, or on the tenant's queue for agentrt's coder)."""
+    return ApprovalState.DENIED if option_id in _DENY_OPTIONS else ApprovalState.APPROVED
+
+
 def project(connection: Connection, stream: str, entries: Sequence[JournalEntry]) -> None:
     """The approvals a batch of a session stream's events opens or ends."""
     if not stream.startswith(_SESSION_PREFIX):
@@ -131,7 +137,7 @@ def _resolved(connection: Connection, request_id: str, outcome: Any, entry: Jour
     outcome = outcome if isinstance(outcome, dict) else {}
     option = outcome.get("optionId")
     if outcome.get("outcome") == "selected" and isinstance(option, str):
-        state = ApprovalState.DENIED if option in _DENY_OPTIONS else ApprovalState.APPROVED
+        state = permission_state(option)
         approval = permission_approval(request_id)
         ledger.settle(
             connection,

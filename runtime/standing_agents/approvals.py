@@ -22,12 +22,14 @@ from sqlmodel import Session, col, select
 
 from runtime.approvals import ledger
 from runtime.approvals.ledger import ApprovalKind, ApprovalRequest, ApprovalState
+from runtime.approvals.projection import permission_state
 from runtime.standing_agents.contracts import (
     APPROVE,
     CODER_SOURCE,
     SUPERSEDED,
     AttentionKind,
     AttentionStatus,
+    is_permission_vote,
 )
 from runtime.standing_agents.models import AgentInstance, AttentionRequest
 
@@ -130,10 +132,15 @@ def settled(
     reason: str = "answered",
     state: ApprovalState | None = None,
 ) -> None:
+    if state is None:
+        # agentrt's coder's permission request: the option's state, as its session's
+        # approval ends (coder_decisions.mirror_permission_outcome), whichever side first.
+        voted = is_permission_vote(row.source, row.payload)
+        state = permission_state(resolution) if voted else outcome(resolution)
     ledger.settle(
         connection,
         approval_of(row),
-        state or outcome(resolution),
+        state,
         now=now,
         reason=reason,
         answer=resolution,

@@ -62,8 +62,10 @@ def coder_decision(
         existing = db.get(AttentionRequest, decision_id)
         if existing is not None:
             return existing
+        # Locked (PostgreSQL) until this question is written: a resolution projected
+        # meanwhile waits for it, then finds it and ends it (mirror_permission_outcome).
         ended = (
-            _ended_permission(db.connection(), str(request_id))
+            _ended_permission(db.connection(), request_id, lock=True)
             if isinstance(request_id, str)
             else None
         )
@@ -108,8 +110,10 @@ _NOTES = "its session's permission request ended"
 _ATTENTION = AttentionRequest.__table__  # type: ignore[attr-defined]
 
 
-def _ended_permission(connection: Connection, request_id: str) -> Approval | None:
-    row = ledger.get_approval(connection, permission_approval(request_id))
+def _ended_permission(
+    connection: Connection, request_id: str, *, lock: bool = False
+) -> Approval | None:
+    row = ledger.get_approval(connection, permission_approval(request_id), for_update=lock)
     return None if row is None or row.state == ApprovalState.PENDING.value else row
 
 

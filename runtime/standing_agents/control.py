@@ -656,8 +656,7 @@ def respond(
         # answered by its session's vote, which may have ended it here first
         # (coder_decisions.mirror_permission_outcome): the same option is the same answer.
         same = current.resolution == resolution and (
-            current.resolution_notes == notes
-            or is_permission_vote(current.source, current.payload)
+            current.resolution_notes == notes or is_permission_vote(current.source, current.payload)
         )
         if not won and not same:
             raise DecisionAlreadyResolved(current)

@@ -118,6 +118,15 @@ async def test_the_inbox_answers_as_the_kinds_own_route_does(agents: AgentsFacto
         f"{INBOX}/{make_id_for_decision(second)}/answer", json={"answer": "reject"}
     )
     assert again.status_code == 200 and again.json()["state"] == "denied"
+    # A free-text answer longer than the approval records (200 characters) is still the
+    # same answer when sent again.
+    third = make_id_for_decision(d.raise_decision(tenant, soa))
+    long = "ship it on Monday, " * 20
+    answers = await asyncio.gather(
+        *(d.client.post(f"{INBOX}/{third}/answer", json={"answer": long}) for _ in range(3))
+    )
+    assert {r.status_code for r in answers} == {200}, [r.text for r in answers]
+    assert answers[0].json()["state"] == "answered"
 
 
 async def test_the_inbox_answers_a_research_and_refuses_what_it_cannot(

@@ -216,6 +216,14 @@ async def test_the_own_coders_permission_requests_are_answered_on_the_decision_q
 
     await d.wait_until(settled, "the task's settlement after the vote", timeout=90)
     assert (own_dir / "asked.txt").read_text() == "yes\n"
+    # Issue 22: both doors' approvals end alike, whichever side recorded it first.
+    request_id = question["payload"]["requestId"]
+    listed = (
+        await d.client.get("/api/v1/approvals", params={"state": "approved", "limit": 200})
+    ).json()["approvals"]
+    ended = {a["approvalId"]: (a["answer"], a["answeredBy"]) for a in listed}
+    for approval in (f"permission:{request_id}", f"coder_question:{question['decisionId']}"):
+        assert ended.get(approval) == ("proceed_once", "admin"), (approval, ended)
 
 
 async def test_the_soa_hands_an_open_task_to_agentrts_coder(agents: AgentsFactory) -> None:

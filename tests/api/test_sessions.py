@@ -532,6 +532,12 @@ async def test_the_inbox_votes_as_the_session_route_does(daemon: DaemonFactory) 
     url = f"/api/v1/approvals/permission:{rid}/answer"
     unknown = await d.client.post(url, json={"answer": "proceed_sometimes"})
     assert unknown.status_code == 400, unknown.text
+    assert unknown.json() == {
+        "error": "This approval takes one of: proceed_always, proceed_once, cancel",
+        "code": "invalid_answer",
+        "approvalId": f"permission:{rid}",
+        "expected": ["proceed_always", "proceed_once", "cancel"],
+    }
     responses = await asyncio.gather(
         *(d.client.post(url, json={"answer": "proceed_once"}) for _ in range(5))
     )

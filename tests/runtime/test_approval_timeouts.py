@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from runtime.approvals import clock, ledger
+from runtime.approvals.answers import may_answer
 from runtime.approvals.ledger import ApprovalKind, ApprovalRequest
 from runtime.settings import Settings
 from runtime.store import Store
@@ -108,7 +109,13 @@ def test_overrides_alone_start_the_clock() -> None:
 
 @pytest.mark.parametrize(
     "overrides",
-    [{"Incident": 1000}, {"kind:decision": 1000}, {"mode:": 1000}, {"mode:Incident": -1}],
+    [
+        {"Incident": 1000},
+        {"kind:decision": 1000},
+        {"mode:": 1000},
+        {"mode:Incident": -1},
+        {"tool:t": 366 * 86_400_000},  # beyond a year: 0 says none
+    ],
 )
 def test_an_override_names_a_tool_or_a_mode_and_a_timeout(overrides: dict[str, int]) -> None:
     with pytest.raises(ValidationError):
@@ -120,3 +127,13 @@ def test_the_overrides_come_from_the_environment_as_json(
 ) -> None:
     monkeypatch.setenv("AGENTRT_APPROVAL_TIMEOUT_OVERRIDES", '{"tool:mcp__files__write": 5000}')
     assert Settings().approval_timeout_overrides == {"tool:mcp__files__write": 5000}
+
+
+def test_who_may_answer_which_kind() -> None:
+    """The one table (runtime/approvals/answers.py): the administrator (None) every kind,
+    a tenant's operator its tenant's kinds, a coder nothing."""
+    for kind in ApprovalKind:
+        assert may_answer(None, kind)
+        assert not may_answer("coder", kind)
+    tenant_kinds = {ApprovalKind.DECISION, ApprovalKind.MCP_CALL, ApprovalKind.CODER_QUESTION}
+    assert {kind for kind in ApprovalKind if may_answer("operator", kind)} == tenant_kinds
