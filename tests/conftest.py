@@ -148,6 +148,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # pytest no longer reads.)
 SHARED_STACK_MODULES: frozenset[str] = frozenset(
     {
+        "tests/e2e/test_readme.py",
         "tests/e2e/test_security_auto_shell.py",
         "tests/e2e/test_security_gates.py",
         "tests/e2e/test_security_workspace.py",

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ import pytest
 from cli import build_parser
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
-from tests.e2e.test_up_e2e import _wait_worker_live, agentrt_up
+from tests.e2e.test_up_e2e import Up, _wait_worker_live, agentrt_up
 from tests.mcp_helpers import EVERYTHING, node_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +30,7 @@ RECIPES = dict(RECIPE.findall(README))
 README_URL = "http://127.0.0.1:4170"
 # Recipes of strict mutation routes: they run against a daemon with a token.
 TOKEN_RECIPES = {"standing-agents", "model-routing", "mcp", "agents-mcp", "coders"}
+TOKEN = "readme-token"
 
 
 def _section(title: str) -> str:
@@ -141,26 +143,36 @@ def test_the_recipes_run_against_agentrt_up(tmp_path: Path) -> None:
     assert f'"workspaceCwd": "{workspace}"' in tool
 
 
-def test_the_standing_agents_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def token_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
+    """One `agentrt up` with a token for the recipes of strict routes that work their own
+    tenant (acme, acme-coders, acme-mcp) or the workspace's MCP servers, as a reader
+    running them one after another on one daemon would (model routing has its own). The
+    module runs whole on one worker (SHARED_STACK_MODULES, tests/conftest.py)."""
     if shutil.which("curl") is None or shutil.which("jq") is None:
         pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
-    token = "readme-token"
-    with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token}) as up:
+    workdir = tmp_path_factory.mktemp("token-stack")
+    env = {"AGENTRT_TOKEN": TOKEN, "PATH": _offline_npx(workdir)}
+    with agentrt_up(workdir, env) as up:
         up.wait_healthy()
-        done = subprocess.run(
-            [
-                "bash",
-                "-euo",
-                "pipefail",
-                "-c",
-                RECIPES["standing-agents"].replace(README_URL, up.api_url),
-            ],
-            cwd=tmp_path,
-            env={**os.environ, "AGENTRT_TOKEN": token},
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+        yield up
+
+
+def _run_recipe(up: Up, name: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", RECIPES[name].replace(README_URL, up.api_url)],
+        cwd=cwd,
+        env={**os.environ, "AGENTRT_TOKEN": TOKEN},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_the_standing_agents_recipe_runs_against_agentrt_up(
+    token_stack: Up, tmp_path: Path
+) -> None:
+    done = _run_recipe(token_stack, "standing-agents", tmp_path)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     out = done.stdout
     assert "agent: Hello, I am your standing agent." in out
@@ -169,49 +181,6 @@ def test_the_standing_agents_recipe_runs_against_agentrt_up(tmp_path: Path) -> N
     assert '"Incident"' in out
     assert '{"from":"Strategic","to":"Incident","source":"ui"}' in out
     assert '"eventKind":"AgentInitialized"' in out
-
-
-def test_the_model_routing_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
-    if shutil.which("curl") is None or shutil.which("jq") is None:
-        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
-    token = "readme-token"
-    with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token}) as up:
-        up.wait_healthy()
-        done = subprocess.run(
-            [
-                "bash",
-                "-euo",
-                "pipefail",
-                "-c",
-                RECIPES["model-routing"].replace(README_URL, up.api_url),
-            ],
-            cwd=tmp_path,
-            env={**os.environ, "AGENTRT_TOKEN": token},
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
-    lines = done.stdout.splitlines()
-    providers = [json.loads(line) for line in lines[:2]]
-    assert [p["providerId"] for p in providers] == ["openai", "openrouter"]
-    assert [c["kind"] for c in providers[0]["credentials"]] == ["apiKeyEnv", "apiKeyEnv"]
-    assert json.loads(lines[2]) == {
-        "presetId": "everyday",
-        "fallback": [{"model": "openai/gpt-4o-mini", "provider": "openrouter"}],
-    }
-    assert json.loads(lines[3])["resolvedFrom"] == "Session:Default"
-    assert json.loads(lines[4]) == {
-        "siteId": "Session:Default",
-        "parent": "Default",
-        "presetId": "everyday",
-        "resolvedPresetId": "everyday",
-        "resolvedFrom": "Session:Default",
-    }
-    assert json.loads(lines[5])["resolvedPresetId"] == "settings"
-    assert json.loads(lines[6]) == {"model": "gpt-4o-mini", "source": "genai-prices"}
-    assert json.loads(lines[7]) == {"model": "openai/gpt-4o-mini", "source": "override"}
-    assert lines[8:] == []  # no prompt ran: no attempt yet
 
 
 def _offline_npx(tmp_path: Path) -> str:
@@ -225,28 +194,9 @@ def _offline_npx(tmp_path: Path) -> str:
     return f"{shims}:{os.environ['PATH']}"
 
 
-def test_the_agents_mcp_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
+def test_the_agents_mcp_recipe_runs_against_agentrt_up(token_stack: Up, tmp_path: Path) -> None:
     """A standing agent's consequential MCP call: a decision, approved, run once."""
-    if shutil.which("curl") is None or shutil.which("jq") is None:
-        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
-    token = "readme-token"
-    path = _offline_npx(tmp_path)
-    with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token, "PATH": path}) as up:
-        up.wait_healthy()
-        done = subprocess.run(
-            [
-                "bash",
-                "-euo",
-                "pipefail",
-                "-c",
-                RECIPES["agents-mcp"].replace(README_URL, up.api_url),
-            ],
-            cwd=tmp_path,
-            env={**os.environ, "AGENTRT_TOKEN": token},
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+    done = _run_recipe(token_stack, "agents-mcp", tmp_path)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     lines = done.stdout.splitlines()
     assert json.loads(lines[0]) == {
@@ -272,21 +222,9 @@ def test_the_agents_mcp_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
     }
 
 
-def test_the_coders_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
+def test_the_coders_recipe_runs_against_agentrt_up(token_stack: Up, tmp_path: Path) -> None:
     """The SOA proposes a task for any coder; curl, as an MCP coder, works it."""
-    if shutil.which("curl") is None or shutil.which("jq") is None:
-        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
-    token = "readme-token"
-    with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token}) as up:
-        up.wait_healthy()
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", RECIPES["coders"].replace(README_URL, up.api_url)],
-            cwd=tmp_path,
-            env={**os.environ, "AGENTRT_TOKEN": token},
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+    done = _run_recipe(token_stack, "coders", tmp_path)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     lines = done.stdout.splitlines()
     assert json.loads(lines[0]) == {"agentId": "my-coder-1", "capabilities": ["python"]}
@@ -295,26 +233,44 @@ def test_the_coders_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
     assert lines[3] == "DependencyCompleted turns: 1"
 
 
-def test_the_mcp_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
+def test_the_mcp_recipe_runs_against_agentrt_up(token_stack: Up, tmp_path: Path) -> None:
     """The recipe's `npx -y @modelcontextprotocol/server-everything`, offline: an `npx` on
     agentrt's PATH that runs the copy tests/mcp_servers installed (nothing downloads)."""
-    if shutil.which("curl") is None or shutil.which("jq") is None:
-        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
-    token = "readme-token"
-    path = _offline_npx(tmp_path)
-    with agentrt_up(tmp_path, {"AGENTRT_TOKEN": token, "PATH": path}) as up:
-        up.wait_healthy()
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", RECIPES["mcp"].replace(README_URL, up.api_url)],
-            cwd=tmp_path,
-            env={**os.environ, "AGENTRT_TOKEN": token},
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+    done = _run_recipe(token_stack, "mcp", tmp_path)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     lines = done.stdout.splitlines()
     assert json.loads(lines[0]) == {"serverName": "everything", "transport": "stdio", "trust": True}
     assert json.loads(lines[1]) == {"name": "everything", "mcpStatus": "connected", "echo": True}
     assert lines[2] == '{"stopReason":"end_turn"}'
     assert lines[-1] == "Echo: hi from MCP"
+
+
+def test_the_model_routing_recipe_runs_against_agentrt_up(tmp_path: Path) -> None:
+    """On a stack of its own: it reroutes the model the other recipes' prompts use, and
+    reads the attempts of a stack where no prompt ran yet."""
+    if shutil.which("curl") is None or shutil.which("jq") is None:
+        pytest.skip("curl and jq are needed to run the README's recipes (.ci/run installs them)")
+    with agentrt_up(tmp_path, {"AGENTRT_TOKEN": TOKEN}) as up:
+        up.wait_healthy()
+        done = _run_recipe(up, "model-routing", tmp_path)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    lines = done.stdout.splitlines()
+    providers = [json.loads(line) for line in lines[:2]]
+    assert [p["providerId"] for p in providers] == ["openai", "openrouter"]
+    assert [c["kind"] for c in providers[0]["credentials"]] == ["apiKeyEnv", "apiKeyEnv"]
+    assert json.loads(lines[2]) == {
+        "presetId": "everyday",
+        "fallback": [{"model": "openai/gpt-4o-mini", "provider": "openrouter"}],
+    }
+    assert json.loads(lines[3])["resolvedFrom"] == "Session:Default"
+    assert json.loads(lines[4]) == {
+        "siteId": "Session:Default",
+        "parent": "Default",
+        "presetId": "everyday",
+        "resolvedPresetId": "everyday",
+        "resolvedFrom": "Session:Default",
+    }
+    assert json.loads(lines[5])["resolvedPresetId"] == "settings"
+    assert json.loads(lines[6]) == {"model": "gpt-4o-mini", "source": "genai-prices"}
+    assert json.loads(lines[7]) == {"model": "openai/gpt-4o-mini", "source": "override"}
+    assert lines[8:] == []  # no prompt ran: no attempt yet
