@@ -50,6 +50,11 @@ async def test_a_disabled_tenant_can_stop_its_agents_and_enabling_wakes_them(
     tenant = d.tenant()
     soa = await d.soa(tenant)
     base = d.base(tenant)
+    # Its first tick over: a tick still running would take the event enqueued below when
+    # it ends, and an agent in a tick is not stale.
+    await d.wait_until(
+        lambda: d.turns(soa) and not d.instance(soa).tick_in_progress, "the first tick's end"
+    )
     off = await d.client.put(f"{base}/features/standing-agents", json={"enabled": False})
     assert off.status_code == 200
     # Stop stays reachable: an operator can always stop an agent.

@@ -225,6 +225,10 @@ async def test_a_reset_supersedes_the_agents_pending_approvals(agents: AgentsFac
     d = await agents()
     tenant = d.tenant()
     soa = await d.soa(tenant)
+    # Its first tick over: a reset waits for a running tick to end (409 tick_in_progress).
+    await d.wait_until(
+        lambda: d.turns(soa) and not d.instance(soa).tick_in_progress, "the first tick's end"
+    )
     d.set_instance(soa, status="Active")
     decision = d.raise_decision(tenant, soa)
     mode_change = d.raise_decision(
@@ -234,6 +238,7 @@ async def test_a_reset_supersedes_the_agents_pending_approvals(agents: AgentsFac
     assert stopped.status_code == 200, stopped.text
     pending = (await _inbox(d, tenant=tenant))["approvals"]
     assert {a["ref"] for a in pending} == {decision, mode_change}
+    await d.wait_until(lambda: not d.instance(soa).tick_in_progress, "no tick running")
     reset = await d.client.post(f"{d.base(tenant)}/agents/{soa}/reset")
     assert reset.status_code == 200, reset.text
     for decision_id in (decision, mode_change):
