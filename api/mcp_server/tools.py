@@ -25,7 +25,7 @@ from api.mcp_server.windows import register_windows_tools
 from runtime.coding_tasks import store as tasks
 from runtime.coding_tasks.contracts import TaskState
 from runtime.settings import Settings
-from runtime.standing_agents import coder_decisions, control, registry_store
+from runtime.standing_agents import coder_decisions, decision_queue, registry_store
 from runtime.store import Store
 from runtime.timestamps import iso_ms
 
@@ -306,17 +306,19 @@ def build_mcp_server(settings: Settings) -> MCPServer:
                 op_id=f"coder/{who.tenant}/{who.who}/{requestId}",
             )
         )
-        return control.decision_body(row)
+        return decision_queue.decision_body(row)
 
     @server.tool(description="A decision's state and, once answered, the answer.", annotations=READ)
     @answered
     async def decision_get(decisionId: Id, ctx: Context) -> dict[str, Any]:
         who = await caller(ctx)
         try:
-            row = await asyncio.to_thread(control.get_decision, who.store, who.tenant, decisionId)
-        except control.DecisionNotFound:
+            row = await asyncio.to_thread(
+                decision_queue.get_decision, who.store, who.tenant, decisionId
+            )
+        except decision_queue.DecisionNotFound:
             raise refused("decision_not_found", "no such decision", decisionId=decisionId) from None
-        return control.decision_body(row)
+        return decision_queue.decision_body(row)
 
     register_windows_tools(server, settings, caller)
     return server

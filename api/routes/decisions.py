@@ -1,6 +1,6 @@
 """The decision queue: /api/v1/tenants/{tenant}/decisions (spec §2.4).
 
-router → control.respond (a compare-and-swap open → resolved in the store; an approved
+router → decision_queue.respond (a compare-and-swap open → resolved in the store; an approved
 mode change applied; the resume event `escalation/{decisionId}` enqueued, deduped)
 → `wake` to the agent. However many times, however concurrently an answer is sent,
 the agent resumes once.
@@ -29,7 +29,7 @@ from runtime.policy.permissions import NotPending
 from runtime.sessions.contracts import VoteRequest
 from runtime.sessions.errors import SessionNotFound
 from runtime.settings import Settings
-from runtime.standing_agents import control
+from runtime.standing_agents import control, decision_queue
 from runtime.standing_agents.coder_decisions import permission_vote
 from runtime.standing_agents.contracts import AttentionStatus
 from runtime.standing_agents.models import AttentionRequest
@@ -51,7 +51,7 @@ def decision_not_found(decision_id: str) -> ApiError:
 
 
 def _view(row: AttentionRequest) -> DecisionView:
-    return DecisionView.model_validate(control.decision_body(row))
+    return DecisionView.model_validate(decision_queue.decision_body(row))
 
 
 @router.get("", responses=errors(400, 403))
@@ -61,7 +61,7 @@ async def list_decisions(
     status: Annotated[Literal["open", "resolved"] | None, Query()] = None,
 ) -> DecisionList:
     rows = await asyncio.to_thread(
-        control.list_decisions, store, tenant, AttentionStatus(status) if status else None
+        decision_queue.list_decisions, store, tenant, AttentionStatus(status) if status else None
     )
     return DecisionList(decisions=[_view(row) for row in rows])
 
@@ -123,8 +123,8 @@ async def answer_decision(
     (api/routes/approvals.py). 404 `decision_not_found`, 409 `decision_already_resolved`
     for a different answer to a resolved decision; the same answer again is the row."""
     try:
-        current = await asyncio.to_thread(control.get_decision, store, tenant, decision_id)
-    except control.DecisionNotFound:
+        current = await asyncio.to_thread(decision_queue.get_decision, store, tenant, decision_id)
+    except decision_queue.DecisionNotFound:
         raise decision_not_found(decision_id) from None
     if (
         permission_vote(current)
@@ -134,7 +134,7 @@ async def answer_decision(
         await _vote(connector, settings, store, current, resolution, answered_by)
     try:
         row, _won = await asyncio.to_thread(
-            control.respond,
+            decision_queue.respond,
             store,
             journal,
             tenant,
@@ -145,9 +145,9 @@ async def answer_decision(
             answered_by,
             digest,
         )
-    except control.DecisionNotFound:
+    except decision_queue.DecisionNotFound:
         raise decision_not_found(decision_id) from None
-    except control.DecisionAlreadyResolved as err:
+    except decision_queue.DecisionAlreadyResolved as err:
         raise ApiError(
             409,
             {

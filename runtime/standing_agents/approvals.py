@@ -5,7 +5,7 @@ request, written in the transaction that writes the request or ends it.
   (in the flush that inserts the row, whichever of the queue's writers inserts it: the
   agent's tools, the STUCK guard, the budget pause, a signal's human request, a coder's
   question); registered when the package is imported (its `__init__`).
-- `settled` ends it when the request is answered (control.respond, the budget pause's
+- `settled` ends it when the request is answered (decision_queue.respond, the budget pause's
   own resolution), with the verified identity of who answered.
 - `superseded` ends the pending approvals of an agent stopped or reset, and of a coding
   task settled.

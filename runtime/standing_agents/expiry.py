@@ -12,12 +12,8 @@ from runtime.approvals.ledger import ApprovalState
 from runtime.standing_agents import approvals
 from runtime.standing_agents.agent_journal import DECISION, append_agent_event_once
 from runtime.standing_agents.contracts import AttentionKind, AttentionStatus
-from runtime.standing_agents.control import (
-    after_resolution,
-    decision_body,
-    now_utc,
-    transaction,
-)
+from runtime.standing_agents.control import now_utc, transaction
+from runtime.standing_agents.decision_queue import after_resolution, decision_body
 from runtime.standing_agents.models import AttentionRequest
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal

@@ -6,7 +6,7 @@ decision (`kind: mcp_call`) on the tenant's queue, written once per tool-call op
 id, carrying the server, the server's own tool name, the fingerprint of the server's
 configuration, the exact arguments and their digest (`payload.digest`,
 runtime/approvals/binding.py). Answering it enqueues the agent's
-`OperatorAnsweredEscalation` as every decision does (control.respond, which records the
+`OperatorAnsweredEscalation` as every decision does (decision_queue.respond, which records the
 digest an `approve` approved); the tick of that event, when the answer is `approve`, runs
 the call once under an operation id derived from the decision, and only if its arguments
 still hash to the approved digest (activities/standing_agent/mcp_tools), and the outcome

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import delete
 
 from api.agent_workflows import STALE_EVENT_AGE, WakeRetries, stale_instances
-from runtime.standing_agents import control
+from runtime.standing_agents import control, decision_queue
 from runtime.standing_agents.agent_journal import DECISION, MESSAGE
 from runtime.standing_agents.contracts import (
     EXTERNAL_EVENT_KINDS,
@@ -156,15 +156,15 @@ async def test_a_retried_control_call_journals_what_was_lost_and_nothing_twice(
     assert not created and again.message_id == row.message_id
     assert len(_entries(d.journal, tenant, soa, MESSAGE)) == 1
     decision = d.raise_decision(tenant, soa, AttentionKind.DECISION)
-    control.respond(d.store, d.journal, tenant, decision, "approve", None, "me")
+    decision_queue.respond(d.store, d.journal, tenant, decision, "approve", None, "me")
     # The crash: the store has both writes, the journal lost its entries.
     _delete_journal(d, tenant, soa)
     control.post_message(d.store, d.journal, tenant, soa, "hi", "m-1")
-    _, won = control.respond(d.store, d.journal, tenant, decision, "approve", None, "me")
+    _, won = decision_queue.respond(d.store, d.journal, tenant, decision, "approve", None, "me")
     assert not won
     assert len(_entries(d.journal, tenant, soa, MESSAGE)) == 1
     assert len(_entries(d.journal, tenant, soa, DECISION)) == 1
-    control.respond(d.store, d.journal, tenant, decision, "approve", None, "me")
+    decision_queue.respond(d.store, d.journal, tenant, decision, "approve", None, "me")
     assert len(_entries(d.journal, tenant, soa, DECISION)) == 1
     # One resume per decision, one OperatorMessage per messageId.
     kinds = [row.event_kind for row in d.events(soa)]
@@ -180,7 +180,7 @@ async def test_concurrent_answers_commit_one_resolution(agents: AgentsFactory) -
     results = await asyncio.gather(
         *(
             asyncio.to_thread(
-                control.respond, d.store, d.journal, tenant, decision, "approve", "ok", "me"
+                decision_queue.respond, d.store, d.journal, tenant, decision, "approve", "ok", "me"
             )
             for _ in range(6)
         )

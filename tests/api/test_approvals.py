@@ -10,6 +10,7 @@ from typing import Any
 
 from runtime.approvals.ledger import ApprovalKind, approval_id
 from runtime.investigation.demo import ensure_demo
+from runtime.investigation.models import Research
 from runtime.investigation.research import prepare_research, research_state
 from runtime.standing_agents.coder_decisions import coder_decision
 from runtime.standing_agents.contracts import AttentionKind
@@ -36,6 +37,15 @@ async def _one(d: AgentsDaemon, approval: str, state: str) -> dict[str, Any]:
     found: list[dict[str, Any]] = [a for a in body["approvals"] if a["approvalId"] == approval]
     assert found, (approval, state, body)
     return found[0]
+
+
+def _prepared_research(d: AgentsDaemon, workspace: str) -> Research:
+    """A research prepared in `workspace` (the demo investigation's), waiting for a human."""
+    with d.store.session() as db:
+        ensure_demo(db)
+        return prepare_research(
+            db, workspace, "Trace the Riga funds", {"node_ids": ["a-kestrel-riga"]}
+        )
 
 
 async def test_a_decision_is_an_approval_from_request_to_answer(agents: AgentsFactory) -> None:
@@ -134,11 +144,7 @@ async def test_the_inbox_answers_a_research_and_refuses_what_it_cannot(
 ) -> None:
     d = await agents()
     workspace = d.settings.agent_tools_workspace
-    with d.store.session() as db:
-        ensure_demo(db)
-        research = prepare_research(
-            db, workspace, "Trace the Riga funds", {"node_ids": ["a-kestrel-riga"]}
-        )
+    research = _prepared_research(d, workspace)
     approval = f"research:{research.research_id}"
     url = f"{INBOX}/{approval}/answer"
     maybe = await d.client.post(url, json={"answer": "maybe"})
@@ -283,11 +289,7 @@ async def test_an_mcp_call_approval_carries_its_digest(agents: AgentsFactory) ->
 async def test_a_research_authorization_is_an_approval(agents: AgentsFactory) -> None:
     d = await agents()
     workspace = d.settings.agent_tools_workspace
-    with d.store.session() as db:
-        ensure_demo(db)
-        research = prepare_research(
-            db, workspace, "Trace the Riga funds", {"node_ids": ["a-kestrel-riga"]}
-        )
+    research = _prepared_research(d, workspace)
     approval = f"research:{research.research_id}"
     entry = await _one(d, approval, "pending")
     assert entry["kind"] == "research" and entry["tenant"] is None
@@ -461,11 +463,7 @@ async def test_a_timeout_of_zero_is_none(agents: AgentsFactory) -> None:
 async def test_an_unauthorized_research_expires_denied(agents: AgentsFactory) -> None:
     d = await agents(research_timeout_ms=1500)
     workspace = d.settings.agent_tools_workspace
-    with d.store.session() as db:
-        ensure_demo(db)
-        research = prepare_research(
-            db, workspace, "Trace the Riga funds", {"node_ids": ["a-kestrel-riga"]}
-        )
+    research = _prepared_research(d, workspace)
     ended = await _one_eventually(d, f"research:{research.research_id}", "expired")
     assert (ended["answer"], ended["answeredBy"]) == ("deny", "agentrt")
     with d.store.session() as db:

@@ -172,6 +172,18 @@ async def test_agentrts_own_coder_edits_a_file_in_its_worktree_and_settles_the_t
     assert (taken.status_code, taken.json()["code"]) == (409, "task_not_open")
 
 
+async def _open_question(d: AgentsDaemon, decisions: str) -> dict[str, Any]:
+    """The tenant's first open decision: agentrt's coder's permission request, once it
+    reached the queue."""
+    for _ in range(300):
+        listed = (await d.client.get(decisions, params={"status": "open"})).json()
+        question: dict[str, Any] | None = next(iter(listed["decisions"]), None)
+        if question is not None:
+            return question
+        await asyncio.sleep(0.2)
+    raise AssertionError("the coder's permission request never reached the queue")
+
+
 async def test_the_own_coders_permission_requests_are_answered_on_the_decision_queue(
     agents: AgentsFactory,
 ) -> None:
@@ -192,17 +204,7 @@ async def test_the_own_coders_permission_requests_are_answered_on_the_decision_q
     assert (await d.client.post(f"{url}/{task_id}/coder", json={})).status_code == 200
     decisions = f"{d.base(tenant)}/decisions"
 
-    async def asked() -> dict[str, Any] | None:
-        listed = (await d.client.get(decisions, params={"status": "open"})).json()
-        return next(iter(listed["decisions"]), None)
-
-    question = None
-    for _ in range(300):
-        question = await asked()
-        if question is not None:
-            break
-        await asyncio.sleep(0.2)
-    assert question is not None, "the coder's permission request never reached the queue"
+    question = await _open_question(d, decisions)
     assert question["source"] == "coder" and question["payload"]["taskId"] == task_id
     assert "proceed_once" in question["options"]
     respond = f"{decisions}/{question['decisionId']}/respond"
@@ -315,17 +317,7 @@ async def test_the_own_coders_permission_voted_on_its_session_ends_its_question(
     assert (await d.client.post(f"{url}/{task_id}/coder", json={})).status_code == 200
     decisions = f"{d.base(tenant)}/decisions"
 
-    async def asked() -> dict[str, Any] | None:
-        listed = (await d.client.get(decisions, params={"status": "open"})).json()
-        return next(iter(listed["decisions"]), None)
-
-    question = None
-    for _ in range(300):
-        question = await asked()
-        if question is not None:
-            break
-        await asyncio.sleep(0.2)
-    assert question is not None, "the coder's permission request never reached the queue"
+    question = await _open_question(d, decisions)
     request_id = question["payload"]["requestId"]
     vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
     voted = await d.client.post(f"/permission/{request_id}", json=vote)
