@@ -260,9 +260,11 @@ def run_api(settings: Settings) -> int:
 
     from api.app import create_app
     from api.sse import stream_shutdown
+    from runtime.collector import tune_collector
 
     app = create_app(settings, temporal_embedded=settings.temporal_embedded)
     streams = stream_shutdown(app)
+    tune_collector()
 
     class ApiServer(uvicorn.Server):
         """uvicorn that ends SSE streams as soon as it is asked to stop: they never end
@@ -290,8 +292,10 @@ def run_api(settings: Settings) -> int:
 
 
 def run_worker_command(settings: Settings) -> int:
+    from runtime.collector import tune_collector
     from worker import run_worker
 
+    tune_collector()
     asyncio.run(run_worker(settings))
     return 0
 

@@ -19,7 +19,9 @@ resolve the name where this check cannot see the address.
 
 from __future__ import annotations
 
+import functools
 import socket
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -185,6 +187,15 @@ class _ResponseStream(httpx.AsyncByteStream):
                 await self._stream.aclose()
 
 
+@functools.cache
+def tls_context(verify: bool = True) -> ssl.SSLContext:
+    """One TLS context per process and setting. Building one loads the CA bundle (about
+    25 ms of CPU), and the worker makes a client per model call, device-flow poll and
+    webhook delivery; a context serves any number of connections, from any thread. The
+    bundle is read once: a change to it takes a restart of the process."""
+    return httpx.create_ssl_context(verify=verify)
+
+
 class EgressTransport(httpx.AsyncBaseTransport):
     """httpx over an httpcore pool whose every connection goes through `EgressNetworkBackend`."""
 
@@ -197,7 +208,7 @@ class EgressTransport(httpx.AsyncBaseTransport):
     ) -> None:
         limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(verify=verify),
+            ssl_context=tls_context(verify),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,

@@ -129,6 +129,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 _E2E = Path(__file__).parent / "e2e"
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The project and every test module are imported: from here on, the collector's
+    settings of agentrt's own long-lived processes (runtime/collector.py). About a tenth
+    of the in-process tests' CPU went to the collector walking that start-up heap."""
+    from runtime.collector import tune_collector
+
+    tune_collector()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         in_e2e = _E2E in Path(str(item.fspath)).parents
