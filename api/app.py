@@ -18,7 +18,7 @@ from temporalio.client import Client
 from api.access_log import AccessLog
 from api.agent_workflows import Sweeper
 from api.errors import LastResort, install_error_handlers
-from api.mcp_server import MCP_PATH, McpEndpoint, build_mcp_server
+from api.mcp_server import MCP_PATH, McpEndpoint
 from api.openapi import install_openapi
 from api.routes import (
     agent_config,
@@ -120,7 +120,6 @@ def create_app(
                 clock=approval_clock.enabled(settings),
             )
         )
-        await mcp_endpoint.start()
         try:
             yield
         finally:
@@ -187,7 +186,7 @@ def create_app(
     app.include_router(llm.router)
     app.include_router(windows.router)
     # agentrt's own MCP server (api/mcp_server.py): the SDK's transport, on our chain.
-    mcp_endpoint = McpEndpoint(build_mcp_server(settings), settings)
+    mcp_endpoint = McpEndpoint(settings)
     app.router.routes.append(
         Route(
             MCP_PATH,

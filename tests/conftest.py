@@ -53,10 +53,10 @@ def _analyse_each_endpoint_once() -> None:
 
 
 def _build_each_mcp_tool_once() -> None:
-    """The MCP server that each app mounts at /mcp (api/mcp_server) registers its tools
-    with the SDK's `Tool.from_function`, which builds a pydantic model of each function's
-    signature and its JSON schema: nine tenths of an app's construction, and the suite
-    builds an app per API test. What it builds is a function of the function's code and
+    """The MCP server that an app builds on its first request to /mcp (api/mcp_server)
+    registers its tools with the SDK's `Tool.from_function`, which builds a pydantic model
+    of each function's signature and its JSON schema: far more than the rest of an app's
+    construction, and the suite's MCP tests build an app each. What it builds is a function of the function's code and
     of the registration's arguments only (the tools are closures over the app, whose
     cells it never reads), so the suite builds each once per process and gives every
     later registration a copy holding its own function. A tool with `Resolve(...)`

@@ -22,8 +22,9 @@ same (compare-and-swap on the task's state), a progress note carries `noteId` an
 decision request `requestId`, which make a retry add nothing.
 """
 
-from api.mcp_server.common import MCP_PATH
 from api.mcp_server.endpoint import McpEndpoint
-from api.mcp_server.tools import build_mcp_server
+from api.security.roles import MCP_PATH
 
-__all__ = ["MCP_PATH", "McpEndpoint", "build_mcp_server"]
+# Only the endpoint here: the tools (api/mcp_server/tools.py) import the SDK, which the
+# endpoint loads on the first request to /mcp.
+__all__ = ["MCP_PATH", "McpEndpoint"]

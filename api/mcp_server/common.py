@@ -19,7 +19,6 @@ from runtime.standing_agents.control import standing_agents_enabled
 from runtime.store import Store
 from runtime.tenant_tokens import Identity
 
-MCP_PATH = "/mcp"
 TENANT_HEADER = "x-agentrt-tenant"
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)

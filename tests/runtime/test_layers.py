@@ -71,3 +71,16 @@ def test_the_api_process_loads_no_activity() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_api_loads_the_mcp_sdk_on_the_first_request_to_mcp_only() -> None:
+    """The MCP SDK is about a fifth of the API's start: api/mcp_server/endpoint.py loads
+    it, and builds agentrt's MCP server, when `/mcp` is first called."""
+    code = (
+        "import sys, api.app; "
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')"
+        " or m == 'api.mcp_server.tools'); "
+        "print(loaded); sys.exit(1 if loaded else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
