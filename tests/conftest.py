@@ -56,12 +56,12 @@ def _build_each_mcp_tool_once() -> None:
     """The MCP server that an app builds on its first request to /mcp (api/mcp_server)
     registers its tools with the SDK's `Tool.from_function`, which builds a pydantic model
     of each function's signature and its JSON schema: far more than the rest of an app's
-    construction, and the suite's MCP tests build an app each. What it builds is a function of the function's code and
-    of the registration's arguments only (the tools are closures over the app, whose
-    cells it never reads), so the suite builds each once per process and gives every
-    later registration a copy holding its own function. A tool with `Resolve(...)`
-    parameters (none of agentrt's) is built every time. Production builds one app per
-    process and is not concerned."""
+    construction, and the suite's MCP tests build an app each. What it builds is a
+    function of the function's code and of the registration's arguments only (the tools
+    are closures over the app, whose cells it never reads), so the suite builds each once
+    per process and gives every later registration a copy holding its own function. A
+    tool with `Resolve(...)` parameters (none of agentrt's) is built every time.
+    Production builds one server per process and is not concerned."""
     from mcp.server.mcpserver.tools import base
 
     build = base.Tool.from_function
