@@ -28,7 +28,7 @@ from runtime.notifications import outbox
 from runtime.notifications.waker import Waker
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
-from runtime.store.migrate import ensure_migrated
+from runtime.store.migrate import upgrade_to_head
 from runtime.telemetry import setup_tracing
 from workflows import WORKFLOWS
 
@@ -135,7 +135,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     """Run until `stop` is set (or SIGINT/SIGTERM), then finish in-flight tasks and exit."""
     setup_tracing("agentrt-worker")
     store = Store(settings.resolved_database_url)
-    await asyncio.to_thread(ensure_migrated, store.engine)
+    await asyncio.to_thread(upgrade_to_head, store.engine)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -77,7 +77,7 @@ from runtime.notifications.waker import Waker
 from runtime.settings import BODY_LIMIT_BYTES, Settings
 from runtime.standing_agents.modes import seed_modes
 from runtime.store import EventJournal, Store
-from runtime.store.migrate import ensure_migrated
+from runtime.store.migrate import upgrade_to_head
 from runtime.telemetry import setup_tracing
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def create_app(
         setup_tracing("agentrt-api")
         owned_store = store is None
         app.state.store = store or Store(settings.resolved_database_url)
-        await asyncio.to_thread(ensure_migrated, app.state.store.engine)
+        await asyncio.to_thread(upgrade_to_head, app.state.store.engine)
         app.state.journal = EventJournal(
             app.state.store, poll_interval=0.02, projections=JOURNAL_PROJECTIONS
         )

@@ -336,7 +336,7 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     few: with a migrated store per test, that was minutes of the suite. The migrations
     themselves are tested from an empty database (tests/runtime/test_journal.py,
     tests/runtime/test_store_provision.py), and the API and the worker still run
-    `ensure_migrated` at start, which finds the copy at head.
+    `upgrade_to_head` at start, which finds the copy at head.
     """
     path = tmp_path_factory.mktemp("store-template") / "agentrt.db"
     template = Store(f"sqlite:///{path}")

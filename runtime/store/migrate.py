@@ -70,9 +70,15 @@ def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
 def upgrade_to_head(engine: Engine) -> str | None:
     """Bring the database to the newest revision; returns it.
 
-    The API and the worker both call this at start; a file lock (SQLite) or an
-    advisory lock (PostgreSQL) makes the second one wait and then find nothing to do.
+    A database already at the newest revision is answered from `alembic_version` alone,
+    without importing Alembic or loading its scripts (about 45 ms of CPU a call, and
+    every process and test store calls this). Otherwise the API and the worker both
+    call this at start; a file lock (SQLite) or an advisory lock (PostgreSQL) makes the
+    second one wait and then find nothing to do.
     """
+    head = head_revision()
+    if head is not None and current_revision(engine) == head:
+        return head
     from alembic import command
 
     if engine.dialect.name == "sqlite":
@@ -90,11 +96,3 @@ def upgrade_to_head(engine: Engine) -> str | None:
                 connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _PG_LOCK_KEY})
                 connection.commit()
     return current_revision(engine)
-
-
-def ensure_migrated(engine: Engine) -> str | None:
-    """`upgrade_to_head`, without even importing Alembic when the store is already there."""
-    head = head_revision()
-    if head is not None and current_revision(engine) == head:
-        return head
-    return upgrade_to_head(engine)
