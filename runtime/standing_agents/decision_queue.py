@@ -185,6 +185,13 @@ def respond(
     row, won, change = transaction(store, write)
     if change is not None:
         journal_mode_change(journal, change)
+    journal_resolved(journal, row)
+    return row, won
+
+
+def journal_resolved(journal: EventJournal, row: AttentionRequest) -> None:
+    """The SOA's `decision` event for a resolution, once per decision whoever resolved
+    it (an answer here, an expiry in runtime/standing_agents/expiry.py)."""
     append_agent_event_once(
         journal,
         row.tenant,
@@ -193,7 +200,6 @@ def respond(
         decision_body(row) | {"event": "resolved"},
         f"decision/{row.decision_id}/resolved",
     )
-    return row, won
 
 
 def after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) -> ModeChange | None:

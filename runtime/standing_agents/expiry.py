@@ -10,10 +10,9 @@ from sqlmodel import Session, col
 
 from runtime.approvals.ledger import ApprovalState
 from runtime.standing_agents import approvals
-from runtime.standing_agents.agent_journal import DECISION, append_agent_event_once
 from runtime.standing_agents.contracts import AttentionKind, AttentionStatus
 from runtime.standing_agents.control import now_utc, transaction
-from runtime.standing_agents.decision_queue import after_resolution, decision_body
+from runtime.standing_agents.decision_queue import after_resolution, journal_resolved
 from runtime.standing_agents.models import AttentionRequest
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
@@ -61,12 +60,5 @@ def expire_decision(
 
     row = transaction(store, write)
     if row is not None:
-        append_agent_event_once(
-            journal,
-            row.tenant,
-            row.soa_instance_id,
-            DECISION,
-            decision_body(row) | {"event": "resolved"},
-            f"decision/{row.decision_id}/resolved",
-        )
+        journal_resolved(journal, row)
     return row
