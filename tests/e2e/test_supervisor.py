@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cli import Backoff
 from runtime.temporal import temporal_child_env
+from supervisor import Backoff
 
 
 def test_backoff_doubles_on_quick_deaths_up_to_its_cap() -> None:
