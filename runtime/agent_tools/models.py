@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -42,7 +42,7 @@ class AgentTurn(SQLModel, table=True):
     workspace: str = Field(primary_key=True, max_length=200)
     turn_id: str = Field(primary_key=True, max_length=200)
     agent: str = Field(max_length=40)
-    prompt: str
+    prompt: str = Field(sa_column=Column(Text, nullable=False))
     workflow_id: str = Field(max_length=600)
     created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
 

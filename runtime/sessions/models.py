@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Column, DateTime
+from sqlalchemy import BigInteger, Column, DateTime, Index
 from sqlmodel import Field, SQLModel
 
 
@@ -12,6 +12,8 @@ class DaemonSession(SQLModel, table=True):
     """A session of the daemon; `closed_at` set by DELETE (a later load revives it)."""
 
     __tablename__ = "daemon_session"
+    # A workspace's live sessions (`closed_at` null), which the registry looks up.
+    __table_args__ = (Index("ix_daemon_session_live", "workspace_cwd", "closed_at"),)
 
     session_id: str = Field(primary_key=True, max_length=64)
     workspace_cwd: str = Field(max_length=4096)
