@@ -18,6 +18,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
+from workflows import patches
 from workflows.lease_settlement import settle_lease
 from workflows.local_activity import execute_local
 from workflows.search_attributes import KIND, STATUS, TENANT
@@ -56,11 +57,6 @@ MAX_ITERATIONS = 500
 _MIN_WAIT = timedelta(milliseconds=20)
 # A coder waiting for a slot of its tenant looks again this often.
 _SLOT_WAIT = timedelta(seconds=15)
-# agentrt's coder's session is looked at every claim timeout: one that ended without
-# reporting (terminated, failed) fails its task instead of holding it and its slot.
-_CODER_LIVENESS = "coding-task-coder-liveness"
-# The settlement of a task agentrt's coder ran releases its session's Windows lease.
-_CODER_LEASE = "coding-task-settles-its-coders-lease"
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -117,7 +113,9 @@ class CodingTaskWorkflow:
                 if timers.session_id is not None and self._report is None:
                     # Settled under agentrt's coder (cancelled, expired): stop its prompt.
                     await _cancel_coder(timers.session_id, request.task_id)
-                if timers.session_id is not None and workflow.patched(_CODER_LEASE):
+                if timers.session_id is not None and workflow.patched(
+                    patches.CODING_TASK_SETTLES_ITS_CODERS_LEASE
+                ):
                     # agentrt's coder's Windows lease is its session's (`session-{id}`):
                     # the task's settlement releases it too.
                     await settle_lease(
@@ -147,7 +145,7 @@ class CodingTaskWorkflow:
                 )
                 if not spawned.waiting:
                     self._spawn = False
-                    if workflow.patched(_CODER_LIVENESS):
+                    if workflow.patched(patches.CODING_TASK_CODER_LIVENESS):
                         if spawned.session_ended and spawned.session_id and not self._report:
                             self._report = CoderReport(
                                 session_id=spawned.session_id, stop_reason=SESSION_ENDED
@@ -189,7 +187,7 @@ class CodingTaskWorkflow:
                 if timers.holder == OWN_CODER
                 and self._report is None
                 and not self._spawn
-                and workflow.patched(_CODER_LIVENESS)
+                and workflow.patched(patches.CODING_TASK_CODER_LIVENESS)
                 else None
             )
             look_at = now + timedelta(milliseconds=request.claim_timeout_ms)

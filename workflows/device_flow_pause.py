@@ -21,6 +21,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
     from runtime.device_flow.contracts import (
         DeviceFlowActivity,
@@ -49,23 +51,7 @@ _RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=tim
 # A read that fails (no worker answers the query yet) is tried again at the next timer.
 _READ_TIMEOUT = timedelta(seconds=10)
 _READ_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=2)
-# The state was read by a local activity before this patch. A local activity that
-# timed out resolves as an ActivityError when it runs but, replayed from its marker, as
-# a bare TimeoutError (the SDK's core wraps the timeout only in the first case): a
-# worker restart after a hung read (a graceful shutdown stops answering the query the
-# read waits on) failed the caller on replay. A regular activity's failure is an event
-# in the history, so it is the same ActivityError run and replayed.
-READ_ACTIVITY_PATCH = "device-flow-read-activity"
 _LEGACY_READ_TIMEOUT = timedelta(seconds=30)
-# The caller's cancel (a session's POST cancel, a prompt's deadline) must end the pause.
-# Cancelling the caller's task is not enough: a cancel that lands on a read in flight
-# comes back as an ActivityError caused by CancelledError, which the pause took for a
-# failed read; and a cancel that lands in the activation where the read completed is
-# swallowed by the SDK (the activity's result wins and the task is un-cancelled). Either
-# way the pause waited on until the flow ended. So the caller also passes `cancelled`, a
-# predicate the pause checks after each read and waits on between reads; histories
-# recorded before this patch replay as they ran.
-CANCEL_PATCH = "device-flow-pause-cancel"
 CANCELLED = "cancelled"
 
 
@@ -91,7 +77,7 @@ async def await_device_flow(
     """
     since_ms = _now_ms()
     # Decided once per pause, so a pause begun before the patch replays as it ran.
-    honour_cancel = workflow.patched(CANCEL_PATCH)
+    honour_cancel = workflow.patched(patches.DEVICE_FLOW_PAUSE_CANCEL)
     if not honour_cancel:
         cancelled = None
     try:
@@ -130,7 +116,7 @@ async def await_device_flow(
     workspace = ensured.workspace_cwd or workspace_cwd or ""
     retention = event_retention if event_retention is not None else ensured.event_retention
     announced = False
-    as_activity = workflow.patched(READ_ACTIVITY_PATCH)
+    as_activity = workflow.patched(patches.DEVICE_FLOW_READ_ACTIVITY)
     while True:
         read = await _read(
             provider_id, workspace, flow_id, as_activity=as_activity, honour_cancel=honour_cancel

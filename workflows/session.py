@@ -18,6 +18,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
+from workflows import patches
 from workflows.model_failure import attempt_views, is_exhausted
 from workflows.search_attributes import KIND, STATUS, TENANT
 from workflows.session_permissions import SessionPermissions
@@ -100,18 +101,6 @@ _RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds
 _EFFECT_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5)
 )
-# Each model step walks the fallback chain of Session:Default, one activity per attempt
-# (issue 11). Prompts started before it made one model-step activity retried by Temporal.
-_MODEL_CHAIN = "model-steps-walk-the-fallback-chain"
-# windows_* tools run through the session's Windows lease (issue 12).
-_WINDOWS_TOOLS = "session-windows-tools"
-# The end of a prompt agentrt's coder runs a coding task with is reported to the task.
-_CODING_TASK_REPORT = "session-coding-task-report"
-# Closing settles the lease of holder `session-{id}` whoever took it (a REST client too),
-# not only when the session's own tools used Windows.
-_WINDOWS_SETTLE_ALWAYS = "session-close-settles-its-windows-lease"
-# mcp__<server>__<tool> calls run through the worker's MCP pool (issue 19).
-_MCP_TOOLS = "session-mcp-tools"
 
 
 def session_workflow_id(session_id: str) -> str:
@@ -464,7 +453,7 @@ class SessionWorkflow:
                 },
                 prompt_id=item.prompt_id,
             )
-        if item.coding_task is not None and workflow.patched(_CODING_TASK_REPORT):
+        if item.coding_task is not None and workflow.patched(patches.SESSION_CODING_TASK_REPORT):
             await _report_to_task(item.coding_task, self._input.session_id, stop)
         self._last_turn = {
             "promptId": item.prompt_id,
@@ -524,7 +513,7 @@ class SessionWorkflow:
         return "max_tokens"
 
     async def _model_step(self, item: PromptItem, step: int, run_id: str) -> ModelStepResult:
-        if not workflow.patched(_MODEL_CHAIN):
+        if not workflow.patched(patches.MODEL_STEPS_WALK_THE_FALLBACK_CHAIN):
             return await self._model_step_v1(item, step, run_id)
         assert self._input is not None
         # Session:Default's chain, read now (live): a binding changed since the last step
@@ -581,13 +570,13 @@ class SessionWorkflow:
             workspace=self._input.workspace_cwd,
             session_id=self._input.session_id,
             # A pause on a device flow ends on the prompt's cancel (the task's cancel alone
-            # can be swallowed: workflows/device_flow_pause.py, CANCEL_PATCH).
+            # can be swallowed: workflows/patches.py, DEVICE_FLOW_PAUSE_CANCEL).
             cancelled=lambda: self._cancel_active,
         )
         return results[-1]
 
     async def _model_step_v1(self, item: PromptItem, step: int, run_id: str) -> ModelStepResult:
-        """The model step of prompts started before `_MODEL_CHAIN`, so their histories replay."""
+        """The model step of prompts started before the model chain (a patch), as they ran."""
         assert self._input is not None
         request = ModelStepInput(
             session_id=self._input.session_id,
@@ -699,7 +688,7 @@ class SessionWorkflow:
         if (
             step_input.action == "run"
             and call.name.startswith("windows_")
-            and workflow.patched(_WINDOWS_TOOLS)
+            and workflow.patched(patches.SESSION_WINDOWS_TOOLS)
         ):
             # A verb on the session's leased Windows machine: one attempt (a click is not
             # repeated), the same update id on a retry after a lost worker.
@@ -718,7 +707,7 @@ class SessionWorkflow:
             step_input.action == "run"
             and preview.dispatch is not None
             and is_mcp_tool(call.name)
-            and workflow.patched(_MCP_TOOLS)
+            and workflow.patched(patches.SESSION_MCP_TOOLS)
         ):
             await self._mcp_tool(step_input, preview)
             return
@@ -807,7 +796,10 @@ class SessionWorkflow:
         whether its tools or a direct client took it: closing releases the machine."""
         assert self._input is not None
         # Sessions closed before the patch signalled only after their own windows_* calls.
-        if not workflow.patched(_WINDOWS_SETTLE_ALWAYS) and not self._windows_used:
+        if (
+            not workflow.patched(patches.SESSION_CLOSE_SETTLES_ITS_WINDOWS_LEASE)
+            and not self._windows_used
+        ):
             return
         lease = workflow.get_external_workflow_handle(
             lease_workflow_id(SESSION_TENANT, session_holder(self._input.session_id))

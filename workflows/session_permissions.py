@@ -16,6 +16,8 @@ from typing import Any, Protocol
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
     from runtime.llm.contracts import ToolCall
     from runtime.policy.permissions import (
@@ -37,10 +39,6 @@ with workflow.unsafe.imports_passed_through():
         VoteRequest,
         VoteResult,
     )
-
-
-# A coding task's prompt (agentrt's coder): its permission requests are decisions too.
-_TASK_DECISIONS = "session-coding-task-decisions"
 
 
 class Emit(Protocol):
@@ -152,7 +150,7 @@ class SessionPermissions:
             },
             prompt_id=item.prompt_id,
         )
-        if item.coding_task is not None and workflow.patched(_TASK_DECISIONS):
+        if item.coding_task is not None and workflow.patched(patches.SESSION_CODING_TASK_DECISIONS):
             # agentrt's coder: the question is on its tenant's decision queue too.
             await workflow.execute_activity(
                 SessionActivity.TASK_DECISION,

@@ -25,6 +25,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
     from runtime.llm.routing import ATTEMPT_START_TO_CLOSE, AttemptReport, AttemptSpec
     from runtime.policy.agent_budget import (
@@ -90,20 +92,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.local_activity import execute_local
     from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
-# Histories from before the model-routing chain retried one model step activity; since,
-# each LLM call resolves its site's chain and runs one activity per attempt.
-LLM_CHAIN_PATCH = "llm-chain"
-# An agent closed as STUCK is stopped: it settles the Windows lease of its holder
-# `agent-{instanceId}` as the stop route does (agents closed before this did not).
-STUCK_SETTLES_WINDOWS_PATCH = "stuck-close-settles-windows-lease"
-# The tick of an answer approving an MCP call runs the call once before the episode
-# (histories from before MCP tools had no such answers).
-APPROVED_MCP_CALL_PATCH = "agent-approved-mcp-call"
-# A tick the tenant's concurrency cap refused waits before it tries again.
-TICK_CONCURRENCY_PATCH = "agent-tick-concurrency-cap"
 _THROTTLE_RETRY = timedelta(seconds=1)
-# The STUCK guard counts the planner's turns only (a tick with no model call leaves it).
-STUCK_COUNTS_PATCH = "stuck-guard-counts-planned-turns"
 # An approved MCP call is bounded by its server's timeout (at most qwen-code's 600 s).
 _MCP_CALL_TIMEOUT = timedelta(minutes=11)
 # What a blocked turn keeps of the chain's failure (every attempt's provider and outcome).
@@ -312,7 +301,7 @@ class StandingAgentWorkflow:
             retry_policy=_STORE_RETRY,
         )
         if not begin.leased:
-            if begin.throttled and workflow.patched(TICK_CONCURRENCY_PATCH):
+            if begin.throttled and workflow.patched(patches.AGENT_TICK_CONCURRENCY_CAP):
                 # The tenant runs its maximum of ticks (spec §3.2): wait (a durable timer,
                 # jittered so the waiting agents do not all retry at once), then look again;
                 # the event stays unconsumed.
@@ -327,7 +316,9 @@ class StandingAgentWorkflow:
             begin.consecutive_idle_ticks, begin.forced_replan_every
         )
         approved: ActionRecord | None = None
-        if begin.approved_mcp_call is not None and workflow.patched(APPROVED_MCP_CALL_PATCH):
+        if begin.approved_mcp_call is not None and workflow.patched(
+            patches.AGENT_APPROVED_MCP_CALL
+        ):
             approved = await self._run_approved_mcp_call(
                 request, instance, event, begin, begin.approved_mcp_call
             )
@@ -381,7 +372,8 @@ class StandingAgentWorkflow:
             consecutive_blocked=begin.consecutive_blocked_turns,
             max_blocked=begin.max_blocked_turns,
             enforce=begin.enforce_stuck_guard,
-            planned=result.llm_calls > 0 or not workflow.patched(STUCK_COUNTS_PATCH),
+            planned=result.llm_calls > 0
+            or not workflow.patched(patches.STUCK_GUARD_COUNTS_PLANNED_TURNS),
         )
         done: CompleteTickResult = await workflow.execute_activity(
             StandingAgentActivity.COMPLETE_TICK,
@@ -413,7 +405,9 @@ class StandingAgentWorkflow:
             retry_policy=_STORE_RETRY,
         )
         # Closed by the STUCK guard, or by a loop guard the store applies (the result says).
-        if (verdict.close or done.closed) and workflow.patched(STUCK_SETTLES_WINDOWS_PATCH):
+        if (verdict.close or done.closed) and workflow.patched(
+            patches.STUCK_CLOSE_SETTLES_WINDOWS_LEASE
+        ):
             await _settle_windows(request.tenant, request.instance_id)
         return state.model_copy(
             update={
@@ -570,7 +564,7 @@ class StandingAgentWorkflow:
                 tick_spent_usd=usage.cost_usd,
             )
             try:
-                if workflow.patched(LLM_CHAIN_PATCH):
+                if workflow.patched(patches.LLM_CHAIN):
                     step = await self._chained_model_step(step_input)
                 else:
                     step = await self._model_step(step_input)

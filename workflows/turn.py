@@ -20,6 +20,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows import patches
 from workflows.model_failure import attempt_views, is_exhausted
 from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
@@ -78,18 +79,7 @@ _READ_RETRY = RetryPolicy(
     maximum_attempts=12,
 )
 _GRANTED = ("authorized", "admitted", "running", "completed")
-# Turns started before the decision signal carried the decision wait as they did then:
-# any signal wakes them and they read the state through a gateway call.
-_DECISION_SIGNAL = "decision-signal-carries-the-decision"
-# Each model step walks the fallback chain of Turn:Model, one activity per attempt
-# (issue 11). Turns started before it made one model-step activity retried by Temporal.
-_MODEL_CHAIN = "model-steps-walk-the-fallback-chain"
 _MODEL_TIMEOUT = timedelta(minutes=5)
-# A finished turn settles the Windows lease of its holder `turn-{turnId}` (issue 12).
-_WINDOWS_SETTLE = "turn-settles-its-windows-lease"
-# `agent.authorization.required` is journaled by a regular activity, whose scheduling is
-# recorded before it runs: a client that read the event finds the turn waiting (issue 18).
-_AUTHORIZATION_EVENT_DURABLE = "authorization-event-after-its-wait-is-recorded"
 # A journal write is one short transaction; a worker lost in one is replaced after this.
 _DURABLE_EMIT_TIMEOUT = timedelta(seconds=10)
 
@@ -192,7 +182,7 @@ class TurnWorkflow:
             if isinstance(err, ApplicationError) and not is_exhausted(err):
                 raise
             await self._fail(request, err)
-        if workflow.patched(_WINDOWS_SETTLE):
+        if workflow.patched(patches.TURN_SETTLES_ITS_WINDOWS_LEASE):
             await self._settle_windows(request)
         assert self._result is not None
         return self._result
@@ -273,7 +263,7 @@ class TurnWorkflow:
             transcript_stream=stream,
             step=step,
         )
-        if not workflow.patched(_MODEL_CHAIN):
+        if not workflow.patched(patches.MODEL_STEPS_WALK_THE_FALLBACK_CHAIN):
             # Turns started before the chain: one activity, retried by Temporal.
             before: ModelStepResult = await workflow.execute_activity(
                 AgentToolsActivity.MODEL_STEP,
@@ -330,12 +320,12 @@ class TurnWorkflow:
             },
             call_id=summary.call_id,
             refs=[{"kind": "research", "id": research}],
-            durable=workflow.patched(_AUTHORIZATION_EVENT_DURABLE),
+            durable=workflow.patched(patches.AUTHORIZATION_EVENT_AFTER_ITS_WAIT_IS_RECORDED),
         )
         return True
 
     async def _await_authorization(self, request: TurnInput) -> None:
-        if not workflow.patched(_DECISION_SIGNAL):
+        if not workflow.patched(patches.DECISION_SIGNAL_CARRIES_THE_DECISION):
             await self._await_authorization_v1(request)
             return
         assert self._research_id is not None
@@ -367,7 +357,8 @@ class TurnWorkflow:
             self._resume = None
 
     async def _await_authorization_v1(self, request: TurnInput) -> None:
-        """The wait of turns started before `_DECISION_SIGNAL`, so their histories replay."""
+        """The wait of turns started before the decision signal carried the decision (a
+        patch), as they ran."""
         while True:
             if self._resume is None:
                 self._status = "awaiting_authorization"
@@ -491,7 +482,7 @@ class TurnWorkflow:
         return read.state
 
     async def _research_state_v1(self, key: str) -> str | None:
-        """A gateway call, as turns before `_DECISION_SIGNAL` read the state. Their
+        """A gateway call, as turns before the decision signal read the state. Their
         recorded results carry `research_state`; a call made now does not, and the
         dedicated read answers instead."""
         assert self._input is not None and self._research_id is not None

@@ -23,6 +23,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows import patches
 from workflows.search_attributes import STATUS
 
 with workflow.unsafe.imports_passed_through():
@@ -70,10 +71,6 @@ _SESSION_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=10),
     maximum_attempts=3,
 )
-# The lease's own releases (its holder settled, it sat idle) take the verbs' lock: a
-# `windows_release` sent meanwhile waits for them and answers `not_held`, instead of
-# closing the session a second time and answering `evicted`.
-_OWN_RELEASE_LOCKED = "lease-releases-under-the-verbs-lock"
 
 
 @workflow.defn(name="WindowsLeaseWorkflow")
@@ -273,7 +270,7 @@ class WindowsLeaseWorkflow:
     async def _own_release(self, state: LeaseState) -> None:
         """A release the lease decides itself, serialized with the verbs (which hold the
         lock while they run: none does now, `_busy` is 0)."""
-        if not workflow.patched(_OWN_RELEASE_LOCKED):
+        if not workflow.patched(patches.LEASE_RELEASES_UNDER_THE_VERBS_LOCK):
             await self._release(state)
             return
         async with self._lock:
