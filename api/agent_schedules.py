@@ -27,11 +27,11 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from runtime.search_attributes import KIND, TENANT
 from runtime.settings import Settings
 from runtime.standing_agents import schedules
 from runtime.standing_agents.models import AgentSchedule
 from runtime.store.engine import Store
-from workflows.search_attributes import KIND, TENANT
 
 log = logging.getLogger(__name__)
 

@@ -30,6 +30,7 @@ from api import agent_schedules
 from api.deps import ConnectorDep, SettingsDep
 from api.routes.standing_common import TENANT_PATTERN
 from api.temporal import TemporalConnector, is_unavailable
+from runtime.search_attributes import KIND, MODE, STATUS, TENANT
 from runtime.settings import Settings
 from runtime.standing_agents import budget_pause, control, ops_watch
 from runtime.standing_agents.contracts import (
@@ -47,7 +48,6 @@ from runtime.standing_agents.workflow_contracts import (
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 from runtime.store.tenants import TenantFeature, enabled_tenants
-from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from runtime.coding_tasks.contracts import (
     task_workflow_id,
 )
 from runtime.coding_tasks.models import CodingTask
+from runtime.search_attributes import KIND, STATUS, TENANT
 from runtime.settings import Settings
 from runtime.standing_agents import control
 from runtime.store import Store
-from workflows.search_attributes import KIND, STATUS, TENANT
 
 log = logging.getLogger(__name__)
 KIND_VALUE = "coding_task"

@@ -16,6 +16,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import ApiError, temporal_unavailable, worker_unavailable
 from runtime import temporal
+from runtime.search_attributes import running
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -126,6 +127,16 @@ async def count_workflows(client: Client, query: str) -> int:
     except (RPCError, TimeoutError):
         return 0
     return int(result.count)
+
+
+async def count_pending_permissions(client: Client, workspace: str) -> int:
+    """The daemon's sessions waiting on a permission (`/health?deep`, `/daemon/status`).
+
+    A session waiting on one says so in its search attributes, and a daemon's sessions
+    carry its workspace as tenant: other daemons' sessions in the namespace do not count.
+    """
+    query = running("session", tenant=workspace, status="awaiting_permission")
+    return await count_workflows(client, query)
 
 
 async def query_workflow(ask: Callable[[timedelta], Awaitable[T]], wait: float) -> T:

@@ -24,16 +24,15 @@ from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
+from runtime.search_attributes import KEYS
 from runtime.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# Keyword search attributes agentrt sets on its workflows, so the Web UI can filter on them.
+# The search attributes agentrt sets on its workflows (runtime.search_attributes), by name,
+# as the namespace registers them: all keywords.
 SEARCH_ATTRIBUTES: dict[str, IndexedValueType.ValueType] = {
-    "AgentrtKind": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-    "AgentrtTenant": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-    "AgentrtStatus": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-    "AgentrtMode": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+    key.name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for key in KEYS
 }
 
 

@@ -18,10 +18,10 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
+from runtime.search_attributes import KIND, STATUS, TENANT
 from workflows import patches
 from workflows.lease_settlement import settle_lease
 from workflows.local_activity import execute_local
-from workflows.search_attributes import KIND, STATUS, TENANT
 
 with workflow.unsafe.imports_passed_through():
     from runtime.coding_tasks.contracts import (

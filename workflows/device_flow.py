@@ -22,7 +22,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.search_attributes import KIND, STATUS, TENANT
+from runtime.search_attributes import KIND, STATUS, TENANT
 
 with workflow.unsafe.imports_passed_through():
     from runtime.device_flow.contracts import (

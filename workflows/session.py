@@ -18,9 +18,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
+from runtime.search_attributes import KIND, STATUS, TENANT
 from workflows import patches
 from workflows.model_failure import attempt_views, is_exhausted
-from workflows.search_attributes import KIND, STATUS, TENANT
 from workflows.session_permissions import SessionPermissions
 
 with workflow.unsafe.imports_passed_through():

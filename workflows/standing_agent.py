@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.policy.agent_decisions import map_decision
     from runtime.policy.plan_hash import forced_replan_due, is_idle_tick
     from runtime.policy.stuck_guard import after_turn
+    from runtime.search_attributes import KIND, MODE, STATUS, TENANT
     from runtime.standing_agents.catalog import (
         ESCALATION_TOOLS,
         PHASE_BLOCKED,
@@ -90,7 +91,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
     from workflows.local_activity import execute_local
-    from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 _THROTTLE_RETRY = timedelta(seconds=1)
 # An approved MCP call is bounded by its server's timeout (at most qwen-code's 600 s).

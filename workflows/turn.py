@@ -20,9 +20,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from runtime.search_attributes import KIND, MODE, STATUS, TENANT
 from workflows import patches
 from workflows.model_failure import attempt_views, is_exhausted
-from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 
 with workflow.unsafe.imports_passed_through():
     from runtime.agent_tools.contracts import (

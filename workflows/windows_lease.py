@@ -23,8 +23,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from runtime.search_attributes import STATUS
 from workflows import patches
-from workflows.search_attributes import STATUS
 
 with workflow.unsafe.imports_passed_through():
     from runtime.failures import UPDATE_EXPIRED, decode_failure

@@ -28,12 +28,12 @@ from runtime.failures import decode_failure
 from runtime.llm.active import active_model
 from runtime.llm.config_store import session_binding
 from runtime.llm.routing import SESSION_SITE
+from runtime.search_attributes import KIND, STATUS, TENANT
 from runtime.sessions.contracts import CodingTaskRef, PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
 from runtime.standing_agents import task_proposals, tools
 from runtime.store import Store
-from workflows.search_attributes import KIND, STATUS, TENANT
 
 TASK_PROMPT_MAX = 20_000
 

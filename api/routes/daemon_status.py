@@ -24,7 +24,7 @@ from api.errors import ApiError
 from api.openapi import errors, query
 from api.routes.daemon_models import DaemonStatus
 from api.security.ratelimit import RateLimiter
-from api.temporal import count_workflows, describe_pollers, is_unavailable
+from api.temporal import count_pending_permissions, describe_pollers, is_unavailable
 from runtime import __version__
 from runtime.mcp.status import BUDGET_WARN_FRACTION, read_budget
 from runtime.sessions.registry import count_live
@@ -113,11 +113,7 @@ async def daemon_status(
         temporal_section.update(reachable=True, workerPolling=pollers["workerPolling"])
         if detail == "full":
             temporal_section.update(live=pollers["live"], pollers=pollers["pollers"])
-        pending_permissions = await count_workflows(
-            client,
-            "AgentrtKind = 'session' AND AgentrtStatus = 'awaiting_permission' "
-            "AND ExecutionStatus = 'Running'",
-        )
+        pending_permissions = await count_pending_permissions(client, settings.workspace_cwd)
     except (ApiError, RPCError) as err:
         if is_unavailable(err):
             connector.mark_down()

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from api.deps import ConnectorDep, SettingsDep, StoreDep
 from api.openapi import errors, query
 from api.routes.daemon_models import Health
-from api.temporal import count_workflows
+from api.temporal import count_pending_permissions
 from runtime.sessions.registry import count_live
 
 router = APIRouter()
@@ -33,14 +33,5 @@ async def health(
         return Health(status="ok")
     client = await connector.get()
     sessions = await asyncio.to_thread(count_live, store)
-    # A session waiting on a permission says so in its search attributes; this daemon's
-    # sessions carry its workspace as tenant (others may share the Temporal namespace).
-    query = (
-        "AgentrtKind = 'session' AND AgentrtStatus = 'awaiting_permission' "
-        "AND ExecutionStatus = 'Running'"
-    )
-    workspace = settings.workspace_cwd
-    if "'" not in workspace and "\\" not in workspace:
-        query += f" AND AgentrtTenant = '{workspace}'"
-    pending = await count_workflows(client, query)
+    pending = await count_pending_permissions(client, settings.workspace_cwd)
     return Health(status="ok", sessions=sessions, pendingPermissions=pending)

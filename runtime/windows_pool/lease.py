@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
-from temporalio.common import SearchAttributeKey, SearchAttributePair
+from temporalio.common import SearchAttributePair
 
+from runtime.search_attributes import KIND, STATUS, TENANT
 from runtime.windows_pool.contracts import PoolSession
 from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
 
@@ -39,10 +40,6 @@ FIRST_CALL_GRACE_MS = 120_000
 # A renewal the pool did not answer is tried again after this.
 RENEW_RETRY_MS = 10_000
 
-# The same keys as workflows/search_attributes.py (runtime imports nothing above it).
-KIND = SearchAttributeKey.for_keyword("AgentrtKind")
-TENANT = SearchAttributeKey.for_keyword("AgentrtTenant")
-STATUS = SearchAttributeKey.for_keyword("AgentrtStatus")
 
 LeaseState = Literal["leasing", "held", "released", "evicted", "idle_expired", "settled"]
 

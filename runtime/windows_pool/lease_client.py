@@ -27,10 +27,12 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from runtime.failures import decode_failure
+from runtime.search_attributes import running
 from runtime.windows_pool.contracts import WindowsVerb
 from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
 from runtime.windows_pool.lease import (
     CALL_UPDATE,
+    LEASE_KIND,
     LEASE_QUERY,
     SETTLE_SIGNAL,
     WORKFLOW_NAME,
@@ -152,11 +154,7 @@ async def settle(client: Client, tenant: str, holder: str, reason: str) -> bool:
 
 async def list_leases(client: Client, tenant: str, limit: int = 500) -> list[LeaseView]:
     """The tenant's running leases, each as its workflow says now."""
-    escaped = tenant.replace("\\", "\\\\").replace("'", "\\'")
-    query = (
-        f"AgentrtKind = 'windows-lease' AND AgentrtTenant = '{escaped}' "
-        "AND ExecutionStatus = 'Running'"
-    )
+    query = running(LEASE_KIND, tenant=tenant)
     ids = [execution.id async for execution in client.list_workflows(query, limit=limit)]
 
     async def view(workflow_id: str) -> LeaseView | None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import uuid
 from pathlib import Path
 
 import pytest
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.testing import WorkflowEnvironment
 
+from runtime.search_attributes import KIND, STATUS, TENANT
 from runtime.settings import Settings
 from runtime.store import Store
 from tests.conftest import ApiFactory, migrated_sqlite
@@ -28,6 +31,47 @@ async def test_health_deep_counters(api: ApiFactory, query: str) -> None:
     client = await api()
     body = (await client.get(f"/health{query}")).json()
     assert body == {"status": "ok", "sessions": 0, "pendingPermissions": 0}
+
+
+async def test_both_counts_of_pending_permissions_are_this_daemons_sessions_only(
+    api: ApiFactory, dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """`/health?deep` and `/daemon/status` count the sessions of this daemon's workspace
+    waiting on a permission, not those of another daemon sharing the namespace; a
+    workspace with a quote in its path is quoted, not left unfiltered."""
+    workspace = tmp_path / "it's here"
+    workspace.mkdir()
+    client = await api(workspace=workspace)
+    waiting = [
+        SearchAttributePair(KIND, "session"),
+        SearchAttributePair(STATUS, "awaiting_permission"),
+    ]
+    handles = []
+    # Workflows no worker runs: they stay Running with the attributes they started with.
+    for tenant in (str(workspace.resolve()), "/another/daemons/workspace"):
+        handles.append(
+            await dev_env.client.start_workflow(
+                "ProbeWorkflow",
+                id=f"probe-{uuid.uuid4()}",
+                task_queue=f"nobody-{uuid.uuid4()}",
+                search_attributes=TypedSearchAttributes(
+                    [*waiting, SearchAttributePair(TENANT, tenant)]
+                ),
+            )
+        )
+    try:
+        # Visibility follows a start shortly after; wait for this daemon's to be listed.
+        for _ in range(100):
+            deep = (await client.get("/health?deep=1")).json()
+            if deep["pendingPermissions"] >= 1:
+                break
+            await asyncio.sleep(0.1)
+        status = (await client.get("/daemon/status")).json()
+        assert deep["pendingPermissions"] == 1
+        assert status["runtime"]["permissions"]["pending"] == 1
+    finally:
+        for handle in handles:
+            await handle.terminate()
 
 
 async def test_health_deep_false_is_the_plain_probe(api: ApiFactory) -> None:

@@ -21,6 +21,7 @@ from activities.llm.contracts import (
     Usage,
 )
 from activities.llm.scripted_agent import ScriptedAgentModel
+from runtime.search_attributes import KIND, MODE, STATUS, TENANT
 from runtime.standing_agents.contracts import (
     ActionOutcome,
     AgentStatus,
@@ -33,7 +34,6 @@ from runtime.store import Store
 from runtime.windows_pool.lease import SETTLE_SIGNAL, agent_holder, lease_workflow_id
 from tests.workflows import standing_agent_support as sa
 from tests.workflows.standing_agent_support import agent_env
-from workflows.search_attributes import KIND, MODE, STATUS, TENANT
 from workflows.standing_agent import StandingAgentWorkflow
 
 DAY = timedelta(hours=24)

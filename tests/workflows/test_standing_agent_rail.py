@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.llm import ChatMessage, ModelError, ModelReply, ToolCall, ToolSpec, Usage
 from activities.llm.contracts import DeltaCallback
 from runtime.coding_tasks.models import CodingTask
+from runtime.search_attributes import MODE, STATUS
 from runtime.sessions.models import DaemonSession
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
@@ -32,7 +33,6 @@ from runtime.store.tenants import set_feature
 from runtime.streams import agent_stream, session_stream
 from tests.workflows import standing_agent_support as sa
 from tests.workflows.standing_agent_support import agent_env
-from workflows.search_attributes import MODE, STATUS
 from workflows.standing_agent import StandingAgentWorkflow
 
 __all__ = ["agent_env"]
