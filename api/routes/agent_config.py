@@ -21,7 +21,7 @@ from api.routes.agents_models import ConfigBody, ConfigList, ConfigValue
 from api.routes.standing_common import ConfigKeyPath, EnabledTenant
 from api.security import require_configured_token
 from runtime.settings import Settings
-from runtime.standing_agents import budget_pause, control
+from runtime.standing_agents import budget_pause, configs, control
 from runtime.standing_agents.configs import KNOWN_KEYS, UnknownConfigKey, effective_value
 from runtime.standing_agents.models import SystemConfig
 
@@ -53,7 +53,7 @@ def _view(tenant: str, key: str, row: SystemConfig | None, settings: Settings) -
 @router.get("", responses=errors(400, 403))
 async def list_configs(tenant: EnabledTenant, store: StoreDep, settings: SettingsDep) -> ConfigList:
     """Every known key, with its stored value (null when unset) and the value in force."""
-    rows = await asyncio.to_thread(control.tenant_configs, store, tenant)
+    rows = await asyncio.to_thread(configs.tenant_configs, store, tenant)
     return ConfigList(
         tenant=tenant,
         configs=[_view(tenant, key, rows.get(key), settings) for key in sorted(KNOWN_KEYS)],
@@ -68,7 +68,7 @@ async def get_config(
     stored value, else the settings layer, else the code default."""
     if key not in KNOWN_KEYS:
         raise _unknown(key)
-    row = await asyncio.to_thread(control.get_config, store, tenant, key)
+    row = await asyncio.to_thread(configs.get_config, store, tenant, key)
     return _view(tenant, key, row, settings)
 
 
@@ -89,7 +89,7 @@ async def put_config(
     """Store the value; an agent paused on a budget this raises resumes at once (issue
     21, item 9; the API's sweeper re-checks them too, should this process die here)."""
     try:
-        row = await asyncio.to_thread(control.put_config, store, tenant, key, body.value)
+        row = await asyncio.to_thread(configs.put_config, store, tenant, key, body.value)
     except UnknownConfigKey:
         raise _unknown(key) from None
     except ValueError as err:

@@ -1,4 +1,4 @@
-"""The live configuration keys of standing agents (`system_configs`) and their validation.
+"""The live configuration keys of standing agents (`system_configs`): validation, rows.
 
 `validate_config` is what the config route runs before a write: it returns the value to
 store (normalised) or raises `UnknownConfigKey` (404/400 for the route) or `ValueError`
@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
+
+from sqlmodel import col, select
 
 from runtime.policy.agent_budget import (
     CONFIG_KEYS,
@@ -40,6 +43,9 @@ from runtime.policy.agent_budget import (
 )
 from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
 from runtime.standing_agents.compliance_corpus import PROJECTS_KEY, parse_projects
+from runtime.standing_agents.models import SystemConfig
+from runtime.store.atomic import upsert
+from runtime.store.engine import Store
 
 if TYPE_CHECKING:
     from runtime.settings import Settings
@@ -187,3 +193,46 @@ def effective_credit(configs: Mapping[str, Any], settings: Settings) -> CreditSe
             float(cap) if _is_number(cap) and cap >= 0 else settings.agent_weekly_credit_usd
         ),
     )
+
+
+# -- the rows of system_configs ---------------------------------------------------------------
+
+
+def get_config(store: Store, tenant: str, key: str) -> SystemConfig | None:
+    with store.session() as db:
+        return db.get(SystemConfig, (tenant, key))
+
+
+def foundational_window_of(store: Store, tenant: str, settings_ms: int) -> timedelta:
+    """The tenant's foundational phase: its `FoundationalWindowHours`, else `settings_ms`."""
+    values = {key: row.value for key, row in tenant_configs(store, tenant).items()}
+    return foundational_window(values, settings_ms)
+
+
+def tenant_configs(store: Store, tenant: str) -> dict[str, SystemConfig]:
+    with store.session() as db:
+        rows = db.exec(select(SystemConfig).where(col(SystemConfig.tenant) == tenant)).all()
+    return {row.key: row for row in rows}
+
+
+def put_config(store: Store, tenant: str, key: str, value: Any) -> SystemConfig:
+    """Store a validated value (live: the next tick reads it).
+
+    Raises:
+        UnknownConfigKey, ValueError: from `validate_config`.
+    """
+    row = SystemConfig(
+        tenant=tenant, key=key, value=validate_config(key, value), updated_at=datetime.now(UTC)
+    )
+    with store.session() as db:
+        # An upsert: two concurrent first writes of a key both succeed, the last one wins
+        # (runtime.store.atomic).
+        upsert(
+            db,
+            SystemConfig,
+            {"tenant": tenant, "key": key, "value": row.value, "updated_at": row.updated_at},
+            key=("tenant", "key"),
+            update=("value", "updated_at"),
+        )
+        db.commit()
+    return row

@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import update
@@ -25,17 +25,15 @@ from runtime.policy.agent_budget import (
     FOUNDATIONAL_WINDOW,
     foundational_active,
     foundational_deadline,
-    foundational_window,
 )
 from runtime.settings import Settings
-from runtime.standing_agents import approvals, budget_pause, queue
+from runtime.standing_agents import approvals, budget_pause, configs, queue
 from runtime.standing_agents.agent_journal import (
     MESSAGE,
     STATUS,
     append_agent_event_once,
 )
 from runtime.standing_agents.catalog import default_mode
-from runtime.standing_agents.configs import validate_config
 from runtime.standing_agents.contracts import (
     STANDING_AGENTS_FEATURE,
     AgentEvent,
@@ -48,12 +46,10 @@ from runtime.standing_agents.models import (
     AgentEventRow,
     AgentInstance,
     AgentMessage,
-    SystemConfig,
 )
 from runtime.standing_agents.modes import (
     InstanceNotFound,
 )
-from runtime.store.atomic import upsert
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 from runtime.store.tenants import feature_enabled, set_feature
@@ -166,7 +162,7 @@ def create_instance(
         SoaAlreadyExists: the tenant has its SOA already.
     """
     now = now_utc()
-    window = _foundational_window(store, tenant, foundational_window_ms)
+    window = configs.foundational_window_of(store, tenant, foundational_window_ms)
     instance_id = soa_instance_id(tenant) if agent_type is AgentType.SOA else uuid.uuid4().hex
     row = AgentInstance(
         instance_id=instance_id,
@@ -317,7 +313,7 @@ def reset(
     """
     get_instance(store, tenant, instance_id)
     now = now_utc()
-    window = _foundational_window(store, tenant, foundational_window_ms)
+    window = configs.foundational_window_of(store, tenant, foundational_window_ms)
     statement = (
         update(AgentInstance)
         .where(
@@ -509,45 +505,3 @@ def enqueue_external(
         event_id=f"external/{instance_id}/{event_id or uuid.uuid4().hex}",
         generation=instance.generation,
     )
-
-
-# -- system_configs ---------------------------------------------------------------------------
-
-
-def get_config(store: Store, tenant: str, key: str) -> SystemConfig | None:
-    with store.session() as db:
-        return db.get(SystemConfig, (tenant, key))
-
-
-def _foundational_window(store: Store, tenant: str, settings_ms: int) -> timedelta:
-    values = {key: row.value for key, row in tenant_configs(store, tenant).items()}
-    return foundational_window(values, settings_ms)
-
-
-def tenant_configs(store: Store, tenant: str) -> dict[str, SystemConfig]:
-    with store.session() as db:
-        rows = db.exec(select(SystemConfig).where(col(SystemConfig.tenant) == tenant)).all()
-    return {row.key: row for row in rows}
-
-
-def put_config(store: Store, tenant: str, key: str, value: Any) -> SystemConfig:
-    """Store a validated value (live: the next tick reads it).
-
-    Raises:
-        UnknownConfigKey, ValueError: from `validate_config`.
-    """
-    row = SystemConfig(
-        tenant=tenant, key=key, value=validate_config(key, value), updated_at=now_utc()
-    )
-    with store.session() as db:
-        # An upsert: two concurrent first writes of a key both succeed, the last one wins
-        # (runtime.store.atomic).
-        upsert(
-            db,
-            SystemConfig,
-            {"tenant": tenant, "key": key, "value": row.value, "updated_at": row.updated_at},
-            key=("tenant", "key"),
-            update=("value", "updated_at"),
-        )
-        db.commit()
-    return row

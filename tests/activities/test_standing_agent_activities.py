@@ -22,7 +22,7 @@ from runtime.coding_tasks.models import CodingTask
 from runtime.llm.routing import OwnerKind, PriceSource
 from runtime.sessions.models import DaemonSession
 from runtime.settings import Settings
-from runtime.standing_agents import catalog, control, episode, modes, spend, ticks
+from runtime.standing_agents import catalog, configs, episode, modes, spend, ticks
 from runtime.standing_agents.contracts import (
     ActionOutcome,
     AgentEvent,
@@ -537,7 +537,7 @@ async def test_the_weekly_credit_trips_on_a_model_no_price_table_knows(
         assert len(fake.requests) == 1
         (charged,) = sa.llm_attempts(store, agent)
         assert charged.cost_usd > 0
-        control.put_config(store, sa.TENANT, "AgentDispatcher:WeeklyCreditUsd", charged.cost_usd)
+        configs.put_config(store, sa.TENANT, "AgentDispatcher:WeeklyCreditUsd", charged.cost_usd)
         # The next call of the week finds the credit spent: no request is sent.
         following = request.model_copy(update={"call_id": "c/llm2", "step": 2})
         later = await env.run(activities.model_step, following)

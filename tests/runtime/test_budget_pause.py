@@ -13,7 +13,7 @@ from sqlalchemy import text
 from activities.llm import record
 from runtime.llm.routing import OwnerKind
 from runtime.settings import Settings
-from runtime.standing_agents import budget_pause, control
+from runtime.standing_agents import budget_pause, configs, control
 from runtime.standing_agents.contracts import AgentStatus
 from runtime.standing_agents.models import AgentInstance
 from runtime.standing_agents.workflow_contracts import BudgetReached
@@ -86,7 +86,7 @@ def test_only_an_operators_change_since_the_pause_lifts_it(store: Store, tmp_pat
         db.commit()
     _pause(store, worker, agent, BudgetReached(axis="tool_calls", cap=1, spent=1))
     assert budget_pause.resume_lifted(store, api, NOW + timedelta(minutes=1)) == []
-    control.put_config(store, sa.TENANT, "AgentDispatcher:TickMaxToolCalls", 3)
+    configs.put_config(store, sa.TENANT, "AgentDispatcher:TickMaxToolCalls", 3)
     (resumed,) = budget_pause.resume_lifted(store, api, datetime.now(UTC))
     assert resumed.status == AgentStatus.ACTIVE.value and resumed.budget_pause_id is None
 

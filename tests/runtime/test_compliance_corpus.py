@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from runtime.standing_agents import catalog, control, episode
+from runtime.standing_agents import catalog, configs, episode
 from runtime.standing_agents.compliance_corpus import corpus, parse_projects
 from runtime.standing_agents.configs import validate_config
 from runtime.standing_agents.contracts import AgentEvent, AgentType, EventKind
@@ -71,7 +71,7 @@ def test_configured_projects_win_and_are_validated(store: Store) -> None:
         {"id": "gdpr", "name": "GDPR", "paths": ["policies/gdpr/**"]},
         {"id": "iso27001", "paths": ["isms/*.md"]},
     ]
-    control.put_config(store, sa.TENANT, "compliance.projects", projects)
+    configs.put_config(store, sa.TENANT, "compliance.projects", projects)
     found = corpus(store, sa.TENANT)
     assert found["source"] == "config"
     assert [(p["id"], p["name"], p["paths"]) for p in found["projects"]] == [
@@ -94,7 +94,7 @@ def test_configured_projects_win_and_are_validated(store: Store) -> None:
 def test_the_compliance_objective_names_the_corpus_and_the_soas_does_not(
     store: Store, tmp_path: Path
 ) -> None:
-    control.put_config(store, sa.TENANT, "compliance.projects", [{"id": "gdpr"}])
+    configs.put_config(store, sa.TENANT, "compliance.projects", [{"id": "gdpr"}])
     event = AgentEvent(
         event_id="e1",
         sequence_number=1,

@@ -19,7 +19,7 @@ from runtime.llm.pricing import AttemptCost, Price, put_price
 from runtime.llm.reservation import OUTPUT_WITHOUT_CAP, SpendRefusal, worst_case_usd
 from runtime.llm.routing import OwnerKind, PriceSource
 from runtime.settings import Settings
-from runtime.standing_agents import control, spend
+from runtime.standing_agents import configs, spend
 from runtime.store import Store
 from tests.workflows import standing_agent_support as sa
 
@@ -179,7 +179,7 @@ def test_an_operator_raising_the_credit_admits_the_reservation(
     settings = _settings(tmp_path, credit=1.0)
     assert _reserve(store, settings, "c/1") is None
     assert _reserve(store, settings, "c/2") is not None
-    control.put_config(store, sa.TENANT, "AgentDispatcher:WeeklyCreditUsd", 1.6)
+    configs.put_config(store, sa.TENANT, "AgentDispatcher:WeeklyCreditUsd", 1.6)
     assert _reserve(store, settings, "c/2") is None
 
 

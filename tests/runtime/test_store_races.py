@@ -27,7 +27,7 @@ from sqlmodel import col, select
 from runtime.coding_tasks.models import CodingTask
 from runtime.sessions import registry
 from runtime.sessions.models import DaemonSession
-from runtime.standing_agents import control, task_proposals, tools
+from runtime.standing_agents import configs, control, task_proposals, tools
 from runtime.standing_agents.contracts import AgentStatus, AgentType, ModeChangeSource
 from runtime.standing_agents.models import AgentInstance, SystemConfig
 from runtime.standing_agents.modes import allowed_modes, apply_mode_change, mode_changes
@@ -85,11 +85,11 @@ def test_concurrent_first_writes_of_a_config_key_all_succeed(store: Store) -> No
     for _ in range(ROUNDS):
         tenant = _tenant()
         values = list(range(10, 10 + THREADS))
-        results = race([partial(control.put_config, store, tenant, key, v) for v in values])
+        results = race([partial(configs.put_config, store, tenant, key, v) for v in values])
         written = [r for r in results if isinstance(r, SystemConfig)]
         assert len(written) == THREADS, [r for r in results if isinstance(r, BaseException)]
         assert sorted(row.value for row in written) == values  # each answers its own value
-        row = control.get_config(store, tenant, key)
+        row = configs.get_config(store, tenant, key)
         assert row is not None and row.value in values
 
 
