@@ -53,6 +53,7 @@ from api.routes.workspace_status_models import (
 from api.security import require_configured_token
 from api.temporal import describe_pollers, is_unavailable
 from runtime.device_flow.providers import all_providers, credentials_path
+from runtime.egress_client import EgressRefused, egress_client
 from runtime.llm.active import active_model
 from runtime.policy.approval import DEFAULT_APPROVAL_MODE, TOOL_KINDS, is_approval_mode
 from runtime.sessions import registry
@@ -214,15 +215,23 @@ async def _model_cell(settings: Settings) -> PreflightCell:
         headers["Authorization"] = f"Bearer {settings.openai_api_key}"
     url = settings.openai_base_url.rstrip("/") + "/models"
     try:
-        async with httpx.AsyncClient(timeout=3.0) as http:
+        # The egress rule the model calls connect under (runtime/egress_client.py): the
+        # preflight reaches what they would reach, and nothing they may not.
+        async with egress_client(timeout=3.0) as http:
             response = await http.get(url, headers=headers)
     except httpx.HTTPError as err:
+        if isinstance(err, EgressRefused):
+            error = "the egress rule refuses the model endpoint's address"
+            hint = "Check OPENAI_BASE_URL: it resolves to a link-local or metadata address."
+        else:
+            error = f"the model endpoint does not answer ({type(err).__name__})"
+            hint = "Check OPENAI_BASE_URL and the network."
         return PreflightCell(
             kind="providers",
             status="error",
             errorKind="blocked_egress",
-            error=f"the model endpoint does not answer ({type(err).__name__})",
-            hint="Check OPENAI_BASE_URL and the network.",
+            error=error,
+            hint=hint,
             locality="daemon",
             detail=detail,
         )

@@ -115,6 +115,28 @@ async def test_workspace_preflight_reports_an_unreachable_model(
     assert "sk-x" not in json.dumps(body) and "127.0.0.1:9" not in json.dumps(body)
 
 
+async def test_workspace_preflight_reaches_the_model_under_the_egress_rule(
+    daemon: DaemonFactory,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The preflight's probe of the model endpoint connects as the model calls do: a
+    name that resolves to the metadata service is refused, and the cell says so."""
+    from runtime import egress_client
+
+    async def metadata(host: str, port: int) -> list[str]:
+        return ["169.254.169.254"]
+
+    monkeypatch.setattr(egress_client, "resolve", metadata)
+    d = await daemon(
+        model_provider="openai", openai_base_url="http://models.example/v1", openai_api_key="sk-x"
+    )
+    body = (await d.client.get("/workspace/preflight")).json()
+    cell = next(c for c in body["cells"] if c["kind"] == "providers")
+    assert cell["status"] == "error" and cell["errorKind"] == "blocked_egress"
+    assert cell["error"] == "the egress rule refuses the model endpoint's address"
+    assert "sk-x" not in json.dumps(body) and "models.example" not in json.dumps(body)
+
+
 async def test_workspace_providers(daemon: DaemonFactory) -> None:  # noqa: F811
     d = await daemon()
     body = (await d.client.get("/workspace/providers")).json()
