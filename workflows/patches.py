@@ -71,6 +71,9 @@ SESSION_CODING_TASK_REPORT = "session-coding-task-report"
 SESSION_CLOSE_SETTLES_ITS_WINDOWS_LEASE = "session-close-settles-its-windows-lease"
 # A session's mcp__<server>__<tool> calls run through the worker's MCP pool (issue 19).
 SESSION_MCP_TOOLS = "session-mcp-tools"
+# A busy session continues as new between two prompts when Temporal suggests it, carrying
+# its queue (before: only when idle, so a session never idle grew one history unbounded).
+SESSION_CONTINUES_AS_NEW_WHILE_BUSY = "session-continues-as-new-while-busy"
 # A coding task's prompt (agentrt's coder): its permission requests are decisions too.
 SESSION_CODING_TASK_DECISIONS = "session-coding-task-decisions"
 # Turns started before the decision signal carried the decision wait as they did then:
@@ -168,6 +171,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch(SESSION_MCP_TOOLS, ("SessionWorkflow",), date(2026, 12, 2)),
     Patch(SESSION_CODING_TASK_REPORT, ("SessionWorkflow",), date(2026, 12, 2)),
     Patch(SESSION_CODING_TASK_DECISIONS, ("SessionWorkflow",), date(2026, 12, 2)),
+    Patch(SESSION_CONTINUES_AS_NEW_WHILE_BUSY, ("SessionWorkflow",), date(2026, 12, 5)),
     Patch(STUCK_CLOSE_SETTLES_WINDOWS_LEASE, ("StandingAgentWorkflow",), date(2026, 11, 30)),
     Patch(AGENT_APPROVED_MCP_CALL, ("StandingAgentWorkflow",), date(2026, 12, 2)),
     Patch(AGENT_TICK_CONCURRENCY_CAP, ("StandingAgentWorkflow",), date(2026, 12, 2)),

@@ -363,7 +363,11 @@ class SessionWorkflow:
             )
             if self._closing is not None:
                 break
-            if not self._queue:
+            # Between prompts, when Temporal suggests it: idle, and busy too (the queue is
+            # carried over), so a session that is never idle still starts a new history.
+            if workflow.info().is_continue_as_new_suggested() and (
+                not self._queue or workflow.patched(patches.SESSION_CONTINUES_AS_NEW_WHILE_BUSY)
+            ):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self._carry_over(request))
             item = self._queue.pop(0)

@@ -924,6 +924,49 @@ async def test_a_long_session_continues_as_new_and_keeps_its_state(
     assert ids == list(range(1, len(ids) + 1))
 
 
+async def test_a_busy_session_continues_as_new_between_prompts_carrying_its_queue(
+    daemon: DaemonFactory, dev_env: WorkflowEnvironment
+) -> None:
+    """A session that is never idle still starts a new history: between two prompts, when
+    Temporal suggests it, the run continues as new with the queued prompt carried over,
+    and that prompt runs in the new run, its events numbered on."""
+    import json
+
+    from runtime.sessions.contracts import CancelRequest
+    from workflows.session import SessionWorkflow, session_workflow_id
+
+    d = await daemon()
+    sid = (await d.create())["sessionId"]
+    handle = dev_env.client.get_workflow_handle(session_workflow_id(sid))
+    first_run = (await handle.describe()).run_id
+    # A prompt paused on its permission keeps the session busy.
+    prompt_id, request = await _permission(d, sid)
+    # Grow the history past the dev server's suggestion (300 events) while it waits: a
+    # cancel for a prompt id the session does not have changes nothing but is recorded.
+    while (await handle.describe()).raw_description.workflow_execution_info.history_length <= 320:
+        for _ in range(20):
+            await handle.signal(SessionWorkflow.cancel, CancelRequest(prompt_id="no-such-prompt"))
+    queued = (await d.prompt(sid, "/say queued behind")).json()["promptId"]
+    vote = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
+    rid = request["data"]["requestId"]
+    assert (await d.client.post(f"/permission/{rid}", json=vote)).status_code == 200
+    events = await d.wait_for(sid, "turn_complete", prompt_id=queued)
+    assert events[-1]["data"]["stopReason"] == "end_turn"
+    # The first run ended by continuing as new with the queued prompt still in its queue.
+    history = await dev_env.client.get_workflow_handle(
+        session_workflow_id(sid), run_id=first_run
+    ).fetch_history()
+    last = history.events[-1]
+    assert last.HasField("workflow_execution_continued_as_new_event_attributes")
+    carried = json.loads(
+        last.workflow_execution_continued_as_new_event_attributes.input.payloads[0].data
+    )
+    assert [item["prompt_id"] for item in carried["queue"]] == [queued]
+    assert prompt_id != queued
+    ids = [e["id"] for e in d.events(sid)]
+    assert ids == list(range(1, len(ids) + 1))
+
+
 async def test_session_workflow_is_findable_in_the_web_ui(
     daemon: DaemonFactory, dev_env: WorkflowEnvironment
 ) -> None:
