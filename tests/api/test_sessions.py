@@ -951,7 +951,10 @@ async def test_a_busy_session_continues_as_new_between_prompts_carrying_its_queu
     rid = request["data"]["requestId"]
     assert (await d.client.post(f"/permission/{rid}", json=vote)).status_code == 200
     events = await d.wait_for(sid, "turn_complete", prompt_id=queued)
-    assert events[-1]["data"]["stopReason"] == "end_turn"
+    (complete,) = [
+        e for e in events if e["type"] == "turn_complete" and e.get("promptId") == queued
+    ]
+    assert complete["data"]["stopReason"] == "end_turn"
     # The first run ended by continuing as new with the queued prompt still in its queue.
     history = await dev_env.client.get_workflow_handle(
         session_workflow_id(sid), run_id=first_run
