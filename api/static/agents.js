@@ -732,20 +732,29 @@
 
   /** The tenant's pending approvals (decisions, MCP calls, coders' questions), oldest first:
    *  answered here through the approvals' inbox, which records the token that answered. */
+  // Reads of the inbox overlap (a poll, a chat's refresh, an answer's): only the newest
+  // answer is shown. An older one shown last would drop an item that came in between and
+  // bring it back empty on the next read, losing what the operator had typed in it.
+  let inboxReads = 0;
+  let inboxShown = 0;
+
   async function loadInbox() {
     if (!state.tenant) return;
     const tenant = state.tenant;
+    const read = ++inboxReads;
     let body;
     try {
       body = await api('GET', `${tenantPath()}/approvals?limit=200`);
     } catch (err) {
-      if (tenant !== state.tenant) return;
+      if (tenant !== state.tenant || read < inboxShown) return;
+      inboxShown = read;
       $('approvals').replaceChildren();
       $('approvals-empty').hidden = false;
       setText('approvals-empty', 'Could not read the inbox: ' + explain(err));
       return;
     }
-    if (tenant !== state.tenant) return;
+    if (tenant !== state.tenant || read < inboxShown) return;
+    inboxShown = read;
     const pending = Array.isArray(body && body.approvals) ? body.approvals : [];
     const list = $('approvals');
     // Keep what the operator is typing: items already shown stay in place.

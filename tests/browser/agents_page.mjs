@@ -150,7 +150,30 @@ async function run(page, problems) {
   const call = `Please ask me first.\n/call soa_propose_decision ${JSON.stringify({
     title: DECISION_TITLE, body: 'Raised from the browser test.', options: ['approve', 'reject'],
   })}`;
+  // One read of the inbox, sent before the decision exists, is answered only after the
+  // decision is shown and an answer typed in it: reads overlap (polls, the chat's
+  // refreshes), and an answer arriving out of order must not take the item and its text
+  // away (it came back empty on the next read, and the note was lost).
+  let holdNextRead = false;
+  let releaseStaleRead = async () => {};
+  let markHeld;
+  const staleReadHeld = new Promise((held) => { markHeld = held; });
+  const inboxRead = (url) => url.pathname.endsWith('/approvals') && url.searchParams.has('limit');
+  await page.route(inboxRead, async (route) => {
+    if (!holdNextRead) return route.continue();
+    holdNextRead = false;
+    const response = await route.fetch();
+    releaseStaleRead = async () => {
+      const finished = page.waitForEvent('requestfinished', {
+        predicate: (request) => request === route.request(), timeout: STEP_TIMEOUT,
+      });
+      await route.fulfill({ response });
+      await finished;
+    };
+    markHeld();
+  });
   await step(page, 'make the agent raise a decision', async () => {
+    holdNextRead = true;
     await page.locator(byTestId('chat-text')).fill(call);
     await page.locator(byTestId('chat-send')).click();
     await page.waitForFunction(
@@ -168,6 +191,11 @@ async function run(page, problems) {
   const item = `#approvals > li[data-approval-id="${approvalId}"]`;
   await step(page, 'approve the decision in the inbox', async () => {
     await page.locator(`${item} ${byTestId('approval-text')}`).fill('Go ahead.');
+    await staleReadHeld;
+    await releaseStaleRead();
+    await page.unroute(inboxRead);
+    // The page has handled the late answer (its handler runs before the next evaluate).
+    await page.evaluate(() => new Promise((done) => setTimeout(done, 0)));
     await page.locator(`${item} ${byTestId('approval-approve')}`).click();
     await page.locator(item).waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
     await page.locator(`#decisions > li[data-decision-id="${decisionId}"][data-status="resolved"]`)
