@@ -30,7 +30,7 @@ from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.migrate import upgrade_to_head
 from runtime.telemetry import setup_tracing
-from workflows import WORKFLOWS
+from workflows import all_workflows
 
 log = logging.getLogger("agentrt.worker")
 
@@ -115,7 +115,7 @@ def build_worker(
         settings,
         client,
         task_queue=settings.task_queue,
-        workflows=WORKFLOWS,
+        workflows=all_workflows(),
         activities=activities
         or build_activities(
             store, journal, provider or provider_from_settings(settings), settings, pool

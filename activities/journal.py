@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 
-from temporalio import activity
-
 from runtime.store import EventJournal
-from runtime.store.journal_contracts import APPEND_EVENTS, AppendEventsInput, AppendEventsResult
+from runtime.store.journal_contracts import (
+    APPEND_EVENTS_CONTRACT,
+    AppendEventsInput,
+    AppendEventsResult,
+)
 
 
 class JournalActivities:
     def __init__(self, journal: EventJournal) -> None:
         self.journal = journal
 
-    @activity.defn(name=APPEND_EVENTS)
+    @APPEND_EVENTS_CONTRACT.defn
     async def append_events(self, request: AppendEventsInput) -> AppendEventsResult:
         """Append a batch; idempotent across retries when the workflow gives a dedupe key."""
         entries = await asyncio.to_thread(

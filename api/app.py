@@ -15,46 +15,25 @@ from fastapi import FastAPI
 from starlette.routing import Route
 from temporalio.client import Client
 
-from api.access_log import AccessLog
-from api.agent_workflows import Sweeper
-from api.errors import LastResort, install_error_handlers
-from api.mcp_server import MCP_PATH, McpEndpoint
-from api.openapi import install_openapi
-from api.routes import (
-    agent_config,
-    agent_mcp,
-    agent_modes,
-    agent_schedules,
-    agent_stream,
+from api import (
     agent_tools,
-    agent_webhooks,
-    agents,
     approvals,
-    capabilities,
     coding_tasks,
-    daemon_status,
-    decisions,
     device_flow,
-    docs,
-    health,
-    index,
     llm,
+    mcp,
     notifications,
-    permissions,
-    prompts,
-    redactor_signals,
-    registry,
-    research,
-    session_events,
+    service,
     sessions,
-    tenant_features,
-    tenant_tokens,
-    ui,
+    standing_agents,
+    tenants,
     windows,
     workspace,
-    workspace_mcp,
-    workspace_status,
 )
+from api.access_log import AccessLog
+from api.errors import LastResort, install_error_handlers
+from api.mcp.server import MCP_PATH, McpEndpoint
+from api.openapi import install_openapi
 from api.security import (
     BearerAuth,
     BodyLimit,
@@ -67,6 +46,7 @@ from api.security import (
 from api.security.bearer import auth_failure_limiter
 from api.security.browser import MUTATIONS_PER_MINUTE
 from api.security.hosts import loopback_hosts
+from api.standing_agents.temporal_calls import Sweeper
 from api.temporal import TemporalConnector
 from api.tracing import RequestSpans
 from runtime import __version__
@@ -81,6 +61,24 @@ from runtime.store.migrate import upgrade_to_head
 from runtime.telemetry import setup_tracing
 
 log = logging.getLogger(__name__)
+
+# Every feature's routers (api/<feature>/__init__.py lists them), in the order they are
+# matched: the service's own pages first.
+FEATURES = (
+    service,
+    sessions,
+    agent_tools,
+    workspace,
+    mcp,
+    device_flow,
+    tenants,
+    standing_agents,
+    approvals,
+    notifications,
+    coding_tasks,
+    llm,
+    windows,
+)
 
 
 def create_app(
@@ -108,7 +106,8 @@ def create_app(
         # Connect in the background: the API answers /health while Temporal starts.
         warmup = asyncio.create_task(_warm_up(connector))
         await asyncio.to_thread(seed_modes, app.state.store)
-        # Repairs a wake-up lost between a store write and its signal (api/agent_workflows).
+        # Repairs a wake-up lost between a store write and its signal
+        # (api/standing_agents/temporal_calls.py).
         app.state.agent_sweeper = Sweeper(settings, app.state.store)
         sweeper = asyncio.create_task(app.state.agent_sweeper.run(connector.get))
         # Outbound webhooks this process's routes owe wake their endpoints' workflows.
@@ -136,7 +135,7 @@ def create_app(
         title="agentrt",
         version=__version__,
         lifespan=lifespan,
-        docs_url=None,  # served by api/routes/docs.py, without a CDN
+        docs_url=None,  # served by api/service/docs.py, without a CDN
         redoc_url=None,
     )
     app.state.settings = settings
@@ -150,42 +149,10 @@ def create_app(
 
     install_error_handlers(app)
     install_openapi(app)
-    app.include_router(index.router)
-    app.include_router(docs.router)
-    app.include_router(health.router)
-    app.include_router(capabilities.router)
-    app.include_router(daemon_status.router)
-    app.include_router(agent_tools.router)
-    app.include_router(research.router)
-    app.include_router(ui.router)
-    app.include_router(sessions.router)
-    app.include_router(prompts.router)
-    app.include_router(permissions.router)
-    app.include_router(session_events.router)
-    app.include_router(workspace.router)
-    app.include_router(workspace_status.router)
-    app.include_router(workspace_mcp.router)
-    app.include_router(device_flow.router)
-    app.include_router(tenant_features.router)
-    app.include_router(tenant_tokens.router)
-    app.include_router(agents.router)
-    app.include_router(agent_stream.router)
-    app.include_router(decisions.router)
-    app.include_router(approvals.router)
-    app.include_router(approvals.answers)
-    app.include_router(notifications.router)
-    app.include_router(registry.router)
-    app.include_router(agent_config.router)
-    app.include_router(redactor_signals.router)
-    app.include_router(agent_webhooks.router)
-    app.include_router(agent_webhooks.delivery)
-    app.include_router(agent_schedules.router)
-    app.include_router(agent_mcp.router)
-    app.include_router(coding_tasks.router)
-    app.include_router(agent_modes.router)
-    app.include_router(llm.router)
-    app.include_router(windows.router)
-    # agentrt's own MCP server (api/mcp_server.py): the SDK's transport, on our chain.
+    for feature in FEATURES:
+        for router in feature.routers():
+            app.include_router(router)
+    # agentrt's own MCP server (api/mcp/server.py): the SDK's transport, on our chain.
     mcp_endpoint = McpEndpoint(settings)
     app.router.routes.append(
         Route(

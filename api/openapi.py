@@ -80,7 +80,7 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 def json_body(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:
     """`openapi_extra=` for a route that validates its JSON body itself (`read_body` and
-    `model.parse`, api/routes/session_bodies.py)."""
+    `model.parse`, api/sessions/bodies.py)."""
     schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
     for name, definition in schema.pop("$defs", {}).items():
         SCHEMAS.setdefault(name, definition)

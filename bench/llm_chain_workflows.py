@@ -15,7 +15,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.llm.openai import OpenAIProvider
     from runtime.llm.contracts import ChatMessage
     from runtime.llm.routing import AttemptReport, AttemptSpec, OwnerKind
-    from workflows.llm_chain import ATTEMPT_RETRY, resolve_chain, run_chain
+    from workflows.llm.chain import ATTEMPT_RETRY, resolve_chain, run_chain
 
 DIRECT_CALL = "bench.llm_direct_call"
 CHAIN_ATTEMPT = "bench.llm_chain_attempt"

@@ -1,4 +1,4 @@
-"""A read-only tool of agentrt's own MCP server (`/mcp`, api/mcp_server), against the same
+"""A read-only tool of agentrt's own MCP server (`/mcp`, api/mcp/server), against the same
 read over REST, from one client on warm connections.
 
 The API runs under uvicorn on a free loopback port in this process (real HTTP) with a
@@ -34,7 +34,7 @@ from bench.stats import ratio
 from runtime.settings import Settings
 from runtime.standing_agents.control import set_standing_agents
 from runtime.store import Store, upgrade_to_head
-from runtime.tenant_tokens import create as create_token
+from runtime.tenants.tokens import create as create_token
 
 DEFAULT_RUNS: Final = 50
 TENANT: Final = "bench-mcp"

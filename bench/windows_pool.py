@@ -29,8 +29,8 @@ from bench.substrate import TUNED_DEV_SERVER_ARGS, start_dev_server
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from runtime.temporal import ensure_search_attributes
-from runtime.windows_pool import lease_client
-from runtime.windows_pool.contracts import WindowsVerb
+from runtime.windows import lease_client
+from runtime.windows.contracts import WindowsVerb
 from tests.fakes.windows_pool import FakeWindowsPool
 from worker import build_worker
 

@@ -53,7 +53,7 @@ def _analyse_each_endpoint_once() -> None:
 
 
 def _build_each_mcp_tool_once() -> None:
-    """The MCP server that an app builds on its first request to /mcp (api/mcp_server)
+    """The MCP server that an app builds on its first request to /mcp (api/mcp/server)
     registers its tools with the SDK's `Tool.from_function`, which builds a pydantic model
     of each function's signature and its JSON schema: far more than the rest of an app's
     construction, and the suite's MCP tests build an app each. What it builds is a

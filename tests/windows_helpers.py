@@ -9,9 +9,9 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from runtime.settings import Settings
-from runtime.windows_pool import lease_client
-from runtime.windows_pool.contracts import WindowsVerb, validate_and_clamp
-from runtime.windows_pool.lease import lease_workflow_id
+from runtime.windows import lease_client
+from runtime.windows.contracts import WindowsVerb, validate_and_clamp
+from runtime.windows.lease import lease_workflow_id
 
 POOL_TOKEN = "pool-token"
 

@@ -1,28 +1,37 @@
-"""Deterministic workflow code only: no I/O, no clock, no randomness but Temporal's."""
+"""Deterministic workflow code only: no I/O, no clock, no randomness but Temporal's.
+
+One folder per feature (`workflows/<feature>/`); each lists its workflow classes in its
+`__init__.py` (`workflows()`), and `all_workflows` collects them for the worker. Beside
+them, the kernel of this layer: `patches.py` (the register of every patch id) and
+`local_activity.py`.
+"""
 
 from __future__ import annotations
 
-from workflows.agent_schedule import AgentScheduleWorkflow
-from workflows.approvals import ApprovalClockWorkflow
-from workflows.coding_task import CodingTaskWorkflow
-from workflows.device_flow import DeviceFlowWorkflow
-from workflows.mcp_discovery import McpDiscoveryWorkflow
-from workflows.notifications import NotificationEndpointWorkflow
-from workflows.session import SessionWorkflow
-from workflows.standing_agent import StandingAgentWorkflow
-from workflows.turn import TurnWorkflow
-from workflows.windows_lease import WindowsLeaseWorkflow
 
-# Every workflow class the worker registers; each surface adds its own.
-WORKFLOWS: list[type] = [
-    TurnWorkflow,
-    SessionWorkflow,
-    DeviceFlowWorkflow,
-    StandingAgentWorkflow,
-    WindowsLeaseWorkflow,
-    McpDiscoveryWorkflow,
-    CodingTaskWorkflow,
-    AgentScheduleWorkflow,
-    NotificationEndpointWorkflow,
-    ApprovalClockWorkflow,
-]
+def all_workflows() -> list[type]:
+    """Every workflow class the worker registers, feature by feature."""
+    from workflows import (
+        agent_tools,
+        approvals,
+        coding_tasks,
+        device_flow,
+        mcp,
+        notifications,
+        sessions,
+        standing_agents,
+        windows,
+    )
+
+    features = (
+        agent_tools,
+        sessions,
+        device_flow,
+        standing_agents,
+        windows,
+        mcp,
+        coding_tasks,
+        notifications,
+        approvals,
+    )
+    return [cls for feature in features for cls in feature.workflows()]

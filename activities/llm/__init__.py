@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from activities.llm.contracts import (
     ChatMessage,
     DeltaCallback,
@@ -29,3 +32,14 @@ __all__ = [
     "Usage",
     "provider_from_settings",
 ]
+
+
+if TYPE_CHECKING:
+    from activities.deps import ActivityDeps
+
+
+def activities(deps: ActivityDeps) -> list[Callable[..., Any]]:
+    """This feature's activities, bound to the worker's `deps`."""
+    from activities.llm.routing_activities import LlmActivities
+
+    return [LlmActivities(deps.store, deps.settings).resolve_chain]

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import asyncio
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from runtime.llm.config_store import LlmConfigError, load_chain_plan
-from runtime.llm.routing import ChainPlan, LlmActivity, ResolveChainInput
+from runtime.llm.routing import ChainPlan, LlmActivityContracts, ResolveChainInput
 from runtime.settings import Settings
 from runtime.store.engine import Store
 
@@ -22,7 +21,7 @@ class LlmActivities:
         self.store = store
         self.settings = settings
 
-    @activity.defn(name=LlmActivity.RESOLVE_CHAIN)
+    @LlmActivityContracts.RESOLVE_CHAIN.defn
     async def resolve_chain(self, request: ResolveChainInput) -> ChainPlan:
         try:
             return await asyncio.to_thread(

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import time
 
-from temporalio import activity
-
 from activities.mcp.calls import McpCalls
 from activities.mcp.failures import classify
 from runtime.mcp.status import (
-    MCP_DISCOVER_ACTIVITY,
+    MCP_DISCOVER_CONTRACT,
     McpDiscoveryInput,
     McpDiscoveryResult,
     McpServerOutcome,
@@ -20,7 +18,7 @@ class McpDiscoveryActivities:
     def __init__(self, calls: McpCalls) -> None:
         self.calls = calls
 
-    @activity.defn(name=MCP_DISCOVER_ACTIVITY)
+    @MCP_DISCOVER_CONTRACT.defn
     async def discover(self, request: McpDiscoveryInput) -> McpDiscoveryResult:
         """Every enabled server opened in one pass (slots of the client budget taken in
         declaration order, refusals batched), or `server` closed and opened again."""

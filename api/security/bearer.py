@@ -18,7 +18,7 @@ Only a request that presents a bearer and gets it wrong is a failure: one with n
 header cross-site only after a CORS preflight, which the CORS wall refuses) is answered
 401 but counts nothing, so a web page cannot lock the operator out.
 
-Who the request is goes into `scope["state"]["identity"]` (runtime.tenant_tokens.Identity):
+Who the request is goes into `scope["state"]["identity"]` (runtime.tenants.tokens.Identity):
 the administrator for the deployment token; a bearer that is not the deployment token
 but a live tenant token (looked up by its SHA-256 in the store, on every request: a
 revoke is a 401 at the next one) is that token's tenant, name and role, and is then held
@@ -42,7 +42,7 @@ from api.security.asgi import header, is_http, send_json
 from api.security.ratelimit import RateLimiter, peer_key, send_rate_limited
 from api.security.roles import STATE_KEY, refusal
 from runtime.store import Store
-from runtime.tenant_tokens import ADMIN, Identity, verify
+from runtime.tenants.tokens import ADMIN, Identity, verify
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ STATIC_PAGE_PATHS = frozenset(
 )
 
 
-# The delivery URL of a standing agent's signed webhook (api/routes/agent_webhooks.py).
+# The delivery URL of a standing agent's signed webhook (api/standing_agents/webhooks.py).
 WEBHOOK_DELIVERY = re.compile(r"^/api/v1/webhooks/wh_[0-9a-f]{24}$")
 
 

@@ -5,7 +5,7 @@ here before the request goes any further, so no route can forget it: a route is 
 to tenant tokens unless its path is in the space below.
 
 - `admin` (the deployment token, `AGENTRT_TOKEN`): everything.
-- a tenant token (runtime/tenant_tokens.py) reaches only
+- a tenant token (runtime/tenants/tokens.py) reaches only
   - `/mcp` and below, role `coder` or `operator` (the MCP server scopes its tools to the
     token's tenant itself);
   - `/api/v1/tenants/{its tenant}` and below, role `operator`, except the tenant's
@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, Request
 
 from runtime.failures import WireError
-from runtime.tenant_tokens import Identity
+from runtime.tenants.tokens import Identity
 
 TENANTS_PREFIX = "/api/v1/tenants/"
 MCP_PATH = "/mcp"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
 
+from runtime.activity_contract import ActivityContract
 from runtime.agent_tools.findings import Finding
 from runtime.investigation.tools import ObjectRef, ToolStatus
 from runtime.llm.contracts import ToolCall
@@ -33,7 +34,7 @@ EVENT_TYPES = (
 
 
 class AgentToolsActivity(StrEnum):
-    """The agent-tools activities, by name: activities/agent_tools.py implements them,
+    """The agent-tools activities, by name: activities/agent_tools/turn.py implements them,
     and TurnWorkflow calls them by these names (the API never imports an activity)."""
 
     CALL_TOOL = "agent_tools.call_tool"
@@ -160,3 +161,15 @@ ModelStepResult.model_rebuild()
 def turn_workflow_id(instance: str, workspace: str, turn_id: str) -> str:
     """A turn's workflow id (its routes signal it; an expired research's clock too)."""
     return f"turn/{instance}/{workspace}/{turn_id}"
+
+
+class AgentToolsActivityContracts:
+    """Each AgentToolsActivity with the types of its argument and result."""
+
+    CALL_TOOL: Final = ActivityContract(AgentToolsActivity.CALL_TOOL, CallToolInput, CallSummary)
+    READ_RESEARCH: Final = ActivityContract(
+        AgentToolsActivity.READ_RESEARCH, ResearchStateInput, ResearchRead
+    )
+    MODEL_STEP: Final = ActivityContract(
+        AgentToolsActivity.MODEL_STEP, ModelStepInput, ModelStepResult
+    )

@@ -1,6 +1,6 @@
 """Answering an approval through the inbox: who may answer which kind, and the refusals.
 
-The inbox's answer (api/routes/approvals.py) is the kind's own operation (a session's
+The inbox's answer (api/approvals/routes.py) is the kind's own operation (a session's
 vote, a research's decision, a decision's respond, a device flow's cancel), run with the
 verified identity; what it adds is one vocabulary over the kinds:
 

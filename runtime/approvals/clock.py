@@ -11,7 +11,7 @@ opens:
   right after it opened: its tool's override (an MCP call), else its mode's (a standing
   agent's decision or MCP call), else its kind's (`timeout_of`);
 - `approval_expiring_lead_ms` before `expires_at`, `approval.expiring` is owed once;
-- at `expires_at`, the kind ends it as an answer would (activities/approvals.py): a
+- at `expires_at`, the kind ends it as an answer would (activities/approvals/clock.py): a
   proposal is refused, a question answered `expired`; the approval is `expired`.
 """
 

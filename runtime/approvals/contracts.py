@@ -6,6 +6,8 @@ from typing import Final
 
 from pydantic import BaseModel
 
+from runtime.activity_contract import ActivityContract
+
 CLOCK_WORKFLOW_NAME: Final = "ApprovalClockWorkflow"
 # What a process wakes to give new requests their timeout: its task queue's clock.
 CLOCK_WORKFLOW_ID: Final = "approvals-clock"
@@ -26,3 +28,8 @@ class ClockResult(BaseModel):
 def clock_workflow_id(task_queue: str) -> str:
     """The clock of the deployment that `task_queue` serves (one per deployment)."""
     return f"{CLOCK_WORKFLOW_ID}/{task_queue}"
+
+
+KEEP_TIME_CONTRACT: Final[ActivityContract[None, ClockResult]] = ActivityContract(
+    KEEP_TIME, None, ClockResult
+)

@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel
 
+from runtime.activity_contract import ActivityContract
 from runtime.failures import WireError
 
 WORKFLOW_NAME: Final = "CodingTaskWorkflow"
@@ -52,7 +53,7 @@ def task_workflow_id(tenant: str, task_id: str) -> str:
 # over its own coder's commands (an operator may, over REST).
 TASK_APPROVAL_MODES: Final = ("plan", "default", "auto-edit")
 
-# agentrt's coder works in `<workspace>/.agentrt-tasks/<taskId>` (activities/coding_tasks).
+# agentrt's coder works in `<workspace>/.agentrt-tasks/<taskId>` (activities/coding_tasks/task).
 TASKS_DIR: Final = ".agentrt-tasks"
 
 
@@ -243,3 +244,16 @@ class CoderAliveInput(BaseModel):
 
 
 CodingTaskInput.model_rebuild()
+
+
+class CodingTaskActivityContracts:
+    """Each CodingTaskActivity with the types of its argument and result."""
+
+    TIMERS: Final = ActivityContract(CodingTaskActivity.TIMERS, ExpireInput, TaskTimers)
+    EXPIRE: Final = ActivityContract(CodingTaskActivity.EXPIRE, ExpireInput, ExpireResult)
+    SPAWN_CODER: Final = ActivityContract(CodingTaskActivity.SPAWN_CODER, SettleInput, SpawnResult)
+    COMPLETE_OWN: Final = ActivityContract(
+        CodingTaskActivity.COMPLETE_OWN, OwnCoderDone, type(None)
+    )
+    CODER_ALIVE: Final = ActivityContract(CodingTaskActivity.CODER_ALIVE, CoderAliveInput, bool)
+    WAKE_AGENT: Final = ActivityContract(CodingTaskActivity.WAKE_AGENT, SettleInput, type(None))

@@ -4,10 +4,11 @@ activities' inputs and outputs, called by name (`DeviceFlowActivity`)."""
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel
 
+from runtime.activity_contract import ActivityContract
 from runtime.device_flow.providers import DeviceFlowProvider
 from runtime.sessions.contracts import WorkerBound
 
@@ -30,7 +31,7 @@ class DeviceFlowActivity(StrEnum):
     POLL_TOKEN = "device_flow.poll_token"
     EMIT = "device_flow.emit"
     FORGET = "device_flow.forget"
-    # A model call's pause (workflows/device_flow_pause.py): start or attach, then read.
+    # A model call's pause (workflows/device_flow/pause.py): start or attach, then read.
     ENSURE = "device_flow.ensure"
     READ = "device_flow.read"
 
@@ -191,3 +192,16 @@ class DeviceFlowOutcome(BaseModel):
     authorized: bool
     error_kind: str | None = None
     hint: str | None = None
+
+
+class DeviceFlowActivityContracts:
+    """Each DeviceFlowActivity with the types of its argument and result."""
+
+    ENSURE: Final = ActivityContract(DeviceFlowActivity.ENSURE, EnsureFlowInput, EnsureFlowResult)
+    READ: Final = ActivityContract(DeviceFlowActivity.READ, ReadFlowInput, ReadFlowResult)
+    REQUEST_CODE: Final = ActivityContract(
+        DeviceFlowActivity.REQUEST_CODE, DeviceFlowProvider, RequestCodeResult
+    )
+    POLL_TOKEN: Final = ActivityContract(DeviceFlowActivity.POLL_TOKEN, PollInput, PollOutcome)
+    FORGET: Final = ActivityContract(DeviceFlowActivity.FORGET, ForgetInput, bool)
+    EMIT: Final = ActivityContract(DeviceFlowActivity.EMIT, EmitInput, int)

@@ -1,6 +1,6 @@
 """The chain's OpenTelemetry counters (issue 11 "The chain").
 
-Counted by the workflow side (`workflows.llm_chain`) outside replay only, so a replayed
+Counted by the workflow side (`workflows.llm.chain`) outside replay only, so a replayed
 history never counts twice. Through the API only: without an SDK meter provider they
 cost nothing.
 """

@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import timedelta
 from enum import StrEnum
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from runtime.activity_contract import ActivityContract
 from runtime.llm.contracts import UsageSource
 
 ROOT_SITE = "Default"
@@ -270,3 +271,9 @@ class ResolveChainInput(BaseModel):
 DEVICE_FLOW_FAILED = "device_flow_failed"
 # A 400 (or another 4xx) ended the chain at once: the request itself is at fault.
 MODEL_BAD_REQUEST = "model_bad_request"
+
+
+class LlmActivityContracts:
+    """Each LlmActivity with the types of its argument and result."""
+
+    RESOLVE_CHAIN: Final = ActivityContract(LlmActivity.RESOLVE_CHAIN, ResolveChainInput, ChainPlan)

@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
 
+from runtime.activity_contract import ActivityContract
 from runtime.failures import WireError
 from runtime.store import Store
 from runtime.workspace.settings import get_setting, set_setting
@@ -175,3 +176,8 @@ class McpRestartFailed(WireError):
 
     def response_body(self) -> dict[str, Any]:
         return {"error": self.message, "code": self.kind_name, "serverName": self.server}
+
+
+MCP_DISCOVER_CONTRACT: Final = ActivityContract(
+    MCP_DISCOVER_ACTIVITY, McpDiscoveryInput, McpDiscoveryResult
+)

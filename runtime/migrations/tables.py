@@ -26,7 +26,7 @@ TABLE_MODULES: tuple[str, ...] = (
     "runtime.store.models",
     "runtime.store.operations",
     "runtime.store.tenants",
-    "runtime.tenant_tokens",
+    "runtime.tenants.tokens",
     "runtime.workspace.settings",
 )
 """The modules that declare tables; each import registers its tables on the metadata."""

@@ -7,6 +7,8 @@ from typing import Final
 
 from pydantic import BaseModel
 
+from runtime.activity_contract import ActivityContract
+
 WORKFLOW_NAME: Final = "NotificationEndpointWorkflow"
 WAKE_SIGNAL: Final = "wake"
 DELIVER_DUE: Final = "notifications.deliver_due"
@@ -30,3 +32,6 @@ class DeliverResult(BaseModel):
     failed: int = 0
     next_due_ms: int | None = None
     gone: bool = False
+
+
+DELIVER_DUE_CONTRACT: Final = ActivityContract(DELIVER_DUE, EndpointRun, DeliverResult)

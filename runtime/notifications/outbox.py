@@ -2,7 +2,7 @@
 what it reports (an approval opened or ended, a coding task settled), so it is owed
 exactly when that happened, and once (its id derives from the event and the endpoint).
 
-`NotificationEndpointWorkflow` (workflows/notifications.py) delivers an endpoint's rows in
+`NotificationEndpointWorkflow` (workflows/notifications/delivery.py) delivers an endpoint's rows in
 order; `wake` tells it at once that rows were written (through the waker the worker and
 the API install), and its own timer catches up on anything a lost wake missed.
 """

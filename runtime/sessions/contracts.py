@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
 
+from runtime.activity_contract import ActivityContract
 from runtime.llm.contracts import ToolCall
 from runtime.llm.routing import AttemptReport, AttemptSpec, ModelBinding
 from runtime.mcp.binding import McpBinding
@@ -18,7 +19,7 @@ MAX_DEADLINE_MS = 2**31 - 1
 
 
 class SessionActivity(StrEnum):
-    """The session activities, by name: activities/session.py implements them, and
+    """The session activities, by name: activities/sessions/session.py implements them, and
     SessionWorkflow calls them by these names (so the API, which imports the workflow,
     never imports an activity)."""
 
@@ -36,7 +37,7 @@ class SessionActivity(StrEnum):
     MCP_READ = "session.mcp_read"
     MCP_CALL = "session.mcp_call"
     # agentrt's coder (a coding task's prompt) asks a permission: a decision on the
-    # tenant's queue too, whose answer votes (api/routes/decisions.py).
+    # tenant's queue too, whose answer votes (api/standing_agents/decisions.py).
     TASK_DECISION = "session.task_decision"
 
 
@@ -314,3 +315,27 @@ def _digest(text: str) -> str:
 
 SessionInput.model_rebuild()
 PromptItem.model_rebuild()
+
+
+class SessionActivityContracts:
+    """Each SessionActivity with the types of its argument and result."""
+
+    OPEN_PROMPT: Final = ActivityContract(SessionActivity.OPEN_PROMPT, OpenPromptInput, type(None))
+    MODEL_STEP: Final = ActivityContract(
+        SessionActivity.MODEL_STEP, ModelStepInput, ModelStepResult
+    )
+    PREVIEW_TOOL: Final = ActivityContract(SessionActivity.PREVIEW_TOOL, ToolStepInput, ToolPreview)
+    PERSIST_APPROVAL_MODE: Final = ActivityContract(
+        SessionActivity.PERSIST_APPROVAL_MODE, PersistApprovalModeInput, type(None)
+    )
+    RECAP: Final = ActivityContract(SessionActivity.RECAP, RecapInput, RecapResult)
+    RUN_TOOL: Final = ActivityContract(SessionActivity.RUN_TOOL, ToolStepInput, ToolStepResult)
+    WINDOWS_TOOL: Final = ActivityContract(
+        SessionActivity.WINDOWS_TOOL, ToolStepInput, ToolStepResult
+    )
+    TASK_DECISION: Final = ActivityContract(
+        SessionActivity.TASK_DECISION, TaskDecisionInput, type(None)
+    )
+    MCP_READ: Final = ActivityContract(SessionActivity.MCP_READ, ToolStepInput, ToolStepResult)
+    MCP_CALL: Final = ActivityContract(SessionActivity.MCP_CALL, ToolStepInput, ToolStepResult)
+    RUN_EFFECT: Final = ActivityContract(SessionActivity.RUN_EFFECT, ToolStepInput, ToolStepResult)

@@ -1,6 +1,6 @@
 """A coder's questions on the tenant's decision queue: agentrt's MCP tool
 `decision_request`, and agentrt's coder's permission requests (whose answer is the
-session's vote: api/routes/decisions.py).
+session's vote: api/standing_agents/decisions.py).
 
 agentrt's coder's permission request is one request through two doors: the session's
 vote (a `permission` approval) and the tenant's queue (a `coder_question` approval).

@@ -9,7 +9,7 @@ runtime/approvals/binding.py). Answering it enqueues the agent's
 `OperatorAnsweredEscalation` as every decision does (decision_queue.respond, which records the
 digest an `approve` approved); the tick of that event, when the answer is `approve`, runs
 the call once under an operation id derived from the decision, and only if its arguments
-still hash to the approved digest (activities/standing_agent/mcp_tools), and the outcome
+still hash to the approved digest (activities/standing_agents/mcp_tools), and the outcome
 is written into the event's payload (`mcpCall`), which is how it reaches the agent: as
 its next event.
 """

@@ -3,7 +3,7 @@
 A schedule is a cron expression in a time zone, kept as a row of `agent_schedules` and
 run as a Temporal Schedule `agent-schedule/{tenant}/{scheduleId}`, so it fires while
 agentrt's API and worker are down and catches up when they are back. Each firing starts
-`AgentScheduleWorkflow` (workflows/agent_schedule.py), which enqueues one `AgentTick`
+`AgentScheduleWorkflow` (workflows/standing_agents/schedule.py), which enqueues one `AgentTick`
 whose payload names the schedule and the scheduled time (event id
 `schedule/{scheduleId}/{scheduledTime}/{firingId}`: a retried or replayed firing
 enqueues once),
@@ -33,6 +33,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel
 from sqlmodel import Session, col, delete, select
 
+from runtime.activity_contract import ActivityContract
 from runtime.failures import WireError
 from runtime.standing_agents import control, queue
 from runtime.standing_agents.contracts import AgentStatus, EventKind
@@ -337,3 +338,10 @@ def pending(store: Store, request: PendingRequest) -> bool:
     return (
         event is not None and event.consumed_at is None and event.generation == instance.generation
     )
+
+
+class AgentScheduleActivityContracts:
+    """Each AgentScheduleActivity with the types of its argument and result."""
+
+    FIRE: Final = ActivityContract(AgentScheduleActivity.FIRE, FireRequest, FireResult)
+    PENDING: Final = ActivityContract(AgentScheduleActivity.PENDING, PendingRequest, bool)

@@ -1,6 +1,6 @@
 """`soa_propose_task`'s store side: the coding task (once per operation id) and, for
 agentrt's coder, its session's registry row under the daemon's session cap; the activity
-(activities/standing_agent/tasks.py) starts the task's workflow."""
+(activities/standing_agents/tasks.py) starts the task's workflow."""
 
 from __future__ import annotations
 

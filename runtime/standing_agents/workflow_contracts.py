@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, Field
 
+from runtime.activity_contract import ActivityContract
 from runtime.llm.contracts import ToolCall
 from runtime.llm.routing import AttemptReport, AttemptSpec
 from runtime.standing_agents.contracts import (
@@ -328,3 +329,30 @@ class AgentStatusView(BaseModel):
     phase: str = "starting"  # waiting | sleeping | ticking
     current_event_id: str | None = None
     state: CarriedState = Field(default_factory=CarriedState)
+
+
+class StandingAgentActivityContracts:
+    """Each StandingAgentActivity with the types of its argument and result."""
+
+    LOAD_INSTANCE: Final = ActivityContract(
+        StandingAgentActivity.LOAD_INSTANCE, LoadInstanceInput, InstanceView
+    )
+    NEXT_EVENT: Final = ActivityContract(
+        StandingAgentActivity.NEXT_EVENT, NextEventInput, NextEventResult
+    )
+    BEGIN_TICK: Final = ActivityContract(
+        StandingAgentActivity.BEGIN_TICK, BeginTickInput, BeginTickResult
+    )
+    COMPLETE_TICK: Final = ActivityContract(
+        StandingAgentActivity.COMPLETE_TICK, CompleteTickInput, CompleteTickResult
+    )
+    RESUME_REGENERATED: Final = ActivityContract(
+        StandingAgentActivity.RESUME_REGENERATED, ResumeInput, bool
+    )
+    MODEL_STEP: Final = ActivityContract(
+        StandingAgentActivity.MODEL_STEP, ModelStepInput, ModelStepResult
+    )
+    RUN_TOOL: Final = ActivityContract(StandingAgentActivity.RUN_TOOL, RunToolInput, RunToolResult)
+    RUN_APPROVED_MCP_CALL: Final = ActivityContract(
+        StandingAgentActivity.RUN_APPROVED_MCP_CALL, ApprovedMcpCallInput, RunToolResult
+    )

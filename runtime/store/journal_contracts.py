@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, Field
+
+from runtime.activity_contract import ActivityContract
 
 # The journal's append activity, by name (activities/journal.py implements it).
 APPEND_EVENTS = "journal.append_events"
@@ -56,3 +58,8 @@ def dedupe_key(scope: str, position: int, events: list[NewEvent]) -> str:
     )
     digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
     return f"{scope}/e{position}/{digest}"
+
+
+APPEND_EVENTS_CONTRACT: Final = ActivityContract(
+    APPEND_EVENTS, AppendEventsInput, AppendEventsResult
+)

@@ -1,4 +1,4 @@
-"""agentrt's coder's own directory (activities/coding_tasks.task_workspace): a git worktree
+"""agentrt's coder's own directory (activities/coding_tasks/task.task_workspace): a git worktree
 of the workspace root when it is a repository, a plain directory otherwise; made once."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from activities.coding_tasks import task_workspace
+from activities.coding_tasks.task import task_workspace
 
 GIT = ["git", "-c", "user.name=agentrt tests", "-c", "user.email=tests@agentrt.invalid"]
 

@@ -22,9 +22,9 @@ from sqlmodel import col, select
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.identity import IdentityActivities
+from activities.device_flow.provider import IdentityActivities
 from activities.llm.gateway import LlmOwner, ModelGateway
-from activities.windows_pool import WindowsPoolActivities
+from activities.windows.pool import WindowsPoolActivities
 from runtime import egress_client
 from runtime.device_flow.contracts import PollInput
 from runtime.device_flow.providers import DeviceFlowProvider
@@ -37,8 +37,8 @@ from runtime.llm.models import LlmCallAttempt, LlmProvider
 from runtime.llm.routing import AttemptOutcome, AttemptSpec, CredentialConfig, OwnerKind
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
-from runtime.windows_pool.contracts import OpenSessionInput
-from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
+from runtime.windows.contracts import OpenSessionInput
+from runtime.windows.errors import WindowsError, WindowsErrorCode
 from tests.fakes.device_idp import FakeIdP
 from tests.fakes.openai_server import FakeOpenAI, FakeReply
 from tests.fakes.windows_pool import FakeWindowsPool

@@ -12,9 +12,9 @@ from sqlmodel import col, select
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.agent_tools import AgentToolsActivities
+from activities.agent_tools.turn import AgentToolsActivities
 from activities.llm import ScriptedModel
-from activities.session import SessionActivities
+from activities.sessions.session import SessionActivities
 from runtime.agent_tools.contracts import ModelStepInput as TurnStepInput
 from runtime.llm.contracts import UsageSource
 from runtime.llm.models import LlmCallAttempt

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from activities.session import extract_recap
+from activities.sessions.session import extract_recap
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,8 @@ from temporalio.testing import ActivityEnvironment
 from activities.llm import ChatMessage, OpenAIProvider, ScriptedModel, ToolCall
 from activities.llm import record as llm_record
 from activities.llm.scripted_agent import GREETING, next_call
-from activities.standing_agent import StandingAgentActivities
-from activities.standing_agent import activities as agent_activities
+from activities.standing_agents import agent as agent_activities
+from activities.standing_agents.agent import StandingAgentActivities
 from runtime.coding_tasks.models import CodingTask
 from runtime.llm.routing import OwnerKind, PriceSource
 from runtime.sessions.models import DaemonSession

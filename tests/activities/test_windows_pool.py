@@ -13,11 +13,11 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.windows_pool import WindowsPoolActivities, read_screenshot
+from activities.windows.pool import WindowsPoolActivities, read_screenshot
 from runtime.failures import decode_failure
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
-from runtime.windows_pool.contracts import (
+from runtime.windows.contracts import (
     CallVerbInput,
     CloseSessionInput,
     OpenSessionInput,
@@ -26,7 +26,7 @@ from runtime.windows_pool.contracts import (
     WindowsVerb,
     validate_and_clamp,
 )
-from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
+from runtime.windows.errors import WindowsError, WindowsErrorCode
 from tests.conftest import free_port
 from tests.fakes.windows_pool import FakeWindowsPool
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities import agent_tools as agent_tools_activities
+from activities.agent_tools import turn as agent_tools_activities
 from api.security.ratelimit import RateLimiter
 from runtime.agent_tools.contracts import ResearchDecided, turn_workflow_id
 from runtime.investigation.demo import ensure_demo
@@ -20,7 +20,7 @@ from runtime.store import Store, upgrade_to_head
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.conftest import ApiFactory
 from worker import build_worker
-from workflows.turn import TurnWorkflow
+from workflows.agent_tools.turn import TurnWorkflow
 
 EVENT_ORDER_UNTIL_AUTH = [
     "agent.turn.started",

@@ -29,7 +29,7 @@ from runtime.store import Store, upgrade_to_head
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.conftest import ApiFactory
 from tests.worker_processes import WorkerProcesses, kill9, until_polling, worker_env
-from workflows.turn import TurnWorkflow
+from workflows.agent_tools.turn import TurnWorkflow
 
 AUTHORIZATION = "agent.authorization.required"
 

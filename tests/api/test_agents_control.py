@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import delete
 
-from api.agent_workflows import STALE_EVENT_AGE, WakeRetries, stale_instances
+from api.standing_agents.temporal_calls import STALE_EVENT_AGE, WakeRetries, stale_instances
 from runtime.standing_agents import control, decision_queue
 from runtime.standing_agents.agent_journal import DECISION, MESSAGE
 from runtime.standing_agents.contracts import (

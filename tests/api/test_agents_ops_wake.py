@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from api.agent_workflows import Sweeper
+from api.standing_agents.temporal_calls import Sweeper
 from runtime.llm.models import LlmCallAttempt
 from runtime.standing_agents.models import OpsBucketState
 from tests.agents_helpers import AgentsFactory

@@ -21,7 +21,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from api import agent_schedules
+from api.standing_agents import temporal_schedules
 from runtime.standing_agents import control, schedules
 from runtime.standing_agents.contracts import AgentStatus, AgentType
 from runtime.standing_agents.models import AgentEventRow, AgentSchedule
@@ -347,7 +347,7 @@ async def test_the_sweeper_recreates_a_lost_temporal_schedule_and_finishes_a_del
     going_id = schedules.temporal_schedule_id(tenant, going["scheduleId"])
     await client.get_schedule_handle(kept_id).delete()
     schedules.mark_deleted(d.store, going["scheduleId"], datetime.now(UTC))
-    assert await agent_schedules.reconcile(client, d.settings, d.store) >= 2
+    assert await temporal_schedules.reconcile(client, d.settings, d.store) >= 2
     restored = await client.get_schedule_handle(kept_id).describe()
     assert restored.schedule.spec.calendars  # 0 3 * * *, as Temporal reads it
     with pytest.raises(RPCError):
@@ -355,7 +355,7 @@ async def test_the_sweeper_recreates_a_lost_temporal_schedule_and_finishes_a_del
     # A Temporal Schedule of ours with no row (a create whose answer was lost): deleted.
     orphan_row = AgentSchedule(**{**kept_row(d, kept["scheduleId"]), "schedule_id": "sch_orphan"})
     orphan_id = schedules.temporal_schedule_id(tenant, "sch_orphan")
-    await client.create_schedule(orphan_id, agent_schedules.temporal_schedule(orphan_row, "q"))
+    await client.create_schedule(orphan_id, temporal_schedules.temporal_schedule(orphan_row, "q"))
 
     async def listed() -> bool:
         # The orphan is found by a listing, which reads Temporal's visibility store: a
@@ -364,7 +364,7 @@ async def test_the_sweeper_recreates_a_lost_temporal_schedule_and_finishes_a_del
         return any([s.id == orphan_id async for s in await client.list_schedules()])
 
     await _eventually(listed, "the orphan schedule to be listed")
-    assert await agent_schedules.reconcile(client, d.settings, d.store) >= 1
+    assert await temporal_schedules.reconcile(client, d.settings, d.store) >= 1
     with pytest.raises(RPCError):
         await client.get_schedule_handle(orphan_id).describe()
     with d.store.session() as db:

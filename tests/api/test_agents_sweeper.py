@@ -13,8 +13,8 @@ import httpx
 from sqlmodel import col, select
 from temporalio.testing import WorkflowEnvironment
 
-from api.agent_workflows import STALE_EVENT_AGE, YOUNG_INSTANCE, Sweeper
 from api.app import create_app
+from api.standing_agents.temporal_calls import STALE_EVENT_AGE, YOUNG_INSTANCE, Sweeper
 from runtime.settings import Settings
 from runtime.standing_agents import control, queue
 from runtime.standing_agents.contracts import AgentStatus, AgentType, EventKind

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from api.capabilities import FEATURES, advertised_features
+from api.service.feature_tags import FEATURES, advertised_features
 from runtime.settings import Settings
 
 W = "tests.api.test_workspace_status::"

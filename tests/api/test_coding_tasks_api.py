@@ -1,4 +1,4 @@
-"""A tenant's coding tasks over HTTP (api/routes/coding_tasks.py) against a real worker and
+"""A tenant's coding tasks over HTTP (api/coding_tasks/routes.py) against a real worker and
 Temporal: created once per requestId with its workflow `coding-task/{tenant}/{taskId}`,
 listed, read, cancelled with the verified identity recorded; a settlement reaches the
 proposing agent as `DependencyCompleted` on its next turn."""

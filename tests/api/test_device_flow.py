@@ -356,7 +356,7 @@ async def test_a_terminal_entry_is_gone_after_its_grace(
     flow_id = (await d.client.post(FLOW, json={"providerId": "test-idp"})).json()["deviceFlowId"]
     assert (await d.client.delete(f"{FLOW}/{flow_id}")).status_code == 204
     assert (await d.client.get(f"{FLOW}/{flow_id}")).json()["status"] == "cancelled"
-    monkeypatch.setattr("api.routes.device_flow.GRACE_MS", 0)  # 5 minutes later
+    monkeypatch.setattr("api.device_flow.routes.GRACE_MS", 0)  # 5 minutes later
     gone = await d.client.get(f"{FLOW}/{flow_id}")
     assert gone.status_code == 404 and gone.json()["code"] == "device_flow_not_found"
     assert (await d.client.delete(f"{FLOW}/{flow_id}")).status_code == 404

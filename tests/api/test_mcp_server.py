@@ -1,4 +1,4 @@
-"""agentrt as an MCP server (api/mcp_server.py): `/mcp` driven by the official Python SDK's
+"""agentrt as an MCP server (api/mcp/server.py): `/mcp` driven by the official Python SDK's
 client over Streamable HTTP against the API served by uvicorn with a real worker: tokens
 and tenants, the registry, a coding task claimed once and completed (the proposing
 agent's next turn carries it), a coder's decision answered by a human, errors as
@@ -24,7 +24,7 @@ from mcp_types import Tool, ToolAnnotations
 
 from runtime.coding_tasks import store as tasks
 from runtime.standing_agents.models import AgentLedgerTurn
-from runtime.windows_pool.contracts import WindowsVerb
+from runtime.windows.contracts import WindowsVerb
 from tests.agents_helpers import AgentsDaemon, AgentsFactory, dependency_turn, served
 from tests.conftest import free_port, migrated_sqlite
 

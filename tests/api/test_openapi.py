@@ -15,7 +15,7 @@ import pytest
 
 from api.app import create_app
 from runtime.settings import Settings
-from runtime.windows_pool.errors import WindowsError, WindowsErrorCode
+from runtime.windows.errors import WindowsError, WindowsErrorCode
 
 NOT_JSON = {"text/event-stream", "text/html", "application/x-ndjson"}
 
@@ -98,7 +98,7 @@ def test_windows_verb_route_documents_each_code_under_its_status(
     document: dict[str, Any],
 ) -> None:
     """Every Windows error code is named under the status the route answers it with
-    (runtime/windows_pool/errors.py), and under no other: the document cannot drift."""
+    (runtime/windows/errors.py), and under no other: the document cannot drift."""
     operation = document["paths"]["/api/v1/tenants/{tenant}/windows/{holder}/{verb}"]["post"]
     responses: dict[str, Any] = operation["responses"]
     for code in WindowsErrorCode:

@@ -17,7 +17,7 @@ from temporalio.client import WorkflowQueryFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from api.errors import ApiError
-from api.routes import session_common
+from api.sessions import common as session_common
 from api.temporal import query_workflow
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head

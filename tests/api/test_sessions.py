@@ -902,7 +902,7 @@ async def test_a_session_follows_a_switch_of_model_provider(
 async def test_a_long_session_continues_as_new_and_keeps_its_state(
     daemon: DaemonFactory, dev_env: WorkflowEnvironment
 ) -> None:
-    from workflows.session import session_workflow_id
+    from workflows.sessions.session import session_workflow_id
 
     d = await daemon(token="t0k")
     sid = (await d.create())["sessionId"]
@@ -933,7 +933,7 @@ async def test_a_busy_session_continues_as_new_between_prompts_carrying_its_queu
     import json
 
     from runtime.sessions.contracts import CancelRequest
-    from workflows.session import SessionWorkflow, session_workflow_id
+    from workflows.sessions.session import SessionWorkflow, session_workflow_id
 
     d = await daemon()
     sid = (await d.create())["sessionId"]
@@ -973,7 +973,7 @@ async def test_a_busy_session_continues_as_new_between_prompts_carrying_its_queu
 async def test_session_workflow_is_findable_in_the_web_ui(
     daemon: DaemonFactory, dev_env: WorkflowEnvironment
 ) -> None:
-    from workflows.session import session_workflow_id
+    from workflows.sessions.session import session_workflow_id
 
     d = await daemon()
     sid = (await d.create())["sessionId"]
@@ -988,7 +988,7 @@ async def test_session_workflow_is_findable_in_the_web_ui(
 async def test_resume_heals_a_session_whose_workflow_is_gone(
     daemon: DaemonFactory, dev_env: WorkflowEnvironment
 ) -> None:
-    from workflows.session import session_workflow_id
+    from workflows.sessions.session import session_workflow_id
 
     d = await daemon()
     sid = (await d.create())["sessionId"]

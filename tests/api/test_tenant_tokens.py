@@ -23,7 +23,7 @@ from api.security.bearer import UNAUTHORIZED
 from api.security.roles import ForbiddenRole, ForbiddenTenant, refusal
 from runtime.standing_agents.models import AttentionRequest
 from runtime.store import Store
-from runtime.tenant_tokens import (
+from runtime.tenants.tokens import (
     ADMIN,
     Identity,
     TenantToken,

@@ -18,8 +18,8 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from activities.session import IMAGES_SHOWN
-from activities.windows_pool import read_screenshot
+from activities.sessions.session import IMAGES_SHOWN
+from activities.windows.pool import read_screenshot
 from runtime.llm.routing import SESSION_SITE
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head

@@ -495,7 +495,7 @@ async def test_recap_through_the_model(daemon: DaemonFactory) -> None:  # noqa: 
 
 
 def test_init_refuses_a_directory_by_the_memory_file_name(tmp_path: Path) -> None:
-    from api.routes.workspace_status import _init_memory_file
+    from api.workspace.status import _init_memory_file
     from runtime.workspace.fence import Fence
 
     (tmp_path / "AGENTS.md").mkdir()

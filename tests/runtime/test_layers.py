@@ -74,13 +74,167 @@ def test_the_api_process_loads_no_activity() -> None:
 
 
 def test_the_api_loads_the_mcp_sdk_on_the_first_request_to_mcp_only() -> None:
-    """The MCP SDK is about a fifth of the API's start: api/mcp_server/endpoint.py loads
+    """The MCP SDK is about a fifth of the API's start: api/mcp/server/endpoint.py loads
     it, and builds agentrt's MCP server, when `/mcp` is first called."""
     code = (
         "import sys, api.app; "
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')"
-        " or m == 'api.mcp_server.tools'); "
+        " or m == 'api.mcp.server.tools'); "
         "print(loaded); sys.exit(1 if loaded else 0)"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# -- features ---------------------------------------------------------------------------------
+# One folder per feature, the same name in every layer (DESIGN.md, Layout). `service` (the
+# API's own routes) has no other layer.
+FEATURE_LAYERS = ("api", "workflows", "activities", "runtime")
+API_ONLY = frozenset({"service", "security"})
+# The kernel's packages in runtime/: every feature may use them; they use no feature.
+KERNEL_PACKAGES = frozenset({"store", "migrations"})
+# Kernel modules that must reach a feature, and why: the assembly of the journal's
+# projections (each feature's, applied in the appending transaction), and the settings,
+# which check the device-flow providers and the longest session deadline at start.
+KERNEL_ASSEMBLIES = {
+    "runtime/journal_projections.py": frozenset({"runtime.approvals", "runtime.standing_agents"}),
+    "runtime/settings.py": frozenset({"runtime.device_flow", "runtime.sessions"}),
+}
+
+
+def _folders(layer: str) -> set[str]:
+    return {p.name for p in (ROOT / layer).iterdir() if (p / "__init__.py").is_file()}
+
+
+def test_a_feature_has_the_same_name_in_every_layer() -> None:
+    """api/, workflows/ and activities/ have a folder only for a feature that runtime/ knows
+    (its contracts live there): no second name for one feature (`standing_agent`,
+    `windows_pool`) in one of the layers."""
+    runtime_names = _folders("runtime")
+    strays = sorted(
+        f"{layer}/{name}"
+        for layer in ("api", "workflows", "activities")
+        for name in _folders(layer)
+        if name not in runtime_names and not (layer == "api" and name in API_ONLY)
+    )
+    assert not strays, strays
+
+
+def _reached_features(path: Path) -> set[str]:
+    """`layer.feature` for each feature of any layer that `path` imports, its own excepted."""
+    own = path.relative_to(ROOT).parts
+    own_feature = own[1] if len(own) > 2 else None
+    reached = set()
+    for _, module in _imported_modules(path):
+        parts = module.split(".")
+        if len(parts) < 2 or parts[0] not in FEATURE_LAYERS:
+            continue
+        if not (ROOT / parts[0] / parts[1] / "__init__.py").is_file():
+            continue
+        if parts[1] == own_feature or parts[1] in KERNEL_PACKAGES or parts[1] in API_ONLY:
+            continue
+        reached.add(f"{parts[0]}.{parts[1]}")
+    return reached
+
+
+KERNEL_FILES = sorted(
+    [p for p in (ROOT / "runtime").glob("*.py")]
+    + [p for name in KERNEL_PACKAGES for p in (ROOT / "runtime" / name).rglob("*.py")]
+)
+
+
+@pytest.mark.parametrize("path", KERNEL_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_kernel_uses_no_feature(path: Path) -> None:
+    name = str(path.relative_to(ROOT))
+    reached = _reached_features(path) - KERNEL_ASSEMBLIES.get(name, frozenset())
+    assert not reached, f"{name} imports {sorted(reached)}"
+
+
+# Which features each feature's folder reaches into today, layer by layer (the kernel and
+# its own layer's kernel modules aside). A new edge fails the test below: add it here only
+# when the feature must reach the other one, and prefer the other's contracts (runtime/).
+FEATURE_EDGES = """
+activities/agent_tools: activities.llm runtime.investigation runtime.llm
+activities/approvals: runtime.agent_tools runtime.investigation runtime.standing_agents
+activities/coding_tasks: activities.standing_agents runtime.sessions runtime.standing_agents
+    workflows.sessions
+activities/device_flow: runtime.sessions
+activities/llm: runtime.device_flow runtime.standing_agents
+activities/mcp: activities.workspace runtime.llm runtime.sessions runtime.tools
+activities/sessions: activities.llm activities.mcp activities.workspace runtime.llm runtime.mcp
+    runtime.policy runtime.standing_agents runtime.tools runtime.windows runtime.workspace
+activities/standing_agents: activities.llm activities.mcp activities.workspace runtime.approvals
+    runtime.coding_tasks runtime.llm runtime.mcp runtime.policy runtime.sessions runtime.tools
+activities/workspace: runtime.llm runtime.mcp runtime.policy runtime.sessions runtime.tools
+api/agent_tools: runtime.investigation
+api/approvals: api.agent_tools api.device_flow api.sessions api.standing_agents runtime.policy
+    runtime.sessions runtime.tenants
+api/coding_tasks: api.standing_agents runtime.policy runtime.standing_agents runtime.tenants
+api/device_flow: api.sessions
+api/mcp: api.coding_tasks api.sessions api.standing_agents api.windows api.workspace
+    runtime.coding_tasks runtime.standing_agents runtime.tenants runtime.windows
+api/notifications: api.standing_agents
+api/security: runtime.agent_tools runtime.tenants
+api/service: api.sessions runtime.llm runtime.policy runtime.sessions runtime.standing_agents
+api/sessions: runtime.approvals runtime.llm runtime.mcp runtime.policy
+    runtime.workspace
+api/standing_agents: api.sessions api.windows api.workspace runtime.approvals runtime.llm
+    runtime.policy runtime.sessions runtime.windows workflows.sessions
+api/tenants: api.standing_agents
+api/windows: api.sessions api.standing_agents runtime.agent_tools runtime.coding_tasks
+    runtime.sessions runtime.standing_agents
+api/workspace: api.mcp api.sessions runtime.device_flow runtime.llm runtime.policy
+    runtime.sessions workflows.sessions
+runtime/agent_tools: runtime.investigation runtime.llm
+runtime/approvals: runtime.notifications
+runtime/coding_tasks: runtime.notifications runtime.standing_agents
+runtime/device_flow: runtime.approvals runtime.sessions
+runtime/investigation: runtime.approvals runtime.tools
+runtime/llm: runtime.standing_agents
+runtime/mcp: runtime.workspace
+runtime/notifications: runtime.approvals
+runtime/policy: runtime.standing_agents
+runtime/sessions: runtime.llm runtime.mcp runtime.tools
+runtime/standing_agents: runtime.approvals runtime.coding_tasks runtime.investigation
+    runtime.llm runtime.mcp runtime.notifications runtime.policy runtime.sessions runtime.tools
+    runtime.workspace
+runtime/tools: runtime.llm
+runtime/windows: runtime.tools
+workflows/agent_tools: runtime.investigation runtime.llm runtime.windows workflows.llm
+workflows/coding_tasks: runtime.sessions runtime.windows workflows.windows
+workflows/llm: workflows.device_flow
+workflows/sessions: runtime.coding_tasks runtime.llm runtime.mcp runtime.policy runtime.tools
+    runtime.windows workflows.llm
+workflows/standing_agents: runtime.llm runtime.policy runtime.windows workflows.llm
+"""
+
+
+def _allowed_edges() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    source = ""
+    for line in FEATURE_EDGES.strip().splitlines():
+        if not line.startswith(" "):  # `source: targets`; an indented line goes on with them
+            source, line = line.split(":")
+        edges.setdefault(source, set()).update(line.split())
+    return edges
+
+
+def test_a_feature_reaches_another_only_along_a_listed_edge() -> None:
+    allowed = _allowed_edges()
+    found: dict[str, set[str]] = {}
+    for layer in FEATURE_LAYERS:
+        for folder in sorted(_folders(layer) - KERNEL_PACKAGES):
+            for path in (ROOT / layer / folder).rglob("*.py"):
+                found.setdefault(f"{layer}/{folder}", set()).update(_reached_features(path))
+    new = sorted(
+        f"{source} -> {target}"
+        for source, targets in found.items()
+        for target in targets - allowed.get(source, set())
+    )
+    assert not new, "edges not listed in FEATURE_EDGES:\n" + "\n".join(new)
+    gone = sorted(
+        f"{source} -> {target}"
+        for source, targets in allowed.items()
+        for target in targets - found.get(source, set())
+    )
+    assert not gone, "listed edges that no import uses any more (remove them):\n" + "\n".join(gone)

@@ -49,7 +49,7 @@ from runtime.timestamps import aware_utc
 from tests import worker_processes
 from tests.history_helpers import pending_timers
 from worker import build_worker
-from workflows.standing_agent import StandingAgentWorkflow
+from workflows.standing_agents.agent import StandingAgentWorkflow
 
 TENANT = "acme"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from runtime.agent_tools.contracts import CallSummary
 from runtime.agent_tools.findings import Finding
 from runtime.investigation.tools import ObjectRef
-from workflows.deterministic_agent import PLAN, next_step, summarize, summary_refs
+from workflows.agent_tools.deterministic_agent import PLAN, next_step, summarize, summary_refs
 
 
 def _done(tool_id: str, *refs: tuple[str, str], status: str = "COMPLETED") -> CallSummary:

@@ -1,4 +1,4 @@
-"""A model call's pause on a device flow (workflows/device_flow_pause.py), driven by a
+"""A model call's pause on a device flow (workflows/device_flow/pause.py), driven by a
 probe workflow that calls `await_device_flow` as the chain does, on a real Temporal dev
 server, against a real RFC 8628 IdP on loopback: start or attach, the announcement on
 the paused session, approval, denial, expiry, a worker restart while paused (also a
@@ -39,8 +39,8 @@ from runtime.streams import session_stream
 from tests.device_flow_helpers import HangReads
 from tests.fakes.device_idp import FakeIdP
 from worker import workflow_runner
-from workflows import WORKFLOWS
-from workflows.device_flow_pause import await_device_flow
+from workflows import all_workflows
+from workflows.device_flow.pause import await_device_flow
 
 PROVIDER = "test-idp"
 
@@ -117,7 +117,7 @@ class Rig:
             client or self.env.client,
             task_queue=self.settings.task_queue,
             graceful_shutdown_timeout=graceful_shutdown_timeout,
-            workflows=[*WORKFLOWS, DeviceFlowPauseProbe, DeviceFlowPauseCancelProbe],
+            workflows=[*all_workflows(), DeviceFlowPauseProbe, DeviceFlowPauseCancelProbe],
             activities=build_activities(
                 self.store,
                 EventJournal(self.store),

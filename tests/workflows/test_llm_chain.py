@@ -41,7 +41,7 @@ from tests.fakes.openai_server import FakeOpenAI, FakeReply
 from tests.workflows import standing_agent_support as sa
 from tests.workflows.standing_agent_support import agent_env
 from worker import workflow_runner
-from workflows.llm_chain import ATTEMPT_RETRY, chain_failure, resolve_chain, run_chain
+from workflows.llm.chain import ATTEMPT_RETRY, chain_failure, resolve_chain, run_chain
 
 __all__ = ["agent_env"]
 

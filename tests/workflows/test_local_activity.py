@@ -1,11 +1,11 @@
 """A local activity's last timeout is an `ActivityError` when the workflow runs and when it
-replays (workflows/local_activity.py).
+replays (workflows/activity_calls.py).
 
 Temporal's SDK (1.35) hands the workflow a local activity's final timeout wrapped in an
 `ActivityError` while it runs, but unwrapped (a bare `TimeoutError`) when it replays the
 activity's marker. Workflow code that handles `ActivityError` then takes another path on
 replay: a nondeterminism error, or a workflow failed, after any worker restart. These
-tests show the SDK's behaviour and that `execute_local` gives both runs one path.
+tests show the SDK's behaviour and that `call_local_activity` gives both runs one path.
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.local_activity import execute_local
+    from runtime.activity_contract import ActivityContract
+    from workflows.activity_calls import call_local_activity
+
+SLOW_READ: ActivityContract[None, str] = ActivityContract("slow-read", None, str)
 
 
 @activity.defn(name="slow-read")
@@ -60,10 +63,9 @@ class WrappedLocalTimeout:
     @workflow.run
     async def run(self) -> str:
         try:
-            await execute_local(
-                "slow-read",
+            await call_local_activity(
+                SLOW_READ,
                 None,
-                result_type=str,
                 start_to_close_timeout=timedelta(milliseconds=200),
                 retry_policy=RetryPolicy(maximum_attempts=1),
             )
@@ -88,7 +90,7 @@ async def _run_and_fetch(env: WorkflowEnvironment, workflow_name: str) -> Workfl
 
 
 async def test_the_sdk_replays_a_local_timeout_unwrapped(dev_env: WorkflowEnvironment) -> None:
-    # Why execute_local exists: if this starts passing, the SDK is fixed and the wrapper
+    # Why call_local_activity exists: if this starts passing, the SDK is fixed and the wrapper
     # is a no-op that can go.
     history = await _run_and_fetch(dev_env, "RawLocalTimeout")
     replayer = Replayer(workflows=[RawLocalTimeout])
@@ -101,13 +103,19 @@ async def test_a_wrapped_local_timeout_replays_as_it_ran(dev_env: WorkflowEnviro
     await Replayer(workflows=[WrappedLocalTimeout]).replay_workflow(history)
 
 
-def test_workflows_call_local_activities_through_execute_local() -> None:
+def test_workflows_call_activities_through_their_contracts() -> None:
+    """Every activity and local activity of workflows/ is called through
+    workflows/activity_calls.py: by its contract (typed argument and result, no hand-passed
+    `result_type`), a local activity's last timeout the same live and on replay."""
     root = Path(__file__).resolve().parents[2] / "workflows"
-    # device_flow_pause's pre-patch read handles the replayed TimeoutError itself.
-    allowed = {"local_activity.py", "device_flow_pause.py"}
     direct = [
-        path.name
-        for path in sorted(root.glob("*.py"))
-        if path.name not in allowed and "execute_local_activity" in path.read_text()
+        str(path.relative_to(root))
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "activity_calls.py"
+        and any(
+            f"workflow.{name}" in path.read_text()
+            for name in ("execute_activity", "execute_local_activity", "start_activity")
+        )
     ]
     assert direct == []
+    assert len(list(root.rglob("*.py"))) > 20

@@ -19,7 +19,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
 
-from workflows import WORKFLOWS, patches
+from workflows import all_workflows, patches
 from workflows.patches import PATCHES, Patch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ HISTORIES = Path(__file__).parent / "histories"
 def _patched_calls() -> dict[str, set[str]]:
     """Each `workflow.patched(patches.NAME)` of workflows/, by id: the modules asking."""
     asked: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "workflows").glob("*.py")):
+    for path in sorted((ROOT / "workflows").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if not (
                 isinstance(node, ast.Call)
@@ -42,7 +42,7 @@ def _patched_calls() -> dict[str, set[str]]:
                 isinstance(argument, ast.Attribute)
                 and isinstance(argument.value, ast.Name)
                 and argument.value.id == "patches"
-            ), f"{path.name}:{node.lineno}: a patch id not named from workflows.patches"
+            ), f"{path}:{node.lineno}: a patch id not named from workflows.patches"
             asked.setdefault(getattr(patches, argument.attr), set()).add(path.stem)
     return asked
 
@@ -54,7 +54,7 @@ def test_every_patched_call_names_a_registered_id_and_every_id_is_asked() -> Non
 
 
 def test_each_patch_names_workflow_types_that_exist() -> None:
-    names = {temporalio.workflow._Definition.must_from_class(cls).name for cls in WORKFLOWS}
+    names = {temporalio.workflow._Definition.must_from_class(cls).name for cls in all_workflows()}
     for patch in PATCHES:
         assert patch.workflows and set(patch.workflows) <= names, patch
 
@@ -94,7 +94,7 @@ async def test_the_named_history_replays_the_old_branch(
     started = recorded.events[0].workflow_execution_started_event_attributes
     assert started.workflow_type.name in patch.workflows
     replayer = Replayer(
-        workflows=WORKFLOWS,
+        workflows=all_workflows(),
         data_converter=pydantic_data_converter,
         workflow_runner=UnsandboxedWorkflowRunner(),
     )

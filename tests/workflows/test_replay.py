@@ -17,7 +17,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from worker import workflow_runner
-from workflows import WORKFLOWS
+from workflows import all_workflows
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
@@ -27,7 +27,7 @@ async def test_recorded_history_replays(path: Path) -> None:
     document = json.loads(path.read_text())
     history = WorkflowHistory.from_json(document.pop("workflowId"), document)
     replayer = Replayer(
-        workflows=WORKFLOWS,
+        workflows=all_workflows(),
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(),
     )

@@ -25,7 +25,7 @@ from runtime.streams import session_stream
 from tests.history_helpers import wait_for_pending_timers_to_fire
 from tests.session_helpers import write_prompt
 from worker import build_worker
-from workflows.session import SessionWorkflow, session_workflow_id
+from workflows.sessions.session import SessionWorkflow, session_workflow_id
 
 
 def _store(tmp_path: Path) -> Store:

@@ -33,7 +33,7 @@ from runtime.store.tenants import set_feature
 from runtime.streams import agent_stream, session_stream
 from tests.workflows import standing_agent_support as sa
 from tests.workflows.standing_agent_support import agent_env
-from workflows.standing_agent import StandingAgentWorkflow
+from workflows.standing_agents.agent import StandingAgentWorkflow
 
 __all__ = ["agent_env"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.agent_tools.contracts import CallSummary
-from workflows.turn_outcome import model_turn_outcome, unrecovered_failures
+from workflows.agent_tools.turn_outcome import model_turn_outcome, unrecovered_failures
 
 
 def _call(tool_id: str, status: str, diagnostic: str | None = None) -> CallSummary:

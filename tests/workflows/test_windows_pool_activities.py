@@ -13,11 +13,11 @@ from temporalio.exceptions import ActivityError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.windows_pool import WindowsPoolActivities
+from activities.windows.pool import WindowsPoolActivities
 from runtime.failures import decode_failure
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
-from runtime.windows_pool.contracts import (
+from runtime.windows.contracts import (
     POOL_RETRY_POLICY,
     SESSION_ACTIVITY_TIMEOUT,
     CallVerbInput,
@@ -31,7 +31,7 @@ from runtime.windows_pool.contracts import (
     activity_timeout,
     validate_and_clamp,
 )
-from runtime.windows_pool.errors import WindowsError
+from runtime.windows.errors import WindowsError
 from tests.fakes.windows_pool import FakeWindowsPool
 from worker import workflow_runner
 

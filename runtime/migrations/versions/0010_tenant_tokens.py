@@ -1,6 +1,6 @@
 """Tenant tokens with roles, and the verified identity of a decision's answer.
 
-`tenant_tokens` (runtime/tenant_tokens.py): one row per issued token, its SHA-256 and
+`tenant_tokens` (runtime/tenants/tokens.py): one row per issued token, its SHA-256 and
 never the token; a name is unique among the tenant's live tokens (a partial unique
 index, `WHERE revoked_at IS NULL`), revoked rows stay for the record.
 `attention_requests.answered_by`: the label of the identity the bearer check verified

@@ -36,7 +36,7 @@ from runtime.standing_agents.contracts import EventKind
 from runtime.standing_agents.models import AgentInstance
 from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.temporal import ensure_search_attributes, temporal_cli_path
-from runtime.windows_pool.lease import lease_workflow_id
+from runtime.windows.lease import lease_workflow_id
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.fakes.device_idp import FakeIdP
 from tests.fakes.openai_server import FakeOpenAI
@@ -45,8 +45,8 @@ from tests.mcp_helpers import FaultServer, fault_server
 from tests.session_helpers import Daemon, write_prompt
 from tests.workflows import standing_agent_support as sa
 from worker import build_worker
-from workflows.device_flow import device_flow_workflow_id
-from workflows.session import session_workflow_id
+from workflows.device_flow.flow import device_flow_workflow_id
+from workflows.sessions.session import session_workflow_id
 
 HERE = Path(__file__).parent
 

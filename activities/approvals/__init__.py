@@ -1,0 +1,17 @@
+"""The approvals' clock's pass."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from activities.deps import ActivityDeps
+
+
+def activities(deps: ActivityDeps) -> list[Callable[..., Any]]:
+    """This feature's activities, bound to the worker's `deps` (imported when asked for, so
+    that importing one of the feature's modules loads no other)."""
+    from activities.approvals.clock import ApprovalClockActivities
+
+    return [ApprovalClockActivities(deps.store, deps.journal, deps.settings).keep_time]

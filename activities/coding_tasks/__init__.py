@@ -1,0 +1,25 @@
+"""CodingTaskWorkflow's activities."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from activities.deps import ActivityDeps
+
+
+def activities(deps: ActivityDeps) -> list[Callable[..., Any]]:
+    """This feature's activities, bound to the worker's `deps` (imported when asked for, so
+    that importing one of the feature's modules loads no other)."""
+    from activities.coding_tasks.task import CodingTaskActivities
+
+    tasks = CodingTaskActivities(deps.store, deps.settings)
+    return [
+        tasks.timers,
+        tasks.expire,
+        tasks.wake_agent,
+        tasks.spawn_coder,
+        tasks.complete_own,
+        tasks.coder_alive,
+    ]

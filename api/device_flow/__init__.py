@@ -1,0 +1,16 @@
+"""The device-flow routes (RFC 8628): a workspace's logins and their status."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+
+def routers() -> list[APIRouter]:
+    """This feature's routers, in the order the app includes them (imported here, when the
+    app is built, so that importing one of the feature's modules loads no other)."""
+    from api.device_flow import routes
+
+    return [routes.router]

@@ -1,0 +1,16 @@
+"""The model-routing routes: providers, presets, sites, chains and attempt records."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+
+def routers() -> list[APIRouter]:
+    """This feature's routers, in the order the app includes them (imported here, when the
+    app is built, so that importing one of the feature's modules loads no other)."""
+    from api.llm import routes
+
+    return [routes.router]

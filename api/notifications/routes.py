@@ -1,0 +1,157 @@
+"""Outbound webhooks: endpoints an operator registers, and what was delivered to them.
+
+- `POST /api/v1/notification-endpoints`: register a receiver (its URL, the event types it
+  takes, optionally one tenant's events only); the answer shows its signing secret once;
+- `GET /api/v1/notification-endpoints`, `DELETE .../{endpointId}`;
+- `GET .../{endpointId}/deliveries?state=pending|delivered|dead`: what was sent, what is
+  waiting for its next attempt, and the dead-letter list;
+- `POST .../{endpointId}/deliveries/{deliveryId}/resend`: a dead delivery owed again.
+
+The deployment token's (strict; a tenant token reaches none of it). Each delivery is
+signed with the Standard Webhooks scheme (README, "Webhooks").
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.deps import StoreDep
+from api.input_bounds import StrictJsonRoute
+from api.openapi import errors
+from api.security import require_configured_token
+from api.standing_agents.common import TENANT_PATTERN
+from runtime.notifications import endpoints
+from runtime.notifications.models import NotificationDelivery, NotificationEndpoint
+from runtime.notifications.outbox import EVENT_TYPES, EventType
+from runtime.timestamps import iso_ms
+
+router = APIRouter(
+    prefix="/api/v1/notification-endpoints",
+    route_class=StrictJsonRoute,
+    dependencies=[Depends(require_configured_token)],
+    tags=["notifications"],
+)
+
+EndpointPath = Annotated[str, Path(pattern=endpoints.ENDPOINT_ID_PATTERN)]
+DeliveryPath = Annotated[str, Path(pattern=endpoints.DELIVERY_ID_PATTERN)]
+
+
+class EndpointBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=8, max_length=2000)
+    eventTypes: list[EventType] = Field(min_length=1, max_length=len(EVENT_TYPES))
+    tenant: str | None = Field(default=None, pattern=TENANT_PATTERN)
+    description: str | None = Field(default=None, max_length=500)
+
+
+class EndpointView(BaseModel):
+    endpointId: str
+    url: str
+    eventTypes: list[str]
+    tenant: str | None
+    description: str | None
+    createdAt: str
+
+
+class RegisteredEndpoint(EndpointView):
+    secret: str = Field(description="The signing secret (whsec_...): shown this once.")
+
+
+class EndpointList(BaseModel):
+    endpoints: list[EndpointView]
+
+
+class DeliveryView(BaseModel):
+    deliveryId: str
+    eventType: str
+    subject: str
+    state: Literal["pending", "delivered", "dead"]
+    attempts: int
+    lastError: str | None
+    createdAt: str
+    nextAttemptAt: str | None
+    deliveredAt: str | None
+    payload: dict[str, object]
+
+
+class DeliveryList(BaseModel):
+    deliveries: list[DeliveryView]
+
+
+class Resent(BaseModel):
+    deliveryId: str
+    state: Literal["pending"]
+
+
+def _view(row: NotificationEndpoint) -> EndpointView:
+    return EndpointView(
+        endpointId=row.endpoint_id,
+        url=row.url,
+        eventTypes=list(row.event_types),
+        tenant=row.tenant,
+        description=row.description,
+        createdAt=iso_ms(row.created_at),
+    )
+
+
+def _delivery(row: NotificationDelivery) -> DeliveryView:
+    return DeliveryView(
+        deliveryId=row.delivery_id,
+        eventType=row.event_type,
+        subject=row.subject,
+        state=row.state,
+        attempts=row.attempts,
+        lastError=row.last_error,
+        createdAt=iso_ms(row.created_at),
+        nextAttemptAt=iso_ms(row.next_attempt_at) if row.state == "pending" else None,
+        deliveredAt=iso_ms(row.delivered_at) if row.delivered_at else None,
+        payload=row.payload,
+    )
+
+
+@router.post("", status_code=201, responses=errors(400, 401))
+async def register_endpoint(body: EndpointBody, store: StoreDep) -> RegisteredEndpoint:
+    row = await asyncio.to_thread(
+        endpoints.create, store, body.url, list(body.eventTypes), body.tenant, body.description
+    )
+    return RegisteredEndpoint(**_view(row).model_dump(), secret=row.secret)
+
+
+@router.get("", responses=errors(401))
+async def list_endpoints(store: StoreDep) -> EndpointList:
+    rows = await asyncio.to_thread(endpoints.listed, store)
+    return EndpointList(endpoints=[_view(row) for row in rows])
+
+
+@router.delete("/{endpoint_id}", status_code=204, responses=errors(400, 401, 404))
+async def remove_endpoint(endpoint_id: EndpointPath, store: StoreDep) -> Response:
+    await asyncio.to_thread(endpoints.remove, store, endpoint_id)
+    return Response(status_code=204)
+
+
+@router.get("/{endpoint_id}/deliveries", responses=errors(400, 401, 404))
+async def list_deliveries(
+    endpoint_id: EndpointPath,
+    store: StoreDep,
+    state: Annotated[Literal["pending", "delivered", "dead"] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> DeliveryList:
+    rows = await asyncio.to_thread(endpoints.deliveries, store, endpoint_id, state, limit)
+    return DeliveryList(deliveries=[_delivery(row) for row in rows])
+
+
+@router.post(
+    "/{endpoint_id}/deliveries/{delivery_id}/resend",
+    status_code=202,
+    responses=errors(400, 401, 404, 409),
+)
+async def resend_delivery(
+    endpoint_id: EndpointPath, delivery_id: DeliveryPath, store: StoreDep
+) -> Resent:
+    await asyncio.to_thread(endpoints.resend, store, endpoint_id, delivery_id)
+    return Resent(deliveryId=delivery_id, state="pending")

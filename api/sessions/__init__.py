@@ -1,0 +1,17 @@
+"""A session's routes and wire models (spec 002): prompts, permissions, events, and the
+daemon's status."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+
+def routers() -> list[APIRouter]:
+    """This feature's routers, in the order the app includes them (imported here, when the
+    app is built, so that importing one of the feature's modules loads no other)."""
+    from api.sessions import daemon_status, events, permissions, prompts, routes
+
+    return [daemon_status.router, routes.router, prompts.router, permissions.router, events.router]

@@ -1,0 +1,57 @@
+"""The Prompt Engineer's signals: POST /api/v1/tenants/{tenant}/redactor-signals (spec §3.9).
+
+Ensure-creates the call site's PromptRedactor, Paused, and queues the signal as an
+`ExternalSignalReceived` event, delivered off (queued, not ticked until an operator
+starts the redactor); a `HumanRequest` also asks a human on the decision queue at once
+(runtime/standing_agents/signals.py). Nothing is woken: a Paused agent does not tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Depends
+
+from api.deps import StoreDep
+from api.input_bounds import StrictJsonRoute
+from api.openapi import errors
+from api.security import require_configured_token
+from api.standing_agents.common import EnabledTenant, signal_kind_or_400
+from api.standing_agents.models import SignalAccepted, SignalBody
+from runtime.standing_agents import signals
+
+router = APIRouter(prefix="/api/v1/tenants/{tenant}", route_class=StrictJsonRoute)
+
+
+@router.post(
+    "/redactor-signals",
+    status_code=202,
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401, 403, 413),
+)
+async def raise_redactor_signal(
+    body: SignalBody, tenant: EnabledTenant, store: StoreDep
+) -> SignalAccepted:
+    kind = signal_kind_or_400({"signalKind": body.signalKind})
+    signals.check_payload_size(body.payload, "signal")
+    try:
+        raised = await asyncio.to_thread(
+            signals.raise_redactor_signal,
+            store,
+            tenant,
+            body.callSite,
+            kind,
+            body.payload,
+            body.signalId,
+        )
+    except signals.UnknownCallSite:
+        raise signals.CallSiteRefused(call_site=body.callSite).application_error() from None
+    return SignalAccepted(
+        instanceId=raised.instance.instance_id,
+        callSite=body.callSite,
+        eventId=raised.event.event_id,
+        sequenceNumber=raised.event.sequence_number,
+        instanceCreated=raised.instance_created,
+        duplicate=raised.duplicate,
+        decisionId=raised.decision_id,
+    )

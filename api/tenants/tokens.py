@@ -1,0 +1,109 @@
+"""A tenant's tokens: /api/v1/tenants/{tenant}/tokens (the administrator's routes).
+
+`POST` issues a token with a role (`coder`, `operator`) and shows it once; `GET` lists
+the live tokens' names and roles (never a token or its digest); `DELETE .../{tokenId}`
+revokes one, effective at its next request. Only the deployment token reaches these
+routes (api/security/roles.py refuses a tenant token, 403 `forbidden_role`), and, being
+strict, they refuse on a daemon without a token (401 `token_required`). They do not need
+the tenant's standing-agents feature: a token is no agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Path
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.deps import StoreDep
+from api.errors import ApiError
+from api.input_bounds import StrictJsonRoute
+from api.openapi import errors
+from api.security import require_configured_token
+from api.standing_agents.common import TenantPath
+from runtime.tenants import tokens as tenant_tokens
+from runtime.timestamps import iso_ms
+
+router = APIRouter(
+    prefix="/api/v1/tenants/{tenant}/tokens",
+    route_class=StrictJsonRoute,
+    dependencies=[Depends(require_configured_token)],
+)
+
+TokenIdPath = Annotated[str, Path(pattern=tenant_tokens.TOKEN_ID_PATTERN)]
+
+
+class TokenCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=tenant_tokens.NAME_PATTERN, description="1 to 64 of [A-Za-z0-9._-]")
+    role: Literal["coder", "operator"]
+
+
+class TokenSummary(BaseModel):
+    tokenId: str
+    name: str
+    role: Literal["coder", "operator"]
+    createdAt: str
+
+
+class IssuedToken(TokenSummary):
+    tenant: str
+    token: str = Field(description="The bearer token: shown this once, stored hashed.")
+
+
+class TokenList(BaseModel):
+    tenant: str
+    tokens: list[TokenSummary]
+
+
+class TokenRevoked(BaseModel):
+    tokenId: str
+    revoked: Literal[True]
+
+
+def _role(value: str) -> Literal["coder", "operator"]:
+    return "coder" if value == "coder" else "operator"
+
+
+@router.post("", status_code=201, responses=errors(400, 401, 409))
+async def create_token(body: TokenCreate, tenant: TenantPath, store: StoreDep) -> IssuedToken:
+    try:
+        issued = await asyncio.to_thread(tenant_tokens.create, store, tenant, body.name, body.role)
+    except tenant_tokens.TokenRefused as err:
+        raise ApiError.of(err.failure) from None
+    return IssuedToken(
+        tokenId=issued.token_id,
+        tenant=issued.tenant,
+        name=issued.name,
+        role=issued.role,
+        token=issued.token,
+        createdAt=iso_ms(issued.created_at),
+    )
+
+
+@router.get("", responses=errors(400, 401))
+async def list_tokens(tenant: TenantPath, store: StoreDep) -> TokenList:
+    rows = await asyncio.to_thread(tenant_tokens.list_tokens, store, tenant)
+    return TokenList(
+        tenant=tenant,
+        tokens=[
+            TokenSummary(
+                tokenId=row.token_id,
+                name=row.name,
+                role=_role(row.role),
+                createdAt=iso_ms(row.created_at),
+            )
+            for row in rows
+        ],
+    )
+
+
+@router.delete("/{token_id}", responses=errors(400, 401, 404))
+async def revoke_token(tenant: TenantPath, token_id: TokenIdPath, store: StoreDep) -> TokenRevoked:
+    try:
+        await asyncio.to_thread(tenant_tokens.revoke, store, tenant, token_id)
+    except tenant_tokens.TokenRefused as err:
+        raise ApiError.of(err.failure) from None
+    return TokenRevoked(tokenId=token_id, revoked=True)

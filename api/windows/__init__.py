@@ -1,0 +1,16 @@
+"""The Windows lane's routes and the API's side of a holder's lease."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+
+def routers() -> list[APIRouter]:
+    """This feature's routers, in the order the app includes them (imported here, when the
+    app is built, so that importing one of the feature's modules loads no other)."""
+    from api.windows import routes
+
+    return [routes.router]

@@ -1,0 +1,111 @@
+"""Which holders a direct client may lease for (`POST .../windows/{holder}/{verb}`).
+
+A holder named after something of agentrt's (`session-{id}`, `turn-{id}`, `agent-{id}`,
+runtime/windows/lease.py) has its lease settled when that thing ends, under that
+thing's own tenant. So the door takes it only under that tenant and only while the thing
+lives: otherwise the lease would outlive its holder until the idle expiry (a session
+closed, a turn finished, an agent stopped) or never be reached by the settlement (another
+tenant). Both refusals are `VALIDATION_ERROR`s (reason `unknown_holder` /
+`holder_settled`) before any lease. Any other name is the client's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from runtime.agent_tools.models import AgentTurn
+from runtime.coding_tasks.contracts import SETTLED, TaskState
+from runtime.coding_tasks.models import CodingTask
+from runtime.sessions.registry import get_session
+from runtime.settings import Settings
+from runtime.standing_agents import control
+from runtime.standing_agents.contracts import AgentStatus
+from runtime.standing_agents.models import AgentInstance
+from runtime.store import Store
+from runtime.windows.errors import WindowsError
+from runtime.windows.lease import (
+    SESSION_TENANT,
+    holder_settled,
+    known_holder,
+    unknown_holder,
+)
+
+# The describe of a turn's workflow: Temporal answers it, no worker is involved.
+DESCRIBE_TIMEOUT = 10.0
+
+
+async def refuse_holder(
+    store: Store, client: Client, settings: Settings, tenant: str, holder: str
+) -> WindowsError | None:
+    """The refusal of a verb for `holder` under `tenant`, or None when it may lease.
+
+    Raises:
+        RPCError, TimeoutError: Temporal did not answer the describe of a turn.
+    """
+    known = known_holder(holder)
+    if known is None:
+        return None
+    kind, ident = known
+    if kind == "session":
+        if tenant != SESSION_TENANT:
+            return unknown_holder(
+                holder, tenant, f"a session's lease is tenant {SESSION_TENANT!r}'s"
+            )
+        session = await asyncio.to_thread(get_session, store, ident)
+        if session is None:
+            return unknown_holder(holder, tenant, "no such session")
+        return None if session.live else holder_settled(holder, "session_closed")
+    if kind == "turn":
+        turn = await asyncio.to_thread(_load_turn, store, settings.instance, tenant, ident)
+        if turn is None:
+            return unknown_holder(holder, tenant, "no such turn in this workspace")
+        if not await _running(client, turn.workflow_id):
+            return holder_settled(holder, "turn_finished")
+        return None
+    if kind == "task":
+        task = await asyncio.to_thread(_load_task, store, tenant, ident)
+        if task is None:
+            return unknown_holder(holder, tenant, "no such coding task in this tenant")
+        if TaskState(task.state) in SETTLED:
+            return holder_settled(holder, f"task {task.state}")
+        return None
+    agent = await asyncio.to_thread(_load_agent, store, tenant, ident)
+    if agent is None:
+        return unknown_holder(holder, tenant, "no such agent in this tenant")
+    if agent.status != AgentStatus.ACTIVE.value:
+        return holder_settled(holder, f"agent {agent.status.lower()}")
+    return None
+
+
+def _load_turn(store: Store, instance: str, workspace: str, turn_id: str) -> AgentTurn | None:
+    with store.session() as db:
+        row: AgentTurn | None = db.get(AgentTurn, (instance, workspace, turn_id))
+        return row
+
+
+def _load_task(store: Store, tenant: str, task_id: str) -> CodingTask | None:
+    with store.session() as db:
+        row = db.get(CodingTask, task_id)
+    return row if row is not None and row.tenant == tenant else None
+
+
+def _load_agent(store: Store, tenant: str, instance_id: str) -> AgentInstance | None:
+    try:
+        return control.get_instance(store, tenant, instance_id)
+    except control.InstanceNotFound:
+        return None
+
+
+async def _running(client: Client, workflow_id: str) -> bool:
+    try:
+        described = await asyncio.wait_for(
+            client.get_workflow_handle(workflow_id).describe(), DESCRIBE_TIMEOUT
+        )
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return False  # never started (its POST failed): nothing to settle a lease
+        raise
+    return described.status == WorkflowExecutionStatus.RUNNING

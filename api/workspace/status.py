@@ -1,0 +1,451 @@
+"""Workspace status routes of the daemon (spec session-daemon-http-protocol): the read-only
+snapshots (`/workspace/env`, `/preflight`, `/providers`, `/skills`, `/mcp`,
+`/session/:id/supported-commands`, `/session/:id/tasks`) and the workspace mutations
+(`/workspace/tools/:name/enable`, `/workspace/init`).
+
+router → the process and the store (settings, the session registry), and the journal
+for the workspace-scoped events (every live session of the workspace gets them).
+Secrets never leave: environment variables are reported by presence only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+
+from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep
+from api.errors import ApiError, workflow_error
+from api.input_bounds import MAX_ID_CHARS
+from api.mcp.cells import discovery_cell
+from api.openapi import errors, json_body
+from api.security import require_configured_token
+from api.sessions.bodies import InitBody, ToolEnableBody
+from api.sessions.common import client_id_of, live_session, read_body, update_session
+from api.workspace.preflight_cells import (
+    mcp_view,
+    model_cell,
+    store_cell,
+    temporal_cells,
+    workspace_cell,
+)
+from api.workspace.routes import workspace_fence
+from api.workspace.status_models import (
+    CurrentModel,
+    EnvCell,
+    ModelProvider,
+    PreflightCell,
+    ProviderModel,
+    SessionRecap,
+    SessionTasks,
+    SupportedCommands,
+    ToolToggled,
+    WorkspaceEnv,
+    WorkspaceInitialized,
+    WorkspacePreflight,
+    WorkspaceProviders,
+    WorkspaceSkills,
+)
+from runtime.device_flow.providers import all_providers, credentials_path
+from runtime.llm.active import active_model
+from runtime.policy.approval import DEFAULT_APPROVAL_MODE, TOOL_KINDS, is_approval_mode
+from runtime.sessions import registry
+from runtime.sessions.contracts import RecapRequest, RecapResult
+from runtime.sessions.streams import session_event
+from runtime.settings import Settings
+from runtime.store import EventJournal, Store
+from runtime.streams import session_stream
+from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.files import WORKSPACE_FILE_MODE, HashMismatch, content_hash
+from runtime.workspace.settings import (
+    APPROVAL_MODE,
+    disabled_tools,
+    get_setting,
+    set_tool_enabled,
+)
+from runtime.workspace.status import env_cells
+from workflows.sessions.session import SessionWorkflow
+
+router = APIRouter()
+
+MIN_PYTHON = (3, 11)
+
+
+# -- read-only snapshots -------------------------------------------------------------------
+
+
+@router.get("/workspace/env", response_model_exclude_none=True)
+async def workspace_env(settings: SettingsDep) -> WorkspaceEnv:
+    """The runtime, the platform, sandbox and proxy settings (proxies as host:port) and the
+    presence, never the value, of the allowlisted secret variables."""
+    cells = [
+        EnvCell(kind="runtime", name="python", status="ok", value=platform.python_version()),
+        EnvCell(kind="platform", name=sys.platform, status="ok", value=platform.machine()),
+    ]
+    cells += [EnvCell.model_validate(cell) for cell in env_cells(os.environ)]
+    return WorkspaceEnv(
+        v=1,
+        workspaceCwd=settings.workspace_cwd,
+        initialized=True,
+        acpChannelLive=False,
+        cells=cells,
+    )
+
+
+def _git_version() -> str | None:
+    git = shutil.which("git")
+    if git is None:
+        return None
+    try:
+        done = subprocess.run([git, "--version"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+@router.get("/workspace/preflight", response_model_exclude_none=True)
+async def workspace_preflight(
+    settings: SettingsDep, store: StoreDep, connector: ConnectorDep
+) -> WorkspacePreflight:
+    """Readiness of what agentrt needs: Python, the workspace directory, git, the store and
+    its migrations, Temporal and a polling worker, the model provider's reachability."""
+    version = platform.python_version()
+    required = ">=" + ".".join(map(str, MIN_PYTHON))
+    python = PreflightCell(
+        kind="python_version",
+        status="ok" if sys.version_info[:2] >= MIN_PYTHON else "error",
+        locality="daemon",
+        detail={"version": version, "required": required},
+    )
+    if python.status == "error":
+        python.errorKind = "missing_binary"
+        python.error = f"Python {version} is below the required {required}."
+    git_version = await asyncio.to_thread(_git_version)
+    git = (
+        PreflightCell(kind="git", status="ok", locality="daemon", detail={"version": git_version})
+        if git_version
+        else PreflightCell(
+            kind="git",
+            status="warning",
+            errorKind="missing_binary",
+            error="git is not on PATH",
+            hint="Install git (optional: the session tools do not need it).",
+            locality="daemon",
+        )
+    )
+    store_status = await asyncio.to_thread(store_cell, store)
+    disabled = await asyncio.to_thread(disabled_tools, store, settings.workspace_cwd)
+    tools = [name for name in TOOL_KINDS if settings.session_shell or name != "run_shell_command"]
+    cells = [
+        python,
+        workspace_cell(settings),
+        git,
+        store_status,
+        *await temporal_cells(settings, connector),
+        await model_cell(settings),
+        PreflightCell(
+            kind="tool_registry",
+            status="ok",
+            locality="daemon",
+            detail={"tools": [t for t in tools if t not in disabled], "disabled": disabled},
+        ),
+        discovery_cell(*await mcp_view(store, settings)),
+    ]
+    return WorkspacePreflight(
+        v=1,
+        workspaceCwd=settings.workspace_cwd,
+        initialized=True,
+        acpChannelLive=False,
+        cells=cells,
+    )
+
+
+@router.get("/workspace/providers")
+async def workspace_providers(settings: SettingsDep, store: StoreDep) -> WorkspaceProviders:
+    """The model provider in use and its model (never its URL or key), and the approval
+    mode new sessions start in."""
+    active = active_model(settings)
+    persisted = await asyncio.to_thread(get_setting, store, settings.workspace_cwd, APPROVAL_MODE)
+    approval_mode = persisted if is_approval_mode(persisted) else DEFAULT_APPROVAL_MODE
+    model = ProviderModel(
+        modelId=active.model_id,
+        baseModelId=active.model_id,
+        name=active.model_id,
+        description="agentrt's built-in deterministic model"
+        if active.provider == "scripted"
+        else None,
+        contextLimit=None,
+        isCurrent=True,
+        isRuntime=False,
+    )
+    return WorkspaceProviders(
+        v=1,
+        workspaceCwd=settings.workspace_cwd,
+        initialized=True,
+        acpChannelLive=False,
+        current=CurrentModel(authType=active.provider, modelId=active.model_id),
+        approvalMode=approval_mode,
+        providers=[
+            ModelProvider(
+                kind="model_provider",
+                status="ok",
+                authType=active.provider,
+                current=True,
+                models=[model],
+            )
+        ],
+        # The OAuth device-flow providers (qwen-oauth, AGENTRT_DEVICE_FLOW_PROVIDERS) and
+        # whether credentials are on disk (never what they are).
+        deviceFlowProviders=[
+            {
+                "providerId": provider_id,
+                "credentialsPresent": credentials_path(
+                    settings.resolved_data_dir, provider_id
+                ).exists(),
+            }
+            for provider_id in all_providers(
+                settings.qwen_oauth_base_url, settings.device_flow_providers
+            )
+        ],
+    )
+
+
+@router.get("/workspace/skills")
+async def workspace_skills(settings: SettingsDep) -> WorkspaceSkills:
+    """agentrt's agents have no skills: an honest empty list."""
+    return WorkspaceSkills(v=1, workspaceCwd=settings.workspace_cwd, initialized=True, skills=[])
+
+
+@router.get("/session/{session_id}/supported-commands", responses=errors(404))
+async def supported_commands(session_id: str, store: StoreDep) -> SupportedCommands:
+    """agentrt's agent has no slash commands and no skills: both lists are empty."""
+    await live_session(store, session_id)
+    return SupportedCommands(v=1, sessionId=session_id, availableCommands=[], availableSkills=[])
+
+
+@router.get("/session/{session_id}/tasks", responses=errors(404))
+async def session_tasks(session_id: str, store: StoreDep) -> SessionTasks:
+    """agentrt runs no background tasks (sub-agents, shells, monitors): always empty."""
+    await live_session(store, session_id)
+    return SessionTasks(v=1, sessionId=session_id, now=int(time.time() * 1000), tasks=[])
+
+
+# -- workspace mutations -------------------------------------------------------------------
+
+
+async def workspace_event(
+    store: Store,
+    journal: EventJournal,
+    settings: Settings,
+    event_type: str,
+    data: dict[str, Any],
+    originator: str | None,
+) -> None:
+    """A workspace-scoped event: every live session of the workspace gets it."""
+    records = await asyncio.to_thread(registry.list_live, store, settings.workspace_cwd)
+    for record in records:
+        await journal.aappend_many(
+            session_stream(record.session_id),
+            [session_event(event_type, data, originator=originator)],
+            retention=settings.event_ring_size,
+        )
+
+
+def _with_originator(data: dict[str, Any], originator: str | None) -> dict[str, Any]:
+    return {**data, "originatorClientId": originator} if originator else data
+
+
+@router.post(
+    "/workspace/tools/{tool_name}/enable",
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401),
+    openapi_extra=json_body(ToolEnableBody),
+)
+async def enable_tool(
+    tool_name: str,
+    request: Request,
+    settings: SettingsDep,
+    store: StoreDep,
+    journal: JournalDep,
+) -> ToolToggled:
+    """Enable or disable a tool by its exact registry name (`tools.disabled`, in the
+    store); sessions apply it from their next prompt. Unknown names are accepted."""
+    originator = client_id_of(request)
+    if not tool_name or len(tool_name) > MAX_ID_CHARS:
+        raise ApiError(
+            400,
+            {
+                "error": f"tool name must be 1 to {MAX_ID_CHARS} characters",
+                "code": "invalid_tool_name",
+            },
+        )
+    enabled = ToolEnableBody.parse(await read_body(request)).enabled
+    await asyncio.to_thread(set_tool_enabled, store, settings.workspace_cwd, tool_name, enabled)
+    await workspace_event(
+        store,
+        journal,
+        settings,
+        "tool_toggled",
+        _with_originator({"toolName": tool_name, "enabled": enabled}, originator),
+        originator,
+    )
+    return ToolToggled(toolName=tool_name, enabled=enabled)
+
+
+MAX_MEMORY_FILE_BYTES = 8 * 1024 * 1024  # read to judge it; a larger one has content
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _init_memory_file(fence: Fence, name: str, force: bool) -> tuple[str, int | None]:
+    """Write the empty memory file `name` at the workspace root; (action, existing size
+    when refused).
+
+    Through the workspace fence, and atomic (`Fence.write`): a replace only lands on the
+    content that was judged (compare-and-swap on its hash), a create never overwrites a
+    file made meanwhile, and a symlink is replaced itself, never written through (it could
+    point outside the workspace). A directory, FIFO, socket or device by that name is
+    never opened: it is not a memory file."""
+    path = fence.root / name
+    if not fence.contains(path):
+        return "not_a_file", None  # the data dir itself by that name
+    try:
+        info: os.stat_result | None = fence.lstat(path)
+    except FileError as err:
+        if err.kind != "path_not_found":
+            raise
+        info = None
+    if info is None:
+        with fence.parent(path) as (dir_fd, entry):
+            try:
+                fd = os.open(entry, _CREATE_FLAGS, 0o600, dir_fd=dir_fd)
+            except FileExistsError:
+                return _init_memory_file(fence, name, force)  # created meanwhile: judge it
+            try:
+                os.fchmod(fd, WORKSPACE_FILE_MODE)  # the user's file, whatever our umask
+            finally:
+                os.close(fd)
+        return "created", None
+    if stat.S_ISLNK(info.st_mode):
+        if not force:
+            return "conflict", info.st_size
+        fence.write(path, b"")
+        return "overwrote", None
+    if not stat.S_ISREG(info.st_mode):
+        return "not_a_file", None
+    try:
+        content = fence.read(path, limit=MAX_MEMORY_FILE_BYTES)
+    except FileError as err:
+        if err.kind != "file_too_large":
+            raise
+        if not force:
+            return "conflict", info.st_size
+        content = None
+    if content is not None and not content.strip():
+        return "noop", None
+    if not force:
+        return "conflict", len(content or b"")
+    try:
+        fence.write(
+            path, b"", expected=fence.file_hash(path) if content is None else content_hash(content)
+        )
+    except HashMismatch:
+        return _init_memory_file(fence, name, force)
+    return "overwrote", None
+
+
+@router.post(
+    "/workspace/init",
+    dependencies=[Depends(require_configured_token)],
+    responses=errors(400, 401, 409),
+    openapi_extra=json_body(InitBody, required=False),
+)
+async def init_workspace(
+    request: Request, settings: SettingsDep, store: StoreDep, journal: JournalDep
+) -> WorkspaceInitialized:
+    """Create the workspace's memory file (`--memory-file-name`, AGENTS.md by default),
+    empty; a file with content is kept unless `force`."""
+    originator = client_id_of(request)
+    force = InitBody.parse(await read_body(request)).force
+    path = settings.resolved_workspace / settings.memory_file_name
+
+    def init() -> tuple[str, int | None]:
+        return _init_memory_file(workspace_fence(settings), settings.memory_file_name, force)
+
+    try:
+        action, existing = await asyncio.to_thread(init)
+    except FileError as err:
+        raise ApiError(err.status, {"error": err.message, "code": err.kind}) from err
+    if action == "not_a_file":
+        raise ApiError(
+            409,
+            {
+                "error": f"{path} is a directory, not a memory file; remove it or choose "
+                "another name (--memory-file-name)",
+                "code": "workspace_init_conflict",
+                "path": str(path),
+                "existingSize": None,
+            },
+        )
+    if action == "conflict":
+        raise ApiError(
+            409,
+            {
+                "error": f"{path} already exists with content; pass force: true to overwrite it",
+                "code": "workspace_init_conflict",
+                "path": str(path),
+                "existingSize": existing,
+            },
+        )
+    await workspace_event(
+        store,
+        journal,
+        settings,
+        "workspace_initialized",
+        _with_originator({"path": str(path), "action": action}, originator),
+        originator,
+    )
+    return WorkspaceInitialized(path=str(path), action=action)
+
+
+# -- session recap -------------------------------------------------------------------------
+
+# The spec's SESSION_RECAP_TIMEOUT_MS: the recap activity's own bound
+# (workflows/sessions/session.py).
+RECAP_TIMEOUT_S = 60.0
+
+
+@router.post("/session/{session_id}/recap", responses=errors(400, 404, 503))
+async def session_recap(
+    session_id: str, request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
+) -> SessionRecap:
+    """A one-sentence "where are we" of the session, from the model (tools off, the
+    session's history read, not extended). `recap` is null with fewer than two messages,
+    without a `<recap>` in the answer, or on a model error or after 60 s. The body is
+    ignored; no event is published."""
+    client_id_of(request)  # a malformed X-Qwen-Client-Id is a 400
+    await live_session(store, session_id)
+    accepted = await update_session(
+        client,
+        settings,
+        store,
+        session_id,
+        SessionWorkflow.recap,
+        RecapRequest(),
+        wait_for_result=False,
+    )
+    try:
+        result: RecapResult = await asyncio.wait_for(accepted.result(), RECAP_TIMEOUT_S + 5)
+    except WorkflowUpdateFailedError as err:
+        raise workflow_error(err) from err
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        return SessionRecap(sessionId=session_id, recap=None)
+    return SessionRecap(sessionId=session_id, recap=result.recap)

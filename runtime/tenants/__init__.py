@@ -1,0 +1,1 @@
+"""A tenant's tokens: issued, hashed, checked."""

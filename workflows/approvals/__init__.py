@@ -1,0 +1,11 @@
+"""The approvals' clock."""
+
+from __future__ import annotations
+
+
+def workflows() -> list[type]:
+    """This feature's workflow classes, for the worker (imported when asked for, so that
+    importing one of the feature's modules loads no other)."""
+    from workflows.approvals.clock import ApprovalClockWorkflow
+
+    return [ApprovalClockWorkflow]

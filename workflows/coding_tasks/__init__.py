@@ -1,0 +1,11 @@
+"""CodingTaskWorkflow: the timers of one coding task."""
+
+from __future__ import annotations
+
+
+def workflows() -> list[type]:
+    """This feature's workflow classes, for the worker (imported when asked for, so that
+    importing one of the feature's modules loads no other)."""
+    from workflows.coding_tasks.task import CodingTaskWorkflow
+
+    return [CodingTaskWorkflow]

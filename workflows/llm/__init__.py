@@ -1,0 +1,1 @@
+"""The fallback chain walked by a workflow, and what a failed chain tells the stream."""

@@ -1,0 +1,11 @@
+"""SessionWorkflow and its permission sub-machine."""
+
+from __future__ import annotations
+
+
+def workflows() -> list[type]:
+    """This feature's workflow classes, for the worker (imported when asked for, so that
+    importing one of the feature's modules loads no other)."""
+    from workflows.sessions.session import SessionWorkflow
+
+    return [SessionWorkflow]
