@@ -27,7 +27,12 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from runtime.failures import UPDATE_EXPIRED, WireError, decode_failure
+from runtime.failures import (
+    WORKER_UNAVAILABLE_BODY,
+    WORKER_UNAVAILABLE_HEADERS,
+    WireError,
+    decode_failure,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +76,7 @@ class ApiError(Exception):
 
 def worker_unavailable() -> ApiError:
     """A workflow query or update that no worker answered within the API's bound."""
-    return ApiError(
-        503,
-        {"error": "No worker answered in time", "code": "worker_unavailable"},
-        {"Retry-After": "5"},
-    )
+    return ApiError(503, WORKER_UNAVAILABLE_BODY, WORKER_UNAVAILABLE_HEADERS)
 
 
 def temporal_unavailable(detail: str = "Temporal is not reachable") -> ApiError:
@@ -118,13 +119,11 @@ def workflow_error(err: WorkflowUpdateFailedError | WorkflowFailureError) -> Api
     """A failed update (refused by its validator, or failed in its handler) or workflow,
     as HTTP: the one place where a failure from across Temporal becomes an answer.
 
-    A typed failure (`runtime.failures`) answers its own status, body and headers.
-    `update_expired` (the update's validator saw that its sender stopped waiting) is a
-    worker that did not answer in time. Anything untyped is a 409 with its message.
+    A typed failure (`runtime.failures`) answers its own status, body and headers (an
+    `UpdateExpired`, the validator's refusal of an update its sender stopped waiting for,
+    is a worker that did not answer in time). Anything untyped is a 409 with its message.
     """
     cause = err.cause
-    if isinstance(cause, ApplicationError) and cause.type == UPDATE_EXPIRED:
-        return worker_unavailable()
     failure = decode_failure(cause)
     if failure is not None:
         return ApiError.of(failure)

@@ -17,15 +17,11 @@ Pure: no I/O, so workflows import it through `imports_passed_through`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
-
-UPDATE_EXPIRED = "update_expired"
-"""The type of the refusal of an update its sender stopped waiting for: no worker took
-it in time, which the API answers as it answers any worker that did not answer."""
 
 _KINDS: dict[str, type[WireError]] = {}
 
@@ -73,6 +69,16 @@ def wire_error_kinds() -> Mapping[str, type[WireError]]:
     return dict(_KINDS)
 
 
+W = TypeVar("W", bound="WireError")
+
+
+def refusal_of(err: BaseException | None, family: type[W]) -> W | None:
+    """The typed refusal `err` carries when it is one of `family`: how code that must
+    handle one family of refusals (and let the others through) catches it."""
+    failure = decode_failure(err)
+    return failure if isinstance(failure, family) else None
+
+
 def decode_failure(err: BaseException | None) -> WireError | None:
     """The typed model an `ApplicationError` carries, or None when it carries none.
 
@@ -95,4 +101,34 @@ def decode_failure(err: BaseException | None) -> WireError | None:
         return model.model_validate(err.details[0])
     if err.details and isinstance(err.details[0], model):
         return err.details[0]
+    if not err.details and not any(f.is_required() for f in model.model_fields.values()):
+        return model()  # a kind whose model has no fields to send (raised without details)
     return None
+
+
+WORKER_UNAVAILABLE_BODY = {"error": "No worker answered in time", "code": "worker_unavailable"}
+WORKER_UNAVAILABLE_HEADERS = {"Retry-After": "5"}
+
+
+class UpdateExpired(WireError):
+    """An update whose sender stopped waiting before a worker took it (its
+    `accept_before_ms` has passed): the caller has answered 503 already, and the update's
+    validator refuses it so that it never applies late. Answered as any worker that did
+    not answer in time."""
+
+    kind: Literal["update_expired"] = "update_expired"
+
+    @property
+    def http_status(self) -> int:
+        return 503
+
+    def response_body(self) -> dict[str, Any]:
+        return dict(WORKER_UNAVAILABLE_BODY)
+
+    def response_headers(self) -> Mapping[str, str]:
+        return WORKER_UNAVAILABLE_HEADERS
+
+    def application_error(self, message: str | None = None) -> ApplicationError:
+        return super().application_error(
+            message or "The caller stopped waiting for this update before a worker took it"
+        )

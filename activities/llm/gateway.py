@@ -37,6 +37,7 @@ from typing import NamedTuple
 
 import httpx
 from opentelemetry import trace
+from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from activities.llm import record
@@ -52,7 +53,8 @@ from activities.llm.openai import DEFAULT_TIMEOUT, OpenAIProvider
 from activities.llm.scripted import ScriptedModel
 from runtime.device_flow.tokens import forget_token, usable_token
 from runtime.egress import url_refusal
-from runtime.llm.config_store import LlmConfigError, provider_config, static_api_key
+from runtime.failures import refusal_of
+from runtime.llm.config_store import LlmConfigRefusal, provider_config, static_api_key
 from runtime.llm.pricing import SCRIPTED, attempt_cost, default_price
 from runtime.llm.reservation import SpendGate, SpendRefused, worst_case_usd
 from runtime.llm.routing import (
@@ -394,8 +396,11 @@ class ModelGateway:
             # before the rule (or written around PUT) names no secret of the worker's.
             try:
                 value = static_api_key(credential, os.environ, self.settings.provider_key_envs)
-            except LlmConfigError as err:
-                raise _NotSent(err.message) from None
+            except ApplicationError as err:
+                refused = refusal_of(err, LlmConfigRefusal)
+                if refused is None:
+                    raise
+                raise _NotSent(refused.message) from None
             if not value:
                 raise _NotSent(f"environment variable {credential.api_key_env} is not set")
             return value

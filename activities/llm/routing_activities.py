@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from temporalio.exceptions import ApplicationError
-
-from runtime.llm.config_store import LlmConfigError, load_chain_plan
+from runtime.llm.config_store import load_chain_plan
 from runtime.llm.routing import ChainPlan, LlmActivityContracts, ResolveChainInput
 from runtime.settings import Settings
 from runtime.store.engine import Store
@@ -23,16 +21,14 @@ class LlmActivities:
 
     @LlmActivityContracts.RESOLVE_CHAIN.defn
     async def resolve_chain(self, request: ResolveChainInput) -> ChainPlan:
-        try:
-            return await asyncio.to_thread(
-                load_chain_plan,
-                self.store,
-                self.settings,
-                request.site,
-                request.model_override,
-                request.override_binding,
-                request.preset_override,
-            )
-        except LlmConfigError as err:
-            # An unknown site or a dangling preset: retrying reads the same config.
-            raise ApplicationError(err.message, type=err.code, non_retryable=True) from err
+        # An unknown site or a dangling preset is a typed, non-retryable refusal
+        # (runtime/llm/config_errors.py): retrying reads the same config.
+        return await asyncio.to_thread(
+            load_chain_plan,
+            self.store,
+            self.settings,
+            request.site,
+            request.model_override,
+            request.override_binding,
+            request.preset_override,
+        )

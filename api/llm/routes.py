@@ -37,7 +37,7 @@ from api.openapi import errors
 from api.security import require_configured_token
 from runtime.llm import config_store, pricing
 from runtime.llm.attempt_log import MAX_ATTEMPTS, list_attempts
-from runtime.llm.config_store import LlmConfigError
+from runtime.llm.config_errors import UnknownPreset, UnknownProvider
 from runtime.llm.routing import ChainEntry, OwnerKind
 
 router = APIRouter(prefix="/api/v1/llm", route_class=StrictJsonRoute)
@@ -51,10 +51,6 @@ SitePath = Annotated[str, Path(pattern=SITE_PATTERN)]
 ModelPath = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
 OwnerQuery = Annotated[str | None, Query(min_length=1, max_length=400)]
 MUTATION = [Depends(require_configured_token)]
-
-
-def _answer(err: LlmConfigError) -> ApiError:
-    return ApiError(err.status, {"error": err.message, "code": err.code, **err.details})
 
 
 def _now() -> datetime:
@@ -78,18 +74,15 @@ async def put_provider(
     """Create or replace a provider. Each credential has exactly one of `apiKey` (stored,
     never shown), `apiKeyEnv` (read by the worker at each attempt) or `deviceFlow` (a
     configured device-flow provider's token)."""
-    try:
-        view = await asyncio.to_thread(
-            config_store.put_provider,
-            store,
-            settings,
-            providerId,
-            body.baseUrl,
-            [c.config() for c in body.credentials],
-            _now(),
-        )
-    except LlmConfigError as err:
-        raise _answer(err) from None
+    view = await asyncio.to_thread(
+        config_store.put_provider,
+        store,
+        settings,
+        providerId,
+        body.baseUrl,
+        [c.config() for c in body.credentials],
+        _now(),
+    )
     return ProviderOut.of(view)
 
 
@@ -99,7 +92,7 @@ async def get_provider(
 ) -> ProviderOut:
     view = await asyncio.to_thread(config_store.get_provider, store, settings, providerId)
     if view is None:
-        raise _answer(config_store.unknown_provider(providerId))
+        raise ApiError.of(UnknownProvider(provider_id=providerId))
     return ProviderOut.of(view)
 
 
@@ -112,12 +105,9 @@ async def get_provider(
 )
 async def delete_provider(providerId: ProviderPath, store: StoreDep) -> Response:
     """Remove a provider; 409 `provider_in_use` while a preset names it."""
-    try:
-        deleted = await asyncio.to_thread(config_store.delete_provider, store, providerId)
-    except LlmConfigError as err:
-        raise _answer(err) from None
+    deleted = await asyncio.to_thread(config_store.delete_provider, store, providerId)
     if not deleted:
-        raise _answer(config_store.unknown_provider(providerId))
+        raise ApiError.of(UnknownProvider(provider_id=providerId))
     return Response(status_code=204)
 
 
@@ -137,20 +127,17 @@ async def put_preset(
 ) -> PresetOut:
     """Create or replace a preset: a model on a provider, an optional overlay, and a
     fallback chain; every provider it names must exist (400 `unknown_provider`)."""
-    try:
-        view = await asyncio.to_thread(
-            config_store.put_preset,
-            store,
-            settings,
-            presetId,
-            body.model,
-            body.provider,
-            body.overlay.config() if body.overlay is not None else None,
-            [ChainEntry(model=e.model, provider=e.provider) for e in body.fallback],
-            _now(),
-        )
-    except LlmConfigError as err:
-        raise _answer(err) from None
+    view = await asyncio.to_thread(
+        config_store.put_preset,
+        store,
+        settings,
+        presetId,
+        body.model,
+        body.provider,
+        body.overlay.config() if body.overlay is not None else None,
+        [ChainEntry(model=e.model, provider=e.provider) for e in body.fallback],
+        _now(),
+    )
     return PresetOut.of(view.preset, view.built_in, view.updated_at)
 
 
@@ -158,7 +145,7 @@ async def put_preset(
 async def get_preset(presetId: PresetPath, store: StoreDep, settings: SettingsDep) -> PresetOut:
     view = await asyncio.to_thread(config_store.get_preset, store, settings, presetId)
     if view is None:
-        raise _answer(config_store.unknown_preset(presetId))
+        raise ApiError.of(UnknownPreset(preset_id=presetId))
     return PresetOut.of(view.preset, view.built_in, view.updated_at)
 
 
@@ -171,12 +158,9 @@ async def get_preset(presetId: PresetPath, store: StoreDep, settings: SettingsDe
 )
 async def delete_preset(presetId: PresetPath, store: StoreDep) -> Response:
     """Remove a preset; 409 `preset_in_use` while a site is bound to it."""
-    try:
-        deleted = await asyncio.to_thread(config_store.delete_preset, store, presetId)
-    except LlmConfigError as err:
-        raise _answer(err) from None
+    deleted = await asyncio.to_thread(config_store.delete_preset, store, presetId)
     if not deleted:
-        raise _answer(config_store.unknown_preset(presetId))
+        raise ApiError.of(UnknownPreset(preset_id=presetId))
     return Response(status_code=204)
 
 
@@ -195,22 +179,16 @@ async def put_site_preset(
     siteId: SitePath, body: SitePresetBody, store: StoreDep, settings: SettingsDep
 ) -> SiteOut:
     """Attach a preset to a site; the sites under it inherit it. Effective at the next call."""
-    try:
-        site = await asyncio.to_thread(
-            config_store.bind_site, store, settings, siteId, body.presetId, _now()
-        )
-    except LlmConfigError as err:
-        raise _answer(err) from None
+    site = await asyncio.to_thread(
+        config_store.bind_site, store, settings, siteId, body.presetId, _now()
+    )
     return SiteOut.of(site)
 
 
 @router.delete("/sites/{siteId}/preset", dependencies=MUTATION, responses=errors(400, 401, 404))
 async def delete_site_preset(siteId: SitePath, store: StoreDep) -> SiteOut:
     """Detach a site's own preset: it inherits its parent's again (idempotent)."""
-    try:
-        site = await asyncio.to_thread(config_store.unbind_site, store, siteId)
-    except LlmConfigError as err:
-        raise _answer(err) from None
+    site = await asyncio.to_thread(config_store.unbind_site, store, siteId)
     return SiteOut.of(site)
 
 

@@ -21,7 +21,7 @@ from temporalio.client import (
     WorkflowUpdateStage,
 )
 from temporalio.common import TypedSearchAttributes
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import (
@@ -35,8 +35,9 @@ from api.errors import (
 from api.input_bounds import strict_json_loads
 from api.sessions.models import ContextState, ModelOption, ModelsState, ModesState
 from api.temporal import query_workflow
+from runtime.failures import refusal_of
 from runtime.llm.active import active_model, served_model_id
-from runtime.llm.config_store import LlmConfigError, load_chain_plan
+from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
 from runtime.llm.routing import SESSION_SITE
 from runtime.policy.approval import DEFAULT_APPROVAL_MODE, is_approval_mode, modes_state
 from runtime.sessions import registry
@@ -208,7 +209,9 @@ def current_model_id(store: Store, settings: Settings, status: SessionStatus | N
             status.model_id if status else None,
             status.model_binding if status else None,
         )
-    except LlmConfigError:
+    except ApplicationError as err:
+        if refusal_of(err, LlmConfigRefusal) is None:
+            raise
         plan = None
     if plan is None or not plan.entries:
         active = active_model(settings)

@@ -12,6 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep
@@ -52,7 +53,8 @@ from api.sessions.models import (
     SessionSummary,
 )
 from api.temporal import is_unavailable
-from runtime.llm.config_store import LlmConfigError, session_binding
+from runtime.failures import refusal_of
+from runtime.llm.config_store import LlmConfigRefusal, session_binding
 from runtime.llm.routing import SESSION_SITE
 from runtime.policy.approval import InvalidApprovalMode, is_approval_mode
 from runtime.sessions import registry
@@ -271,8 +273,14 @@ async def set_model(
     # Validated against, and recorded with, what Session:Default resolves to now.
     try:
         binding, scripted = await asyncio.to_thread(session_binding, store, settings, SESSION_SITE)
-    except LlmConfigError as err:
-        raise ApiError(err.status, {"error": err.message, "code": err.code}) from err
+    except ApplicationError as err:
+        refused = refusal_of(err, LlmConfigRefusal)
+        if refused is None:
+            raise
+        # This route names the refusal without the configuration's own fields.
+        raise ApiError(
+            refused.http_status, {"error": refused.message, "code": refused.kind_name}
+        ) from err
     result: ModelSwitchResult = await update_session(
         client,
         settings,

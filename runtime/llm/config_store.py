@@ -19,10 +19,10 @@ from sqlmodel import select
 
 from runtime.llm.active import SCRIPTED_MODEL, served_model_id
 from runtime.llm.config_errors import (
-    LlmConfigError,
-    unknown_preset,
-    unknown_provider,
-    unknown_site,
+    LlmConfigRefusal,
+    UnknownPreset,
+    UnknownProvider,
+    UnknownSite,
 )
 from runtime.llm.models import LlmSiteBinding
 from runtime.llm.preset_store import (
@@ -63,9 +63,12 @@ from runtime.store.engine import Store
 __all__ = [
     "SETTINGS_CREDENTIAL",
     "CredentialView",
-    "LlmConfigError",
+    "LlmConfigRefusal",
     "PresetView",
     "ProviderView",
+    "UnknownPreset",
+    "UnknownProvider",
+    "UnknownSite",
     "bind_site",
     "delete_preset",
     "delete_provider",
@@ -86,9 +89,6 @@ __all__ = [
     "site_bindings",
     "static_api_key",
     "unbind_site",
-    "unknown_preset",
-    "unknown_provider",
-    "unknown_site",
 ]
 
 
@@ -102,9 +102,9 @@ def site_bindings(store: Store) -> dict[str, str]:
 
 
 def resolved_site(store: Store, site_id: str) -> ResolvedSite:
-    """Raises: LlmConfigError 404 `unknown_site`."""
+    """Raises: ApplicationError `unknown_site` (404)."""
     if site_id not in SITE_PARENTS:
-        raise unknown_site(site_id)
+        raise UnknownSite(site_id=site_id).application_error()
     return resolve_site(site_id, site_bindings(store))
 
 
@@ -120,12 +120,12 @@ def bind_site(
     """Attach a preset to a site (replacing its own binding); its children inherit it.
 
     Raises:
-        LlmConfigError: 404 `unknown_site`, 400 `unknown_preset`.
+        ApplicationError: `unknown_site` (404), `unknown_preset` (400).
     """
     if site_id not in SITE_PARENTS:
-        raise unknown_site(site_id)
+        raise UnknownSite(site_id=site_id).application_error()
     if preset_config(store, settings, preset_id) is None:
-        raise unknown_preset(preset_id, status=400)
+        raise UnknownPreset(preset_id=preset_id, status=400).application_error()
     with store.session() as db:
         db.merge(LlmSiteBinding(site_id=site_id, preset_id=preset_id, updated_at=now))
         db.commit()
@@ -136,10 +136,10 @@ def unbind_site(store: Store, site_id: str) -> ResolvedSite:
     """Detach a site's own preset: it inherits its parent's again. Idempotent.
 
     Raises:
-        LlmConfigError: 404 `unknown_site`.
+        ApplicationError: `unknown_site` (404).
     """
     if site_id not in SITE_PARENTS:
-        raise unknown_site(site_id)
+        raise UnknownSite(site_id=site_id).application_error()
     with store.session() as db:
         row = db.get(LlmSiteBinding, site_id)
         if row is not None:
@@ -172,21 +172,21 @@ def load_chain_plan(
     serves only 'scripted' (`served_model_id`).
 
     Raises:
-        LlmConfigError: 404 `unknown_site`; 404 `unknown_preset` / `unknown_provider`
+        ApplicationError: `unknown_site`; `unknown_preset` / `unknown_provider` (404)
             only when a delete raced a bind (the routes refuse deleting what is in use).
     """
     resolved = resolved_site(store, site)
     preset_id = preset_override or resolved.resolved_preset_id
     preset = preset_config(store, settings, preset_id)
     if preset is None:
-        raise unknown_preset(preset_id)
+        raise UnknownPreset(preset_id=preset_id).application_error()
     entries: list[PlanEntry] = []
     for step, entry in enumerate(
         [ChainEntry(model=preset.model, provider=preset.provider), *preset.fallback]
     ):
         provider = provider_config(store, settings, entry.provider)
         if provider is None:
-            raise unknown_provider(entry.provider)
+            raise UnknownProvider(provider_id=entry.provider).application_error()
         model = entry.model
         if provider.kind == "scripted":
             model = SCRIPTED_MODEL
@@ -208,7 +208,7 @@ def session_binding(store: Store, settings: Settings, site: str) -> tuple[ModelB
     its primary provider is scripted (it serves only 'scripted').
 
     Raises:
-        LlmConfigError: as `load_chain_plan`.
+        ApplicationError: as `load_chain_plan`.
     """
     plan = load_chain_plan(store, settings, site)
     primary = plan.entries[0]

@@ -11,7 +11,13 @@ from pydantic import BaseModel
 from sqlmodel import col, select
 
 from runtime.llm.active import active_model
-from runtime.llm.config_errors import LlmConfigError, check_id, reserved, unknown_provider
+from runtime.llm.config_errors import (
+    InvalidPreset,
+    PresetInUse,
+    ReservedId,
+    UnknownProvider,
+    check_id,
+)
 from runtime.llm.models import LlmPreset, LlmSiteBinding
 from runtime.llm.provider_store import provider_config
 from runtime.llm.routing import (
@@ -84,19 +90,20 @@ def put_preset(
     """Create or replace a preset; every provider it names must exist.
 
     Raises:
-        LlmConfigError: a reserved or malformed id, an empty model, too long a
-            fallback chain, or an unknown provider (400 `unknown_provider`).
+        ApplicationError: a reserved or malformed id, an empty model, too long a
+            fallback chain (`invalid_preset`), or an unknown provider (400
+            `unknown_provider`).
     """
     check_id("presetId", preset_id)
     if preset_id == SETTINGS_PRESET:
-        raise reserved("preset", preset_id)
+        raise ReservedId(what="preset", name=preset_id).application_error()
     if len(fallback) > MAX_FALLBACK:
-        raise LlmConfigError(400, "invalid_preset", f"at most {MAX_FALLBACK} fallback entries")
+        raise InvalidPreset(reason=f"at most {MAX_FALLBACK} fallback entries").application_error()
     for entry in [ChainEntry(model=model, provider=provider), *fallback]:
         if not entry.model.strip() or len(entry.model) > 200:
-            raise LlmConfigError(400, "invalid_preset", "a model name is 1 to 200 characters")
+            raise InvalidPreset(reason="a model name is 1 to 200 characters").application_error()
         if provider_config(store, settings, entry.provider) is None:
-            raise unknown_provider(entry.provider, status=400)
+            raise UnknownProvider(provider_id=entry.provider, status=400).application_error()
     row = LlmPreset(
         preset_id=preset_id,
         model=model,
@@ -126,12 +133,12 @@ def delete_preset(store: Store, preset_id: str) -> bool:
     there was none.
 
     Raises:
-        LlmConfigError: 400 `reserved_id` (`settings`), 409 `preset_in_use` naming the
+        ApplicationError: `reserved_id` (`settings`), `preset_in_use` (409) naming the
             sites bound to it (`sites`) and the modes that use it (`modes`,
             `<agentType>/<mode>`).
     """
     if preset_id == SETTINGS_PRESET:
-        raise reserved("preset", preset_id)
+        raise ReservedId(what="preset", name=preset_id).application_error()
     with store.session() as db:
         row = db.get(LlmPreset, preset_id)
         if row is None:
@@ -147,15 +154,7 @@ def delete_preset(store: Store, preset_id: str) -> bool:
         )
         if bound or modes:
             sites = sorted(b.site_id for b in bound)
-            users = ", ".join([*sites, *(f"mode {m}" for m in modes)])
-            verb = "is used by" if modes else "is bound to"
-            raise LlmConfigError(
-                409,
-                "preset_in_use",
-                f'Preset "{preset_id}" {verb} {users}: detach it first',
-                sites=sites,
-                **({"modes": modes} if modes else {}),
-            )
+            raise PresetInUse(preset_id=preset_id, sites=sites, modes=modes).application_error()
         db.delete(row)
         db.commit()
         return True

@@ -17,8 +17,16 @@ from typing import Literal
 from pydantic import BaseModel
 from sqlmodel import select
 
-from runtime.egress import Refusal, key_env_refusal, redact_url, url_refusal
-from runtime.llm.config_errors import LlmConfigError, check_id, reserved
+from runtime.egress import key_env_refusal, redact_url, url_refusal
+from runtime.llm.config_errors import (
+    InvalidBaseUrl,
+    InvalidCredentials,
+    ProviderInUse,
+    ReservedId,
+    UnknownCredential,
+    UnknownDeviceFlowProvider,
+    check_id,
+)
 from runtime.llm.models import LlmPreset, LlmProvider
 from runtime.llm.routing import SETTINGS_PROVIDER, CredentialConfig, ProviderConfig
 from runtime.settings import Settings
@@ -59,7 +67,7 @@ def find_credential(provider: ProviderConfig, alias: str | None) -> CredentialCo
     """The credential an attempt's alias names; None for a provider that needs no key.
 
     Raises:
-        LlmConfigError: 404 `unknown_credential` when the provider no longer has that
+        ApplicationError: `unknown_credential` (404) when the provider no longer has that
             alias (it was replaced between the plan and the attempt).
     """
     if alias is None:
@@ -67,13 +75,7 @@ def find_credential(provider: ProviderConfig, alias: str | None) -> CredentialCo
     for credential in provider.credentials:
         if credential.alias == alias:
             return credential
-    raise LlmConfigError(
-        404,
-        "unknown_credential",
-        f'Provider "{provider.provider_id}" has no credential "{alias}"',
-        providerId=provider.provider_id,
-        alias=alias,
-    )
+    raise UnknownCredential(provider_id=provider.provider_id, alias=alias).application_error()
 
 
 def static_api_key(
@@ -86,7 +88,7 @@ def static_api_key(
         listed: the variables `AGENTRT_PROVIDER_KEY_ENVS` allows beyond `*_API_KEY`.
 
     Raises:
-        LlmConfigError: 400 `invalid_credentials` when the provider-key rule refuses the
+        ApplicationError: `invalid_credentials` when the provider-key rule refuses the
             variable (a row stored before the rule): it is never read.
     """
     if credential.api_key is not None:
@@ -94,13 +96,11 @@ def static_api_key(
     if credential.api_key_env is not None:
         refusal = key_env_refusal(credential.api_key_env, listed)
         if refusal is not None:
-            raise _refused("invalid_credentials", refusal, f'credential "{credential.alias}": ')
+            raise InvalidCredentials(
+                reason=f'credential "{credential.alias}": {refusal.message}', rule=refusal.rule
+            ).application_error()
         return environ.get(credential.api_key_env) or None
     return None
-
-
-def _refused(code: str, refusal: Refusal, prefix: str = "") -> LlmConfigError:
-    return LlmConfigError(400, code, prefix + refusal.message, rule=refusal.rule)
 
 
 def _provider(row: LlmProvider) -> ProviderConfig:
@@ -176,14 +176,14 @@ def put_provider(
     """Create or replace a provider; effective at the next model call.
 
     Raises:
-        LlmConfigError: a reserved or malformed id, a base URL the egress rule refuses
+        ApplicationError: a reserved or malformed id, a base URL the egress rule refuses
             (`invalid_base_url`), a duplicate alias, an `apiKeyEnv` the provider-key rule
             refuses (`invalid_credentials`), or a `deviceFlow` naming a provider the
             deployment does not configure.
     """
     check_id("providerId", provider_id)
     if provider_id == SETTINGS_PROVIDER:
-        raise reserved("provider", provider_id)
+        raise ReservedId(what="provider", name=provider_id).application_error()
     check_base_url(base_url)
     check_credentials(settings, credentials)
     row = LlmProvider(
@@ -199,41 +199,39 @@ def put_provider(
 
 
 def check_base_url(base_url: str) -> None:
-    """Raises: LlmConfigError 400 `invalid_base_url` naming the egress rule it breaks."""
+    """Raises: ApplicationError `invalid_base_url` naming the egress rule it breaks."""
     refusal = url_refusal(base_url)
     if refusal is not None:
-        raise _refused("invalid_base_url", refusal)
+        raise InvalidBaseUrl(reason=refusal.message, rule=refusal.rule).application_error()
 
 
 def check_credentials(settings: Settings, credentials: Sequence[CredentialConfig]) -> None:
     if len(credentials) > MAX_CREDENTIALS:
-        raise LlmConfigError(
-            400, "invalid_credentials", f"at most {MAX_CREDENTIALS} credentials per provider"
-        )
+        raise InvalidCredentials(
+            reason=f"at most {MAX_CREDENTIALS} credentials per provider"
+        ).application_error()
     seen: set[str] = set()
     flows = settings.device_flow_provider_map
     for credential in credentials:
         if credential.alias in seen:
-            raise LlmConfigError(
-                400, "invalid_credentials", f'two credentials have the alias "{credential.alias}"'
-            )
+            raise InvalidCredentials(
+                reason=f'two credentials have the alias "{credential.alias}"'
+            ).application_error()
         seen.add(credential.alias)
         if credential.api_key is not None and not credential.api_key:
-            raise LlmConfigError(
-                400, "invalid_credentials", f'credential "{credential.alias}": apiKey is empty'
-            )
+            raise InvalidCredentials(
+                reason=f'credential "{credential.alias}": apiKey is empty'
+            ).application_error()
         if credential.api_key_env is not None:
             refusal = key_env_refusal(credential.api_key_env, settings.provider_key_envs)
             if refusal is not None:
-                raise _refused("invalid_credentials", refusal, f'credential "{credential.alias}": ')
+                raise InvalidCredentials(
+                    reason=f'credential "{credential.alias}": {refusal.message}', rule=refusal.rule
+                ).application_error()
         if credential.device_flow is not None and credential.device_flow not in flows:
-            raise LlmConfigError(
-                400,
-                "unknown_device_flow_provider",
-                f'credential "{credential.alias}": no device-flow provider '
-                f'"{credential.device_flow}"',
-                allowed=sorted(flows),
-            )
+            raise UnknownDeviceFlowProvider(
+                alias=credential.alias, device_flow=credential.device_flow, allowed=sorted(flows)
+            ).application_error()
 
 
 def get_provider(store: Store, settings: Settings, provider_id: str) -> ProviderView | None:
@@ -251,11 +249,11 @@ def delete_provider(store: Store, provider_id: str) -> bool:
     """Remove a provider no preset names; False when there was none.
 
     Raises:
-        LlmConfigError: 400 `reserved_id` (`settings`), 409 `provider_in_use` naming the
+        ApplicationError: `reserved_id` (`settings`), `provider_in_use` (409) naming the
             presets that use it.
     """
     if provider_id == SETTINGS_PROVIDER:
-        raise reserved("provider", provider_id)
+        raise ReservedId(what="provider", name=provider_id).application_error()
     with store.session() as db:
         row = db.get(LlmProvider, provider_id)
         if row is None:
@@ -263,12 +261,7 @@ def delete_provider(store: Store, provider_id: str) -> bool:
         presets = db.exec(select(LlmPreset)).all()
         users = sorted(p.preset_id for p in presets if provider_id in _providers_of(p))
         if users:
-            raise LlmConfigError(
-                409,
-                "provider_in_use",
-                f'Provider "{provider_id}" is used by presets {", ".join(users)}',
-                presets=users,
-            )
+            raise ProviderInUse(provider_id=provider_id, presets=users).application_error()
         db.delete(row)
         db.commit()
         return True

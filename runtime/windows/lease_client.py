@@ -26,7 +26,7 @@ from temporalio.common import TypedSearchAttributes
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from runtime.failures import decode_failure
+from runtime.failures import UpdateExpired, decode_failure
 from runtime.search_attributes import running
 from runtime.windows.contracts import WindowsVerb
 from runtime.windows.errors import WindowsError, WindowsErrorCode
@@ -134,7 +134,7 @@ def _typed(err: WorkflowUpdateFailedError) -> Exception:
     failure = decode_failure(err.cause)
     if isinstance(failure, WindowsError):
         return LeaseCallFailed(failure)
-    if getattr(err.cause, "type", None) == "update_expired":
+    if isinstance(failure, UpdateExpired):
         return LeaseUnavailable()
     message = str(getattr(err.cause, "message", "") or err)
     return LeaseCallFailed(WindowsError.agentrt(WindowsErrorCode.POOL_ERROR, message))

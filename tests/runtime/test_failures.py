@@ -10,7 +10,7 @@ from temporalio.exceptions import ApplicationError
 
 from api.errors import ApiError
 from runtime.agent_tools.errors import AuthorizationPending, ResearchDenied, TurnNotWaiting
-from runtime.failures import WireError, decode_failure, wire_error_kinds
+from runtime.failures import UpdateExpired, WireError, decode_failure, wire_error_kinds
 from runtime.policy.approval import InvalidApprovalMode
 from runtime.policy.permissions import (
     Forbidden,
@@ -33,6 +33,7 @@ REFUSALS: list[WireError] = [
     TurnNotWaiting(turn_id="t", status="completed"),
     AuthorizationPending(turn_id="t", research_id="r"),
     ResearchDenied(turn_id="t", research_id="r"),
+    UpdateExpired(),
 ]
 
 
@@ -81,3 +82,18 @@ def test_queue_full_asks_to_retry() -> None:
         "pendingCount": 5,
         "sessionId": "s",
     }
+
+
+def test_an_expired_update_is_a_worker_that_did_not_answer() -> None:
+    """The validator's refusal of an update its sender stopped waiting for is typed like
+    any other (no kind matched by its string), and answered as a worker that did not
+    answer in time; one raised without details (a worker of the version before) too."""
+    for raised in (
+        UpdateExpired().application_error(),
+        ApplicationError("stopped waiting", type="update_expired", non_retryable=True),
+    ):
+        decoded = decode_failure(_across_temporal(raised))
+        assert isinstance(decoded, UpdateExpired)
+        answer = ApiError.of(decoded)
+        assert (answer.status, answer.headers) == (503, {"Retry-After": "5"})
+        assert answer.body == {"error": "No worker answered in time", "code": "worker_unavailable"}

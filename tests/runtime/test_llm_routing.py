@@ -3,13 +3,17 @@ plan a site resolves to from the stored configuration (live, settings as the roo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import pytest
+from temporalio.exceptions import ApplicationError
 
+from runtime.failures import refusal_of
 from runtime.llm.chain import SHORT_RETRY_AFTER_S, first_attempt, next_attempt
 from runtime.llm.config_store import (
-    LlmConfigError,
+    LlmConfigRefusal,
     bind_site,
     find_credential,
     list_presets,
@@ -62,6 +66,22 @@ INHERITANCE = [
     ({"Default": "p"}, "Session:Default", "p", "Default", None),
     ({"Default": "p"}, "Default", "p", "Default", "p"),
 ]
+
+
+class Refused:
+    """The typed model-routing refusal a block raised (runtime/llm/config_errors.py)."""
+
+    value: LlmConfigRefusal
+
+
+@contextmanager
+def llm_refusal() -> Iterator[Refused]:
+    caught = Refused()
+    with pytest.raises(ApplicationError) as raised:
+        yield caught
+    failure = refusal_of(raised.value, LlmConfigRefusal)
+    assert failure is not None, raised.value
+    caught.value = failure
 
 
 @pytest.mark.parametrize(("bindings", "site", "preset", "source", "own"), INHERITANCE)
@@ -327,10 +347,10 @@ def test_a_bad_provider_is_refused(
     store: Store, provider_id: str, base_url: str, credentials: list[dict[str, str]], code: str
 ) -> None:
     parsed = [CredentialConfig.model_validate(c) for c in credentials]
-    with pytest.raises(LlmConfigError) as refused:
+    with llm_refusal() as refused:
         put_provider(store, Settings(), provider_id, base_url, parsed, NOW)
-    assert refused.value.code == code
-    assert refused.value.status == 400
+    assert refused.value.kind_name == code
+    assert refused.value.http_status == 400
 
 
 def test_a_device_flow_credential_names_a_configured_provider(store: Store) -> None:
@@ -349,31 +369,31 @@ def test_a_device_flow_credential_names_a_configured_provider(store: Store) -> N
 
 def test_a_preset_naming_an_unknown_provider_is_refused(store: Store) -> None:
     settings = Settings()
-    with pytest.raises(LlmConfigError) as refused:
+    with llm_refusal() as refused:
         put_preset(store, settings, "p", "m", "nope", None, [], NOW)
-    assert (refused.value.status, refused.value.code) == (400, "unknown_provider")
-    with pytest.raises(LlmConfigError) as fallback:
+    assert (refused.value.http_status, refused.value.kind_name) == (400, "unknown_provider")
+    with llm_refusal() as fallback:
         put_preset(
             store, settings, "p", "m", "settings", None, [ChainEntry(model="m", provider="x")], NOW
         )
-    assert fallback.value.code == "unknown_provider"
-    with pytest.raises(LlmConfigError) as reserved:
+    assert fallback.value.kind_name == "unknown_provider"
+    with llm_refusal() as reserved:
         put_preset(store, settings, "settings", "m", "settings", None, [], NOW)
-    assert reserved.value.code == "reserved_id"
+    assert reserved.value.kind_name == "reserved_id"
     assert [v.preset.preset_id for v in list_presets(store, settings)] == ["settings"]
 
 
 def test_binding_an_unknown_site_or_preset_is_refused(store: Store) -> None:
     settings = Settings()
-    with pytest.raises(LlmConfigError) as site:
+    with llm_refusal() as site:
         bind_site(store, settings, "Agent:Nope", "settings", NOW)
-    assert (site.value.status, site.value.code) == (404, "unknown_site")
-    with pytest.raises(LlmConfigError) as preset:
+    assert (site.value.http_status, site.value.kind_name) == (404, "unknown_site")
+    with llm_refusal() as preset:
         bind_site(store, settings, "Default", "nope", NOW)
-    assert (preset.value.status, preset.value.code) == (400, "unknown_preset")
-    with pytest.raises(LlmConfigError) as load:
+    assert (preset.value.http_status, preset.value.kind_name) == (400, "unknown_preset")
+    with llm_refusal() as load:
         load_chain_plan(store, settings, "Agent:Nope")
-    assert load.value.code == "unknown_site"
+    assert load.value.kind_name == "unknown_site"
 
 
 def test_sites_list_every_site_with_its_resolution(store: Store) -> None:
@@ -405,9 +425,9 @@ def test_an_attempts_alias_finds_its_credential_and_key(store: Store) -> None:
     assert static_api_key(a2, {"ALPHA_API_KEY_2": ""}) is None
     beta = provider_config(store, settings, "beta")
     assert beta is not None and find_credential(beta, None) is None
-    with pytest.raises(LlmConfigError) as gone:
+    with llm_refusal() as gone:
         find_credential(alpha, "replaced")
-    assert gone.value.code == "unknown_credential"
+    assert gone.value.kind_name == "unknown_credential"
     settings_config = provider_config(store, settings, "settings")
     assert settings_config is not None
     env = find_credential(settings_config, "env")

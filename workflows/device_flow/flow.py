@@ -20,7 +20,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 from runtime.search_attributes import KIND, STATUS, TENANT
 from workflows.activity_calls import call_activity
@@ -43,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
         started_event_data,
         started_event_scope,
     )
-    from runtime.failures import UPDATE_EXPIRED
+    from runtime.failures import UpdateExpired
 
 _IDP_TIMEOUT = timedelta(seconds=60)
 # Network failures and 5xx of the IdP retry (a worker or IdP restart in the middle of a
@@ -102,11 +102,7 @@ class DeviceFlowWorkflow:
     def _check_cancel(self, request: CancelRequest) -> None:
         if request.accept_before_ms is not None:
             if int(workflow.now().timestamp() * 1000) > request.accept_before_ms:
-                raise ApplicationError(
-                    "The caller stopped waiting for this update before a worker took it",
-                    type=UPDATE_EXPIRED,
-                    non_retryable=True,
-                )
+                raise UpdateExpired().application_error()
 
     @workflow.signal
     def release(self) -> None:

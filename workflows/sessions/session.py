@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
         CoderReport,
         task_workflow_id,
     )
-    from runtime.failures import UPDATE_EXPIRED
+    from runtime.failures import UpdateExpired
     from runtime.llm.contracts import ToolCall
     from runtime.llm.routing import (
         ATTEMPT_START_TO_CLOSE,
@@ -843,11 +843,7 @@ def _check_bound(request: WorkerBound) -> None:
         return
     now_ms = int(workflow.now().timestamp() * 1000)
     if now_ms > request.accept_before_ms:
-        raise ApplicationError(
-            "The caller stopped waiting for this update before a worker took it",
-            type=UPDATE_EXPIRED,
-            non_retryable=True,
-        )
+        raise UpdateExpired().application_error()
 
 
 def _has_effect(name: str, preview: ToolPreview) -> bool:

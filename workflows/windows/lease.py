@@ -28,7 +28,7 @@ from workflows import patches
 from workflows.activity_calls import call_activity
 
 with workflow.unsafe.imports_passed_through():
-    from runtime.failures import UPDATE_EXPIRED, decode_failure
+    from runtime.failures import UpdateExpired, decode_failure
     from runtime.windows.contracts import (
         SESSION_ACTIVITY_TIMEOUT,
         CallVerbInput,
@@ -117,11 +117,7 @@ class WindowsLeaseWorkflow:
     @call.validator
     def _validate_call(self, request: LeaseCall) -> None:
         if request.accept_before_ms is not None and self._now() > request.accept_before_ms:
-            raise ApplicationError(
-                "The caller stopped waiting for this update before a worker took it",
-                type=UPDATE_EXPIRED,
-                non_retryable=True,
-            )
+            raise UpdateExpired().application_error()
         # VALIDATION_ERROR before any lease: a bad call never enters history.
         verb = parse_verb(request.verb)
         validate_and_clamp(verb, request.args)
