@@ -44,6 +44,7 @@ from runtime.standing_agents import (
     spend,
     tick_cap,
     ticks,
+    tool_catalog,
     tools,
 )
 from runtime.standing_agents.agent_journal import entry_data
@@ -241,7 +242,7 @@ class StandingAgentActivities:
             messages = await self._messages(request, transcript)
         # With a stored reply the gateway returns it at once (the messages are not read).
         owner = LlmOwner(OwnerKind.AGENT, request.instance_id, request.tenant)
-        offered = tools.specs_for(request.mode.tools)
+        offered = tool_catalog.specs_for(request.mode.tools)
         if stored is None:
             offered += await self.mcp.specs(request.tenant, request.agent_type, request.mode.tools)
         # Reserve before you spend: the attempt's worst case must fit the tick's dollars
@@ -421,12 +422,12 @@ class StandingAgentActivities:
                 mcp_tool.tool.descriptor.validate(dict(call.arguments))
             except ToolArgumentsError as err:
                 return failed(str(err))
-        elif call.name not in tools.TOOLS:
+        elif call.name not in tool_catalog.TOOLS:
             return blocked(BLOCK_UNKNOWN), None
         elif call.name not in request.mode_tools:
             return blocked(BLOCK_MODE), None
         else:
-            problem = tools.argument_problem(call.name, call.arguments)
+            problem = tool_catalog.argument_problem(call.name, call.arguments)
             if problem is not None:
                 return failed(problem)
         refusal = await self._constitution(request.tenant, call.name, call.arguments)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from runtime.agent_tools.contracts import AgentKind, TurnStatus
-from runtime.investigation.tools import ObjectRef, ToolOutcome
+from runtime.investigation.outcomes import ObjectRef, ToolOutcome
 
 
 class BrowserSession(BaseModel):

@@ -48,7 +48,9 @@ from runtime.approvals.answers import (
 from runtime.approvals.binding import DIGEST_PATTERN
 from runtime.approvals.ledger import DEPLOYMENT, ApprovalKind, ApprovalState, InboxFilter
 from runtime.approvals.models import Approval
-from runtime.policy.permissions import NotPending
+from runtime.policy.permissions import (
+    NotPending,
+)
 from runtime.sessions import registry
 from runtime.sessions.contracts import VoteRequest
 from runtime.settings import Settings

@@ -25,7 +25,13 @@ from api.sessions.common import (
 )
 from api.sessions.models import VoteRecorded
 from runtime.approvals.projection import note_vote
-from runtime.policy.permissions import NotPending, OutcomeError, validate_outcome_body
+from runtime.policy.permissions import (
+    NotPending,
+)
+from runtime.policy.vote_body import (
+    OutcomeError,
+    validate_outcome_body,
+)
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     VoteRequest,

@@ -25,7 +25,9 @@ from api.standing_agents.models import DecisionList, DecisionView, RespondBody
 from api.standing_agents.temporal_calls import Waker, WakerDep
 from api.temporal import TemporalConnector
 from runtime.approvals.projection import note_vote
-from runtime.policy.permissions import NotPending
+from runtime.policy.permissions import (
+    NotPending,
+)
 from runtime.sessions.contracts import VoteRequest
 from runtime.sessions.errors import SessionNotFound
 from runtime.settings import Settings

@@ -21,7 +21,8 @@ from sqlmodel import Session
 
 from runtime.agent_tools.contracts import CallRequest
 from runtime.agent_tools.models import AgentToolCall
-from runtime.investigation.tools import ToolOutcome, run_tool
+from runtime.investigation.outcomes import ToolOutcome
+from runtime.investigation.tools import run_tool
 from runtime.store import Store
 from runtime.timestamps import iso_ms
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from runtime.activity_contract import ActivityContract
 from runtime.agent_tools.findings import Finding
-from runtime.investigation.tools import ObjectRef, ToolStatus
+from runtime.investigation.outcomes import ObjectRef, ToolStatus
 from runtime.llm.contracts import ToolCall
 from runtime.llm.routing import AttemptReport, AttemptSpec
 

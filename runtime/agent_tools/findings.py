@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from runtime.investigation.tools import ObjectRef, ToolOutcome, bounded
+from runtime.investigation.outcomes import ObjectRef, ToolOutcome, bounded
 
 FindingKind = Literal["claim", "evidence", "link", "job"]
 

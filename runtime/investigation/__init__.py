@@ -9,6 +9,7 @@ decision. `tools.run_tool` is the one entry of the nine agent tools;
 from runtime.investigation.catalog import TOOL_DESCRIPTORS, TOOL_IDS, CatalogEntry, catalog
 from runtime.investigation.demo import DEMO_WORKSPACE, ensure_demo
 from runtime.investigation.loader import load_investigation, read_investigation_file
+from runtime.investigation.outcomes import ObjectRef, ToolOutcome, ToolStatus
 from runtime.investigation.research import (
     InvalidResearchTransition,
     ResearchAlreadyDecided,
@@ -20,7 +21,7 @@ from runtime.investigation.research import (
     research_state,
     start_research,
 )
-from runtime.investigation.tools import ObjectRef, ToolOutcome, ToolStatus, run_tool
+from runtime.investigation.tools import run_tool
 
 __all__ = [
     "DEMO_WORKSPACE",

@@ -8,8 +8,9 @@ The wire behaviour follows `POST /permission/:requestId` and
 `POST /session/:id/permission/:requestId` of the session-daemon spec and the
 reference daemon (qwen serve 0.24.4, recordings 053-069):
 
-* `validate_outcome_body` checks the HTTP body before anything else
-  (400 `{"error": INVALID_OUTCOME_ERROR}` for a malformed `outcome`).
+* `validate_outcome_body` (runtime/policy/vote_body.py) checks the HTTP body before
+  anything else (400 `{"error": INVALID_OUTCOME_ERROR}` for a malformed `outcome`);
+  the options a request offers are runtime/policy/permission_options.py's.
 * `mediate(pending, vote)` applies the active policy to one vote and returns a
   `Mediation`: what to answer (`http_status`, `response_body()`), and for a
   consensus vote below quorum the new tally (`PartialVote.updated`) and the event
@@ -37,8 +38,6 @@ Votes need a client id (`X-Qwen-Client-Id`): an anonymous voter, or one outside
 
 from __future__ import annotations
 
-import re
-import shlex
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -381,88 +380,7 @@ def _forbid(pending: PendingPermission, vote: Vote, reason: ForbiddenReason) -> 
     )
 
 
-# --------------------------------------------------------------------------- HTTP body
-
-
-OutcomeProblem = Literal[
-    "body_not_object",
-    "outcome_missing",
-    "outcome_not_object",
-    "outcome_unknown",
-    "option_id_missing",
-    "option_id_not_string",
-    "option_id_too_long",
-]
-
-_PROBLEM_DETAIL: dict[str, str] = {
-    "body_not_object": "the request body is not a JSON object",
-    "outcome_missing": "the body has no `outcome` field",
-    "outcome_not_object": "`outcome` is not an object (it nests: {outcome: {outcome: ...}})",
-    "outcome_unknown": '`outcome.outcome` is neither "selected" nor "cancelled"',
-    "option_id_missing": "a selected outcome has no `optionId`",
-    "option_id_not_string": "`optionId` is not a string",
-    "option_id_too_long": "`optionId` is longer than the daemon accepts for an id",
-}
-
-
-class VoteOutcome(BaseModel):
-    """A well-formed vote body (`RequestPermissionResponse.outcome`)."""
-
-    kind: Literal["vote_outcome"] = "vote_outcome"
-    outcome: Literal["selected", "cancelled"]
-    option_id: str | None = None
-
-
-class OutcomeError(WireError):
-    """A malformed vote body. The wire answer is the reference's 400, which carries
-    no `code`; `code`, `problem` and `detail` say precisely what is wrong, for logs
-    and tests."""
-
-    kind: Literal["outcome_error"] = "outcome_error"
-    code: Literal["invalid_outcome"] = "invalid_outcome"
-    problem: OutcomeProblem
-    detail: str
-
-    @property
-    def http_status(self) -> int:
-        return 400
-
-    def response_body(self) -> dict[str, Any]:
-        return {"error": INVALID_OUTCOME_ERROR}
-
-
-def _body_error(problem: OutcomeProblem) -> OutcomeError:
-    return OutcomeError(problem=problem, detail=_PROBLEM_DETAIL[problem])
-
-
-def validate_outcome_body(body: Any, *, max_option_id_chars: int) -> VoteOutcome | OutcomeError:
-    """Check a parsed JSON body `{"outcome": {"outcome": "selected"|"cancelled", ...}}`.
-
-    `cancelled` needs nothing else (a stray optionId is ignored); `selected` needs
-    a string `optionId` of at most `max_option_id_chars` (the API's bound on ids).
-    An empty optionId is well-formed: it is not offered, which `mediate` answers
-    (`invalid_option_id`). Other top-level keys are ignored.
-    """
-    if not isinstance(body, dict):
-        return _body_error("body_not_object")
-    if "outcome" not in body:
-        return _body_error("outcome_missing")
-    outcome = body["outcome"]
-    if not isinstance(outcome, dict):
-        return _body_error("outcome_not_object")
-    kind = outcome.get("outcome")
-    if kind == "cancelled":
-        return VoteOutcome(outcome="cancelled")
-    if kind != "selected":
-        return _body_error("outcome_unknown")
-    if "optionId" not in outcome:
-        return _body_error("option_id_missing")
-    option_id = outcome["optionId"]
-    if not isinstance(option_id, str):
-        return _body_error("option_id_not_string")
-    if len(option_id) > max_option_id_chars:
-        return _body_error("option_id_too_long")
-    return VoteOutcome(outcome="selected", option_id=option_id)
+# --------------------------------------------------------------------------- 404 body
 
 
 def not_found_body(request_id: str, session_id: str | None = None) -> dict[str, Any]:
@@ -474,90 +392,3 @@ def not_found_body(request_id: str, session_id: str | None = None) -> dict[str, 
         "sessionId": session_id,
         "requestId": request_id,
     }
-
-
-# --------------------------------------------------------------------------- options
-
-_PROCEED_ONCE = PermissionOption(optionId="proceed_once", name="Allow", kind="allow_once")
-_REJECT = PermissionOption(optionId="cancel", name="Reject", kind="reject_once")
-
-# Tools whose first argument is a subcommand worth keeping in an always-allow rule.
-_SUBCOMMAND_TOOLS = frozenset(
-    {"git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "kubectl", "pip", "pip3"}
-    | {"uv", "poetry", "gh", "brew", "apt", "apt-get", "systemctl"}
-)
-_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_WORD = re.compile(r"^[A-Za-z0-9][\w.:+-]*$")
-_SEPARATORS = frozenset("();|&")
-
-
-def _command_segments(command: str) -> list[list[str]]:
-    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:  # unbalanced quotes: fall back to plain words
-        tokens = command.split()
-    segments: list[list[str]] = [[]]
-    for token in tokens:
-        if token and set(token) <= _SEPARATORS:
-            segments.append([])
-        else:
-            segments[-1].append(token)
-    return [segment for segment in segments if segment]
-
-
-def shell_scope_label(command: str) -> str:
-    """The `<prefix> *` rule(s) an always-allow option names for a shell command.
-
-    `touch shell_made.txt` -> `touch *`; `git add package.json` -> `git add *`;
-    compound commands list each distinct rule, comma-separated.
-    """
-    rules: list[str] = []
-    for segment in _command_segments(command):
-        words = list(segment)
-        while words and _ENV_ASSIGNMENT.match(words[0]):
-            words.pop(0)
-        if not words or not _WORD.match(words[0]):
-            continue
-        prefix = words[0]
-        if prefix in _SUBCOMMAND_TOOLS and len(words) > 1 and _WORD.match(words[1]):
-            prefix = f"{prefix} {words[1]}"
-        rule = f"{prefix} *"
-        if rule not in rules:
-            rules.append(rule)
-    return ", ".join(rules) if rules else command.strip()
-
-
-def default_options(tool_kind: str, tool_name: str, subject: str) -> list[PermissionOption]:
-    """The options the reference agent offers for a tool call needing approval.
-
-    `tool_kind` is the ACP tool kind (`edit`, `execute`, ...), `tool_name` the
-    tool's name (`write_file`, `run_shell_command`, `mcp__server__tool`), and
-    `subject` what the call acts on (the shell command for `execute`).
-    """
-    always: list[PermissionOption]
-    if tool_kind == "edit":
-        always = [
-            PermissionOption(optionId="proceed_always", name="Allow All Edits", kind="allow_always")
-        ]
-    else:
-        if tool_kind == "execute":
-            scope = f": {shell_scope_label(subject)}"
-        elif tool_kind == "mcp" or tool_name.startswith("mcp__"):
-            scope = f": {tool_name}"
-        else:
-            scope = ""
-        always = [
-            PermissionOption(
-                optionId="proceed_always_project",
-                name=f"Always Allow in project{scope}",
-                kind="allow_always",
-            ),
-            PermissionOption(
-                optionId="proceed_always_user",
-                name=f"Always Allow for user{scope}",
-                kind="allow_always",
-            ),
-        ]
-    return [*always, _PROCEED_ONCE.model_copy(), _REJECT.model_copy()]

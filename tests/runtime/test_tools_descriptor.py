@@ -154,7 +154,7 @@ def test_a_tool_declared_by_its_json_schema_is_validated_in_the_same_words() -> 
 
 
 def test_the_standing_agents_tools_are_descriptors_classified_by_what_they_do() -> None:
-    from runtime.standing_agents.tools import TOOLS, argument_problem
+    from runtime.standing_agents.tool_catalog import TOOLS, argument_problem
 
     assert TOOLS["agent_query_memory"].dispatch is Dispatch.LOCAL
     assert TOOLS["soa_send_message"].dispatch is Dispatch.EXACTLY_ONCE

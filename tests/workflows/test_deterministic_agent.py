@@ -6,7 +6,7 @@ from pathlib import Path
 
 from runtime.agent_tools.contracts import CallSummary
 from runtime.agent_tools.findings import Finding
-from runtime.investigation.tools import ObjectRef
+from runtime.investigation.outcomes import ObjectRef
 from workflows.agent_tools.deterministic_agent import PLAN, next_step, summarize, summary_refs
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from runtime.agent_tools.contracts import CallSummary
 from runtime.agent_tools.findings import Finding
-from runtime.investigation.tools import ObjectRef
+from runtime.investigation.outcomes import ObjectRef
 
 PLAN = [
     "investigation.search",

@@ -21,13 +21,15 @@ from workflows.activity_calls import call_activity
 
 with workflow.unsafe.imports_passed_through():
     from runtime.llm.contracts import ToolCall
+    from runtime.policy.permission_options import (
+        default_options,
+    )
     from runtime.policy.permissions import (
         NotPending,
         PartialVote,
         PendingPermission,
         Resolved,
         Vote,
-        default_options,
         mediate,
     )
     from runtime.sessions.contracts import (
