@@ -17,7 +17,7 @@ Pure: no I/O, so workflows import it through `imports_passed_through`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -28,7 +28,10 @@ _KINDS: dict[str, type[WireError]] = {}
 
 class WireError(BaseModel):
     """A refusal and its HTTP answer. Subclasses declare `kind: Literal["..."] = "..."`;
-    the kind is the `ApplicationError.type` it travels under."""
+    the kind is the `ApplicationError.type` it travels under. `retryable`: whether an
+    activity that meets it is retried (most refusals read the same on every attempt)."""
+
+    retryable: ClassVar[bool] = False
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -58,10 +61,14 @@ class WireError(BaseModel):
     def response_headers(self) -> Mapping[str, str]:
         return {}
 
-    def application_error(self, message: str | None = None) -> ApplicationError:
-        """The exception to raise in a workflow, validator or activity."""
+    def application_error(
+        self, message: str | None = None, *, retryable: bool | None = None
+    ) -> ApplicationError:
+        """The exception to raise in a workflow, validator or activity (`retryable`
+        overrides the kind's own)."""
         text = message or str(self.response_body().get("error") or self.kind_name)
-        return ApplicationError(text, self, type=self.kind_name, non_retryable=True)
+        again = self.retryable if retryable is None else retryable
+        return ApplicationError(text, self, type=self.kind_name, non_retryable=not again)
 
 
 def wire_error_kinds() -> Mapping[str, type[WireError]]:
@@ -128,7 +135,10 @@ class UpdateExpired(WireError):
     def response_headers(self) -> Mapping[str, str]:
         return WORKER_UNAVAILABLE_HEADERS
 
-    def application_error(self, message: str | None = None) -> ApplicationError:
+    def application_error(
+        self, message: str | None = None, *, retryable: bool | None = None
+    ) -> ApplicationError:
         return super().application_error(
-            message or "The caller stopped waiting for this update before a worker took it"
+            message or "The caller stopped waiting for this update before a worker took it",
+            retryable=retryable,
         )

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 
-from runtime.llm.config_store import load_chain_plan
+from temporalio.exceptions import ApplicationError
+
+from runtime.failures import refusal_of
+from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
 from runtime.llm.routing import ChainPlan, LlmActivityContracts, ResolveChainInput
 from runtime.settings import Settings
 from runtime.store.engine import Store
@@ -21,14 +24,19 @@ class LlmActivities:
 
     @LlmActivityContracts.RESOLVE_CHAIN.defn
     async def resolve_chain(self, request: ResolveChainInput) -> ChainPlan:
-        # An unknown site or a dangling preset is a typed, non-retryable refusal
-        # (runtime/llm/config_errors.py): retrying reads the same config.
-        return await asyncio.to_thread(
-            load_chain_plan,
-            self.store,
-            self.settings,
-            request.site,
-            request.model_override,
-            request.override_binding,
-            request.preset_override,
-        )
+        try:
+            return await asyncio.to_thread(
+                load_chain_plan,
+                self.store,
+                self.settings,
+                request.site,
+                request.model_override,
+                request.override_binding,
+                request.preset_override,
+            )
+        except ApplicationError as err:
+            refused = refusal_of(err, LlmConfigRefusal)
+            if refused is None:
+                raise
+            # An unknown site or a dangling preset: retrying reads the same config.
+            raise refused.application_error(retryable=False) from err

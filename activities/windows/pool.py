@@ -129,14 +129,14 @@ class WindowsPoolClient:
                 {"error": "not_configured", "reason": "AGENTRT_WINDOWS_POOL_URL is not set"},
                 carried_secret=carried_secret,
                 host=host,
-            ).application_error(temporal_retryable=idempotent)
+            ).application_error(retryable=idempotent)
         if self._refusal is not None:
             raise map_pool_error(
                 None,
                 {"error": "egress_refused", "reason": self._refusal.message},
                 carried_secret=carried_secret,
                 host=host,
-            ).application_error(temporal_retryable=False)
+            ).application_error(retryable=False)
         try:
             response = await self._http().request(
                 method, path, json=json, timeout=httpx.Timeout(timeout_s)
@@ -145,7 +145,7 @@ class WindowsPoolClient:
             detail = {"error": type(err).__name__, "reason": str(err) or type(err).__name__}
             raise map_pool_error(
                 None, detail, carried_secret=carried_secret, host=host
-            ).application_error(temporal_retryable=idempotent) from None
+            ).application_error(retryable=idempotent) from None
         return PoolAnswer(response.status_code, _body(response))
 
 
@@ -158,7 +158,7 @@ def _fail(
 ) -> Any:
     raise map_pool_error(
         answer.status, answer.body, carried_secret=carried_secret, host=host
-    ).application_error(temporal_retryable=idempotent)
+    ).application_error(retryable=idempotent)
 
 
 def _malformed(what: str, status: int, body: Any) -> WindowsError:

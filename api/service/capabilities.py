@@ -6,15 +6,19 @@ import asyncio
 from typing import Any
 
 from fastapi import APIRouter
+from temporalio.exceptions import ApplicationError
 
 from api.deps import SettingsDep, StoreDep
 from api.service.feature_tags import advertised_features
 from api.sessions.daemon_models import Capabilities
 from runtime import __version__
+from runtime.failures import refusal_of
 from runtime.llm.active import active_model
-from runtime.llm.config_store import load_chain_plan
+from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
 from runtime.llm.routing import SESSION_SITE, SETTINGS_PRESET
-from runtime.policy.permissions import POLICIES
+from runtime.policy.permissions import (
+    POLICIES,
+)
 from runtime.settings import Settings
 from runtime.store import Store
 
@@ -28,8 +32,15 @@ def model_service(settings: Settings, store: Store) -> dict[str, Any]:
     its default model, as before model routing; bound, it names the preset, its first
     (model, provider) and the fallback chain after it.
     """
-    plan = load_chain_plan(store, settings, SESSION_SITE)
-    if plan.preset_id == SETTINGS_PRESET:
+    try:
+        plan = load_chain_plan(store, settings, SESSION_SITE)
+    except ApplicationError as err:
+        # A preset or provider deleted under the read (a race with a bind): say what
+        # the settings give, as an unbound site does, rather than refuse the read.
+        if refusal_of(err, LlmConfigRefusal) is None:
+            raise
+        plan = None
+    if plan is None or plan.preset_id == SETTINGS_PRESET:
         active = active_model(settings)
         return {
             "id": active.provider,

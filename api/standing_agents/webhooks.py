@@ -74,12 +74,9 @@ async def create_webhook(
     allowed = webhooks.kinds_for(AgentType(instance.agent_type))
     if body.kind not in allowed:
         raise webhooks.WebhookKindRefused(event_kind=body.kind, allowed=allowed).application_error()
-    try:
-        row = await asyncio.to_thread(
-            webhooks.create, store, instance, EventKind(body.kind), datetime.now(UTC)
-        )
-    except webhooks.TooManyWebhooks:
-        raise webhooks.TooManyWebhooksRefusal().application_error() from None
+    row = await asyncio.to_thread(
+        webhooks.create, store, instance, EventKind(body.kind), datetime.now(UTC)
+    )
     view = _view(request, row)
     return WebhookCreated(**view.model_dump(), secret=row.secret)
 
@@ -135,15 +132,9 @@ async def deliver_webhook(
     `webhook-timestamp`, `webhook-signature`); a retry with the same `webhook-id`
     enqueues nothing (`duplicate`)."""
     body = await request.body()
-    try:
-        done = await asyncio.to_thread(
-            webhooks.deliver, store, webhook_id, dict(request.headers), body, datetime.now(UTC)
-        )
-    except webhooks.WebhookRefused as err:
-        refusal = webhooks.WebhookDeliveryRefused(
-            status=err.status, code=err.code, message=str(err)
-        )
-        raise refusal.application_error() from None
+    done = await asyncio.to_thread(
+        webhooks.deliver, store, webhook_id, dict(request.headers), body, datetime.now(UTC)
+    )
     instance = await run_control(
         control.get_instance, store, done.webhook.tenant, done.webhook.instance_id
     )

@@ -7,7 +7,7 @@ Every answer is `{"error": <message>, "code": <kind>, ...<the kind's own fields>
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -18,7 +18,11 @@ ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
 
 
 class LlmConfigRefusal(WireError):
-    """The family: a configuration refused, or a name that does not exist."""
+    """The family: a configuration refused, or a name that does not exist. An activity
+    that meets one retries it: a delete that raced a bind reads consistent on the next
+    attempt (the chain's own resolution, `resolve_chain`, stops at once instead)."""
+
+    retryable: ClassVar[bool] = True
 
     @property
     def message(self) -> str:

@@ -42,19 +42,6 @@ MAX_PER_AGENT: Final = 20
 MESSAGE_ID: Final = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 
 
-class WebhookRefused(ValueError):
-    """Why a delivery is not taken: `status` and `code` for the answer."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-
-
-class TooManyWebhooks(ValueError):
-    pass
-
-
 def kinds_for(agent_type: AgentType) -> list[str]:
     """The kinds a webhook of an agent of `agent_type` may enqueue (a SOA takes no signal)."""
     kinds = sorted(k.value for k in EXTERNAL_EVENT_KINDS)
@@ -67,7 +54,7 @@ def create(store: Store, instance: AgentInstance, kind: EventKind, now: datetime
     """A new webhook of `instance` for `kind` (checked by the caller against `kinds_for`).
 
     Raises:
-        TooManyWebhooks: the agent has MAX_PER_AGENT already.
+        ApplicationError: `too_many_webhooks` (409), the agent has MAX_PER_AGENT already.
     """
     row = AgentWebhook(
         webhook_id=ID_PREFIX + secrets.token_hex(12),
@@ -79,7 +66,7 @@ def create(store: Store, instance: AgentInstance, kind: EventKind, now: datetime
     )
     with store.session() as db:
         if len(_of(db, instance.tenant, instance.instance_id)) >= MAX_PER_AGENT:
-            raise TooManyWebhooks(instance.instance_id)
+            raise TooManyWebhooksRefusal().application_error()
         db.add(row)
         db.commit()
         db.refresh(row)
@@ -141,44 +128,57 @@ def deliver(
     """Verify a delivery and enqueue its event, once per `webhook-id`.
 
     Raises:
-        WebhookRefused: unknown webhook or bad signature (401, alike: an id is not
+        ApplicationError: `webhook_delivery_refused`: an unknown webhook or a bad signature
+            (401, alike: an id is not
             probed), a stale or future timestamp (401), a body that is not a JSON object
             or a bad signal (400).
     """
     with store.session() as db:
         hook = db.get(AgentWebhook, webhook_id) if webhook_id.startswith(ID_PREFIX) else None
     if hook is None:
-        raise WebhookRefused(401, "invalid_signature", "The webhook signature is not valid")
+        raise WebhookDeliveryRefused(
+            status=401, code="invalid_signature", message="The webhook signature is not valid"
+        ).application_error()
     try:
         Webhook(hook.secret).verify(body, headers, json_parse=False)
     except (WebhookVerificationError, ValueError, UnicodeDecodeError) as err:
         # standardwebhooks' own message says whether the timestamp or the signature failed.
-        raise WebhookRefused(
-            401, "invalid_signature", f"The webhook signature is not valid: {err}"
-        ) from None
+        raise WebhookDeliveryRefused(
+            status=401,
+            code="invalid_signature",
+            message=f"The webhook signature is not valid: {err}",
+        ).application_error() from None
     message_id = {k.lower(): v for k, v in headers.items()}.get("webhook-id", "")
     if not MESSAGE_ID.match(message_id):
-        raise WebhookRefused(
-            400, "invalid_webhook_id", "webhook-id must be 1-100 of [A-Za-z0-9._:-]"
-        )
+        raise WebhookDeliveryRefused(
+            status=400,
+            code="invalid_webhook_id",
+            message="webhook-id must be 1-100 of [A-Za-z0-9._:-]",
+        ).application_error()
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         payload = None
     if not isinstance(payload, dict):
-        raise WebhookRefused(400, "invalid_payload", "The webhook body must be a JSON object")
+        raise WebhookDeliveryRefused(
+            status=400, code="invalid_payload", message="The webhook body must be a JSON object"
+        ).application_error()
     kind = EventKind(hook.event_kind)
     if kind is EventKind.EXTERNAL_SIGNAL_RECEIVED:
         try:
             signal_kind(payload)
         except ValueError:
-            raise WebhookRefused(
-                400, "invalid_signal_kind", "payload.signalKind is not an AgentSignalKind"
-            ) from None
+            raise WebhookDeliveryRefused(
+                status=400,
+                code="invalid_signal_kind",
+                message="payload.signalKind is not an AgentSignalKind",
+            ).application_error() from None
     with store.session() as db:
         instance = db.get(AgentInstance, hook.instance_id)
     if instance is None:
-        raise WebhookRefused(401, "invalid_signature", "The webhook signature is not valid")
+        raise WebhookDeliveryRefused(
+            status=401, code="invalid_signature", message="The webhook signature is not valid"
+        ).application_error()
     event, created = queue.enqueue(
         store,
         tenant=hook.tenant,
@@ -202,7 +202,7 @@ class WebhookDeliveryRefused(WireError):
     signature: alike) or 400 (bad webhook-id, body, signal)."""
 
     kind: Literal["webhook_delivery_refused"] = "webhook_delivery_refused"
-    status: int
+    status: Literal[400, 401]
     code: str
     message: str
 

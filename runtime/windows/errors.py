@@ -213,16 +213,14 @@ class WindowsError(WireError):
         return self.code in _TRANSIENT
 
     def application_error(
-        self, message: str | None = None, *, temporal_retryable: bool = False
+        self, message: str | None = None, *, retryable: bool | None = None
     ) -> ApplicationError:
-        """The exception to raise; non-retryable for Temporal unless `temporal_retryable`
-        (an idempotent pool call failing transiently)."""
-        error = super().application_error(message or f"{self.code.value}: {self.message}")
-        if temporal_retryable:
-            return ApplicationError(
-                str(error), self, type=self.kind_name, non_retryable=not self.transient
-            )
-        return error
+        """The exception to raise; non-retryable for Temporal unless `retryable` (an
+        idempotent pool call) and the failure is transient."""
+        return super().application_error(
+            message or f"{self.code.value}: {self.message}",
+            retryable=bool(retryable) and self.transient,
+        )
 
 
 def project_secret_detail(body: Any, host: str | None) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Each feature registers its own activities and workflows (activities/<feature>/__init__.py,
-workflows/<feature>/__init__.py); the worker collects them. A name a contract enum gives
-an activity (`…Activity`, called by name from workflows) that no feature registers would
-fail only when a workflow calls it; one registered twice would fail the worker's start."""
+workflows/<feature>/__init__.py); the worker collects them. An activity a contract names
+(a `…Activity` enum's member, an `ActivityContract`: what workflows call by) that no
+feature registers would fail only when a workflow calls it; one registered twice would
+fail the worker's start."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pkgutil
 from collections import Counter
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import temporalio.activity
 import temporalio.workflow
@@ -17,6 +19,7 @@ import temporalio.workflow
 import runtime
 from activities import build_activities
 from activities.llm import ScriptedModel
+from runtime.activity_contract import ActivityContract
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from workflows import all_workflows
@@ -68,6 +71,31 @@ def test_every_activity_a_contract_names_is_registered(tmp_path: Path) -> None:
         if member.value not in registered
     )
     assert not missing, f"named by a contract, registered by no feature: {missing}"
+
+
+def _contracts() -> list[ActivityContract[Any, Any]]:
+    """Every ActivityContract runtime/ declares (module constants and `…ActivityContracts`
+    classes): what workflows call activities by."""
+    found: dict[str, ActivityContract[Any, Any]] = {}
+    for module in pkgutil.walk_packages(runtime.__path__, "runtime."):
+        if module.name.startswith("runtime.migrations") or module.name.endswith("search_child"):
+            continue
+        for value in vars(importlib.import_module(module.name)).values():
+            holders = [value]
+            if isinstance(value, type) and value.__module__ == module.name:
+                holders = list(vars(value).values())
+            for held in holders:
+                if isinstance(held, ActivityContract):
+                    found[held.name] = held
+    return list(found.values())
+
+
+def test_every_activity_a_contract_declares_is_registered(tmp_path: Path) -> None:
+    registered = set(_registered_activities(tmp_path))
+    contracts = _contracts()
+    assert len(contracts) >= 45, sorted(c.name for c in contracts)
+    missing = sorted(c.name for c in contracts if c.name not in registered)
+    assert not missing, f"declared by a contract, registered by no feature: {missing}"
 
 
 def test_every_workflow_is_registered_once() -> None:

@@ -97,3 +97,15 @@ def test_an_expired_update_is_a_worker_that_did_not_answer() -> None:
         answer = ApiError.of(decoded)
         assert (answer.status, answer.headers) == (503, {"Retry-After": "5"})
         assert answer.body == {"error": "No worker answered in time", "code": "worker_unavailable"}
+
+
+def test_a_model_routing_refusal_is_retried_by_an_activity_but_the_chain_resolution_stops() -> None:
+    """A preset deleted under a bind reads consistent on the next attempt: an activity that
+    meets a model-routing refusal retries (as when it was a ValueError); `resolve_chain`
+    asks for the final form."""
+    from runtime.llm.config_errors import UnknownPreset
+
+    refusal = UnknownPreset(preset_id="p")
+    assert not refusal.application_error().non_retryable
+    assert refusal.application_error(retryable=False).non_retryable
+    assert UpdateExpired().application_error().non_retryable
