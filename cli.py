@@ -16,13 +16,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn
+from types import FrameType, UnionType
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Union, get_args, get_origin
 
 from pydantic import ValidationError
+from pydantic_core import PydanticUndefined
 
 from runtime.file_modes import private_process
-from runtime.settings import Settings, StartupRefusal, check_startup
+from runtime.settings import Flag, Settings, StartupRefusal, check_startup
 from runtime.store.provision import DatabaseUnavailable, ensure_database
 
 if TYPE_CHECKING:
@@ -34,88 +35,45 @@ EXIT_REFUSED = 2
 
 
 def _flags(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--hostname", help="address to bind (default 127.0.0.1)")
-    add("--port", type=int, help="API port (default 4170)")
-    add("--token", help="bearer token (prefer QWEN_SERVER_TOKEN: flags show in `ps`)")
-    add(
-        "--require-auth",
-        action="store_true",
-        default=None,
-        help="demand the bearer on every route, loopback /health included",
-    )
-    add(
-        "--allow-origin",
-        action="append",
-        metavar="PATTERN",
-        help="admit a browser origin (repeatable; '*' needs a token)",
-    )
-    add(
-        "--workspace",
-        type=Path,
-        help="the directory session agents work in (default: <data-dir>/workspace)",
-    )
-    add("--max-sessions", type=int, help="live session cap (default 20)")
-    add("--max-pending-prompts-per-session", type=int, help="prompt queue bound (default 5)")
-    add("--event-ring-size", type=int, help="events kept per stream for replay (default 8000)")
-    add(
-        "--rate-limit",
-        action="store_true",
-        default=None,
-        help="turn on per-client token-bucket rate limiting",
-    )
-    add("--data-dir", type=Path, help="where the store and Temporal keep state (default .data)")
-    add("--temporal-port", type=int, help="embedded Temporal frontend port (default 7233)")
-    add("--temporal-ui-port", type=int, help="embedded Temporal Web UI port (default 8233)")
-    add(
-        "--no-temporal-ui",
-        dest="temporal_ui",
-        action="store_false",
-        default=None,
-        help="run the embedded Temporal dev server without its Web UI (it has no auth)",
-    )
-    add(
-        "--permission-policy",
-        choices=["first-responder", "designated", "consensus", "local-only"],
-        help="who decides a permission request (default first-responder)",
-    )
-    add(
-        "--permission-response-timeout-ms",
-        type=int,
-        help="permission requests resolve as cancelled after this (default 300000; 0 = never)",
-    )
-    add("--prompt-deadline-ms", type=int, help="cap on a prompt's run time (default none)")
-    add(
-        "--max-prompt-bytes",
-        type=int,
-        help="largest prompt text accepted, in UTF-8 bytes; larger ones get 413 (default 1048576)",
-    )
-    add(
-        "--session-shell",
-        action="store_true",
-        default=None,
-        help="give session agents the run_shell_command tool",
-    )
-    add(
-        "--memory-file-name",
-        help="the workspace memory file POST /workspace/init creates (default AGENTS.md)",
-    )
-    add(
-        "--mcp-client-budget",
-        type=int,
-        help="MCP servers a worker keeps connected per workspace (default: no budget)",
-    )
-    add(
-        "--mcp-budget-mode",
-        choices=["warn", "enforce", "off"],
-        help="past the MCP client budget: warn, or refuse in declaration order (enforce)",
-    )
-    add(
-        "--model-provider",
-        choices=["scripted", "openai"],
-        help="model behind the agents: scripted (built in, default) or openai "
-        "(OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL)",
-    )
+    """Every setting that carries a `Flag` (runtime/settings.py), as `--<name-with-dashes>`:
+    its type, choices and default come from the setting itself."""
+    for name, field in Settings.model_fields.items():
+        flag = next((m for m in field.metadata if isinstance(m, Flag)), None)
+        if flag is None:
+            continue
+        option = "--" + name.replace("_", "-")
+        kind = _flag_type(field.annotation)
+        said = flag.default
+        if said is None and kind is not bool and field.default not in (None, PydanticUndefined):
+            said = str(field.default)
+        text = flag.help + (f" (default {said})" if said is not None else "")
+        if kind is bool:
+            if flag.negated:
+                option = "--no-" + name.replace("_", "-")
+            action = "store_false" if flag.negated else "store_true"
+            parser.add_argument(option, dest=name, action=action, default=None, help=text)
+        elif kind is list:
+            parser.add_argument(option, dest=name, action="append", metavar=flag.metavar, help=text)
+        elif isinstance(kind, tuple):
+            parser.add_argument(option, dest=name, choices=list(kind), help=text)
+        else:
+            parser.add_argument(option, dest=name, type=kind, metavar=flag.metavar, help=text)
+
+
+def _flag_type(annotation: Any) -> Any:
+    """bool, list, a tuple of choices (a Literal), or the type a value is parsed with."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) in (Union, UnionType) and len(args) == 1:
+        return _flag_type(args[0])
+    if get_origin(annotation) is Literal:
+        return tuple(get_args(annotation))
+    if annotation is bool:
+        return bool
+    if get_origin(annotation) is list or annotation is list:
+        return list
+    if annotation in (int, Path):
+        return annotation
+    return None  # a string: argparse keeps it as given
 
 
 def build_parser() -> argparse.ArgumentParser:

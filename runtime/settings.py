@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -33,6 +34,20 @@ APPROVAL_OVERRIDE_KEY = re.compile(r"(tool|mode):[A-Za-z0-9._:-]{1,200}")
 MAX_APPROVAL_TIMEOUT_MS = 365 * 86_400_000
 LOOPBACK_HOSTNAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 BODY_LIMIT_BYTES = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A setting that `agentrt`'s commands also take as a flag (`--<name-with-dashes>`):
+    cli.py builds every flag from the settings that carry one, with this help, the
+    setting's type (an int, a path, a choice, a repeatable value, an on/off switch) and
+    its default. `default` overrides how the default is said; `negated` makes an on-by-
+    default switch a `--no-<name>` flag."""
+
+    help: str
+    default: str | None = None
+    metavar: str | None = None
+    negated: bool = False
 
 
 class StartupRefusal(Exception):
@@ -58,26 +73,40 @@ class Settings(BaseSettings):
         construction (more than half of its cost)."""
         return (init_settings, env_settings)
 
-    hostname: str = "127.0.0.1"
-    port: int = Field(default=4170, ge=0, le=65535)
-    token: str | None = Field(
+    hostname: Annotated[str, Flag("address to bind")] = "127.0.0.1"
+    port: Annotated[int, Flag("API port")] = Field(default=4170, ge=0, le=65535)
+    token: Annotated[
+        str | None, Flag("bearer token (prefer QWEN_SERVER_TOKEN: flags show in `ps`)")
+    ] = Field(
         default=None, validation_alias=AliasChoices("AGENTRT_TOKEN", "QWEN_SERVER_TOKEN", "token")
     )
-    require_auth: bool = False
+    require_auth: Annotated[
+        bool, Flag("demand the bearer on every route, loopback /health included")
+    ] = False
     # Failed bearer checks allowed per minute and network address (a token bucket); past
     # it the address is answered 429 until it refills (api/security/bearer.py).
     auth_failures_per_minute: int = Field(default=10, ge=1)
-    allow_origin: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    allow_origin: Annotated[
+        list[str],
+        NoDecode,
+        Flag("admit a browser origin (repeatable; '*' needs a token)", metavar="PATTERN"),
+    ] = Field(default_factory=list)
     # The session agents' workspace. None: `<data-dir>/workspace`, created at start-up, so
     # that agents never write into whatever directory the daemon was started from.
-    workspace: Path | None = None
-    max_sessions: int = Field(default=20, ge=1)
-    max_pending_prompts_per_session: int = Field(default=5, ge=1)
-    event_ring_size: int = Field(default=8000, ge=1)
-    rate_limit: bool = False
+    workspace: Annotated[
+        Path | None, Flag("the directory session agents work in", default="<data-dir>/workspace")
+    ] = None
+    max_sessions: Annotated[int, Flag("live session cap")] = Field(default=20, ge=1)
+    max_pending_prompts_per_session: Annotated[int, Flag("prompt queue bound")] = Field(
+        default=5, ge=1
+    )
+    event_ring_size: Annotated[int, Flag("events kept per stream for replay")] = Field(
+        default=8000, ge=1
+    )
+    rate_limit: Annotated[bool, Flag("turn on per-client token-bucket rate limiting")] = False
     # Extra Host header values to admit (e.g. a reverse proxy's name).
     allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    data_dir: Path = Path(".data")
+    data_dir: Annotated[Path, Flag("where the store and Temporal keep state")] = Path(".data")
 
     temporal_address: str | None = Field(
         default=None, validation_alias=AliasChoices("TEMPORAL_ADDRESS", "temporal_address")
@@ -88,25 +117,44 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         default=None, validation_alias=AliasChoices("DATABASE_URL", "database_url")
     )
-    temporal_port: int = Field(default=7233, ge=1, le=65535)
-    temporal_ui_port: int = Field(default=8233, ge=1, le=65535)
+    temporal_port: Annotated[int, Flag("embedded Temporal frontend port")] = Field(
+        default=7233, ge=1, le=65535
+    )
+    temporal_ui_port: Annotated[int, Flag("embedded Temporal Web UI port")] = Field(
+        default=8233, ge=1, le=65535
+    )
     # The embedded dev server's Web UI. It has no authentication and answers any Host
     # (DNS rebinding): false runs the dev server without it (`--headless`).
-    temporal_ui: bool = True
+    temporal_ui: Annotated[
+        bool,
+        Flag(
+            "run the embedded Temporal dev server without its Web UI (it has no auth)", negated=True
+        ),
+    ] = True
     task_queue: str = "agentrt"
     # Names this deployment in agent-tools streams and rows (isolation per instance).
     instance: str = "local"
     # Session daemon: permission mediation, timeouts, prompt deadlines, the shell tool.
-    permission_policy: Literal["first-responder", "designated", "consensus", "local-only"] = (
-        "first-responder"
-    )
-    permission_response_timeout_ms: int = Field(default=300_000, ge=0)
-    prompt_deadline_ms: int | None = Field(default=None, ge=1, le=MAX_DEADLINE_MS)
+    permission_policy: Annotated[
+        Literal["first-responder", "designated", "consensus", "local-only"],
+        Flag("who decides a permission request"),
+    ] = "first-responder"
+    permission_response_timeout_ms: Annotated[
+        int,
+        Flag("permission requests resolve as cancelled after this", default="300000; 0 = never"),
+    ] = Field(default=300_000, ge=0)
+    prompt_deadline_ms: Annotated[
+        int | None, Flag("cap on a prompt's run time", default="none")
+    ] = Field(default=None, ge=1, le=MAX_DEADLINE_MS)
     # A prompt's text (UTF-8 bytes of its text blocks); a larger one is answered 413.
-    max_prompt_bytes: int = Field(default=1024 * 1024, ge=1)
-    session_shell: bool = False
+    max_prompt_bytes: Annotated[
+        int, Flag("largest prompt text accepted, in UTF-8 bytes; larger ones get 413")
+    ] = Field(default=1024 * 1024, ge=1)
+    session_shell: Annotated[bool, Flag("give session agents the run_shell_command tool")] = False
     # The workspace memory file POST /workspace/init creates (a file name, no directory).
-    memory_file_name: str = Field(default="AGENTS.md", pattern=r"^[^/\\]+$", max_length=255)
+    memory_file_name: Annotated[
+        str, Flag("the workspace memory file POST /workspace/init creates")
+    ] = Field(default="AGENTS.md", pattern=r"^[^/\\]+$", max_length=255)
     # How long a route waits for a worker to take a workflow update before it answers
     # 503 worker_unavailable; the update's validator refuses it after that, so it is
     # never applied behind the caller's back (api/sessions/common.update_session).
@@ -128,8 +176,13 @@ class Settings(BaseSettings):
     # workspace, AGENTRT_MCP_CLIENT_BUDGET / --mcp-client-budget; and what passing it
     # does, AGENTRT_MCP_BUDGET_MODE / --mcp-budget-mode: `warn` (the default with a
     # budget) or `enforce` (refused in declaration order); `off` (the default without).
-    mcp_client_budget: int | None = Field(default=None, ge=1)
-    mcp_budget_mode: Literal["warn", "enforce", "off"] | None = None
+    mcp_client_budget: Annotated[
+        int | None, Flag("MCP servers a worker keeps connected per workspace", default="no budget")
+    ] = Field(default=None, ge=1)
+    mcp_budget_mode: Annotated[
+        Literal["warn", "enforce", "off"] | None,
+        Flag("past the MCP client budget: warn, or refuse in declaration order (enforce)"),
+    ] = None
 
     @property
     def effective_mcp_budget_mode(self) -> Literal["warn", "enforce", "off"]:
@@ -146,7 +199,13 @@ class Settings(BaseSettings):
     agent_tools_max_browser_sessions: int = Field(default=64, ge=1)
 
     # Models (DESIGN.md "Models"): `scripted` (built in) or `openai` (any compatible endpoint).
-    model_provider: Literal["scripted", "openai"] = "scripted"
+    model_provider: Annotated[
+        Literal["scripted", "openai"],
+        Flag(
+            "model behind the agents: scripted (built in) or openai "
+            "(OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL)"
+        ),
+    ] = "scripted"
     openai_base_url: str = Field(
         default="https://api.openai.com/v1",
         validation_alias=AliasChoices("OPENAI_BASE_URL", "openai_base_url"),
