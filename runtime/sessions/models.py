@@ -1,4 +1,5 @@
-"""Session tables: the registry of sessions (live or closed) and the single-scope slot."""
+"""Session tables: the registry of sessions (live or closed), the single-scope slot, and which
+session raised each permission request."""
 
 from __future__ import annotations
 
@@ -41,4 +42,15 @@ class SingleSessionSlot(SQLModel, table=True):
     __tablename__ = "daemon_single_session"
 
     workspace_cwd: str = Field(primary_key=True, max_length=4096)
+    session_id: str = Field(max_length=64)
+
+
+class SessionPermissionRequest(SQLModel, table=True):
+    """Which session raised permission request `request_id`: written with its
+    `permission_request` event (runtime/sessions/registry.py `index_permission_requests`,
+    a journal projection), read by the vote route that names the request alone."""
+
+    __tablename__ = "session_permission_request"
+
+    request_id: str = Field(primary_key=True, max_length=64)
     session_id: str = Field(max_length=64)

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from runtime.sessions.models import DaemonSession, SessionClient, SingleSessionSlot
+from runtime.sessions.models import (
+    DaemonSession,
+    SessionClient,
+    SessionPermissionRequest,
+    SingleSessionSlot,
+)
 from runtime.store import Store
 from runtime.store.atomic import serialize
+from runtime.store.journal import JournalEntry
 from runtime.streams import session_stream
 from runtime.timestamps import aware_utc, iso_ms
 
@@ -231,25 +239,48 @@ def client_count(store: Store, session_id: str) -> int:
         )
 
 
-def find_permission_session(store: Store, request_id: str) -> str | None:
-    """Which session raised permission request `request_id` (from its journal event)."""
-    from runtime.store.models import JournalEvent
+_PERMISSION_REQUESTS = SessionPermissionRequest.__table__  # type: ignore[attr-defined]
+_SESSION_PREFIX = "session/"
 
-    events = JournalEvent.__table__  # type: ignore[attr-defined]
-    query = (
-        select(events.c.stream)
-        .where(
-            events.c.type == "permission_request",
-            events.c.data["data"]["requestId"].as_string() == request_id,
+
+def index_permission_requests(
+    connection: Connection, stream: str, entries: Sequence[JournalEntry]
+) -> None:
+    """Which session raised each permission request of a batch of a session stream's
+    events: a journal projection (runtime/journal_projections.py), so the row commits
+    with its `permission_request` event. A request id raised again (it is a uuid: never
+    in practice) names the latest session, as the journal did."""
+    if not stream.startswith(_SESSION_PREFIX):
+        return
+    session_id = stream.removeprefix(_SESSION_PREFIX)
+    for entry in entries:
+        data = entry.data.get("data") if entry.type == "permission_request" else None
+        request_id = data.get("requestId") if isinstance(data, dict) else None
+        if not isinstance(request_id, str) or not 0 < len(request_id) <= 64:
+            continue
+        values = {"request_id": request_id, "session_id": session_id}
+        insert: Any = (
+            postgresql.insert(_PERMISSION_REQUESTS)
+            if connection.dialect.name == "postgresql"
+            else sqlite.insert(_PERMISSION_REQUESTS)
         )
-        .order_by(events.c.id.desc())
-        .limit(1)
+        statement = insert.values(values)
+        connection.execute(
+            statement.on_conflict_do_update(
+                index_elements=["request_id"], set_={"session_id": statement.excluded.session_id}
+            )
+        )
+
+
+def find_permission_session(store: Store, request_id: str) -> str | None:
+    """Which session raised permission request `request_id` (one indexed read: a vote
+    for an unknown id costs no scan of the journal)."""
+    query = select(_PERMISSION_REQUESTS.c.session_id).where(
+        _PERMISSION_REQUESTS.c.request_id == request_id
     )
     with store.engine.connect() as connection:
-        stream = connection.execute(query).scalar_one_or_none()
-    if stream is None or not str(stream).startswith("session/"):
-        return None
-    return str(stream).split("/", 1)[1]
+        session_id = connection.execute(query).scalar_one_or_none()
+    return None if session_id is None else str(session_id)
 
 
 def find_permission_outcome(

@@ -97,7 +97,9 @@ KERNEL_PACKAGES = frozenset({"store", "migrations"})
 # projections (each feature's, applied in the appending transaction), and the settings,
 # which check the device-flow providers and the longest session deadline at start.
 KERNEL_ASSEMBLIES = {
-    "runtime/journal_projections.py": frozenset({"runtime.approvals", "runtime.standing_agents"}),
+    "runtime/journal_projections.py": frozenset(
+        {"runtime.approvals", "runtime.sessions", "runtime.standing_agents"}
+    ),
     "runtime/settings.py": frozenset({"runtime.device_flow", "runtime.sessions"}),
 }
 
