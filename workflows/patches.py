@@ -74,6 +74,10 @@ SESSION_MCP_TOOLS = "session-mcp-tools"
 # A busy session continues as new between two prompts when Temporal suggests it, carrying
 # its queue (before: only when idle, so a session never idle grew one history unbounded).
 SESSION_CONTINUES_AS_NEW_WHILE_BUSY = "session-continues-as-new-while-busy"
+# A close that comes while the session waits for its handlers before continuing as new
+# closes it (before: the new run did not carry it, and the session lived on after its
+# client's 200).
+SESSION_CLOSE_DURING_CONTINUE_AS_NEW = "session-close-during-continue-as-new"
 # A coding task's prompt (agentrt's coder): its permission requests are decisions too.
 SESSION_CODING_TASK_DECISIONS = "session-coding-task-decisions"
 # Turns started before the decision signal carried the decision wait as they did then:
@@ -172,6 +176,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch(SESSION_CODING_TASK_REPORT, ("SessionWorkflow",), date(2026, 12, 2)),
     Patch(SESSION_CODING_TASK_DECISIONS, ("SessionWorkflow",), date(2026, 12, 2)),
     Patch(SESSION_CONTINUES_AS_NEW_WHILE_BUSY, ("SessionWorkflow",), date(2026, 12, 5)),
+    Patch(SESSION_CLOSE_DURING_CONTINUE_AS_NEW, ("SessionWorkflow",), date(2026, 12, 6)),
     Patch(STUCK_CLOSE_SETTLES_WINDOWS_LEASE, ("StandingAgentWorkflow",), date(2026, 11, 30)),
     Patch(AGENT_APPROVED_MCP_CALL, ("StandingAgentWorkflow",), date(2026, 12, 2)),
     Patch(AGENT_TICK_CONCURRENCY_CAP, ("StandingAgentWorkflow",), date(2026, 12, 2)),

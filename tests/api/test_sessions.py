@@ -970,6 +970,64 @@ async def test_a_busy_session_continues_as_new_between_prompts_carrying_its_queu
     assert ids == list(range(1, len(ids) + 1))
 
 
+async def test_a_close_while_the_session_waits_to_continue_as_new_closes_it(
+    daemon: DaemonFactory, dev_env: WorkflowEnvironment
+) -> None:
+    """Between prompts, when Temporal suggests it, the session first waits for its handlers
+    to finish, then continues as new. A close taken during that wait closes the session:
+    before, the new run did not carry it, and the session lived on after its client's 204.
+    Forced here: a recap holds its handler open at the model while the history grows past
+    the suggestion; the close comes once the run waits; then the recap is let through."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    from activities.llm import ScriptedModel
+    from runtime.sessions.contracts import CancelRequest
+    from workflows.sessions.session import SessionWorkflow, session_workflow_id
+
+    class HeldModel(ScriptedModel):
+        """Calls wait at a gate once `hold` is set (the recap's, here)."""
+
+        def __init__(self) -> None:
+            self.hold = False
+            self.waiting = asyncio.Event()
+            self.gate = asyncio.Event()
+
+        async def complete(self, *args: Any, **kwargs: Any) -> Any:
+            if self.hold:
+                self.waiting.set()
+                await self.gate.wait()
+            return await super().complete(*args, **kwargs)
+
+    model = HeldModel()
+    d = await daemon(provider=model)
+    sid = (await d.create())["sessionId"]
+    # Two messages, so that the recap asks the model.
+    assert (await d.prompt(sid, "hello", Prefer="wait")).json() == {"stopReason": "end_turn"}
+    handle = dev_env.client.get_workflow_handle(session_workflow_id(sid))
+    first_run = (await handle.describe()).run_id
+    model.hold = True
+    recap = asyncio.create_task(d.client.post(f"/session/{sid}/recap", json={}))
+    await asyncio.wait_for(model.waiting.wait(), 60)
+    # Past the dev server's suggestion (300 events): a cancel for a prompt id the session
+    # does not have changes nothing but is recorded.
+    while (await handle.describe()).raw_description.workflow_execution_info.history_length <= 320:
+        for _ in range(20):
+            await handle.signal(SessionWorkflow.cancel, CancelRequest(prompt_id="no-such-prompt"))
+    # A query is answered after the worker took every event before it: the run has seen
+    # the suggestion and waits for the recap's handler.
+    await handle.query(SessionWorkflow.status)
+    closed = await d.client.delete(f"/session/{sid}")
+    assert closed.status_code == 204, closed.text
+    model.gate.set()
+    assert (await recap).status_code == 200
+    await d.wait_for(sid, "session_closed")
+    # The run that took the close ends with the session (a run that continued as new
+    # instead raises WorkflowContinuedAsNewError here).
+    first = dev_env.client.get_workflow_handle(session_workflow_id(sid), run_id=first_run)
+    await asyncio.wait_for(first.result(follow_runs=False), 60)
+    assert (await first.describe()).status == WorkflowExecutionStatus.COMPLETED
+
+
 async def test_session_workflow_is_findable_in_the_web_ui(
     daemon: DaemonFactory, dev_env: WorkflowEnvironment
 ) -> None:

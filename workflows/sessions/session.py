@@ -371,6 +371,12 @@ class SessionWorkflow:
                 not self._queue or workflow.patched(patches.SESSION_CONTINUES_AS_NEW_WHILE_BUSY)
             ):
                 await workflow.wait_condition(workflow.all_handlers_finished)
+                # A close taken during that wait ends the session here: the new run would
+                # not know of it.
+                if self._closing is not None and workflow.patched(
+                    patches.SESSION_CLOSE_DURING_CONTINUE_AS_NEW
+                ):
+                    break
                 workflow.continue_as_new(self._carry_over(request))
             item = self._queue.pop(0)
             await self._run_prompt(item)
