@@ -5,7 +5,7 @@ Workflows never import an activity module (the API imports workflows and must lo
 activity), so they call activities by name. A name alone leaves the types to each call: a
 hand-passed `result_type`, and an argument nobody checks. A contract closes both ends:
 
-- the workflow calls `workflows.activity_calls.call(CONTRACT, arg, ...)`, and mypy checks
+- the workflow calls `workflows.activity_calls.call_activity(CONTRACT, arg, ...)`, and mypy checks
   `arg` against the contract and types the result from it (no `result_type` at the call);
 - the activity is declared with `@CONTRACT.defn`, and mypy checks the method's argument and
   result against the same contract (a mismatch is a type error, not a failed decode at

@@ -3,7 +3,7 @@
 One folder per feature (`workflows/<feature>/`); each lists its workflow classes in its
 `__init__.py` (`workflows()`), and `all_workflows` collects them for the worker. Beside
 them, the kernel of this layer: `patches.py` (the register of every patch id) and
-`local_activity.py`.
+`activity_calls.py` (how a workflow calls an activity, by its contract).
 """
 
 from __future__ import annotations

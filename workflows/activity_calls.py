@@ -1,8 +1,8 @@
 """How a workflow calls an activity: through its contract (runtime/activity_contract.py), so
 that mypy checks the argument and types the result, and no call passes a `result_type`.
 
-`call` runs an activity; `call_local_activity` a local activity, whose last failure is the same
-exception live and on replay. Temporal's Python SDK (1.35, sdk-core) resolves a local
+`call_activity` runs an activity; `call_local_activity` a local activity, whose last failure
+is the same exception live and on replay. Temporal's Python SDK (1.35, sdk-core) resolves a local
 activity's final timeout as an `ActivityError` (cause: `TimeoutError`) while the workflow
 runs, but as the bare `TimeoutError` of the recorded marker when it replays. Code that
 handles `ActivityError` (a `turn_error`, "read again after the next timer") would then take
