@@ -61,7 +61,13 @@ from runtime.agent_tools.contracts import (
     TurnState,
     turn_workflow_id,
 )
-from runtime.agent_tools.errors import TurnNotWaiting
+from runtime.agent_tools.errors import (
+    ResultNotFound,
+    TurnExists,
+    TurnNotFound,
+    TurnNotStarted,
+    TurnNotWaiting,
+)
 from runtime.agent_tools.events import event_body, event_data
 from runtime.agent_tools.models import AgentTurn
 from runtime.investigation.catalog import catalog
@@ -93,12 +99,6 @@ class ResumeBody(BaseModel):
 class CallBody(CallRequest):
     call_id: str | None = Field(default=None, max_length=64)  # the store's column
     workspace: str | None = Field(default=None, pattern=WORKSPACE_PATTERN)
-
-
-def _turn_not_found(turn_id: str) -> ApiError:
-    return ApiError(
-        404, {"error": f'No turn with id "{turn_id}"', "code": "turn_not_found", "turn_id": turn_id}
-    )
 
 
 def _load_turn(store: Store, instance: str, workspace: str, turn_id: str) -> AgentTurn | None:
@@ -205,14 +205,7 @@ async def create_turn(
 
     existing = await asyncio.to_thread(insert)
     if existing is not None and (existing.prompt, existing.agent) != (body.prompt, body.agent):
-        raise ApiError(
-            409,
-            {
-                "error": f'Turn "{turn_id}" already exists with another prompt',
-                "code": "turn_exists",
-                "turn_id": turn_id,
-            },
-        )
+        raise ApiError.of(TurnExists(turn_id=turn_id))
     _, last_seq = await asyncio.to_thread(
         journal.bounds, agent_tools_events_stream(settings.instance, workspace)
     )
@@ -260,7 +253,7 @@ async def _turn_handle(
 ) -> tuple[AgentTurn, WorkflowHandle[Any, Any]]:
     row = await asyncio.to_thread(_load_turn, store, settings.instance, workspace, turn_id)
     if row is None:
-        raise _turn_not_found(turn_id)
+        raise ApiError.of(TurnNotFound(turn_id=turn_id))
     return row, client.get_workflow_handle(row.workflow_id)
 
 
@@ -290,15 +283,7 @@ async def _query_state(handle: WorkflowHandle[Any, Any], turn_id: str) -> TurnSt
 def _turn_rpc_error(err: RPCError, turn_id: str) -> ApiError:
     if err.status == RPCStatusCode.NOT_FOUND:
         # The API went away between recording the turn and starting its workflow.
-        return ApiError(
-            409,
-            {
-                "error": f'Turn "{turn_id}" was recorded but its workflow never started; '
-                "POST /turns again with the same turn_id and prompt to start it",
-                "code": "turn_not_started",
-                "turn_id": turn_id,
-            },
-        )
+        return ApiError.of(TurnNotStarted(turn_id=turn_id))
     return rpc_error(err)
 
 
@@ -357,7 +342,7 @@ async def call_tool(
     workspace = body.workspace or settings.agent_tools_workspace
     turn = await asyncio.to_thread(_load_turn, store, settings.instance, workspace, body.turn_id)
     if turn is None:
-        raise _turn_not_found(body.turn_id)
+        raise ApiError.of(TurnNotFound(turn_id=body.turn_id))
     call = CallRequest.model_validate(body.model_dump(exclude={"workspace"}))
     try:
         record = await asyncio.to_thread(
@@ -424,14 +409,7 @@ async def get_result_route(
     ws = workspace or settings.agent_tools_workspace
     record = await asyncio.to_thread(get_result, store, settings.instance, ws, result_id)
     if record is None:
-        raise ApiError(
-            404,
-            {
-                "error": f'No result with id "{result_id}"',
-                "code": "result_not_found",
-                "result_id": result_id,
-            },
-        )
+        raise ApiError.of(ResultNotFound(result_id=result_id))
     return ToolResult.model_validate(result_body(record))
 
 

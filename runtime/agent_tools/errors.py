@@ -1,9 +1,10 @@
-"""Refusals of `POST /api/v1/agent-tools/turns/{turn_id}/resume` and their wire bodies.
+"""Refusals of the agent-tools routes (`/api/v1/agent-tools/*`) and their wire bodies.
 
 TurnWorkflow's `resume` validator decides whether the turn can resume — it knows the
 turn's status and the human decision the research flow signalled — and raises one
-of these (`WireError.application_error()`); the route answers it through
-`api.errors.workflow_error`.
+of the resume refusals (`WireError.application_error()`); the route answers it through
+`api.errors.workflow_error`. The routes raise the others (a turn or a result that does not
+exist, a turn id taken, a turn whose workflow never started) the same way.
 """
 
 from __future__ import annotations
@@ -58,3 +59,72 @@ class ResearchDenied(_ResumeRefusal):
 
     def message(self) -> str:
         return f'Research "{self.research_id}" was denied: the turn ends with DENIED'
+
+
+class _TurnRefusal(WireError):
+    """A refusal about one turn: its id in the body, as `turn_id` (the protocol's case)."""
+
+    turn_id: str
+
+    def message(self) -> str:
+        raise NotImplementedError
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": self.message(), "code": self.kind_name, "turn_id": self.turn_id}
+
+
+class TurnNotFound(_TurnRefusal):
+    kind: Literal["turn_not_found"] = "turn_not_found"
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def message(self) -> str:
+        return f'No turn with id "{self.turn_id}"'
+
+
+class TurnExists(_TurnRefusal):
+    """The turn id is taken by a turn with another prompt: 409."""
+
+    kind: Literal["turn_exists"] = "turn_exists"
+
+    @property
+    def http_status(self) -> int:
+        return 409
+
+    def message(self) -> str:
+        return f'Turn "{self.turn_id}" already exists with another prompt'
+
+
+class TurnNotStarted(_TurnRefusal):
+    """The turn was recorded, but the API went away before its workflow started: 409,
+    and posting the same turn again starts it."""
+
+    kind: Literal["turn_not_started"] = "turn_not_started"
+
+    @property
+    def http_status(self) -> int:
+        return 409
+
+    def message(self) -> str:
+        return (
+            f'Turn "{self.turn_id}" was recorded but its workflow never started; '
+            "POST /turns again with the same turn_id and prompt to start it"
+        )
+
+
+class ResultNotFound(WireError):
+    kind: Literal["result_not_found"] = "result_not_found"
+    result_id: str
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f'No result with id "{self.result_id}"',
+            "code": self.kind_name,
+            "result_id": self.result_id,
+        }

@@ -9,7 +9,15 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 
 from api.errors import ApiError
-from runtime.agent_tools.errors import AuthorizationPending, ResearchDenied, TurnNotWaiting
+from runtime.agent_tools.errors import (
+    AuthorizationPending,
+    ResearchDenied,
+    ResultNotFound,
+    TurnExists,
+    TurnNotFound,
+    TurnNotStarted,
+    TurnNotWaiting,
+)
 from runtime.failures import UpdateExpired, WireError, decode_failure, wire_error_kinds
 from runtime.policy.approval import InvalidApprovalMode
 from runtime.policy.permissions import (
@@ -34,6 +42,10 @@ REFUSALS: list[WireError] = [
     AuthorizationPending(turn_id="t", research_id="r"),
     ResearchDenied(turn_id="t", research_id="r"),
     UpdateExpired(),
+    TurnNotFound(turn_id="t"),
+    TurnExists(turn_id="t"),
+    TurnNotStarted(turn_id="t"),
+    ResultNotFound(result_id="r"),
 ]
 
 
