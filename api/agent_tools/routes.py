@@ -47,7 +47,6 @@ from runtime.agent_tools.browser import (
     open_browser_session,
 )
 from runtime.agent_tools.calls import (
-    IdempotencyConflict,
     execute_call,
     get_result,
     result_body,
@@ -344,24 +343,14 @@ async def call_tool(
     if turn is None:
         raise ApiError.of(TurnNotFound(turn_id=body.turn_id))
     call = CallRequest.model_validate(body.model_dump(exclude={"workspace"}))
-    try:
-        record = await asyncio.to_thread(
-            execute_call,
-            store,
-            settings.instance,
-            workspace,
-            call,
-            max_results=settings.agent_tools_max_results,
-        )
-    except IdempotencyConflict as err:
-        raise ApiError(
-            409,
-            {
-                "error": str(err),
-                "code": "idempotency_conflict",
-                "idempotency_key": body.idempotency_key,
-            },
-        ) from err
+    record = await asyncio.to_thread(
+        execute_call,
+        store,
+        settings.instance,
+        workspace,
+        call,
+        max_results=settings.agent_tools_max_results,
+    )
     if not record.replayed:
         refs = [ref.model_dump() for ref in record.outcome.object_refs[:20]]
         data = {"tool_id": record.tool_id, "input": call.input, "source": "client"}

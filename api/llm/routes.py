@@ -37,7 +37,12 @@ from api.openapi import errors
 from api.security import require_configured_token
 from runtime.llm import config_store, pricing
 from runtime.llm.attempt_log import MAX_ATTEMPTS, list_attempts
-from runtime.llm.config_errors import UnknownPreset, UnknownProvider
+from runtime.llm.config_errors import (
+    UnknownPreset,
+    UnknownPrice,
+    UnknownPriceOverride,
+    UnknownProvider,
+)
 from runtime.llm.routing import ChainEntry, OwnerKind
 
 router = APIRouter(prefix="/api/v1/llm", route_class=StrictJsonRoute)
@@ -211,16 +216,7 @@ async def get_price(model: ModelPath, store: StoreDep) -> PriceOut:
     """The price in force for a model (an override, else the bundled table) and its version."""
     price, version = await asyncio.to_thread(pricing.price_for, store, model)
     if price is None:
-        raise ApiError(
-            404,
-            {
-                "error": f'No price known for model "{model}": its attempts cost 0 (version '
-                '"unknown") until one is set with PUT /api/v1/llm/prices/{model}',
-                "code": "unknown_price",
-                "model": model,
-                "version": version,
-            },
-        )
+        raise ApiError.of(UnknownPrice(model=model, version=version))
     return _price_out(model, price, version)
 
 
@@ -247,10 +243,7 @@ async def put_price(model: ModelPath, body: PriceBody, store: StoreDep) -> Price
 async def delete_price(model: ModelPath, store: StoreDep) -> Response:
     """Drop a model's override: the bundled table prices it again."""
     if not await asyncio.to_thread(pricing.delete_price, store, model):
-        raise ApiError(
-            404,
-            {"error": f'No price override for model "{model}"', "code": "unknown_price_override"},
-        )
+        raise ApiError.of(UnknownPriceOverride(model=model))
     return Response(status_code=204)
 
 

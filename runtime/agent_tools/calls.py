@@ -13,7 +13,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
@@ -21,6 +21,7 @@ from sqlmodel import Session
 
 from runtime.agent_tools.contracts import CallRequest
 from runtime.agent_tools.models import AgentToolCall
+from runtime.failures import WireError
 from runtime.investigation.outcomes import ToolOutcome
 from runtime.investigation.tools import run_tool
 from runtime.store import Store
@@ -30,13 +31,24 @@ DEFAULT_MAX_RESULTS = 64
 _CALLS = AgentToolCall.__table__  # type: ignore[attr-defined]
 
 
-class IdempotencyConflict(Exception):
-    """The key was already used for another intent."""
+class IdempotencyConflict(WireError):
+    """The key was already used for another intent: 409. An activity that meets it retries,
+    as it did when this was a plain exception."""
 
-    def __init__(self, key: str, existing: AgentToolCall) -> None:
-        super().__init__(f"idempotency_key {key!r} was already used for another call")
-        self.key = key
-        self.existing = existing
+    kind: Literal["idempotency_conflict"] = "idempotency_conflict"
+    retryable: ClassVar[bool] = True
+    idempotency_key: str
+
+    @property
+    def http_status(self) -> int:
+        return 409
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f"idempotency_key {self.idempotency_key!r} was already used for another call",
+            "code": self.kind_name,
+            "idempotency_key": self.idempotency_key,
+        }
 
 
 @dataclass(frozen=True)
@@ -116,14 +128,15 @@ def execute_call(
     """Run `call` once per idempotency key; replays get the stored result.
 
     Raises:
-        IdempotencyConflict: the key names a call with another intent.
+        ApplicationError: `idempotency_conflict` (409), the key names a call with another
+            intent.
     """
     digest = intent_hash(call)
     with store.session() as session:
         existing = _existing(session, instance, workspace, call.idempotency_key)
         if existing is not None:
             if existing.intent_hash != digest:
-                raise IdempotencyConflict(call.idempotency_key, existing)
+                raise IdempotencyConflict(idempotency_key=call.idempotency_key).application_error()
             return _record(existing, replayed=True)
         outcome = run_tool(session, workspace, call.tool_id, _tool_input(call))
         row = AgentToolCall(
@@ -151,7 +164,9 @@ def execute_call(
             if winner is None:
                 raise
             if winner.intent_hash != digest:
-                raise IdempotencyConflict(call.idempotency_key, winner) from None
+                raise IdempotencyConflict(
+                    idempotency_key=call.idempotency_key
+                ).application_error() from None
             return _record(winner, replayed=True)
         return _record(row, replayed=False)
 

@@ -225,6 +225,41 @@ class UnknownDeviceFlowProvider(LlmConfigRefusal):
         return {"allowed": self.allowed}
 
 
+class UnknownPrice(LlmConfigRefusal):
+    """No override and nothing in the bundled table: its attempts cost 0 (`version`)."""
+
+    kind: Literal["unknown_price"] = "unknown_price"
+    model: str
+    version: str
+
+    @property
+    def message(self) -> str:
+        return (
+            f'No price known for model "{self.model}": its attempts cost 0 (version '
+            '"unknown") until one is set with PUT /api/v1/llm/prices/{model}'
+        )
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def fields(self) -> dict[str, Any]:
+        return {"model": self.model, "version": self.version}
+
+
+class UnknownPriceOverride(LlmConfigRefusal):
+    kind: Literal["unknown_price_override"] = "unknown_price_override"
+    model: str
+
+    @property
+    def message(self) -> str:
+        return f'No price override for model "{self.model}"'
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+
 def check_id(what: str, value: str) -> None:
     """Raises: ApplicationError `invalid_id`."""
     if not ID_PATTERN.match(value):

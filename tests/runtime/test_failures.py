@@ -9,6 +9,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 
 from api.errors import ApiError
+from runtime.agent_tools.calls import IdempotencyConflict
 from runtime.agent_tools.errors import (
     AuthorizationPending,
     ResearchDenied,
@@ -46,6 +47,7 @@ REFUSALS: list[WireError] = [
     TurnExists(turn_id="t"),
     TurnNotStarted(turn_id="t"),
     ResultNotFound(result_id="r"),
+    IdempotencyConflict(idempotency_key="k"),
 ]
 
 
@@ -62,7 +64,7 @@ def test_a_refusal_crosses_temporal_whole(refusal: WireError) -> None:
     back = _across_temporal(refusal.application_error())
     assert isinstance(back, ApplicationError)
     assert back.type == refusal.kind_name
-    assert back.non_retryable
+    assert back.non_retryable is not refusal.retryable  # as the kind declares
     # The client decodes details without type hints: plain JSON, the model's fields.
     assert back.details[0] == refusal.model_dump(mode="json")
     decoded = decode_failure(back)
