@@ -28,9 +28,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from runtime.failures import (
-    WORKER_UNAVAILABLE_BODY,
-    WORKER_UNAVAILABLE_HEADERS,
     WireError,
+    WorkerUnavailable,
     decode_failure,
 )
 
@@ -76,7 +75,7 @@ class ApiError(Exception):
 
 def worker_unavailable() -> ApiError:
     """A workflow query or update that no worker answered within the API's bound."""
-    return ApiError(503, WORKER_UNAVAILABLE_BODY, WORKER_UNAVAILABLE_HEADERS)
+    return ApiError.of(WorkerUnavailable())
 
 
 def temporal_unavailable(detail: str = "Temporal is not reachable") -> ApiError:

@@ -113,8 +113,20 @@ def decode_failure(err: BaseException | None) -> WireError | None:
     return None
 
 
-WORKER_UNAVAILABLE_BODY = {"error": "No worker answered in time", "code": "worker_unavailable"}
-WORKER_UNAVAILABLE_HEADERS = {"Retry-After": "5"}
+class WorkerUnavailable(WireError):
+    """No worker answered a query or an update within the API's bound: 503, retry."""
+
+    kind: Literal["worker_unavailable"] = "worker_unavailable"
+
+    @property
+    def http_status(self) -> int:
+        return 503
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": "No worker answered in time", "code": "worker_unavailable"}
+
+    def response_headers(self) -> Mapping[str, str]:
+        return {"Retry-After": "5"}
 
 
 class UpdateExpired(WireError):
@@ -127,13 +139,13 @@ class UpdateExpired(WireError):
 
     @property
     def http_status(self) -> int:
-        return 503
+        return WorkerUnavailable().http_status
 
     def response_body(self) -> dict[str, Any]:
-        return dict(WORKER_UNAVAILABLE_BODY)
+        return WorkerUnavailable().response_body()
 
     def response_headers(self) -> Mapping[str, str]:
-        return WORKER_UNAVAILABLE_HEADERS
+        return WorkerUnavailable().response_headers()
 
     def application_error(
         self, message: str | None = None, *, retryable: bool | None = None

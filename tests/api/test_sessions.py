@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -1024,7 +1025,7 @@ async def test_a_close_while_the_session_waits_to_continue_as_new_closes_it(
     # The run that took the close ends with the session (a run that continued as new
     # instead raises WorkflowContinuedAsNewError here).
     first = dev_env.client.get_workflow_handle(session_workflow_id(sid), run_id=first_run)
-    await asyncio.wait_for(first.result(follow_runs=False), 60)
+    await first.result(follow_runs=False, rpc_timeout=timedelta(seconds=60))
     assert (await first.describe()).status == WorkflowExecutionStatus.COMPLETED
 
 

@@ -19,7 +19,13 @@ from runtime.agent_tools.errors import (
     TurnNotStarted,
     TurnNotWaiting,
 )
-from runtime.failures import UpdateExpired, WireError, decode_failure, wire_error_kinds
+from runtime.failures import (
+    UpdateExpired,
+    WireError,
+    WorkerUnavailable,
+    decode_failure,
+    wire_error_kinds,
+)
 from runtime.policy.approval import InvalidApprovalMode
 from runtime.policy.permissions import (
     Forbidden,
@@ -43,6 +49,7 @@ REFUSALS: list[WireError] = [
     AuthorizationPending(turn_id="t", research_id="r"),
     ResearchDenied(turn_id="t", research_id="r"),
     UpdateExpired(),
+    WorkerUnavailable(),
     TurnNotFound(turn_id="t"),
     TurnExists(turn_id="t"),
     TurnNotStarted(turn_id="t"),
