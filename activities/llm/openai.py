@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource
 
 from activities.llm.contracts import (
     ChatMessage,
@@ -197,8 +197,12 @@ class OpenAIProvider:
         self, response: httpx.Response, names: ToolNames, on_delta: DeltaCallback | None
     ) -> ModelReply:
         stream = _StreamReply(requested_model=self.model)
-        async with aclosing(sse_data(response.aiter_lines())) as events:
-            async for data in events:
+        # httpx-sse parses the event stream (comments, `event:`, multi-line `data`).
+        async with aclosing(EventSource(response).aiter_sse()) as events:
+            async for event in events:
+                data = event.data
+                if not data:
+                    continue  # an event without data (`id:` or `retry:` alone) carries no chunk
                 if data == "[DONE]":
                     stream.done = True
                     break
@@ -309,23 +313,6 @@ def to_wire_tool(tool: ToolSpec) -> dict[str, Any]:
             "parameters": tool.parameters,
         },
     }
-
-
-async def sse_data(lines: AsyncIterator[str]) -> AsyncGenerator[str, None]:
-    """The `data` of each server-sent event (multi-line data joined with newlines)."""
-    data: list[str] = []
-    async for line in lines:
-        if not line:
-            if data:
-                yield "\n".join(data)
-                data = []
-            continue
-        name, _, value = line.partition(":")
-        if name == "data":
-            data.append(value.removeprefix(" "))
-        # Comments (`: keep-alive`), `event:`, `id:` and `retry:` carry nothing we use.
-    if data:
-        yield "\n".join(data)
 
 
 @dataclass

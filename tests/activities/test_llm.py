@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -24,7 +24,6 @@ from activities.llm import (
     provider_from_settings,
 )
 from activities.llm.openai import _usage as openai_usage
-from activities.llm.openai import sse_data
 from runtime.llm.contracts import UsageSource
 from runtime.llm.token_estimate import estimate_usage
 from runtime.settings import Settings
@@ -223,12 +222,26 @@ def test_provider_from_settings() -> None:
     )
 
 
-async def test_sse_data_follows_the_event_stream_format() -> None:
-    async def lines() -> AsyncIterator[str]:
-        for line in [": keep-alive", "", "event: x", "data: a", "data:b", "", "data: [DONE]"]:
-            yield line
+async def test_the_stream_is_read_as_the_event_stream_format_has_it() -> None:
+    """Comments, `event:` lines and events without data are skipped, and an event's
+    `data` lines are joined with newlines (httpx-sse parses the stream)."""
+    stream = (
+        ": keep-alive\n\n"
+        "event: x\n"
+        'data: {"choices": [{"index": 0, "delta": {"content": "a"}}]\n'
+        "data: }\n\n"
+        "retry: 1000\n\n"
+        'data: {"choices": [{"index": 0, "delta": {"content": "b"}, "finish_reason": "stop"}]}\n\n'
+        "data: [DONE]\n\n"
+    )
 
-    assert [data async for data in sse_data(lines())] == ["a\nb", "[DONE]"]
+    def answer(_request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=stream)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+        provider = OpenAIProvider(base_url="http://model.test/v1", model="m", client=client)
+        reply = await provider.complete([ChatMessage(role="user", content="hi")], [])
+    assert (reply.content, reply.finish_reason) == ("ab", "stop")
 
 
 # --- openai, against a real OpenAI-compatible server on loopback ---------------------------
