@@ -30,7 +30,13 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from api.errors import ApiError
-from runtime.policy.backpressure import Backlog, Offer, parse_max_queued
+from runtime.policy.backpressure import (
+    INVALID_MAX_QUEUED,
+    Backlog,
+    Offer,
+    SubscriberLimitExceeded,
+    parse_max_queued,
+)
 from runtime.sessions.streams import envelope, synthetic
 from runtime.store.journal import EventJournal, JournalEntry
 
@@ -39,7 +45,6 @@ log = logging.getLogger(__name__)
 RETRY_MS = 3000
 HEARTBEAT_INTERVAL = 15.0
 MAX_SUBSCRIBERS_PER_SESSION = 64
-SUBSCRIBER_LIMIT_RETRY_AFTER = "5"
 REPLAY_PAGE = 500
 LIVE_WAIT = 30.0
 SESSION_CLOSED = "session_closed"
@@ -393,9 +398,6 @@ class EventStreamResponse(StreamingResponse):
                 log.debug("closing an SSE body failed", exc_info=True)
 
 
-INVALID_MAX_QUEUED = {"error": "`maxQueued` must be in [16, 2048]", "code": "invalid_max_queued"}
-
-
 def max_queued_param(request: Request) -> int:
     """The `maxQueued` query parameter (at most once), or 400 `invalid_max_queued`."""
     values = request.query_params.getlist("maxQueued")
@@ -404,7 +406,7 @@ def max_queued_param(request: Request) -> int:
             raise ValueError(values)
         return parse_max_queued(values[0] if values else None)
     except ValueError:
-        raise ApiError(400, INVALID_MAX_QUEUED) from None
+        raise ApiError.of(INVALID_MAX_QUEUED) from None
 
 
 async def journal_sse_response(
@@ -432,15 +434,7 @@ async def journal_sse_response(
     config = sse_config(request.app)
     registry = subscriber_registry(request.app)
     if not registry.acquire(subscriber_key, config.max_subscribers):
-        raise ApiError(
-            429,
-            {
-                "error": f"EventBus subscriber limit reached ({config.max_subscribers})",
-                "code": "subscriber_limit_exceeded",
-                "limit": config.max_subscribers,
-            },
-            {"Retry-After": SUBSCRIBER_LIMIT_RETRY_AFTER},
-        )
+        raise ApiError.of(SubscriberLimitExceeded(limit=config.max_subscribers))
     released = False
 
     def release() -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, JsonValue
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 
@@ -154,3 +154,24 @@ class UpdateExpired(WireError):
             message or "The caller stopped waiting for this update before a worker took it",
             retryable=retryable,
         )
+
+
+class InvalidRequest(WireError):
+    """A request whose shape is wrong (a field, a query parameter, a header): 400, with
+    the rule it broke as `message`, the field's `code` (none for a few of the spec's own
+    bodies) and the extra fields some bodies carry (`max`, `field`, ...), in order."""
+
+    kind: Literal["invalid_request"] = "invalid_request"
+    message: str
+    code: str | None = None
+    details: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"error": self.message}
+        if self.code is not None:
+            body["code"] = self.code
+        return {**body, **self.details}

@@ -59,6 +59,7 @@ from runtime.device_flow.errors import (
     TooManyActiveFlows,
     UnsupportedProvider,
 )
+from runtime.failures import InvalidRequest
 from runtime.settings import Settings
 from workflows.device_flow.flow import (
     DeviceFlowWorkflow,
@@ -182,8 +183,10 @@ async def start_device_flow(
     body = await read_body(request)
     provider_id = body.get("providerId")
     if not isinstance(provider_id, str) or not provider_id:
-        raise ApiError(
-            400, {"error": "`providerId` must be a non-empty string", "code": "invalid_request"}
+        raise ApiError.of(
+            InvalidRequest(
+                message="`providerId` must be a non-empty string", code="invalid_request"
+            )
         )
     providers = settings.device_flow_provider_map
     if provider_id not in providers:

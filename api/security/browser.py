@@ -9,7 +9,6 @@ not a daemon session (`/session/...`, spec 002): the two never share a name in c
 from __future__ import annotations
 
 import asyncio
-import math
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -18,17 +17,15 @@ from api.errors import ApiError
 from api.security.ratelimit import RateLimiter
 from runtime.agent_tools.browser import (
     COOKIE_NAME,
+    BrowserCheckFailed,
     BrowserSession,
+    MutationRateLimited,
     csrf_matches,
     find_browser_session,
 )
 
 # Mutations per minute and browser session: generous for a person, a wall for a runaway script.
 MUTATIONS_PER_MINUTE = 60
-
-
-def _forbidden(code: str, message: str) -> ApiError:
-    return ApiError(403, {"error": message, "code": code})
 
 
 async def browser_session(request: Request) -> BrowserSession:
@@ -40,10 +37,7 @@ async def browser_session(request: Request) -> BrowserSession:
         else None
     )
     if browser is None:
-        raise _forbidden(
-            "session_required",
-            "A local session is required: GET /api/v1/agent-tools/session first",
-        )
+        raise ApiError.of(BrowserCheckFailed(check="session_required"))
     return browser
 
 
@@ -59,25 +53,15 @@ async def mutation_guard(
     # The same-origin strip removed a loopback Origin naming us; it kept the value.
     origin = request.scope.get("state", {}).get("same_origin") or request.headers.get("origin")
     if not origin:
-        raise _forbidden("origin_required", "Mutations must carry the Origin header")
+        raise ApiError.of(BrowserCheckFailed(check="origin_required"))
     if origin.lower() not in _own_origins(request):
-        raise _forbidden("origin_mismatch", "Origin does not match this server's origin")
+        raise ApiError.of(BrowserCheckFailed(check="origin_mismatch"))
     if not csrf_matches(browser, request.headers.get("x-csrf-token")):
-        raise _forbidden("csrf_invalid", "Missing or invalid X-CSRF-Token header")
+        raise ApiError.of(BrowserCheckFailed(check="csrf_invalid"))
     limiter: RateLimiter = request.app.state.agent_tools_limiter
     wait = limiter.check(browser.cookie[:16], "mutation")
     if wait:
-        raise ApiError(
-            429,
-            {
-                "error": "Rate limit exceeded for agent-tools mutations",
-                "code": "rate_limit_exceeded",
-                "tier": "mutation",
-                "limit": MUTATIONS_PER_MINUTE,
-                "retryAfterMs": math.ceil(wait * 1000),
-            },
-            {"Retry-After": str(math.ceil(wait))},
-        )
+        raise ApiError.of(MutationRateLimited.after(wait, MUTATIONS_PER_MINUTE))
     return browser
 
 

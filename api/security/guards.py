@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import Request
 
 from api.errors import ApiError
+from runtime.settings import TokenRequired
 
-TOKEN_REQUIRED = {
-    "code": "token_required",
-    "error": "This route mutates state and requires a configured bearer token: "
-    "restart the daemon with --token, AGENTRT_TOKEN or QWEN_SERVER_TOKEN "
-    "(e.g. AGENTRT_TOKEN=secret make run)",
-}
+# The same refusal's body, for an endpoint that answers outside FastAPI (the MCP server).
+TOKEN_REQUIRED: dict[str, Any] = TokenRequired().response_body()
 
 
 def require_configured_token(request: Request) -> None:
@@ -21,4 +20,4 @@ def require_configured_token(request: Request) -> None:
     caller, so only the unconfigured case is left to refuse here.
     """
     if not request.app.state.settings.token_configured:
-        raise ApiError(401, TOKEN_REQUIRED)
+        raise ApiError.of(TokenRequired())

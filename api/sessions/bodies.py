@@ -2,7 +2,8 @@
 
 A route reads its body with `read_body` (strict JSON, an object, `{}` when empty) and
 validates it with `<Model>.parse`, which answers the spec's own 400 body for the first
-invalid field (`refusal`), never pydantic's messages. The two steps are apart because
+invalid field (`refusal`, a typed refusal: mostly `InvalidRequest` with the field's code),
+never pydantic's messages. The two steps are apart because
 some routes look the session up in between: an unknown session is a 404 even when the
 body is invalid, while malformed JSON is a 400 before anything else. The bounds are
 api/input_bounds' and runtime/sessions/contracts'; /openapi.json documents these
@@ -27,9 +28,10 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from api.errors import ApiError
 from api.input_bounds import MAX_DISPLAY_NAME_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS
-from api.sessions.common import workspace_mismatch
+from runtime.failures import InvalidRequest, WireError
 from runtime.policy.approval import ApprovalMode
 from runtime.sessions.contracts import MAX_DEADLINE_MS
+from runtime.sessions.errors import WorkspaceMismatch
 
 
 class _Body(BaseModel):
@@ -37,7 +39,7 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
     @classmethod
-    def refusal(cls, error: ErrorDetails) -> ApiError:
+    def refusal(cls, error: ErrorDetails) -> WireError:
         """The route's 400 for `error`, the first field that failed validation."""
         raise NotImplementedError
 
@@ -47,7 +49,7 @@ class _Body(BaseModel):
         try:
             return cls.model_validate(body, context=context)
         except ValidationError as err:
-            raise cls.refusal(err.errors()[0]) from err
+            raise ApiError.of(cls.refusal(err.errors()[0])) from err
 
 
 def _str_or_none(value: Any) -> Any:
@@ -62,7 +64,7 @@ def _dict_or_none(value: Any) -> Any:
 LenientStr = Annotated[str | None, BeforeValidator(_str_or_none)]
 LenientObject = Annotated[dict[str, Any] | None, BeforeValidator(_dict_or_none)]
 
-INVALID_CWD = {"error": "`cwd` must be an absolute path", "code": "invalid_cwd"}
+INVALID_CWD = InvalidRequest(message="`cwd` must be an absolute path", code="invalid_cwd")
 
 
 class CreateSessionBody(_Body):
@@ -87,18 +89,17 @@ class CreateSessionBody(_Body):
         return cwd
 
     @classmethod
-    def refusal(cls, error: ErrorDetails) -> ApiError:
+    def refusal(cls, error: ErrorDetails) -> WireError:
         if error["type"] == "workspace_mismatch":
             ctx = error.get("ctx", {})
-            return workspace_mismatch(ctx["bound"], ctx["requested"].rstrip("/") or "/")
+            return WorkspaceMismatch(
+                bound=ctx["bound"], requested=ctx["requested"].rstrip("/") or "/"
+            )
         if error["loc"][:1] == ("cwd",):
-            return ApiError(400, INVALID_CWD)
-        return ApiError(
-            400,
-            {
-                "error": '`sessionScope` must be "single" or "thread" when provided',
-                "code": "invalid_session_scope",
-            },
+            return INVALID_CWD
+        return InvalidRequest(
+            message='`sessionScope` must be "single" or "thread" when provided',
+            code="invalid_session_scope",
         )
 
 
@@ -107,8 +108,8 @@ class RestoreBody(_Body):
     cwd: LenientStr = Field(default=None, max_length=MAX_PATH_CHARS)
 
     @classmethod
-    def refusal(cls, error: ErrorDetails) -> ApiError:
-        return ApiError(400, INVALID_CWD)
+    def refusal(cls, error: ErrorDetails) -> WireError:
+        return INVALID_CWD
 
 
 def _no_default(schema: dict[str, Any]) -> None:
@@ -131,14 +132,10 @@ class ModelBody(_Body):
     modelId: str = Field(min_length=1, max_length=MAX_ID_CHARS)
 
     @classmethod
-    def refusal(cls, error: ErrorDetails) -> ApiError:
-        return ApiError(
-            400,
-            {
-                "error": f"`modelId` must be a non-empty string of at most {MAX_ID_CHARS} "
-                "characters",
-                "code": "invalid_model_id",
-            },
+    def refusal(cls, error: ErrorDetails) -> WireError:
+        return InvalidRequest(
+            message=f"`modelId` must be a non-empty string of at most {MAX_ID_CHARS} characters",
+            code="invalid_model_id",
         )
 
 
@@ -150,10 +147,8 @@ class ApprovalModeBody(_Body):
     persist: bool = False
 
     @classmethod
-    def refusal(cls, error: ErrorDetails) -> ApiError:
-        return ApiError(
-            400, {"error": "`persist` must be a boolean", "code": "invalid_persist_flag"}
-        )
+    def refusal(cls, error: ErrorDetails) -> WireError:
+        return InvalidRequest(message="`persist` must be a boolean", code="invalid_persist_flag")
 
 
 class ContentBlock(_Body):
@@ -187,22 +182,17 @@ class PromptBody(_Body):
         return "\n".join(part for part in parts if part is not None)
 
     @classmethod
-    def refusal(cls, error: ErrorDetails) -> ApiError:
+    def refusal(cls, error: ErrorDetails) -> WireError:
         loc = error["loc"]
         if loc == ("prompt",):
-            return ApiError(400, {"error": PROMPT_REQUIRED})
+            return InvalidRequest(message=PROMPT_REQUIRED)
         if loc[:1] == ("prompt",):
-            return ApiError(
-                400, {"error": "each `prompt` element must be an object (content block)"}
-            )
-        return ApiError(
-            400,
-            {
-                "error": "`deadlineMs` must be a positive integer (milliseconds) "
-                f"no greater than {MAX_DEADLINE_MS}",
-                "code": "invalid_deadline_ms",
-                "max": MAX_DEADLINE_MS,
-            },
+            return InvalidRequest(message="each `prompt` element must be an object (content block)")
+        return InvalidRequest(
+            message="`deadlineMs` must be a positive integer (milliseconds) "
+            f"no greater than {MAX_DEADLINE_MS}",
+            code="invalid_deadline_ms",
+            details={"max": MAX_DEADLINE_MS},
         )
 
 
@@ -223,13 +213,9 @@ class ToolEnableBody(_Body):
     enabled: bool
 
     @classmethod
-    def refusal(cls, error: ErrorDetails) -> ApiError:
-        return ApiError(
-            400,
-            {
-                "error": "`enabled` is required and must be a boolean",
-                "code": "invalid_enabled_flag",
-            },
+    def refusal(cls, error: ErrorDetails) -> WireError:
+        return InvalidRequest(
+            message="`enabled` is required and must be a boolean", code="invalid_enabled_flag"
         )
 
 
@@ -237,5 +223,5 @@ class InitBody(_Body):
     force: bool = False
 
     @classmethod
-    def refusal(cls, error: ErrorDetails) -> ApiError:
-        return ApiError(400, {"error": "`force` must be a boolean", "code": "invalid_force_flag"})
+    def refusal(cls, error: ErrorDetails) -> WireError:
+        return InvalidRequest(message="`force` must be a boolean", code="invalid_force_flag")

@@ -1,4 +1,4 @@
-"""What the session-daemon routes share: error bodies, the JSON body, client ids,
+"""What the session-daemon routes share: the not-found answer, the JSON body, client ids,
 looking a session up, and talking to its SessionWorkflow with a bounded wait."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from api.errors import (
 from api.input_bounds import strict_json_loads
 from api.sessions.models import ContextState, ModelOption, ModelsState, ModesState
 from api.temporal import query_workflow
-from runtime.failures import refusal_of
+from runtime.failures import InvalidRequest, refusal_of
 from runtime.llm.active import active_model, served_model_id
 from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
 from runtime.llm.routing import SESSION_SITE
@@ -72,27 +72,6 @@ def session_not_found(session_id: str) -> ApiError:
     return ApiError.of(SessionNotFound(session_id=session_id))
 
 
-def limit_reached(err: registry.SessionLimitReached) -> ApiError:
-    return ApiError(
-        503,
-        {"error": str(err), "code": "session_limit_exceeded", "limit": err.limit},
-        {"Retry-After": "5"},
-    )
-
-
-def workspace_mismatch(bound: str, requested: str) -> ApiError:
-    return ApiError(
-        400,
-        {
-            "error": f'Workspace mismatch: daemon is bound to "{bound}" but request asked for '
-            f'"{requested}". Omit `cwd` or use a daemon bound to it.',
-            "code": "workspace_mismatch",
-            "boundWorkspace": bound,
-            "requestedWorkspace": requested,
-        },
-    )
-
-
 async def read_body(request: Request) -> dict[str, Any]:
     """The JSON object body; `{}` when empty; 400 for malformed or non-strict JSON
     (`api.input_bounds`) or a non-object."""
@@ -104,7 +83,7 @@ async def read_body(request: Request) -> dict[str, Any]:
     except ValueError as err:
         raise ApiError(400, INVALID_JSON) from err
     if not isinstance(body, dict):
-        raise ApiError(400, {"error": "Request body must be a JSON object"})
+        raise ApiError.of(InvalidRequest(message="Request body must be a JSON object"))
     return body
 
 
@@ -113,7 +92,9 @@ def client_id_of(request: Request) -> str | None:
     if value is None:
         return None
     if not CLIENT_ID.match(value):
-        raise ApiError(400, {"error": "X-Qwen-Client-Id is malformed", "code": "invalid_client_id"})
+        raise ApiError.of(
+            InvalidRequest(message="X-Qwen-Client-Id is malformed", code="invalid_client_id")
+        )
     return value
 
 

@@ -26,6 +26,7 @@ from api.service.feature_tags import advertised_features
 from api.sessions.daemon_models import DaemonStatus
 from api.temporal import count_pending_permissions, describe_pollers, is_unavailable
 from runtime import __version__
+from runtime.failures import InvalidRequest
 from runtime.mcp.status import BUDGET_WARN_FRACTION, read_budget
 from runtime.sessions.registry import count_live
 from runtime.settings import BODY_LIMIT_BYTES, Settings
@@ -90,8 +91,8 @@ async def daemon_status(
 ) -> DaemonStatus:
     detail = request.query_params.get("detail", "summary")
     if detail not in ("summary", "full"):
-        raise ApiError(
-            400, {"error": "detail must be one of: summary, full", "code": "invalid_detail"}
+        raise ApiError.of(
+            InvalidRequest(message="detail must be one of: summary, full", code="invalid_detail")
         )
     state = request.app.state
     issues: list[dict[str, str]] = []

@@ -35,6 +35,7 @@ from runtime.sessions.contracts import (
     PromptItem,
     SubmitPrompt,
 )
+from runtime.sessions.errors import PromptTooLarge
 from runtime.store import EventJournal
 from runtime.streams import session_stream
 from workflows.sessions.session import (
@@ -75,16 +76,7 @@ async def prompt(
     text = body.text()
     size = len(text.encode("utf-8"))
     if size > settings.max_prompt_bytes:
-        raise ApiError(
-            413,
-            {
-                "error": f"Prompt text is {size} bytes; this daemon accepts at most "
-                f"{settings.max_prompt_bytes} (--max-prompt-bytes)",
-                "code": "prompt_too_large",
-                "limit": settings.max_prompt_bytes,
-                "size": size,
-            },
-        )
+        raise ApiError.of(PromptTooLarge(size=size, limit=settings.max_prompt_bytes))
     await live_session(store, session_id)
     originator = client_id_of(request)
     stream = session_stream(session_id)

@@ -31,7 +31,6 @@ from api.sessions.common import (
     client_id_of,
     context_state,
     current_model_id,
-    limit_reached,
     live_session,
     read_body,
     register_client,
@@ -39,7 +38,6 @@ from api.sessions.common import (
     session_status,
     start_session,
     update_session,
-    workspace_mismatch,
 )
 from api.sessions.models import (
     ApprovalModeSet,
@@ -53,7 +51,7 @@ from api.sessions.models import (
     SessionSummary,
 )
 from api.temporal import is_unavailable
-from runtime.failures import refusal_of
+from runtime.failures import InvalidRequest, refusal_of
 from runtime.llm.config_store import LlmConfigRefusal, session_binding
 from runtime.llm.routing import SESSION_SITE
 from runtime.policy.approval import InvalidApprovalMode, is_approval_mode
@@ -64,6 +62,13 @@ from runtime.sessions.contracts import (
     ModeSwitchResult,
     SetModelRequest,
     SetModeRequest,
+)
+from runtime.sessions.errors import (
+    ModelSwitchFailed,
+    RestoreInProgress,
+    SessionLimitExceeded,
+    SessionModelUnbound,
+    WorkspaceMismatch,
 )
 from runtime.sessions.streams import session_event
 from runtime.settings import Settings
@@ -98,7 +103,7 @@ async def create_session(
             registry.create_or_attach, store, bound, scope, settings.max_sessions
         )
     except registry.SessionLimitReached as err:
-        raise limit_reached(err) from err
+        raise ApiError.of(SessionLimitExceeded(limit=err.limit)) from err
     if not attached:
         try:
             # Attaching to a live session is a store operation: only a new one needs Temporal.
@@ -198,28 +203,25 @@ async def patch_metadata(
     if unknown:
         # Spec 002: displayName is the only editable field; anything else (`title`) would
         # otherwise be accepted and silently do nothing.
-        raise ApiError(
-            400,
-            {
-                "error": f"unknown metadata field(s) {', '.join(unknown)}; the only editable "
+        raise ApiError.of(
+            InvalidRequest(
+                message=f"unknown metadata field(s) {', '.join(unknown)}; the only editable "
                 f"field is {', '.join(sorted(METADATA_FIELDS))}",
-                "code": "invalid_metadata",
-                "field": unknown[0],
-                "allowedFields": sorted(METADATA_FIELDS),
-            },
+                code="invalid_metadata",
+                details={"field": unknown[0], "allowedFields": sorted(METADATA_FIELDS)},
+            )
         )
     if "displayName" not in body:
         return SessionMetadata(sessionId=session_id, displayName=record.display_name)
     name = body["displayName"]
     if not isinstance(name, str) or len(name) > MAX_DISPLAY_NAME_CHARS:
-        raise ApiError(
-            400,
-            {
-                "error": "`displayName` must be a string of at most "
-                f"{MAX_DISPLAY_NAME_CHARS} characters",
-                "code": "invalid_metadata",
-                "field": "displayName",
-            },
+        raise ApiError.of(
+            InvalidRequest(
+                message=f"`displayName` must be a string of at most {MAX_DISPLAY_NAME_CHARS} "
+                "characters",
+                code="invalid_metadata",
+                details={"field": "displayName"},
+            )
         )
     await asyncio.to_thread(registry.rename_session, store, session_id, name)
     await journal.aappend_many(
@@ -249,12 +251,11 @@ async def heartbeat(session_id: str, request: Request, store: StoreDep) -> Heart
         return Heartbeat(sessionId=session_id, lastSeenAt=now)
     known = await asyncio.to_thread(registry.heartbeat_client, store, session_id, client_id, now)
     if not known:
-        raise ApiError(
-            400,
-            {
-                "error": f'Client "{client_id}" is not registered for this session',
-                "code": "invalid_client_id",
-            },
+        raise ApiError.of(
+            InvalidRequest(
+                message=f'Client "{client_id}" is not registered for this session',
+                code="invalid_client_id",
+            )
         )
     return Heartbeat(sessionId=session_id, clientId=client_id, lastSeenAt=now)
 
@@ -277,10 +278,7 @@ async def set_model(
         refused = refusal_of(err, LlmConfigRefusal)
         if refused is None:
             raise
-        # This route names the refusal without the configuration's own fields.
-        raise ApiError(
-            refused.http_status, {"error": refused.message, "code": refused.kind_name}
-        ) from err
+        raise ApiError.of(SessionModelUnbound.of(refused)) from err
     result: ModelSwitchResult = await update_session(
         client,
         settings,
@@ -296,14 +294,7 @@ async def set_model(
         ),
     )
     if not result.ok:
-        raise ApiError(
-            400,
-            {
-                "error": result.error or "model switch failed",
-                "code": "model_switch_failed",
-                "modelId": model_id,
-            },
-        )
+        raise ApiError.of(ModelSwitchFailed(model_id=model_id, reason=result.error))
     return ModelSwitched(modelId=model_id)
 
 
@@ -377,22 +368,15 @@ async def _restore(
 ) -> SessionRestored:
     cwd = RestoreBody.parse(await read_body(request)).cwd
     if cwd is not None and cwd.rstrip("/") != settings.workspace_cwd:
-        raise workspace_mismatch(settings.workspace_cwd, cwd)
+        raise ApiError.of(WorkspaceMismatch(bound=settings.workspace_cwd, requested=cwd))
     in_flight = _RESTORES.get(session_id)
     if in_flight is not None:
         active, future = in_flight
         if active != action:
-            raise ApiError(
-                409,
-                {
-                    "error": f'Session "{session_id}" is already being restored via session/'
-                    f"{active}; retry session/{action} after it completes",
-                    "code": "restore_in_progress",
-                    "sessionId": session_id,
-                    "activeAction": active,
-                    "requestedAction": action,
-                },
-                {"Retry-After": "5"},
+            raise ApiError.of(
+                RestoreInProgress(
+                    session_id=session_id, active_action=active, requested_action=action
+                )
             )
         restored = await asyncio.shield(future)
         return restored.model_copy(update={"attached": True})
@@ -406,7 +390,7 @@ async def _restore(
         except LookupError as err:
             raise session_not_found(session_id) from err
         except registry.SessionLimitReached as err:
-            raise limit_reached(err) from err
+            raise ApiError.of(SessionLimitExceeded(limit=err.limit)) from err
         # Also when attached: a session whose workflow is gone (a crash between the
         # registry write and the start) is healed here; a running one is left alone.
         await start_session(client, settings, record, store)

@@ -56,6 +56,7 @@ from api.workspace.status_models import (
     WorkspaceSkills,
 )
 from runtime.device_flow.providers import all_providers, credentials_path
+from runtime.failures import InvalidRequest
 from runtime.llm.active import active_model
 from runtime.policy.approval import DEFAULT_APPROVAL_MODE, TOOL_KINDS, is_approval_mode
 from runtime.sessions import registry
@@ -64,6 +65,7 @@ from runtime.sessions.streams import session_event
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.streams import session_stream
+from runtime.workspace.errors import MemoryFileRefused, WorkspaceInitConflict
 from runtime.workspace.fence import Fence, FileError
 from runtime.workspace.files import WORKSPACE_FILE_MODE, HashMismatch, content_hash
 from runtime.workspace.settings import (
@@ -281,12 +283,11 @@ async def enable_tool(
     store); sessions apply it from their next prompt. Unknown names are accepted."""
     originator = client_id_of(request)
     if not tool_name or len(tool_name) > MAX_ID_CHARS:
-        raise ApiError(
-            400,
-            {
-                "error": f"tool name must be 1 to {MAX_ID_CHARS} characters",
-                "code": "invalid_tool_name",
-            },
+        raise ApiError.of(
+            InvalidRequest(
+                message=f"tool name must be 1 to {MAX_ID_CHARS} characters",
+                code="invalid_tool_name",
+            )
         )
     enabled = ToolEnableBody.parse(await read_body(request)).enabled
     await asyncio.to_thread(set_tool_enabled, store, settings.workspace_cwd, tool_name, enabled)
@@ -383,28 +384,11 @@ async def init_workspace(
     try:
         action, existing = await asyncio.to_thread(init)
     except FileError as err:
-        raise ApiError(err.status, {"error": err.message, "code": err.kind}) from err
+        raise ApiError.of(MemoryFileRefused.of(err)) from err
     if action == "not_a_file":
-        raise ApiError(
-            409,
-            {
-                "error": f"{path} is a directory, not a memory file; remove it or choose "
-                "another name (--memory-file-name)",
-                "code": "workspace_init_conflict",
-                "path": str(path),
-                "existingSize": None,
-            },
-        )
+        raise ApiError.of(WorkspaceInitConflict(path=str(path)))
     if action == "conflict":
-        raise ApiError(
-            409,
-            {
-                "error": f"{path} already exists with content; pass force: true to overwrite it",
-                "code": "workspace_init_conflict",
-                "path": str(path),
-                "existingSize": existing,
-            },
-        )
+        raise ApiError.of(WorkspaceInitConflict(path=str(path), existing_size=existing))
     await workspace_event(
         store,
         journal,

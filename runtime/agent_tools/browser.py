@@ -11,12 +11,17 @@ the gateway's results and events: each mint purges the expired rows and keeps th
 `max_sessions`, by creation time (the table has no last-use column, and adding one needs
 a migration), so a page that loops `GET .../session` without the cookie evicts only the
 oldest sessions; the agent-tools page opens a fresh one on `session_required`.
+
+The checks' other refusals are defined here too and raised by api/security/browser.py:
+`BrowserCheckFailed` (403: no session, a mutation without our Origin or the CSRF token)
+and `MutationRateLimited` (429).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -62,6 +67,63 @@ class CrossSiteRefused(WireError):
             "error": "A local session cannot be opened from another site",
             "code": self.kind_name,
         }
+
+
+BrowserCheck = Literal["session_required", "origin_required", "origin_mismatch", "csrf_invalid"]
+
+_CHECK_MESSAGES: dict[str, str] = {
+    "session_required": "A local session is required: GET /api/v1/agent-tools/session first",
+    "origin_required": "Mutations must carry the Origin header",
+    "origin_mismatch": "Origin does not match this server's origin",
+    "csrf_invalid": "Missing or invalid X-CSRF-Token header",
+}
+
+
+class BrowserCheckFailed(WireError):
+    """An agent-tools request failing the page's browser checks (api/security/browser.py):
+    no live session cookie, or a mutation without our Origin or the session's CSRF token:
+    403, the failed `check` as the code."""
+
+    kind: Literal["browser_check_failed"] = "browser_check_failed"
+    check: BrowserCheck
+
+    @property
+    def http_status(self) -> int:
+        return 403
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": _CHECK_MESSAGES[self.check], "code": self.check}
+
+
+class MutationRateLimited(WireError):
+    """A browser session's mutation over its `limit` per minute: the rate limiter's 429
+    shape (api/security/ratelimit.py), tier `mutation`; `retry_after` in seconds."""
+
+    kind: Literal["mutation_rate_limited"] = "mutation_rate_limited"
+    limit: int
+    retry_after_ms: int
+    retry_after: int
+
+    @classmethod
+    def after(cls, wait: float, limit: int) -> MutationRateLimited:
+        """Refused for `wait` more seconds (the limiter's answer)."""
+        return cls(limit=limit, retry_after_ms=math.ceil(wait * 1000), retry_after=math.ceil(wait))
+
+    @property
+    def http_status(self) -> int:
+        return 429
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": "Rate limit exceeded for agent-tools mutations",
+            "code": "rate_limit_exceeded",
+            "tier": "mutation",
+            "limit": self.limit,
+            "retryAfterMs": self.retry_after_ms,
+        }
+
+    def response_headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
 
 
 class MintRefused(Exception):

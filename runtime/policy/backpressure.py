@@ -2,6 +2,9 @@
 
 Pure code, no I/O and no asyncio: the SSE route drives it, tests drive it directly.
 
+- A stream key holds a bounded number of subscribers (api/sse.py counts them): one more
+  is refused with `SubscriberLimitExceeded` (429).
+
 - A subscriber holds at most `maxQueued` live frames (default 256, `?maxQueued=N`
   in [16, 2048]). Forced frames (replay, synthetic frames) are not counted.
 - When an accepted live frame brings the backlog to 75 % of `maxQueued`, the
@@ -16,7 +19,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from enum import Enum
-from typing import Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
+
+from runtime.failures import InvalidRequest, WireError
 
 DEFAULT_MAX_QUEUED = 256
 MIN_MAX_QUEUED = 16
@@ -24,6 +29,7 @@ MAX_MAX_QUEUED = 2048
 # Ratios as fractions, compared in integers: warn at 3/4 full, re-arm at 3/8.
 WARN_RATIO = (3, 4)
 REARM_RATIO = (3, 8)
+SUBSCRIBER_LIMIT_RETRY_AFTER = "5"
 
 T = TypeVar("T")
 
@@ -41,6 +47,35 @@ def parse_max_queued(raw: str | None) -> int:
     if not MIN_MAX_QUEUED <= value <= MAX_MAX_QUEUED:
         raise ValueError(raw)
     return value
+
+
+# The refusal of a `maxQueued` that `parse_max_queued` does not take.
+INVALID_MAX_QUEUED = InvalidRequest(
+    message=f"`maxQueued` must be in [{MIN_MAX_QUEUED}, {MAX_MAX_QUEUED}]",
+    code="invalid_max_queued",
+)
+
+
+class SubscriberLimitExceeded(WireError):
+    """One more SSE subscriber on a stream key that has `limit` already: 429, retry after
+    `Retry-After`."""
+
+    kind: Literal["subscriber_limit_exceeded"] = "subscriber_limit_exceeded"
+    limit: int
+
+    @property
+    def http_status(self) -> int:
+        return 429
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f"EventBus subscriber limit reached ({self.limit})",
+            "code": self.kind_name,
+            "limit": self.limit,
+        }
+
+    def response_headers(self) -> dict[str, str]:
+        return {"Retry-After": SUBSCRIBER_LIMIT_RETRY_AFTER}
 
 
 class Offer(Enum):
