@@ -36,8 +36,11 @@ from runtime.agent_tools.contracts import WORKSPACE_PATTERN, ResearchDecided, tu
 from runtime.investigation.research import (
     DECISION_ROUTE_TEMPLATE,
     RESEARCH_ROUTES_PREFIX,
+    InvalidResearchDecision,
     ResearchAlreadyDecided,
+    ResearchNoLongerPrepared,
     ResearchNotFound,
+    UnknownResearch,
     decide_research,
     research_state,
 )
@@ -60,17 +63,6 @@ class DecisionBody(BaseModel):
     workspace: str | None = Field(default=None, pattern=WORKSPACE_PATTERN)
 
 
-def _not_found(research_id: str) -> ApiError:
-    return ApiError(
-        404,
-        {
-            "error": f'No research with id "{research_id}"',
-            "code": "research_not_found",
-            "research_id": research_id,
-        },
-    )
-
-
 @router.get("/{research_id}", responses=errors(400, 403, 404))
 async def get_research(
     research_id: str,
@@ -88,7 +80,7 @@ async def get_research(
     try:
         return ResearchPublic.model_validate(await asyncio.to_thread(read))
     except ResearchNotFound as err:
-        raise _not_found(research_id) from err
+        raise ApiError.of(UnknownResearch(research_id=research_id)) from err
 
 
 @router.post(
@@ -188,15 +180,15 @@ async def _tell_turn(
 
 @contextlib.contextmanager
 def _decision_errors(research_id: str) -> Iterator[None]:
-    """The research flow's refusals, as HTTP."""
+    """The research flow's refusals (exceptions, which the gateway's tools and the
+    activities catch too) as their typed answers. `ApiError`s, not refusals let through:
+    the approvals inbox reads the 409's code (an answer that came second may be the same)."""
     try:
         yield
     except ResearchNotFound as err:
-        raise _not_found(research_id) from err
+        raise ApiError.of(UnknownResearch(research_id=research_id)) from err
     except ResearchAlreadyDecided as err:
-        raise ApiError(
-            409,
-            {"error": str(err), "code": "research_already_decided", "research_id": research_id},
-        ) from err
+        refusal = ResearchNoLongerPrepared(research_id=err.research_id, state=err.state)
+        raise ApiError.of(refusal) from err
     except ValueError as err:
-        raise ApiError(400, {"error": str(err), "code": "invalid_decision"}) from err
+        raise ApiError.of(InvalidResearchDecision(message=str(err))) from err

@@ -83,8 +83,7 @@ async def after_write(
     target = await asyncio.to_thread(tasks.proposing_agent, store, row.task_id)
     if target is None:
         return
-    try:
-        instance = await asyncio.to_thread(control.get_instance, store, *target)
-    except control.InstanceNotFound:
+    instance = await asyncio.to_thread(control.find_instance, store, *target)
+    if instance is None:
         return
     await waker(instance)

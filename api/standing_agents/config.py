@@ -22,21 +22,10 @@ from api.standing_agents.models import ConfigBody, ConfigList, ConfigValue
 from api.standing_agents.temporal_calls import WakerDep
 from runtime.settings import Settings
 from runtime.standing_agents import budget_pause, configs, control
-from runtime.standing_agents.configs import KNOWN_KEYS, UnknownConfigKey, effective_value
+from runtime.standing_agents.configs import KNOWN_KEYS, ConfigKeyNotFound, effective_value
 from runtime.standing_agents.models import SystemConfig
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/config", route_class=StrictJsonRoute)
-
-
-def _unknown(key: str) -> ApiError:
-    return ApiError(
-        404,
-        {
-            "error": f'Unknown config key "{key}"',
-            "code": "unknown_config_key",
-            "allowed": sorted(KNOWN_KEYS),
-        },
-    )
 
 
 def _view(tenant: str, key: str, row: SystemConfig | None, settings: Settings) -> ConfigValue:
@@ -67,7 +56,7 @@ async def get_config(
     """The stored value (`null` when unset) and `effective`, what a tick uses: the
     stored value, else the settings layer, else the code default."""
     if key not in KNOWN_KEYS:
-        raise _unknown(key)
+        raise ApiError.of(ConfigKeyNotFound(key=key))
     row = await asyncio.to_thread(configs.get_config, store, tenant, key)
     return _view(tenant, key, row, settings)
 
@@ -88,14 +77,7 @@ async def put_config(
 ) -> ConfigValue:
     """Store the value; an agent paused on a budget this raises resumes at once (issue
     21, item 9; the API's sweeper re-checks them too, should this process die here)."""
-    try:
-        row = await asyncio.to_thread(configs.put_config, store, tenant, key, body.value)
-    except UnknownConfigKey:
-        raise _unknown(key) from None
-    except ValueError as err:
-        raise ApiError(
-            400, {"error": str(err), "code": "invalid_config_value", "key": key}
-        ) from None
+    row = await asyncio.to_thread(configs.put_config, store, tenant, key, body.value)
     resumed = await asyncio.to_thread(
         budget_pause.resume_lifted, store, settings, control.now_utc(), tenant
     )

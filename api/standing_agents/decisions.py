@@ -34,22 +34,12 @@ from runtime.settings import Settings
 from runtime.standing_agents import control, decision_queue
 from runtime.standing_agents.coder_decisions import permission_vote
 from runtime.standing_agents.contracts import AttentionStatus
+from runtime.standing_agents.decision_queue import DecisionAnsweredOtherwise, UnknownDecision
 from runtime.standing_agents.models import AttentionRequest
 from runtime.store import EventJournal, Store
 from workflows.sessions.session import SessionWorkflow
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/decisions", route_class=StrictJsonRoute)
-
-
-def decision_not_found(decision_id: str) -> ApiError:
-    return ApiError(
-        404,
-        {
-            "error": f'No decision with id "{decision_id}"',
-            "code": "decision_not_found",
-            "decisionId": decision_id,
-        },
-    )
 
 
 def _view(row: AttentionRequest) -> DecisionView:
@@ -123,11 +113,13 @@ async def answer_decision(
 ) -> AttentionRequest:
     """The one way a decision is answered: this route's and the approvals' inbox's
     (api/approvals/routes.py). 404 `decision_not_found`, 409 `decision_already_resolved`
-    for a different answer to a resolved decision; the same answer again is the row."""
+    for a different answer to a resolved decision; the same answer again is the row.
+    These two are `ApiError`s, not refusals let through: the inbox reads the second's code
+    (an answer that came second may still be the same one)."""
     try:
         current = await asyncio.to_thread(decision_queue.get_decision, store, tenant, decision_id)
     except decision_queue.DecisionNotFound:
-        raise decision_not_found(decision_id) from None
+        raise ApiError.of(UnknownDecision(decision_id=decision_id)) from None
     if (
         permission_vote(current)
         and current.status == AttentionStatus.OPEN.value
@@ -148,24 +140,15 @@ async def answer_decision(
             digest,
         )
     except decision_queue.DecisionNotFound:
-        raise decision_not_found(decision_id) from None
+        raise ApiError.of(UnknownDecision(decision_id=decision_id)) from None
     except decision_queue.DecisionAlreadyResolved as err:
-        raise ApiError(
-            409,
-            {
-                "error": "This decision was already resolved with another answer",
-                "code": "decision_already_resolved",
-                "decisionId": decision_id,
-                "resolution": err.row.resolution,
-            },
-        ) from None
+        refusal = DecisionAnsweredOtherwise(decision_id=decision_id, resolution=err.row.resolution)
+        raise ApiError.of(refusal) from None
     if permission_vote(row):
         return row
-    try:
-        instance = await asyncio.to_thread(control.get_instance, store, tenant, row.soa_instance_id)
-    except control.InstanceNotFound:
-        return row
-    await waker(instance)
+    instance = await asyncio.to_thread(control.find_instance, store, tenant, row.soa_instance_id)
+    if instance is not None:
+        await waker(instance)
     return row
 
 

@@ -20,12 +20,9 @@ from api.openapi import errors
 from api.security import require_configured_token
 from api.standing_agents.models import ModeList, ModePresetBody, ModeToolsBody, ModeView
 from runtime.llm.preset_store import get_preset
-from runtime.standing_agents.catalog import TOOL_SUPERSET, ModeCatalogError
+from runtime.standing_agents.catalog import TOOL_SUPERSET
 from runtime.standing_agents.contracts import AgentType, ModeDefinition
 from runtime.standing_agents.modes import (
-    InvalidModeTools,
-    ModeNotFound,
-    UnknownMode,
     UnknownModePreset,
     catalogue,
     set_mode_preset,
@@ -71,12 +68,7 @@ async def put_mode_tools(
     """Replace the mode's toolset (the control verbs phase_complete, phase_blocked and
     soa_propose_mode_change are always in it; agent_workset_complete is offered while
     the agent is foundational)."""
-    try:
-        updated = await asyncio.to_thread(set_mode_tools, store, agent_type, mode, list(body.tools))
-    except UnknownMode as err:
-        raise ApiError.of(ModeNotFound(mode=mode, allowed=err.allowed)) from None
-    except ModeCatalogError as err:
-        raise ApiError.of(InvalidModeTools(message=str(err))) from None
+    updated = await asyncio.to_thread(set_mode_tools, store, agent_type, mode, list(body.tools))
     return _view(updated)
 
 
@@ -100,8 +92,5 @@ async def put_mode_preset(
         found = await asyncio.to_thread(get_preset, store, settings, body.presetId)
         if found is None:
             raise ApiError.of(UnknownModePreset(preset_id=body.presetId))
-    try:
-        updated = await asyncio.to_thread(set_mode_preset, store, agent_type, mode, body.presetId)
-    except UnknownMode as err:
-        raise ApiError.of(ModeNotFound(mode=mode, allowed=err.allowed)) from None
+    updated = await asyncio.to_thread(set_mode_preset, store, agent_type, mode, body.presetId)
     return _view(updated)

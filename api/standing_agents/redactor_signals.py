@@ -16,7 +16,7 @@ from api.deps import StoreDep
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
-from api.standing_agents.common import EnabledTenant, signal_kind_or_400
+from api.standing_agents.common import EnabledTenant
 from api.standing_agents.models import SignalAccepted, SignalBody
 from runtime.standing_agents import signals
 
@@ -32,20 +32,17 @@ router = APIRouter(prefix="/api/v1/tenants/{tenant}", route_class=StrictJsonRout
 async def raise_redactor_signal(
     body: SignalBody, tenant: EnabledTenant, store: StoreDep
 ) -> SignalAccepted:
-    kind = signal_kind_or_400({"signalKind": body.signalKind})
+    kind = signals.signal_kind({"signalKind": body.signalKind})
     signals.check_payload_size(body.payload, "signal")
-    try:
-        raised = await asyncio.to_thread(
-            signals.raise_redactor_signal,
-            store,
-            tenant,
-            body.callSite,
-            kind,
-            body.payload,
-            body.signalId,
-        )
-    except signals.UnknownCallSite:
-        raise signals.CallSiteRefused(call_site=body.callSite).application_error() from None
+    raised = await asyncio.to_thread(
+        signals.raise_redactor_signal,
+        store,
+        tenant,
+        body.callSite,
+        kind,
+        body.payload,
+        body.signalId,
+    )
     return SignalAccepted(
         instanceId=raised.instance.instance_id,
         callSite=body.callSite,

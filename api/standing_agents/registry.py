@@ -21,7 +21,11 @@ from api.security import require_configured_token
 from api.standing_agents.common import EnabledTenant, RegistryIdPath
 from api.standing_agents.models import RegisterBody, RegistryAgent, RegistryList
 from runtime.standing_agents import registry_store
-from runtime.standing_agents.registry_store import Registered
+from runtime.standing_agents.registry_store import (
+    AgentIdReserved,
+    AgentNotRegistered,
+    Registered,
+)
 from runtime.timestamps import iso_ms
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/registry", route_class=StrictJsonRoute)
@@ -56,15 +60,7 @@ async def register(body: RegisterBody, tenant: EnabledTenant, store: StoreDep) -
             body.endpoint,
         )
     except registry_store.ReservedAgentId:
-        raise ApiError(
-            409,
-            {
-                "error": f'Agent ids starting with "{registry_store.RESERVED_PREFIX}" are '
-                "reserved for the tenant's SOA",
-                "code": "agent_id_reserved",
-                "agentId": body.agentId,
-            },
-        ) from None
+        raise ApiError.of(AgentIdReserved(agent_id=body.agentId)) from None
     return _view(entry)
 
 
@@ -77,14 +73,7 @@ async def heartbeat(
             registry_store.heartbeat, store, tenant, agent_id, _ttl(settings.registry_ttl_ms)
         )
     except registry_store.NotRegistered:
-        raise ApiError(
-            404,
-            {
-                "error": f'No live registry entry "{agent_id}": register it again',
-                "code": "agent_not_registered",
-                "agentId": agent_id,
-            },
-        ) from None
+        raise ApiError.of(AgentNotRegistered(agent_id=agent_id)) from None
     return _view(entry)
 
 

@@ -13,7 +13,7 @@ import functools
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
 from starlette.responses import StreamingResponse
@@ -23,13 +23,7 @@ from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
-from api.standing_agents.common import (
-    EnabledTenant,
-    InstancePath,
-    TenantPath,
-    agent_not_found,
-    signal_kind_or_400,
-)
+from api.standing_agents.common import EnabledTenant, InstancePath, TenantPath
 from api.standing_agents.models import (
     AgentCreate,
     AgentList,
@@ -61,11 +55,10 @@ from runtime.standing_agents.contracts import (
     ModeChangeSource,
     agent_workflow_id,
 )
+from runtime.standing_agents.errors import InvalidEventKind
 from runtime.standing_agents.models import AgentInstance
 from runtime.standing_agents.modes import (
-    InstanceNotFound,
     ModeChange,
-    UnknownMode,
     apply_mode_change,
     mode_change_body,
     mode_changes,
@@ -76,41 +69,6 @@ router = APIRouter(prefix="/api/v1/tenants/{tenant}/agents", route_class=StrictJ
 MUTATION = [Depends(require_configured_token)]
 # An event's payload is stored in the queue and read into the agent's prompt: 64 KB of JSON.
 MAX_EVENT_PAYLOAD_BYTES = signals.MAX_PAYLOAD_BYTES
-T = TypeVar("T")
-
-
-async def run_control(fn: Callable[..., T], *args: Any) -> T:
-    """A control function in a worker thread, its refusals as HTTP answers."""
-    try:
-        return await asyncio.to_thread(fn, *args)
-    except InstanceNotFound as err:
-        raise agent_not_found(err.instance_id) from None
-    except control.SoaAlreadyExists as err:
-        raise ApiError(
-            409,
-            {
-                "error": "This tenant already has its SOA (one per tenant)",
-                "code": "soa_already_exists",
-                "instanceId": err.instance_id,
-            },
-        ) from None
-    except control.TickInProgress:
-        raise ApiError(
-            409,
-            {
-                "error": "A tick is running; reset once it ends",
-                "code": "tick_in_progress",
-            },
-        ) from None
-    except UnknownMode as err:
-        raise ApiError(
-            400,
-            {
-                "error": f'Unknown mode "{err.mode}" for this agent',
-                "code": "unknown_mode",
-                "allowed": err.allowed,
-            },
-        ) from None
 
 
 def agent_view(row: AgentInstance) -> AgentView:
@@ -145,7 +103,7 @@ def _change_view(change: ModeChange) -> ModeChangeView:
 
 @router.get("", responses=errors(400, 403))
 async def list_agents(tenant: EnabledTenant, store: StoreDep) -> AgentList:
-    rows = await run_control(control.list_instances, store, tenant)
+    rows = await asyncio.to_thread(control.list_instances, store, tenant)
     return AgentList(agents=[agent_view(row) for row in rows])
 
 
@@ -158,7 +116,7 @@ async def create_agent(
     client: TemporalDep,
 ) -> AgentView:
     """Create an agent, Paused (start it with .../start); one SOA per tenant."""
-    row = await run_control(
+    row = await asyncio.to_thread(
         functools.partial(
             control.create_instance,
             foundational_window_ms=settings.agent_foundational_window_ms,
@@ -181,7 +139,7 @@ async def create_agent(
 
 @router.get("/{instance_id}", responses=errors(400, 403, 404))
 async def get_agent(tenant: EnabledTenant, instance_id: InstancePath, store: StoreDep) -> AgentView:
-    return agent_view(await run_control(control.get_instance, store, tenant, instance_id))
+    return agent_view(await asyncio.to_thread(control.get_instance, store, tenant, instance_id))
 
 
 async def _transition(
@@ -192,7 +150,7 @@ async def _transition(
     journal: JournalDep,
     waker: WakerDep,
 ) -> AgentView:
-    transition = await run_control(fn, store, journal, tenant, instance_id)
+    transition = await asyncio.to_thread(fn, store, journal, tenant, instance_id)
     if transition.changed:
         await waker(transition.instance)
     return agent_view(transition.instance)
@@ -242,7 +200,7 @@ async def reset_agent(
 ) -> AgentView:
     """A new generation: memory (ledger) and counters start over, pending events are
     drained, AgentInitialized reseeded. 409 `tick_in_progress` while a tick runs."""
-    row = await run_control(
+    row = await asyncio.to_thread(
         functools.partial(
             control.reset, foundational_window_ms=settings.agent_foundational_window_ms
         ),
@@ -273,10 +231,10 @@ async def post_message(
     waker: WakerDep,
 ) -> MessageAccepted:
     """Persist the operator's message and queue it as OperatorMessage (202: durably queued)."""
-    row, created = await run_control(
+    row, created = await asyncio.to_thread(
         control.post_message, store, journal, tenant, instance_id, body.text, body.messageId
     )
-    instance = await run_control(control.get_instance, store, tenant, instance_id)
+    instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     await waker(instance)
     return MessageAccepted(messageId=control.client_message_id(row), duplicate=not created)
 
@@ -289,7 +247,7 @@ async def get_messages(
     limit: Annotated[int, Query(ge=1, le=1000)] = 500,
 ) -> MessageList:
     """The transcript, both directions, oldest first (the last `limit` messages)."""
-    rows = await run_control(control.list_messages, store, tenant, instance_id, limit)
+    rows = await asyncio.to_thread(control.list_messages, store, tenant, instance_id, limit)
     return MessageList(
         messages=[MessageView.model_validate(control.message_body(row)) for row in rows]
     )
@@ -312,32 +270,19 @@ async def post_event(
     postable = {kind.value: kind for kind in EXTERNAL_EVENT_KINDS}
     kind = postable.get(body.kind)
     if kind is None:
-        raise ApiError(
-            400,
-            {
-                "error": f'Event kind "{body.kind}" cannot be posted here',
-                "code": "invalid_event_kind",
-                "allowed": sorted(postable),
-            },
-        )
+        raise ApiError.of(InvalidEventKind(event_kind=body.kind, allowed=sorted(postable)))
     signals.check_payload_size(body.payload, "event")
     if kind is EventKind.EXTERNAL_SIGNAL_RECEIVED:
-        signal_kind_or_400(body.payload)
-        target = await run_control(control.get_instance, store, tenant, instance_id)
+        signals.signal_kind(body.payload)
+        target = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
         if target.agent_type == AgentType.SOA.value:
             # §3.1: the SOA never receives a signal (the Prompt Engineer's path).
-            raise ApiError(
-                400,
-                {
-                    "error": "A SOA does not receive ExternalSignalReceived (spec §3.1)",
-                    "code": "invalid_event_kind",
-                    "allowed": sorted(k for k in postable if k != kind.value),
-                },
-            )
-    event, created = await run_control(
+            allowed = sorted(k for k in postable if k != kind.value)
+            raise ApiError.of(InvalidEventKind(event_kind=kind.value, allowed=allowed, to_soa=True))
+    event, created = await asyncio.to_thread(
         control.enqueue_external, store, tenant, instance_id, kind, body.payload, body.eventId
     )
-    instance = await run_control(control.get_instance, store, tenant, instance_id)
+    instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     await waker(instance)
     return EventAccepted(
         eventId=event.event_id,
@@ -360,15 +305,15 @@ async def set_mode(
     waker: WakerDep,
 ) -> ModeSet:
     """An operator sets the mode (`source=ui`); it applies from the next tick."""
-    await run_control(control.get_instance, store, tenant, instance_id)
+    await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
 
     def apply() -> ModeChange:
         return apply_mode_change(
             store, instance_id, body.mode, ModeChangeSource.UI, body.actor, journal=journal
         )
 
-    change = await run_control(apply)
-    instance = await run_control(control.get_instance, store, tenant, instance_id)
+    change = await asyncio.to_thread(apply)
+    instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     # The workflow updates its AgentrtMode search attribute when it next reads the row.
     await waker(instance)
     return ModeSet(instanceId=instance_id, activeMode=change.to_mode, change=_change_view(change))
@@ -378,8 +323,8 @@ async def set_mode(
 async def get_mode_changes(
     tenant: EnabledTenant, instance_id: InstancePath, store: StoreDep
 ) -> ModeChanges:
-    await run_control(control.get_instance, store, tenant, instance_id)
-    changes = await run_control(mode_changes, store, instance_id)
+    await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
+    changes = await asyncio.to_thread(mode_changes, store, instance_id)
     return ModeChanges(changes=[_change_view(change) for change in changes])
 
 
@@ -395,8 +340,8 @@ async def get_ledger(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Ledger:
     """Turns of the current generation with `seq > after`, oldest first."""
-    instance = await run_control(control.get_instance, store, tenant, instance_id)
-    turns = await run_control(reads.ledger_page, store, instance, after, limit)
+    instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
+    turns = await asyncio.to_thread(reads.ledger_page, store, instance, after, limit)
     return Ledger(turns=[LedgerTurn.model_validate(reads.turn_body(turn)) for turn in turns])
 
 
@@ -416,7 +361,7 @@ async def export_ledger(
     tenant: EnabledTenant, instance_id: InstancePath, store: StoreDep
 ) -> Response:
     """The current chain as NDJSON, one turn a line: `agentrt ledger verify FILE` checks it."""
-    instance = await run_control(control.get_instance, store, tenant, instance_id)
+    instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
 
     async def lines() -> AsyncIterator[bytes]:
         after = -1
@@ -446,6 +391,6 @@ async def get_llm_calls(
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> LlmCalls:
     """One row per attempt of the agent's model calls, failed ones included."""
-    await run_control(control.get_instance, store, tenant, instance_id)
-    rows = await run_control(reads.llm_attempts, store, tenant, instance_id, limit)
+    await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
+    rows = await asyncio.to_thread(reads.llm_attempts, store, tenant, instance_id, limit)
     return LlmCalls(calls=[LlmAttempt.model_validate(reads.attempt_body(row)) for row in rows])

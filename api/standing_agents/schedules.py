@@ -26,7 +26,6 @@ from api.security import require_configured_token
 from api.standing_agents import temporal_schedules
 from api.standing_agents.common import EnabledTenant, InstancePath
 from api.standing_agents.models import ScheduleBody, ScheduleList, ScheduleView
-from api.standing_agents.routes import run_control
 from api.temporal import is_unavailable
 from runtime.standing_agents import control, schedules
 from runtime.standing_agents.models import AgentSchedule
@@ -87,7 +86,7 @@ async def create_schedule(
 ) -> ScheduleView:
     """A cron schedule in a time zone: each firing enqueues one `AgentTick` whose payload
     names the schedule and the scheduled time."""
-    instance = await run_control(control.get_instance, store, tenant, instance_id)
+    instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     cron = body.cron.strip()
     if "TZ=" in cron.upper() or body.timeZone == "Local":
         reason = "give the time zone in timeZone (an IANA name), not in the cron or as Local"
@@ -138,7 +137,7 @@ def view_times(view: ScheduleView) -> list[datetime]:
 async def list_agent_schedules(
     tenant: EnabledTenant, instance_id: InstancePath, store: StoreDep, connector: ConnectorDep
 ) -> ScheduleList:
-    await run_control(control.get_instance, store, tenant, instance_id)
+    await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     rows = await asyncio.to_thread(schedules.list_for, store, tenant, instance_id)
     return await _views(connector, rows)
 

@@ -8,6 +8,8 @@ loses nothing.
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
@@ -15,7 +17,6 @@ from api.deps import JournalDep, StoreDep
 from api.openapi import EventStream, errors
 from api.sse import journal_sse_response, max_queued_param
 from api.standing_agents.common import EnabledTenant, InstancePath
-from api.standing_agents.routes import run_control
 from runtime.standing_agents import control
 from runtime.streams import agent_stream
 
@@ -52,7 +53,7 @@ async def stream_agent(
     journal: JournalDep,
 ) -> Response:
     max_queued = max_queued_param(request)
-    await run_control(control.get_instance, store, tenant, instance_id)
+    await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
 
     async def agent_live() -> bool:
         # An agent's stream never closes (a Closed agent can be started again).

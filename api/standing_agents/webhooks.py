@@ -27,7 +27,6 @@ from api.standing_agents.models import (
     WebhookList,
     WebhookView,
 )
-from api.standing_agents.routes import run_control
 from api.standing_agents.temporal_calls import WakerDep
 from runtime.standing_agents import control, webhooks
 from runtime.standing_agents.contracts import AgentType, EventKind
@@ -70,7 +69,7 @@ async def create_webhook(
 ) -> WebhookCreated:
     """A trigger URL that enqueues `kind` with the request's JSON body; the secret is
     shown here only."""
-    instance = await run_control(control.get_instance, store, tenant, instance_id)
+    instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     allowed = webhooks.kinds_for(AgentType(instance.agent_type))
     if body.kind not in allowed:
         raise webhooks.WebhookKindRefused(event_kind=body.kind, allowed=allowed).application_error()
@@ -85,7 +84,7 @@ async def create_webhook(
 async def list_agent_webhooks(
     tenant: EnabledTenant, instance_id: InstancePath, store: StoreDep, request: Request
 ) -> WebhookList:
-    await run_control(control.get_instance, store, tenant, instance_id)
+    await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     rows = await asyncio.to_thread(webhooks.list_for, store, tenant, instance_id)
     return WebhookList(webhooks=[_view(request, r) for r in rows])
 
@@ -135,7 +134,7 @@ async def deliver_webhook(
     done = await asyncio.to_thread(
         webhooks.deliver, store, webhook_id, dict(request.headers), body, datetime.now(UTC)
     )
-    instance = await run_control(
+    instance = await asyncio.to_thread(
         control.get_instance, store, done.webhook.tenant, done.webhook.instance_id
     )
     await waker(instance)

@@ -23,7 +23,6 @@ from runtime.sessions.registry import get_session
 from runtime.settings import Settings
 from runtime.standing_agents import control
 from runtime.standing_agents.contracts import AgentStatus
-from runtime.standing_agents.models import AgentInstance
 from runtime.store import Store
 from runtime.windows.errors import WindowsError
 from runtime.windows.lease import (
@@ -72,7 +71,7 @@ async def refuse_holder(
         if TaskState(task.state) in SETTLED:
             return holder_settled(holder, f"task {task.state}")
         return None
-    agent = await asyncio.to_thread(_load_agent, store, tenant, ident)
+    agent = await asyncio.to_thread(control.find_instance, store, tenant, ident)
     if agent is None:
         return unknown_holder(holder, tenant, "no such agent in this tenant")
     if agent.status != AgentStatus.ACTIVE.value:
@@ -90,13 +89,6 @@ def _load_task(store: Store, tenant: str, task_id: str) -> CodingTask | None:
     with store.session() as db:
         row = db.get(CodingTask, task_id)
     return row if row is not None and row.tenant == tenant else None
-
-
-def _load_agent(store: Store, tenant: str, instance_id: str) -> AgentInstance | None:
-    try:
-        return control.get_instance(store, tenant, instance_id)
-    except control.InstanceNotFound:
-        return None
 
 
 async def _running(client: Client, workflow_id: str) -> bool:

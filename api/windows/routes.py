@@ -86,14 +86,10 @@ async def list_leases(tenant: TenantPath, client: TemporalDep) -> WindowsLeases:
     return WindowsLeases(leases=leases)
 
 
-def _answer(error: WindowsError) -> ApiError:
-    return ApiError(error.http_status, error.response_body(), failure=error)
-
-
 def _typed(err: ApplicationError) -> ApiError:
     failure = decode_failure(err)
     assert isinstance(failure, WindowsError)
-    return _answer(failure)
+    return ApiError.of(failure)
 
 
 @router.post(
@@ -119,7 +115,7 @@ async def call_verb(
     except ApplicationError as err:
         raise _typed(err) from err
     if not await asyncio.to_thread(feature_enabled, store, tenant, WINDOWS_POOL_FEATURE):
-        raise _answer(WindowsError.agentrt(WindowsErrorCode.FEATURE_DISABLED))
+        raise ApiError.of(WindowsError.agentrt(WindowsErrorCode.FEATURE_DISABLED))
     body = await read_body(request)
     try:
         args = validate_and_clamp(parsed, body)
@@ -134,11 +130,11 @@ async def call_verb(
         except RPCError as err:
             raise rpc_error(err) from err
         if refusal is not None:
-            raise _answer(refusal)
+            raise ApiError.of(refusal)
     try:
         result = await run_verb(client, settings, tenant, holder, parsed, args)
     except lease_client.LeaseCallFailed as err:
-        raise _answer(err.error) from err
+        raise ApiError.of(err.error) from err
     except lease_client.LeaseUnavailable as err:
         raise worker_unavailable() from err
     except RPCError as err:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlmodel import Session, col, select
 
 from runtime.approvals import ledger
 from runtime.approvals.ledger import DEPLOYMENT, ApprovalKind, ApprovalRequest, ApprovalState
+from runtime.failures import WireError
 from runtime.investigation.models import InvestigationNode, Research, ResearchDecision
 from runtime.timestamps import aware_utc
 
@@ -71,11 +72,66 @@ class ResearchAlreadyDecided(InvalidResearchTransition):
     """A decision was asked for a research that is no longer `prepared`."""
 
     def __init__(self, research: Research, target: str) -> None:
-        super().__init__(
-            research,
-            target,
-            f"research {research.research_id!r} was already decided (state {research.state})",
-        )
+        refusal = ResearchNoLongerPrepared(research_id=research.research_id, state=research.state)
+        super().__init__(research, target, refusal.message())
+
+
+# The decision route's answers to the refusals above (the exceptions stay: the gateway's
+# tools, the activities and the expiry clock catch them as they are).
+
+
+class UnknownResearch(WireError):
+    """The decision route or a research read naming no research of the workspace: 404."""
+
+    kind: Literal["research_not_found"] = "research_not_found"
+    research_id: str
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f'No research with id "{self.research_id}"',
+            "code": "research_not_found",
+            "research_id": self.research_id,
+        }
+
+
+class ResearchNoLongerPrepared(WireError):
+    """A decision on a research already decided (its `state` past `prepared`): 409."""
+
+    kind: Literal["research_already_decided"] = "research_already_decided"
+    research_id: str
+    state: str
+
+    @property
+    def http_status(self) -> int:
+        return 409
+
+    def message(self) -> str:
+        return f"research {self.research_id!r} was already decided (state {self.state})"
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": self.message(),
+            "code": "research_already_decided",
+            "research_id": self.research_id,
+        }
+
+
+class InvalidResearchDecision(WireError):
+    """A decision `decide_research` refuses as malformed (`message` says why): 400."""
+
+    kind: Literal["invalid_decision"] = "invalid_decision"
+    message: str
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": self.message, "code": "invalid_decision"}
 
 
 # The human decision route of a research (the research flow's, not the gateway's): the

@@ -1,8 +1,9 @@
 """The live configuration keys of standing agents (`system_configs`): validation, rows.
 
 `validate_config` is what the config route runs before a write: it returns the value to
-store (normalised) or raises `UnknownConfigKey` (404/400 for the route) or `ValueError`
-(a message fit for a 400 body). Reading goes through `effective_credit` and
+store (normalised) or raises `UnknownConfigKey` or `ValueError` (a message fit for a 400
+body); `put_config`, the write, refuses them as `ConfigKeyNotFound` (404) and
+`InvalidConfigValue` (400). Reading goes through `effective_credit` and
 `runtime.policy.agent_budget.resolve_tick_budget`, which fall back below a cleared key.
 
 | key                                  | value                                          |
@@ -26,10 +27,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeGuard
 
 from sqlmodel import col, select
 
+from runtime.failures import WireError
 from runtime.policy.agent_budget import (
     CONFIG_KEYS,
     FOUNDATIONAL_OUTPUT_KEY,
@@ -87,6 +89,39 @@ class UnknownConfigKey(KeyError):
 
     def __str__(self) -> str:
         return f"unknown config key {self.key!r}; known keys: {', '.join(sorted(KNOWN_KEYS))}"
+
+
+class ConfigKeyNotFound(WireError):
+    """A config route naming a key no component reads: 404, with the keys that exist."""
+
+    kind: Literal["unknown_config_key"] = "unknown_config_key"
+    key: str
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f'Unknown config key "{self.key}"',
+            "code": "unknown_config_key",
+            "allowed": sorted(KNOWN_KEYS),
+        }
+
+
+class InvalidConfigValue(WireError):
+    """A value that does not fit its key; `message` names the key and the rule: 400."""
+
+    kind: Literal["invalid_config_value"] = "invalid_config_value"
+    key: str
+    message: str
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": self.message, "code": "invalid_config_value", "key": self.key}
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:
@@ -219,11 +254,16 @@ def put_config(store: Store, tenant: str, key: str, value: Any) -> SystemConfig:
     """Store a validated value (live: the next tick reads it).
 
     Raises:
-        UnknownConfigKey, ValueError: from `validate_config`.
+        ApplicationError: what `validate_config` refuses, typed: `ConfigKeyNotFound` (404),
+            `InvalidConfigValue` (400).
     """
-    row = SystemConfig(
-        tenant=tenant, key=key, value=validate_config(key, value), updated_at=datetime.now(UTC)
-    )
+    try:
+        valid = validate_config(key, value)
+    except UnknownConfigKey:
+        raise ConfigKeyNotFound(key=key).application_error() from None
+    except ValueError as err:
+        raise InvalidConfigValue(key=key, message=str(err)).application_error() from None
+    row = SystemConfig(tenant=tenant, key=key, value=valid, updated_at=datetime.now(UTC))
     with store.session() as db:
         # An upsert: two concurrent first writes of a key both succeed, the last one wins
         # (runtime.store.atomic).

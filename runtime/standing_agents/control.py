@@ -1,4 +1,6 @@
-"""The control side of standing agents: what the API writes in the store (no HTTP here).
+"""The control side of standing agents: what the API writes in the store (no HTTP here:
+a refusal is a typed `WireError`, raised as `application_error()`, that api/errors.py
+answers).
 
 Every function commits its store write before it returns; the caller (api/) then
 sends the workflow the `wake` signal. The store is the source of truth for status,
@@ -15,12 +17,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, delete, select
+from temporalio.exceptions import ApplicationError
 
+from runtime.failures import WireError, refusal_of
 from runtime.policy.agent_budget import (
     FOUNDATIONAL_WINDOW,
     foundational_active,
@@ -42,20 +46,17 @@ from runtime.standing_agents.contracts import (
     EventKind,
     MessageDirection,
 )
+from runtime.standing_agents.errors import AgentNotFound
 from runtime.standing_agents.models import (
     AgentEventRow,
     AgentInstance,
     AgentMessage,
-)
-from runtime.standing_agents.modes import (
-    InstanceNotFound,
 )
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 from runtime.store.tenants import feature_enabled, set_feature
 from runtime.timestamps import iso_ms
 
-__all__ = ["InstanceNotFound"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 # The foundational phase's length when neither system_configs nor Settings say (24 h).
@@ -64,16 +65,35 @@ FOUNDATIONAL_WINDOW_MS = int(FOUNDATIONAL_WINDOW.total_seconds() * 1000)
 _MAX_RACES = 20
 
 
-class SoaAlreadyExists(Exception):
-    """A tenant has one SOA (§2.1: the singleton orchestrator)."""
+class SoaAlreadyExists(WireError):
+    """A second SOA asked of a tenant, which has one (§2.1: the singleton orchestrator): 409."""
 
-    def __init__(self, instance_id: str) -> None:
-        super().__init__(f"the tenant already has its SOA ({instance_id})")
-        self.instance_id = instance_id
+    kind: Literal["soa_already_exists"] = "soa_already_exists"
+    instance_id: str
+
+    @property
+    def http_status(self) -> int:
+        return 409
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": "This tenant already has its SOA (one per tenant)",
+            "code": "soa_already_exists",
+            "instanceId": self.instance_id,
+        }
 
 
-class TickInProgress(Exception):
-    """Reset refused: the workflow holds the tick lease (`tick_in_progress`)."""
+class TickInProgress(WireError):
+    """A reset while the workflow holds the tick lease: 409, reset once the tick ends."""
+
+    kind: Literal["tick_in_progress"] = "tick_in_progress"
+
+    @property
+    def http_status(self) -> int:
+        return 409
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": "A tick is running; reset once it ends", "code": "tick_in_progress"}
 
 
 @dataclass(frozen=True)
@@ -126,12 +146,18 @@ def transaction(store: Store, write: Callable[[Session], T]) -> T:
 # -- instances ------------------------------------------------------------------------------
 
 
-def get_instance(store: Store, tenant: str, instance_id: str) -> AgentInstance:
-    """The tenant's agent; InstanceNotFound when absent or of another tenant."""
+def find_instance(store: Store, tenant: str, instance_id: str) -> AgentInstance | None:
+    """The tenant's agent; None when absent or of another tenant."""
     with store.session() as db:
         row = db.get(AgentInstance, instance_id)
-    if row is None or row.tenant != tenant:
-        raise InstanceNotFound(instance_id)
+    return row if row is not None and row.tenant == tenant else None
+
+
+def get_instance(store: Store, tenant: str, instance_id: str) -> AgentInstance:
+    """The tenant's agent, refused (`AgentNotFound`, 404) when absent or of another tenant."""
+    row = find_instance(store, tenant, instance_id)
+    if row is None:
+        raise AgentNotFound(instance_id=instance_id).application_error()
     return row
 
 
@@ -159,7 +185,7 @@ def create_instance(
     `AgentDispatcher:FoundationalWindowHours`, else `foundational_window_ms`.
 
     Raises:
-        SoaAlreadyExists: the tenant has its SOA already.
+        ApplicationError: `SoaAlreadyExists` (409), the tenant has its SOA already.
     """
     now = now_utc()
     window = configs.foundational_window_of(store, tenant, foundational_window_ms)
@@ -185,7 +211,7 @@ def create_instance(
             db.commit()
         except IntegrityError:
             db.rollback()
-            raise SoaAlreadyExists(instance_id) from None
+            raise SoaAlreadyExists(instance_id=instance_id).application_error() from None
     return row
 
 
@@ -226,8 +252,9 @@ def set_standing_agents(
                 status,
                 foundational_window_ms=settings.agent_foundational_window_ms,
             )
-        except SoaAlreadyExists:
-            pass
+        except ApplicationError as err:
+            if refusal_of(err, SoaAlreadyExists) is None:
+                raise
     return [row for row in list_instances(store, tenant) if row.status != AgentStatus.CLOSED.value]
 
 
@@ -309,7 +336,8 @@ def reset(
     the agent's memory starts over.
 
     Raises:
-        TickInProgress: the workflow holds the tick lease; try again when the tick ends.
+        ApplicationError: `TickInProgress` (409), the workflow holds the tick lease; try
+            again when the tick ends.
     """
     get_instance(store, tenant, instance_id)
     now = now_utc()
@@ -335,7 +363,7 @@ def reset(
 
     def write(db: Session) -> None:
         if db.exec(statement).rowcount != 1:
-            raise TickInProgress()
+            raise TickInProgress().application_error()
         queue.drain_in(db, instance_id, now)
         budget_pause.clear_in(db, instance_id, now, "reset by an operator")
         approvals.supersede_agent_requests(db, tenant, instance_id, now, "the agent was reset")
@@ -351,7 +379,7 @@ def reset(
 def _row(db: Session, instance_id: str) -> AgentInstance:
     row = db.get(AgentInstance, instance_id, populate_existing=True)
     if row is None:
-        raise InstanceNotFound(instance_id)
+        raise AgentNotFound(instance_id=instance_id).application_error()
     return row
 
 

@@ -10,8 +10,9 @@ from typing import Any, Literal
 
 from sqlalchemy import update
 from sqlmodel import Session, col, select
+from temporalio.exceptions import ApplicationError
 
-from runtime.failures import WireError
+from runtime.failures import WireError, refusal_of
 from runtime.standing_agents import approvals, mcp_calls, queue
 from runtime.standing_agents.agent_journal import (
     DECISION,
@@ -34,7 +35,6 @@ from runtime.standing_agents.models import (
     AttentionRequest,
 )
 from runtime.standing_agents.modes import (
-    InstanceNotFound,
     ModeChange,
     UnknownMode,
     allowed_modes,
@@ -44,14 +44,34 @@ from runtime.standing_agents.modes import (
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 
-__all__ = ["InstanceNotFound"]
 log = logging.getLogger(__name__)
 
 
 class DecisionNotFound(Exception):
+    """No decision of this id in the tenant: the route answers `UnknownDecision`, agentrt's
+    MCP server its own refusal."""
+
     def __init__(self, decision_id: str) -> None:
         super().__init__(f"no decision {decision_id!r}")
         self.decision_id = decision_id
+
+
+class UnknownDecision(WireError):
+    """A decision route naming no decision of the tenant: 404."""
+
+    kind: Literal["decision_not_found"] = "decision_not_found"
+    decision_id: str
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f'No decision with id "{self.decision_id}"',
+            "code": "decision_not_found",
+            "decisionId": self.decision_id,
+        }
 
 
 class InvalidResolution(WireError):
@@ -76,11 +96,31 @@ class InvalidResolution(WireError):
 
 
 class DecisionAlreadyResolved(Exception):
-    """A different answer to a resolved request."""
+    """A different answer to a resolved request (answered `DecisionAnsweredOtherwise`)."""
 
     def __init__(self, row: AttentionRequest) -> None:
         super().__init__(f"decision {row.decision_id!r} is already resolved")
         self.row = row
+
+
+class DecisionAnsweredOtherwise(WireError):
+    """A different answer to a decision already resolved; `resolution` is its answer: 409."""
+
+    kind: Literal["decision_already_resolved"] = "decision_already_resolved"
+    decision_id: str
+    resolution: str | None
+
+    @property
+    def http_status(self) -> int:
+        return 409
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": "This decision was already resolved with another answer",
+            "code": "decision_already_resolved",
+            "decisionId": self.decision_id,
+            "resolution": self.resolution,
+        }
 
 
 def list_decisions(
@@ -245,7 +285,9 @@ def after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) -> 
             decision_id=row.decision_id,
             allowed=allowed,
         )
-    except UnknownMode:
+    except ApplicationError as err:
+        if refusal_of(err, UnknownMode) is None:
+            raise
         # The catalogue changed since the proposal: the answer still reaches the
         # agent (its resume says approve), the mode stays as it is.
         log.warning("approved mode %r is not in the catalogue of %s", mode, instance.instance_id)

@@ -23,7 +23,6 @@ from runtime.standing_agents.agent_journal import MODE_CHANGED, append_agent_eve
 from runtime.standing_agents.catalog import (
     MODES,
     TOOL_SUPERSET,
-    ModeCatalogError,
     control_verbs,
     modes_of,
 )
@@ -33,19 +32,31 @@ from runtime.standing_agents.contracts import (
     ModeDefinition,
     TickBudget,
 )
+from runtime.standing_agents.errors import AgentNotFound
 from runtime.standing_agents.models import AgentInstance, AgentModeChange, AgentModeRow
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 from runtime.timestamps import aware_utc, iso_ms
 
 
-class UnknownMode(Exception):
-    """The mode is not in the agent type's catalogue; `allowed` lists the ones that are."""
+class UnknownMode(WireError):
+    """A mode asked for an agent (the mode route's body, an approved proposal) that its
+    type's catalogue does not hold; `allowed` lists the ones it does: 400."""
 
-    def __init__(self, mode: str, allowed: list[str]) -> None:
-        super().__init__(f"unknown mode {mode!r}")
-        self.mode = mode
-        self.allowed = allowed
+    kind: Literal["unknown_mode"] = "unknown_mode"
+    mode: str
+    allowed: list[str]
+
+    @property
+    def http_status(self) -> int:
+        return 400
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f'Unknown mode "{self.mode}" for this agent',
+            "code": "unknown_mode",
+            "allowed": self.allowed,
+        }
 
 
 class ModeNotFound(WireError):
@@ -98,12 +109,6 @@ class UnknownModePreset(WireError):
             "code": "unknown_preset",
             "presetId": self.preset_id,
         }
-
-
-class InstanceNotFound(Exception):
-    def __init__(self, instance_id: str) -> None:
-        super().__init__(f"no agent {instance_id!r}")
-        self.instance_id = instance_id
 
 
 @dataclass(frozen=True)
@@ -173,13 +178,13 @@ def apply_mode_change(
     it again under the same dedupe key: a journal entry lost to a crash is written then).
 
     Raises:
-        InstanceNotFound: no such agent.
-        UnknownMode: `to_mode` is not in the agent's catalogue.
+        ApplicationError: `AgentNotFound` (404), no such agent; `UnknownMode` (400),
+            `to_mode` is not in the agent's catalogue.
     """
     with store.session() as db:
         found = db.get(AgentInstance, instance_id)
     if found is None:
-        raise InstanceNotFound(instance_id)
+        raise AgentNotFound(instance_id=instance_id).application_error()
     # Read before the write transaction: SQLite allows one writer, and this is a read.
     allowed = allowed_modes(store, AgentType(found.agent_type))
     with store.session() as db:
@@ -209,18 +214,19 @@ def set_mode_tools(
     verbs (phase_complete, phase_blocked, soa_propose_mode_change) are always in it.
 
     Raises:
-        UnknownMode: no such mode in the type's catalogue.
-        ModeCatalogError: a tool outside the type's superset, or a malformed MCP entry.
+        ApplicationError: `ModeNotFound` (404), no such mode in the type's catalogue;
+            `InvalidModeTools` (400), a tool outside the type's superset, or a malformed
+            MCP entry.
     """
     wanted = sorted(set(tools) | set(control_verbs(foundational=False)))
     outside = [
         t for t in wanted if t not in TOOL_SUPERSET[agent_type] and pattern_problem(t) is not None
     ]
     if outside:
-        raise ModeCatalogError(
-            f"not tools of {agent_type} (its superset) nor MCP entries "
+        raise InvalidModeTools(
+            message=f"not tools of {agent_type} (its superset) nor MCP entries "
             f"(mcp__<server>__<tool> or mcp__<server>__*): {', '.join(outside)}"
-        )
+        ).application_error()
     return _update_mode(store, agent_type, name, tools=wanted)
 
 
@@ -232,22 +238,22 @@ def set_mode_preset(
     preset exists; a preset a mode names cannot be deleted (runtime/llm/preset_store).
 
     Raises:
-        UnknownMode: no such mode in the type's catalogue.
+        ApplicationError: `ModeNotFound` (404), no such mode in the type's catalogue.
     """
     return _update_mode(store, agent_type, name, preset_id=preset_id)
 
 
 def _update_mode(store: Store, agent_type: AgentType, name: str, **values: Any) -> ModeDefinition:
     """Write `values` on a mode of the type's catalogue (seeded first); the row is no longer
-    the code seed's. Raises UnknownMode for a mode the catalogue does not hold."""
+    the code seed's. Refuses a mode the catalogue does not hold (`ModeNotFound`, 404)."""
     seed_modes(store)
     allowed = allowed_modes(store, agent_type)
     if name not in allowed:
-        raise UnknownMode(name, allowed)
+        raise ModeNotFound(mode=name, allowed=allowed).application_error()
     with store.session() as db:
         row = db.get(AgentModeRow, (agent_type.value, name))
         if row is None:  # deleted meanwhile
-            raise UnknownMode(name, allowed)
+            raise ModeNotFound(mode=name, allowed=allowed).application_error()
         for field, value in values.items():
             setattr(row, field, value)
         row.system_seed = False
@@ -283,17 +289,17 @@ def apply_mode_change_in(
     the same way.
 
     Raises:
-        InstanceNotFound, UnknownMode: as `apply_mode_change`.
+        ApplicationError: `AgentNotFound`, `UnknownMode`: as `apply_mode_change`.
     """
     instance = db.get(AgentInstance, instance_id, with_for_update=True, populate_existing=True)
     if instance is None:
-        raise InstanceNotFound(instance_id)
+        raise AgentNotFound(instance_id=instance_id).application_error()
     if decision_id is not None:
         earlier = _change_of_decision(db, decision_id)
         if earlier is not None:
             return earlier
     if to_mode not in allowed:
-        raise UnknownMode(to_mode, allowed)
+        raise UnknownMode(mode=to_mode, allowed=allowed).application_error()
     now = datetime.now(UTC)
     change = AgentModeChange(
         instance_id=instance_id,

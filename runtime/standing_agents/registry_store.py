@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
 from sqlalchemy import update
 from sqlmodel import col, select
 
+from runtime.failures import WireError
 from runtime.standing_agents.contracts import AgentStatus, AgentType
 from runtime.standing_agents.models import AgentInstance, RegistryEntry
 from runtime.store.engine import Store
@@ -39,9 +41,31 @@ class Registered:
 
 
 class ReservedAgentId(Exception):
+    """An id that could shadow the SOA's entry: the registry route answers `AgentIdReserved`,
+    agentrt's MCP server its own refusal."""
+
     def __init__(self, agent_id: str) -> None:
         super().__init__(f"agent ids starting with {RESERVED_PREFIX!r} are reserved for the SOA")
         self.agent_id = agent_id
+
+
+class AgentIdReserved(WireError):
+    """A registration whose id starts with the SOA's prefix (`soa-`): 409."""
+
+    kind: Literal["agent_id_reserved"] = "agent_id_reserved"
+    agent_id: str
+
+    @property
+    def http_status(self) -> int:
+        return 409
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f'Agent ids starting with "{RESERVED_PREFIX}" are reserved for the '
+            "tenant's SOA",
+            "code": "agent_id_reserved",
+            "agentId": self.agent_id,
+        }
 
 
 class NotOwner(Exception):
@@ -58,9 +82,30 @@ def _check_owner(row: RegistryEntry, by: str | None) -> None:
 
 
 class NotRegistered(Exception):
+    """No live entry of this id: the registry route answers `AgentNotRegistered`, agentrt's
+    MCP server its own refusal (and a coder's call refreshing its entry ignores it)."""
+
     def __init__(self, agent_id: str) -> None:
         super().__init__(f"agent {agent_id!r} is not registered (or expired)")
         self.agent_id = agent_id
+
+
+class AgentNotRegistered(WireError):
+    """A heartbeat for no live entry (never registered, or expired): 404, register again."""
+
+    kind: Literal["agent_not_registered"] = "agent_not_registered"
+    agent_id: str
+
+    @property
+    def http_status(self) -> int:
+        return 404
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "error": f'No live registry entry "{self.agent_id}": register it again',
+            "code": "agent_not_registered",
+            "agentId": self.agent_id,
+        }
 
 
 def register(

@@ -46,31 +46,28 @@ SIGNAL_SOURCE = "prompt_engineer"
 CALL_SITES: tuple[str, ...] = tuple(sorted(SITE_PARENTS))
 
 
-class UnknownCallSite(ValueError):
-    def __init__(self, call_site: str) -> None:
-        super().__init__(call_site)
-        self.call_site = call_site
-
-
-class InvalidSignalKind(ValueError):
-    def __init__(self, kind: object) -> None:
-        super().__init__(str(kind))
-        self.kind = kind
+def parse_signal_kind(payload: dict[str, Any]) -> AgentSignalKind | None:
+    """The `AgentSignalKind` an ExternalSignalReceived payload carries; None when it is
+    missing or not one of §3.1's kinds."""
+    raw = payload.get("signalKind")
+    if not isinstance(raw, str):
+        return None
+    try:
+        return AgentSignalKind(raw)
+    except ValueError:
+        return None
 
 
 def signal_kind(payload: dict[str, Any]) -> AgentSignalKind:
     """The `AgentSignalKind` an ExternalSignalReceived payload carries.
 
     Raises:
-        InvalidSignalKind: missing or not one of §3.1's kinds.
+        ApplicationError: `SignalKindRefused` (400), missing or not one of §3.1's kinds.
     """
-    raw = payload.get("signalKind")
-    if not isinstance(raw, str):
-        raise InvalidSignalKind(raw)
-    try:
-        return AgentSignalKind(raw)
-    except ValueError:
-        raise InvalidSignalKind(raw) from None
+    kind = parse_signal_kind(payload)
+    if kind is None:
+        raise SignalKindRefused(given=payload.get("signalKind")).application_error()
+    return kind
 
 
 def redactor_instance_id(tenant: str, call_site: str) -> str:
@@ -99,10 +96,11 @@ def raise_redactor_signal(
     `signal_id` (a retry with the same id adds nothing).
 
     Raises:
-        UnknownCallSite: `call_site` is not one of the LLM site registry's.
+        ApplicationError: `CallSiteRefused` (400), `call_site` is not one of the LLM site
+            registry's.
     """
     if call_site not in SITE_PARENTS:
-        raise UnknownCallSite(call_site)
+        raise CallSiteRefused(call_site=call_site).application_error()
     instance_id = redactor_instance_id(tenant, call_site)
     event_id = f"signal/{instance_id}/{signal_id or uuid.uuid4().hex}"
     body = {**payload, "signalKind": kind.value, "callSite": call_site}
@@ -207,6 +205,8 @@ def check_payload_size(payload: dict[str, Any], what: str) -> None:
 
 
 class CallSiteRefused(WireError):
+    """A signal naming a call site the LLM site registry does not hold: 400."""
+
     kind: Literal["unknown_call_site"] = "unknown_call_site"
     call_site: str
 
@@ -223,6 +223,8 @@ class CallSiteRefused(WireError):
 
 
 class SignalKindRefused(WireError):
+    """A signal whose `signalKind` is missing or not an `AgentSignalKind` (spec §3.1): 400."""
+
     kind: Literal["invalid_signal_kind"] = "invalid_signal_kind"
     given: Any = None
 

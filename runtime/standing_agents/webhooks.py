@@ -33,7 +33,7 @@ from runtime.standing_agents.contracts import (
     EventKind,
 )
 from runtime.standing_agents.models import AgentInstance, AgentWebhook
-from runtime.standing_agents.signals import signal_kind
+from runtime.standing_agents.signals import parse_signal_kind
 from runtime.store.engine import Store
 
 ID_PREFIX: Final = "wh_"
@@ -164,15 +164,12 @@ def deliver(
             status=400, code="invalid_payload", message="The webhook body must be a JSON object"
         ).application_error()
     kind = EventKind(hook.event_kind)
-    if kind is EventKind.EXTERNAL_SIGNAL_RECEIVED:
-        try:
-            signal_kind(payload)
-        except ValueError:
-            raise WebhookDeliveryRefused(
-                status=400,
-                code="invalid_signal_kind",
-                message="payload.signalKind is not an AgentSignalKind",
-            ).application_error() from None
+    if kind is EventKind.EXTERNAL_SIGNAL_RECEIVED and parse_signal_kind(payload) is None:
+        raise WebhookDeliveryRefused(
+            status=400,
+            code="invalid_signal_kind",
+            message="payload.signalKind is not an AgentSignalKind",
+        ).application_error()
     with store.session() as db:
         instance = db.get(AgentInstance, hook.instance_id)
     if instance is None:

@@ -9,6 +9,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 
 from api.errors import ApiError
+from runtime.agent_tools.browser import BrowserCheckFailed, MutationRateLimited
 from runtime.agent_tools.calls import IdempotencyConflict
 from runtime.agent_tools.errors import (
     AuthorizationPending,
@@ -20,13 +21,20 @@ from runtime.agent_tools.errors import (
     TurnNotWaiting,
 )
 from runtime.failures import (
+    InvalidRequest,
     UpdateExpired,
     WireError,
     WorkerUnavailable,
     decode_failure,
     wire_error_kinds,
 )
+from runtime.investigation.research import (
+    InvalidResearchDecision,
+    ResearchNoLongerPrepared,
+    UnknownResearch,
+)
 from runtime.policy.approval import InvalidApprovalMode
+from runtime.policy.backpressure import SubscriberLimitExceeded
 from runtime.policy.permissions import (
     Forbidden,
     InvalidOption,
@@ -34,7 +42,24 @@ from runtime.policy.permissions import (
     PolicyNotImplemented,
     SentinelCollision,
 )
-from runtime.sessions.errors import PromptQueueFull, SessionNotFound
+from runtime.sessions.errors import (
+    ModelSwitchFailed,
+    PromptQueueFull,
+    PromptTooLarge,
+    RestoreInProgress,
+    SessionLimitExceeded,
+    SessionModelUnbound,
+    SessionNotFound,
+    WorkspaceMismatch,
+)
+from runtime.settings import TokenRequired
+from runtime.standing_agents.configs import ConfigKeyNotFound, InvalidConfigValue
+from runtime.standing_agents.control import SoaAlreadyExists, TickInProgress
+from runtime.standing_agents.decision_queue import DecisionAnsweredOtherwise, UnknownDecision
+from runtime.standing_agents.errors import AgentNotFound, InvalidEventKind, StandingAgentsDisabled
+from runtime.standing_agents.modes import UnknownMode
+from runtime.standing_agents.registry_store import AgentIdReserved, AgentNotRegistered
+from runtime.workspace.errors import MemoryFileRefused, WorkspaceInitConflict
 
 REFUSALS: list[WireError] = [
     Forbidden(request_id="r", session_id="s", reason="designated_mismatch", client_id="c"),
@@ -55,6 +80,34 @@ REFUSALS: list[WireError] = [
     TurnNotStarted(turn_id="t"),
     ResultNotFound(result_id="r"),
     IdempotencyConflict(idempotency_key="k"),
+    InvalidRequest(message="m", code="c", details={"field": "f", "allowedFields": ["f"]}),
+    SessionLimitExceeded(limit=3),
+    WorkspaceMismatch(bound="/a", requested="/b"),
+    PromptTooLarge(size=9, limit=8),
+    RestoreInProgress(session_id="s", active_action="load", requested_action="resume"),
+    ModelSwitchFailed(model_id="m", reason="r"),
+    SessionModelUnbound(status=404, code="unknown_preset", message="m"),
+    WorkspaceInitConflict(path="/w/AGENTS.md", existing_size=3),
+    MemoryFileRefused(status=403, code="permission_denied", message="m"),
+    SubscriberLimitExceeded(limit=2),
+    TokenRequired(),
+    BrowserCheckFailed(check="csrf_invalid"),
+    MutationRateLimited(limit=60, retry_after_ms=1500, retry_after=2),
+    AgentNotFound(instance_id="a"),
+    StandingAgentsDisabled(tenant="t"),
+    InvalidEventKind(event_kind="ExternalSignalReceived", allowed=["k"], to_soa=True),
+    SoaAlreadyExists(instance_id="soa-1"),
+    TickInProgress(),
+    UnknownMode(mode="m", allowed=["a"]),
+    UnknownDecision(decision_id="d"),
+    DecisionAnsweredOtherwise(decision_id="d", resolution="approve"),
+    AgentIdReserved(agent_id="soa-x"),
+    AgentNotRegistered(agent_id="a"),
+    ConfigKeyNotFound(key="k"),
+    InvalidConfigValue(key="k", message="m"),
+    UnknownResearch(research_id="r"),
+    ResearchNoLongerPrepared(research_id="r", state="denied"),
+    InvalidResearchDecision(message="m"),
 ]
 
 
