@@ -175,3 +175,21 @@ class InvalidRequest(WireError):
         if self.code is not None:
             body["code"] = self.code
         return {**body, **self.details}
+
+
+class RelayedRefusal(WireError):
+    """A refusal passed on as the layer below stated it (a model-routing configuration
+    refusal behind a session's model switch, the workspace fence's `FileError` behind
+    `POST /workspace/init`): that layer's status, its code and its message, nothing more."""
+
+    kind: Literal["relayed_refusal"] = "relayed_refusal"
+    status: int
+    code: str
+    message: str
+
+    @property
+    def http_status(self) -> int:
+        return self.status
+
+    def response_body(self) -> dict[str, Any]:
+        return {"error": self.message, "code": self.code}

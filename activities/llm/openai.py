@@ -197,12 +197,16 @@ class OpenAIProvider:
         self, response: httpx.Response, names: ToolNames, on_delta: DeltaCallback | None
     ) -> ModelReply:
         stream = _StreamReply(requested_model=self.model)
-        # httpx-sse parses the event stream (comments, `event:`, multi-line `data`).
+        # httpx-sse parses the event stream (comments, `event:`, multi-line `data`). As the
+        # SSE standard says, an event the stream ends in the middle of (no blank line after
+        # it) is discarded: a reply whose finish chunk is lost so ends incomplete.
         async with aclosing(EventSource(response).aiter_sse()) as events:
             async for event in events:
                 data = event.data
                 if not data:
-                    continue  # an event without data (`id:` or `retry:` alone) carries no chunk
+                    # An event without data (`event:`, `id:` or `retry:` alone, or an empty
+                    # `data:`) carries no chunk.
+                    continue
                 if data == "[DONE]":
                     stream.done = True
                     break

@@ -1,8 +1,9 @@
-"""Session activities: one model step of a prompt's episode, and the workspace tools.
+"""Session activities: a prompt's opening, one model step of its episode, and the recap;
+the tool calls are their base, `SessionToolActivities` (activities/sessions/tool_calls.py).
 
-Each writes its own events (streamed `agent_message_chunk`s, `tool_call`,
-`tool_call_update`) to the session's journal stream with dedupe keys, and keeps
-the conversation in a transcript stream of the journal — never in workflow history.
+Each writes its own events (streamed `agent_message_chunk`s) to the session's journal
+stream with dedupe keys, and keeps the conversation in a transcript stream of the
+journal — never in workflow history.
 """
 
 from __future__ import annotations

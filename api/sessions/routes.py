@@ -51,7 +51,7 @@ from api.sessions.models import (
     SessionSummary,
 )
 from api.temporal import is_unavailable
-from runtime.failures import InvalidRequest, refusal_of
+from runtime.failures import InvalidRequest, RelayedRefusal, refusal_of
 from runtime.llm.config_store import LlmConfigRefusal, session_binding
 from runtime.llm.routing import SESSION_SITE
 from runtime.policy.approval import InvalidApprovalMode, is_approval_mode
@@ -67,7 +67,6 @@ from runtime.sessions.errors import (
     ModelSwitchFailed,
     RestoreInProgress,
     SessionLimitExceeded,
-    SessionModelUnbound,
     WorkspaceMismatch,
 )
 from runtime.sessions.streams import session_event
@@ -278,7 +277,11 @@ async def set_model(
         refused = refusal_of(err, LlmConfigRefusal)
         if refused is None:
             raise
-        raise ApiError.of(SessionModelUnbound.of(refused)) from err
+        raise ApiError.of(
+            RelayedRefusal(
+                status=refused.http_status, code=refused.kind_name, message=refused.message
+            )
+        ) from err
     result: ModelSwitchResult = await update_session(
         client,
         settings,

@@ -22,8 +22,6 @@ from api.standing_agents.common import EnabledTenant, RegistryIdPath
 from api.standing_agents.models import RegisterBody, RegistryAgent, RegistryList
 from runtime.standing_agents import registry_store
 from runtime.standing_agents.registry_store import (
-    AgentIdReserved,
-    AgentNotRegistered,
     Registered,
 )
 from runtime.timestamps import iso_ms
@@ -59,8 +57,8 @@ async def register(body: RegisterBody, tenant: EnabledTenant, store: StoreDep) -
             body.capabilities,
             body.endpoint,
         )
-    except registry_store.ReservedAgentId:
-        raise ApiError.of(AgentIdReserved(agent_id=body.agentId)) from None
+    except registry_store.ReservedAgentId as err:
+        raise ApiError.of(err.refusal()) from None
     return _view(entry)
 
 
@@ -72,8 +70,8 @@ async def heartbeat(
         entry = await asyncio.to_thread(
             registry_store.heartbeat, store, tenant, agent_id, _ttl(settings.registry_ttl_ms)
         )
-    except registry_store.NotRegistered:
-        raise ApiError.of(AgentNotRegistered(agent_id=agent_id)) from None
+    except registry_store.NotRegistered as err:
+        raise ApiError.of(err.refusal()) from None
     return _view(entry)
 
 

@@ -56,7 +56,7 @@ from api.workspace.status_models import (
     WorkspaceSkills,
 )
 from runtime.device_flow.providers import all_providers, credentials_path
-from runtime.failures import InvalidRequest
+from runtime.failures import InvalidRequest, RelayedRefusal
 from runtime.llm.active import active_model
 from runtime.policy.approval import DEFAULT_APPROVAL_MODE, TOOL_KINDS, is_approval_mode
 from runtime.sessions import registry
@@ -65,7 +65,7 @@ from runtime.sessions.streams import session_event
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.streams import session_stream
-from runtime.workspace.errors import MemoryFileRefused, WorkspaceInitConflict
+from runtime.workspace.errors import WorkspaceInitConflict
 from runtime.workspace.fence import Fence, FileError
 from runtime.workspace.files import WORKSPACE_FILE_MODE, HashMismatch, content_hash
 from runtime.workspace.settings import (
@@ -384,7 +384,9 @@ async def init_workspace(
     try:
         action, existing = await asyncio.to_thread(init)
     except FileError as err:
-        raise ApiError.of(MemoryFileRefused.of(err)) from err
+        raise ApiError.of(
+            RelayedRefusal(status=err.status, code=err.kind, message=err.message)
+        ) from err
     if action == "not_a_file":
         raise ApiError.of(WorkspaceInitConflict(path=str(path)))
     if action == "conflict":

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from runtime.failures import WireError
 
 if TYPE_CHECKING:
-    from runtime.llm.config_errors import LlmConfigRefusal
+    pass
 
 RETRY_AFTER_SECONDS = "5"
 
@@ -173,25 +173,3 @@ class ModelSwitchFailed(WireError):
             "code": self.kind_name,
             "modelId": self.model_id,
         }
-
-
-class SessionModelUnbound(WireError):
-    """`POST /session/:id/model` while Session:Default's binding is refused by the
-    model-routing configuration (an `LlmConfigRefusal`): that refusal's status, code and
-    message, without the configuration's own fields."""
-
-    kind: Literal["session_model_unbound"] = "session_model_unbound"
-    status: int
-    code: str
-    message: str
-
-    @classmethod
-    def of(cls, refusal: LlmConfigRefusal) -> SessionModelUnbound:
-        return cls(status=refusal.http_status, code=refusal.kind_name, message=refusal.message)
-
-    @property
-    def http_status(self) -> int:
-        return self.status
-
-    def response_body(self) -> dict[str, Any]:
-        return {"error": self.message, "code": self.code}

@@ -48,6 +48,10 @@ class ReservedAgentId(Exception):
         super().__init__(f"agent ids starting with {RESERVED_PREFIX!r} are reserved for the SOA")
         self.agent_id = agent_id
 
+    def refusal(self) -> AgentIdReserved:
+        """The answer of the registry route."""
+        return AgentIdReserved(agent_id=self.agent_id)
+
 
 class AgentIdReserved(WireError):
     """A registration whose id starts with the SOA's prefix (`soa-`): 409."""
@@ -88,6 +92,10 @@ class NotRegistered(Exception):
     def __init__(self, agent_id: str) -> None:
         super().__init__(f"agent {agent_id!r} is not registered (or expired)")
         self.agent_id = agent_id
+
+    def refusal(self) -> AgentNotRegistered:
+        """The answer of the registry route."""
+        return AgentNotRegistered(agent_id=self.agent_id)
 
 
 class AgentNotRegistered(WireError):

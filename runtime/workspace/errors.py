@@ -1,9 +1,9 @@
 """Refusals of the workspace mutations (`POST /workspace/init`) and their wire bodies.
 
 The fence's own refusals stay `FileError`s (runtime/workspace/fence.py imports only the
-standard library: the search child uses it); the init route answers one with
-`MemoryFileRefused.of`. A shape refusal of the body or the path (a tool name too long)
-is the kernel's `InvalidRequest` (runtime/failures.py).
+standard library: the search child uses it); the init route passes one on as the kernel's
+`RelayedRefusal`. A shape refusal of the body or the path (a tool name too long) is the
+kernel's `InvalidRequest` (runtime/failures.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from runtime.failures import WireError
 
 if TYPE_CHECKING:
-    from runtime.workspace.fence import FileError
+    pass
 
 
 class WorkspaceInitConflict(WireError):
@@ -42,24 +42,3 @@ class WorkspaceInitConflict(WireError):
             "path": self.path,
             "existingSize": self.existing_size,
         }
-
-
-class MemoryFileRefused(WireError):
-    """`POST /workspace/init` refused by the workspace fence (a `FileError`: the data dir,
-    a file too large, an OS error): the fence's status, its `errorKind` as the code."""
-
-    kind: Literal["memory_file_refused"] = "memory_file_refused"
-    status: int
-    code: str
-    message: str
-
-    @classmethod
-    def of(cls, err: FileError) -> MemoryFileRefused:
-        return cls(status=err.status, code=err.kind, message=err.message)
-
-    @property
-    def http_status(self) -> int:
-        return self.status
-
-    def response_body(self) -> dict[str, Any]:
-        return {"error": self.message, "code": self.code}

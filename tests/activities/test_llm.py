@@ -223,16 +223,17 @@ def test_provider_from_settings() -> None:
 
 
 async def test_the_stream_is_read_as_the_event_stream_format_has_it() -> None:
-    """Comments, `event:` lines and events without data are skipped, and an event's
-    `data` lines are joined with newlines (httpx-sse parses the stream)."""
+    """Comments, `event:` lines and events without data are skipped; an event's `data`
+    lines are joined with newlines, with or without a space after the colon (httpx-sse
+    parses the stream); a stream may end without a blank line after `[DONE]`."""
     stream = (
         ": keep-alive\n\n"
         "event: x\n"
         'data: {"choices": [{"index": 0, "delta": {"content": "a"}}]\n'
-        "data: }\n\n"
+        "data:}\n\n"
         "retry: 1000\n\n"
         'data: {"choices": [{"index": 0, "delta": {"content": "b"}, "finish_reason": "stop"}]}\n\n'
-        "data: [DONE]\n\n"
+        "data: [DONE]"
     )
 
     def answer(_request: httpx.Request) -> httpx.Response:
@@ -242,6 +243,23 @@ async def test_the_stream_is_read_as_the_event_stream_format_has_it() -> None:
         provider = OpenAIProvider(base_url="http://model.test/v1", model="m", client=client)
         reply = await provider.complete([ChatMessage(role="user", content="hi")], [])
     assert (reply.content, reply.finish_reason) == ("ab", "stop")
+
+
+async def test_a_stream_cut_in_its_finish_event_is_an_incomplete_reply() -> None:
+    """The event a stream ends in the middle of is discarded (the SSE standard): without
+    its finish chunk the reply is incomplete, and the attempt says so."""
+    stream = (
+        'data: {"choices": [{"index": 0, "delta": {"content": "a"}}]}\n\n'
+        'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}'
+    )
+
+    def answer(_request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=stream)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+        provider = OpenAIProvider(base_url="http://model.test/v1", model="m", client=client)
+        with pytest.raises(ModelError, match="ended before the reply was complete"):
+            await provider.complete([ChatMessage(role="user", content="hi")], [])
 
 
 # --- openai, against a real OpenAI-compatible server on loopback ---------------------------

@@ -22,6 +22,7 @@ from runtime.agent_tools.errors import (
 )
 from runtime.failures import (
     InvalidRequest,
+    RelayedRefusal,
     UpdateExpired,
     WireError,
     WorkerUnavailable,
@@ -48,7 +49,6 @@ from runtime.sessions.errors import (
     PromptTooLarge,
     RestoreInProgress,
     SessionLimitExceeded,
-    SessionModelUnbound,
     SessionNotFound,
     WorkspaceMismatch,
 )
@@ -59,7 +59,7 @@ from runtime.standing_agents.decision_queue import DecisionAnsweredOtherwise, Un
 from runtime.standing_agents.errors import AgentNotFound, InvalidEventKind, StandingAgentsDisabled
 from runtime.standing_agents.modes import UnknownMode
 from runtime.standing_agents.registry_store import AgentIdReserved, AgentNotRegistered
-from runtime.workspace.errors import MemoryFileRefused, WorkspaceInitConflict
+from runtime.workspace.errors import WorkspaceInitConflict
 
 REFUSALS: list[WireError] = [
     Forbidden(request_id="r", session_id="s", reason="designated_mismatch", client_id="c"),
@@ -86,9 +86,8 @@ REFUSALS: list[WireError] = [
     PromptTooLarge(size=9, limit=8),
     RestoreInProgress(session_id="s", active_action="load", requested_action="resume"),
     ModelSwitchFailed(model_id="m", reason="r"),
-    SessionModelUnbound(status=404, code="unknown_preset", message="m"),
+    RelayedRefusal(status=404, code="unknown_preset", message="m"),
     WorkspaceInitConflict(path="/w/AGENTS.md", existing_size=3),
-    MemoryFileRefused(status=403, code="permission_denied", message="m"),
     SubscriberLimitExceeded(limit=2),
     TokenRequired(),
     BrowserCheckFailed(check="csrf_invalid"),

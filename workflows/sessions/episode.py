@@ -59,8 +59,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.llm.chain import ATTEMPT_RETRY, resolve_chain, run_chain
 
 
-LOCAL = timedelta(minutes=2)
-RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=100))
+# The bound of a local activity, and the retry of a step's short activities.
+LOCAL_TIMEOUT = timedelta(minutes=2)
+STEP_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=100))
 # Side effects are idempotent (the operation ledger), so they may retry until they land.
 _EFFECT_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5)
@@ -123,8 +124,8 @@ class PromptEpisode:
                 retention=self._input.event_retention,
                 workspace_cwd=self._input.workspace_cwd,
             ),
-            start_to_close_timeout=LOCAL,
-            retry_policy=RETRY,
+            start_to_close_timeout=LOCAL_TIMEOUT,
+            retry_policy=STEP_RETRY,
         )
         for step in range(self._input.max_steps):
             decision: ModelStepResult = await self._cancellable(
@@ -168,7 +169,7 @@ class PromptEpisode:
                 result = await call_local_activity(
                     SessionActivityContracts.MODEL_STEP,
                     request,
-                    start_to_close_timeout=LOCAL,
+                    start_to_close_timeout=LOCAL_TIMEOUT,
                     retry_policy=ATTEMPT_RETRY,
                 )
             else:
@@ -215,8 +216,8 @@ class PromptEpisode:
             result = await call_local_activity(
                 SessionActivityContracts.MODEL_STEP,
                 request,
-                start_to_close_timeout=LOCAL,
-                retry_policy=RETRY,
+                start_to_close_timeout=LOCAL_TIMEOUT,
+                retry_policy=STEP_RETRY,
             )
             return result
         result = await call_activity(
@@ -224,7 +225,7 @@ class PromptEpisode:
             request,
             start_to_close_timeout=timedelta(minutes=10),
             heartbeat_timeout=timedelta(seconds=10),
-            retry_policy=RETRY,
+            retry_policy=STEP_RETRY,
         )
         return result
 
@@ -258,8 +259,8 @@ class PromptEpisode:
         preview: ToolPreview = await call_local_activity(
             SessionActivityContracts.PREVIEW_TOOL,
             step_input,
-            start_to_close_timeout=LOCAL,
-            retry_policy=RETRY,
+            start_to_close_timeout=LOCAL_TIMEOUT,
+            retry_policy=STEP_RETRY,
         )
         command = call.arguments.get("command")
         if preview.disabled:
@@ -359,7 +360,7 @@ class PromptEpisode:
                     SessionActivityContracts.MCP_READ,
                     step_input,
                     start_to_close_timeout=bound,
-                    retry_policy=RETRY,
+                    retry_policy=STEP_RETRY,
                 )
             )
             return
@@ -379,8 +380,8 @@ class PromptEpisode:
             call_local_activity(
                 SessionActivityContracts.RUN_TOOL,
                 step_input,
-                start_to_close_timeout=LOCAL,
-                retry_policy=RETRY,
+                start_to_close_timeout=LOCAL_TIMEOUT,
+                retry_policy=STEP_RETRY,
             )
         )
 

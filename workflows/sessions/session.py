@@ -21,7 +21,7 @@ from runtime.search_attributes import KIND, STATUS, TENANT
 from workflows import patches
 from workflows.activity_calls import call_activity, call_local_activity
 from workflows.llm.model_failure import attempt_views, is_exhausted
-from workflows.sessions.episode import LOCAL, RETRY, PromptCancelled, PromptEpisode
+from workflows.sessions.episode import LOCAL_TIMEOUT, STEP_RETRY, PromptCancelled, PromptEpisode
 from workflows.sessions.permissions import SessionPermissions
 
 with workflow.unsafe.imports_passed_through():
@@ -222,8 +222,8 @@ class SessionWorkflow(PromptEpisode):
                 PersistApprovalModeInput(
                     workspace_cwd=self._input.workspace_cwd, mode=request.mode
                 ),
-                start_to_close_timeout=LOCAL,
-                retry_policy=RETRY,
+                start_to_close_timeout=LOCAL_TIMEOUT,
+                retry_policy=STEP_RETRY,
             )
         self._approval_mode = request.mode
         data: dict[str, Any] = {
