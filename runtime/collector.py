@@ -13,7 +13,7 @@ several times per request or workflow task, and the whole heap every hundred of 
 
 Reference cycles made after start-up are still collected, a little later; reference
 counting frees everything else at once, as before. Measured on two API test modules
-(tests/api/test_sessions.py and test_approvals.py, one process): 41.6 CPU-s with 6.2 of
+(tests/api/sessions/test_sessions.py and test_approvals.py, one process): 41.6 CPU-s with 6.2 of
 them in the collector, against 36.0 and 2.2.
 """
 

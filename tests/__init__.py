@@ -1,4 +1,6 @@
-"""agentrt's tests, laid out like the code they test.
+"""agentrt's tests, laid out like the code they test: by layer, then by feature
+(`tests/<layer>/<feature>/`, the feature folders of the code); the kernel's tests sit at
+the top of their layer.
 
 | folder | tests |
 |---|---|

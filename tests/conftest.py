@@ -214,7 +214,7 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     # The approvals' clock is a workflow that outlives the test that started it; on the
     # time-skipping server, a workflow whose task queue lost its worker stops time from
     # skipping for every later test of the process. So the suite's daemons time no
-    # approval unless a test asks for a timeout (tests/api/test_approvals.py does, on the
+    # approval unless a test asks for a timeout (tests/api/approvals/test_approvals.py does, on the
     # dev server); `agentrt up` in the end-to-end tests inherits this.
     for kind in ("RESEARCH", "DECISION", "MCP_APPROVAL"):
         monkeypatch.setenv(f"AGENTRT_{kind}_TIMEOUT_MS", "0")

@@ -7,8 +7,8 @@ import importlib
 from api.service.feature_tags import FEATURES, advertised_features
 from runtime.settings import Settings
 
-W = "tests.api.test_workspace_status::"
-M = "tests.api.test_session_mcp_tools::"
+W = "tests.api.workspace.test_workspace_status::"
+M = "tests.api.mcp.test_session_mcp_tools::"
 
 # tag -> the tests that show its behaviour ("module::function").
 BEHAVIOUR_TESTS: dict[str, list[str]] = {
@@ -28,66 +28,74 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
     ],
     "rate_limit": ["tests.api.test_security::test_read_tier_429_with_retry_after"],
     "session_create": [
-        "tests.api.test_sessions::test_create_attach_and_thread",
-        "tests.api.test_sessions::test_concurrent_creates_coalesce",
+        "tests.api.sessions.test_sessions::test_create_attach_and_thread",
+        "tests.api.sessions.test_sessions::test_concurrent_creates_coalesce",
     ],
-    "session_scope_override": ["tests.api.test_sessions::test_create_attach_and_thread"],
-    "session_list": ["tests.api.test_sessions::test_list_sessions"],
+    "session_scope_override": ["tests.api.sessions.test_sessions::test_create_attach_and_thread"],
+    "session_list": ["tests.api.sessions.test_sessions::test_list_sessions"],
     "session_prompt": [
-        "tests.api.test_sessions::test_prompt_streams_and_completes",
-        "tests.api.test_sessions::test_prefer_wait_blocks_until_the_end",
+        "tests.api.sessions.test_sessions::test_prompt_streams_and_completes",
+        "tests.api.sessions.test_sessions::test_prefer_wait_blocks_until_the_end",
     ],
-    "non_blocking_prompt": ["tests.api.test_sessions::test_prompt_streams_and_completes"],
+    "non_blocking_prompt": ["tests.api.sessions.test_sessions::test_prompt_streams_and_completes"],
     "prompt_absolute_deadline": [
-        "tests.api.test_sessions::test_prompt_deadline_cancels_a_prompt_that_runs_too_long"
+        "tests.api.sessions.test_sessions::test_prompt_deadline_cancels_a_prompt_that_runs_too_long"
     ],
     "session_cancel": [
-        "tests.api.test_sessions::test_sixth_prompt_is_refused_and_cancel_only_hits_the_active_one"
+        "tests.api.sessions.test_sessions::test_sixth_prompt_is_refused_and_cancel_only_hits_the_active_one"
     ],
     "session_events": [
-        "tests.api.test_session_events::test_live_frames_layout_and_envelope",
-        "tests.api.test_session_events::test_last_event_id_replays_then_replay_complete_then_live",
+        "tests.api.sessions.test_session_events::test_live_frames_layout_and_envelope",
+        "tests.api.sessions.test_session_events::test_last_event_id_replays_then_replay_complete_then_live",
     ],
     "slow_client_warning": [
-        "tests.api.test_session_events::test_slow_client_is_warned_once_then_evicted"
+        "tests.api.sessions.test_session_events::test_slow_client_is_warned_once_then_evicted"
     ],
-    "session_close": ["tests.api.test_sessions::test_delete_closes_the_session"],
-    "session_metadata": ["tests.api.test_sessions::test_metadata"],
-    "client_identity": ["tests.api.test_sessions::test_permission_request_shape_and_approval"],
-    "client_heartbeat": ["tests.api.test_sessions::test_heartbeat"],
-    "session_set_model": ["tests.api.test_sessions::test_model_switch"],
+    "session_close": ["tests.api.sessions.test_sessions::test_delete_closes_the_session"],
+    "session_metadata": ["tests.api.sessions.test_sessions::test_metadata"],
+    "client_identity": [
+        "tests.api.sessions.test_sessions::test_permission_request_shape_and_approval"
+    ],
+    "client_heartbeat": ["tests.api.sessions.test_sessions::test_heartbeat"],
+    "session_set_model": ["tests.api.sessions.test_sessions::test_model_switch"],
     "session_approval_mode_control": [
-        "tests.api.test_sessions::test_approval_mode_and_context",
+        "tests.api.sessions.test_sessions::test_approval_mode_and_context",
         W + "test_approval_mode_persist",
     ],
-    "session_context": ["tests.api.test_sessions::test_approval_mode_and_context"],
-    "session_load": ["tests.api.test_sessions::test_load_and_resume_bring_a_closed_session_back"],
+    "session_context": ["tests.api.sessions.test_sessions::test_approval_mode_and_context"],
+    "session_load": [
+        "tests.api.sessions.test_sessions::test_load_and_resume_bring_a_closed_session_back"
+    ],
     "session_resume": [
-        "tests.api.test_sessions::test_load_and_resume_bring_a_closed_session_back",
-        "tests.api.test_sessions::test_load_and_resume_race",
+        "tests.api.sessions.test_sessions::test_load_and_resume_bring_a_closed_session_back",
+        "tests.api.sessions.test_sessions::test_load_and_resume_race",
     ],
     "unstable_session_resume": [
-        "tests.api.test_sessions::test_load_and_resume_bring_a_closed_session_back"
+        "tests.api.sessions.test_sessions::test_load_and_resume_bring_a_closed_session_back"
     ],
-    "permission_vote": ["tests.api.test_sessions::test_permission_request_shape_and_approval"],
-    "session_permission_vote": ["tests.api.test_sessions::test_session_scoped_vote_and_rejection"],
+    "permission_vote": [
+        "tests.api.sessions.test_sessions::test_permission_request_shape_and_approval"
+    ],
+    "session_permission_vote": [
+        "tests.api.sessions.test_sessions::test_session_scoped_vote_and_rejection"
+    ],
     "permission_mediation": [
-        "tests.api.test_sessions::test_policy_designated",
-        "tests.api.test_sessions::test_policy_consensus",
-        "tests.api.test_sessions::test_policy_local_only",
-        "tests.workflows.test_session_permission_timeout::test_five_minute_timeout_on_the_time_skipping_server",
+        "tests.api.sessions.test_sessions::test_policy_designated",
+        "tests.api.sessions.test_sessions::test_policy_consensus",
+        "tests.api.sessions.test_sessions::test_policy_local_only",
+        "tests.workflows.sessions.test_session_permission_timeout::test_five_minute_timeout_on_the_time_skipping_server",
     ],
     "workspace_file_read": [
-        "tests.api.test_workspace_files::test_read_file_whole",
-        "tests.api.test_workspace_files::test_read_file_errors",
-        "tests.api.test_workspace_files::test_stat_list_glob",
+        "tests.api.workspace.test_workspace_files::test_read_file_whole",
+        "tests.api.workspace.test_workspace_files::test_read_file_errors",
+        "tests.api.workspace.test_workspace_files::test_stat_list_glob",
     ],
-    "workspace_file_bytes": ["tests.api.test_workspace_files::test_read_bytes_windows"],
+    "workspace_file_bytes": ["tests.api.workspace.test_workspace_files::test_read_bytes_windows"],
     "workspace_file_write": [
-        "tests.api.test_workspace_files::test_write_create_then_replace",
-        "tests.api.test_workspace_files::test_eight_concurrent_replaces_one_wins",
-        "tests.api.test_workspace_files::test_edit_preserves_crlf_and_bom",
-        "tests.api.test_workspace_files::test_mutations_need_a_configured_token_on_loopback",
+        "tests.api.workspace.test_workspace_files::test_write_create_then_replace",
+        "tests.api.workspace.test_workspace_files::test_eight_concurrent_replaces_one_wins",
+        "tests.api.workspace.test_workspace_files::test_edit_preserves_crlf_and_bom",
+        "tests.api.workspace.test_workspace_files::test_mutations_need_a_configured_token_on_loopback",
     ],
     "workspace_env": [W + "test_workspace_env_reports_presence_never_values"],
     "workspace_preflight": [
@@ -134,13 +142,13 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
         W + "test_recap_through_the_model",
     ],
     "auth_device_flow": [
-        "tests.api.test_device_flow::test_approval_stores_credentials_and_tells_every_session",
-        "tests.api.test_device_flow::test_access_denied_fails_the_flow",
-        "tests.api.test_device_flow::test_delete_cancels_a_pending_flow",
-        "tests.api.test_device_flow::test_a_pending_flow_survives_a_worker_restart",
-        "tests.workflows.test_device_flow::test_slow_down_adds_five_seconds_each_time",
-        "tests.workflows.test_device_flow::test_expiry_is_a_durable_timer",
-        "tests.e2e.test_device_flow_durability::test_a_pending_flow_spans_kill_9_of_the_worker",
+        "tests.api.device_flow.test_device_flow::test_approval_stores_credentials_and_tells_every_session",
+        "tests.api.device_flow.test_device_flow::test_access_denied_fails_the_flow",
+        "tests.api.device_flow.test_device_flow::test_delete_cancels_a_pending_flow",
+        "tests.api.device_flow.test_device_flow::test_a_pending_flow_survives_a_worker_restart",
+        "tests.workflows.device_flow.test_device_flow::test_slow_down_adds_five_seconds_each_time",
+        "tests.workflows.device_flow.test_device_flow::test_expiry_is_a_durable_timer",
+        "tests.e2e.device_flow.test_device_flow_durability::test_a_pending_flow_spans_kill_9_of_the_worker",
     ],
 }
 

@@ -54,10 +54,11 @@ CHECKS = [
     response_headers_conformance,
     response_schema_conformance,
 ]
-# An SSE stream never ends on its own; its 4xx are covered by tests/api/test_session_events.py.
+# An SSE stream never ends on its own; its 4xx are covered by
+# tests/api/sessions/test_session_events.py.
 SKIPPED = {
     ("GET", "/session/{session_id}/events"),
-    # Covered by tests/api/test_agents_api.py (over uvicorn, with replay).
+    # Covered by tests/api/standing_agents/test_agents_api.py (over uvicorn, with replay).
     ("GET", "/api/v1/tenants/{tenant}/agents/{instance_id}/stream"),
 }
 # A long poll waits up to `wait` seconds when nothing happens: keep the run short.

@@ -15,7 +15,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.e2e.test_session_durability import WorkerFactory, split  # noqa: F401
+from tests.e2e.sessions.test_session_durability import WorkerFactory, split  # noqa: F401
 from tests.session_helpers import Daemon
 
 VOTE = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}

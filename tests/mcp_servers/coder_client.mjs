@@ -1,5 +1,5 @@
 // An MCP coding agent built on the official TypeScript SDK (@modelcontextprotocol/sdk),
-// driving agentrt's /mcp over Streamable HTTP: the suite runs it (tests/api/test_mcp_server.py).
+// driving agentrt's /mcp over Streamable HTTP: the suite runs it (tests/api/mcp/test_mcp_server.py).
 // Usage: node coder_client.mjs <url> <bearer> <taskId>
 // Prints one JSON line per step: {step, isError, body}.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";

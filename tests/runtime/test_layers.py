@@ -108,16 +108,23 @@ def _folders(layer: str) -> set[str]:
     return {p.name for p in (ROOT / layer).iterdir() if (p / "__init__.py").is_file()}
 
 
+TEST_LAYERS = ("tests/api", "tests/workflows", "tests/activities", "tests/runtime", "tests/e2e")
+# Folders of tests/ that hold no feature's tests (the recorded histories test_replay.py runs).
+TEST_SUPPORT = frozenset({"histories"})
+
+
 def test_a_feature_has_the_same_name_in_every_layer() -> None:
-    """api/, workflows/ and activities/ have a folder only for a feature that runtime/ knows
-    (its contracts live there): no second name for one feature (`standing_agent`,
-    `windows_pool`) in one of the layers."""
+    """api/, workflows/, activities/ and each layer of tests/ have a folder only for a
+    feature that runtime/ knows (its contracts live there): no second name for one feature
+    (`standing_agent`, `windows_pool`) in one of the layers."""
     runtime_names = _folders("runtime")
     strays = sorted(
         f"{layer}/{name}"
-        for layer in ("api", "workflows", "activities")
+        for layer in ("api", "workflows", "activities", *TEST_LAYERS)
         for name in _folders(layer)
-        if name not in runtime_names and not (layer == "api" and name in API_ONLY)
+        if name not in runtime_names
+        and not (layer == "api" and name in API_ONLY)
+        and not (layer in TEST_LAYERS and name in TEST_SUPPORT)
     )
     assert not strays, strays
 
