@@ -30,7 +30,7 @@ from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from runtime.temporal import ensure_search_attributes
 from runtime.windows import lease_client
-from runtime.windows.contracts import WindowsVerb
+from runtime.windows.verbs import WindowsVerb
 from tests.fakes.windows_pool import FakeWindowsPool
 from worker import build_worker
 

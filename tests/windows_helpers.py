@@ -10,8 +10,8 @@ from temporalio.service import RPCError
 
 from runtime.settings import Settings
 from runtime.windows import lease_client
-from runtime.windows.contracts import WindowsVerb, validate_and_clamp
 from runtime.windows.lease import lease_workflow_id
+from runtime.windows.verbs import WindowsVerb, validate_and_clamp
 
 POOL_TOKEN = "pool-token"
 

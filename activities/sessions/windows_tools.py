@@ -24,15 +24,15 @@ from runtime.settings import Settings
 from runtime.store import Store
 from runtime.store.tenants import feature_enabled
 from runtime.windows import lease_client
-from runtime.windows.contracts import (
+from runtime.windows.errors import WindowsError, WindowsErrorCode
+from runtime.windows.lease import SESSION_TENANT, WINDOWS_POOL_FEATURE, session_holder
+from runtime.windows.tools import WINDOWS_TOOLS
+from runtime.windows.verbs import (
     SESSION_ACTIVITY_TIMEOUT,
     activity_timeout,
     parse_verb,
     validate_and_clamp,
 )
-from runtime.windows.errors import WindowsError, WindowsErrorCode
-from runtime.windows.lease import SESSION_TENANT, WINDOWS_POOL_FEATURE, session_holder
-from runtime.windows.tools import WINDOWS_TOOLS
 
 
 def windows_tool_specs() -> list[ToolSpec]:

@@ -25,7 +25,6 @@ from runtime.settings import Settings
 from runtime.store import EventJournal
 from runtime.streams import windows_screenshot_stream
 from runtime.windows.contracts import (
-    SESSION_CALL_TIMEOUT,
     CallVerbInput,
     CallVerbResult,
     CloseSessionInput,
@@ -37,10 +36,6 @@ from runtime.windows.contracts import (
     RenewResult,
     ScreenshotResult,
     WindowsPoolActivityContracts,
-    WindowsVerb,
-    carries_secret,
-    http_timeout,
-    pool_request,
 )
 from runtime.windows.errors import (
     WindowsError,
@@ -49,6 +44,13 @@ from runtime.windows.errors import (
     map_pool_error,
 )
 from runtime.windows.screenshots import read_screenshot
+from runtime.windows.verbs import (
+    SESSION_CALL_TIMEOUT,
+    WindowsVerb,
+    carries_secret,
+    http_timeout,
+    pool_request,
+)
 
 SCREENSHOT_EVENT = "windows.screenshot"
 SCREENSHOT_RETENTION = 20

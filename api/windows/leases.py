@@ -17,11 +17,7 @@ from temporalio.client import Client
 from api.temporal import TemporalConnector
 from runtime.settings import Settings
 from runtime.windows import lease_client
-from runtime.windows.contracts import (
-    SESSION_ACTIVITY_TIMEOUT,
-    WindowsVerb,
-    activity_timeout,
-)
+from runtime.windows.verbs import SESSION_ACTIVITY_TIMEOUT, WindowsVerb, activity_timeout
 
 log = logging.getLogger(__name__)
 

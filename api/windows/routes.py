@@ -39,13 +39,9 @@ from api.windows.models import (
 from runtime.failures import decode_failure
 from runtime.store.tenants import feature_enabled, set_feature
 from runtime.windows import lease_client
-from runtime.windows.contracts import (
-    WindowsVerb,
-    parse_verb,
-    validate_and_clamp,
-)
 from runtime.windows.errors import WindowsError, WindowsErrorCode
 from runtime.windows.lease import HOLDER_PATTERN, WINDOWS_POOL_FEATURE
+from runtime.windows.verbs import WindowsVerb, parse_verb, validate_and_clamp
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}", route_class=StrictJsonRoute)
 FEATURE_PATH = f"/features/{WINDOWS_POOL_FEATURE}"

@@ -28,7 +28,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from runtime.failures import UpdateExpired, decode_failure
 from runtime.search_attributes import running
-from runtime.windows.contracts import WindowsVerb
 from runtime.windows.errors import WindowsError, WindowsErrorCode
 from runtime.windows.lease import (
     CALL_UPDATE,
@@ -45,6 +44,7 @@ from runtime.windows.lease import (
     lease_workflow_id,
     release_not_held,
 )
+from runtime.windows.verbs import WindowsVerb
 
 # A run that ended between our start and our update: start again, a few times.
 _ATTEMPTS = 3

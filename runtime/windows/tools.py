@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from runtime.tools import ToolAnnotations, ToolDescriptor
-from runtime.windows.contracts import ARGS_MODELS, WindowsVerb
+from runtime.windows.verbs import ARGS_MODELS, WindowsVerb
 
 _DESCRIPTIONS: Final[dict[WindowsVerb, str]] = {
     WindowsVerb.RUN_SPEC: "Submit a build script to the leased machine; returns a taskHandle.",

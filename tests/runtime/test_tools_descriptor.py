@@ -7,8 +7,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.sessions.tools import SESSION_TOOLS
 from runtime.tools import Dispatch, ToolAnnotations, ToolArgumentsError, ToolDescriptor
-from runtime.windows.contracts import WindowsVerb
 from runtime.windows.tools import WINDOWS_TOOLS
+from runtime.windows.verbs import WindowsVerb
 
 
 class _Args(BaseModel):

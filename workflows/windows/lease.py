@@ -30,7 +30,6 @@ from workflows.activity_calls import call_activity
 with workflow.unsafe.imports_passed_through():
     from runtime.failures import UpdateExpired, decode_failure
     from runtime.windows.contracts import (
-        SESSION_ACTIVITY_TIMEOUT,
         CallVerbInput,
         CallVerbResult,
         CloseSessionInput,
@@ -41,12 +40,6 @@ with workflow.unsafe.imports_passed_through():
         RenewInput,
         RenewResult,
         WindowsPoolActivityContracts,
-        WindowsVerb,
-        activity_timeout,
-        clamp_waits,
-        parse_verb,
-        renew_after,
-        validate_and_clamp,
     )
     from runtime.windows.errors import WindowsError, WindowsErrorCode
     from runtime.windows.lease import (
@@ -61,6 +54,15 @@ with workflow.unsafe.imports_passed_through():
         holder_settled,
         idle_deadline_ms,
         release_not_held,
+    )
+    from runtime.windows.verbs import (
+        SESSION_ACTIVITY_TIMEOUT,
+        WindowsVerb,
+        activity_timeout,
+        clamp_waits,
+        parse_verb,
+        renew_after,
+        validate_and_clamp,
     )
 
 # A pool call either answers or fails with a typed error the caller must see: the

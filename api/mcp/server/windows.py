@@ -37,11 +37,11 @@ from runtime.store.tenants import feature_enabled
 from runtime.streams import coding_task_stream
 from runtime.timestamps import iso_ms
 from runtime.windows import lease_client
-from runtime.windows.contracts import ARGS_MODELS, WindowsVerb, validate_and_clamp
 from runtime.windows.errors import WindowsError, WindowsErrorCode
 from runtime.windows.lease import WINDOWS_POOL_FEATURE, task_holder
 from runtime.windows.screenshots import read_screenshot
 from runtime.windows.tools import WINDOWS_TOOLS
+from runtime.windows.verbs import ARGS_MODELS, WindowsVerb, validate_and_clamp
 
 log = logging.getLogger(__name__)
 

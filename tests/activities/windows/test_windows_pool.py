@@ -23,10 +23,9 @@ from runtime.windows.contracts import (
     OpenSessionInput,
     PoolSession,
     RenewInput,
-    WindowsVerb,
-    validate_and_clamp,
 )
 from runtime.windows.errors import WindowsError, WindowsErrorCode
+from runtime.windows.verbs import WindowsVerb, validate_and_clamp
 from tests.conftest import free_port
 from tests.fakes.windows_pool import FakeWindowsPool
 

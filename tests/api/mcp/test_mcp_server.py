@@ -24,7 +24,7 @@ from mcp_types import Tool, ToolAnnotations
 
 from runtime.coding_tasks import store as tasks
 from runtime.standing_agents.models import AgentLedgerTurn
-from runtime.windows.contracts import WindowsVerb
+from runtime.windows.verbs import WindowsVerb
 from tests.agents_helpers import AgentsDaemon, AgentsFactory, dependency_turn, served
 from tests.conftest import free_port, migrated_sqlite
 

@@ -12,7 +12,14 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 
 from runtime.failures import decode_failure
-from runtime.windows.contracts import (
+from runtime.windows.errors import (
+    SECRET_PROJECTION_KEYS,
+    WindowsError,
+    WindowsErrorCode,
+    map_pool_error,
+)
+from runtime.windows.lease import holder_settled, known_holder, unknown_holder
+from runtime.windows.verbs import (
     ARGS_MODELS,
     MAX_WAIT_FOR_TIMEOUT_MS,
     MAX_WAIT_FOR_WINDOW_MS,
@@ -25,13 +32,6 @@ from runtime.windows.contracts import (
     pool_request,
     validate_and_clamp,
 )
-from runtime.windows.errors import (
-    SECRET_PROJECTION_KEYS,
-    WindowsError,
-    WindowsErrorCode,
-    map_pool_error,
-)
-from runtime.windows.lease import holder_settled, known_holder, unknown_holder
 
 
 def refusal(verb: WindowsVerb, args: dict[str, Any]) -> WindowsError:

@@ -19,9 +19,9 @@ from temporalio.testing import WorkflowEnvironment
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from runtime.windows import lease_client
-from runtime.windows.contracts import WindowsVerb
 from runtime.windows.errors import WindowsErrorCode
 from runtime.windows.lease import LeaseCall, LeaseCallResult, LeaseView
+from runtime.windows.verbs import WindowsVerb
 from tests.fakes.windows_pool import FakeWindowsPool
 from tests.windows_helpers import POOL_TOKEN, call, lease_handle
 from tests.workflows.standing_agent_support import agent_env  # noqa: F401  (fixture)

@@ -19,7 +19,6 @@ from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.windows.contracts import (
     POOL_RETRY_POLICY,
-    SESSION_ACTIVITY_TIMEOUT,
     CallVerbInput,
     CallVerbResult,
     CloseSessionInput,
@@ -27,11 +26,14 @@ from runtime.windows.contracts import (
     OpenSessionInput,
     PoolSession,
     WindowsPoolActivity,
+)
+from runtime.windows.errors import WindowsError
+from runtime.windows.verbs import (
+    SESSION_ACTIVITY_TIMEOUT,
     WindowsVerb,
     activity_timeout,
     validate_and_clamp,
 )
-from runtime.windows.errors import WindowsError
 from tests.fakes.windows_pool import FakeWindowsPool
 from worker import workflow_runner
 
