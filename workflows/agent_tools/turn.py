@@ -17,25 +17,22 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributePair
+from temporalio.common import SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from runtime.search_attributes import KIND, MODE, STATUS, TENANT
 from workflows import patches
-from workflows.activity_calls import call_activity, call_local_activity
+from workflows.activity_calls import call_activity
+from workflows.agent_tools.steps import TOOL_RETRY, TurnSteps
 from workflows.llm.model_failure import attempt_views, is_exhausted
 
 with workflow.unsafe.imports_passed_through():
     from runtime.agent_tools.contracts import (
         AgentToolsActivityContracts,
-        CallRequest,
         CallSummary,
-        CallToolInput,
         ModelStepInput,
         ModelStepResult,
         ResearchDecided,
-        ResearchRead,
-        ResearchStateInput,
         ResumeRequest,
         TurnInput,
         TurnResult,
@@ -43,45 +40,26 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
     )
     from runtime.agent_tools.errors import AuthorizationPending, ResearchDenied, TurnNotWaiting
-    from runtime.agent_tools.events import event_data
     from runtime.investigation.research import decision_route
     from runtime.llm.routing import (
         TURN_SITE,
         AttemptReport,
         AttemptSpec,
     )
-    from runtime.store.journal_contracts import (
-        APPEND_EVENTS_CONTRACT,
-        AppendEventsInput,
-        NewEvent,
-        dedupe_key,
-    )
-    from runtime.streams import agent_tools_events_stream, turn_transcript_stream
+    from runtime.streams import turn_transcript_stream
     from runtime.windows.lease import (
         SETTLE_SIGNAL,
         SettleRequest,
         lease_workflow_id,
         turn_holder,
     )
-    from workflows.agent_tools.deterministic_agent import PLAN, next_step, summarize, summary_refs
+    from workflows.agent_tools.deterministic_agent import PLAN, next_step, summarize
     from workflows.agent_tools.turn_outcome import model_turn_outcome
     from workflows.llm.chain import ATTEMPT_RETRY, resolve_chain, run_chain
 
 
-# Tool calls are short store reads; a worker lost mid-call is retried after this.
-_TOOL_TIMEOUT = timedelta(seconds=15)
-_TOOL_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
-# The research route signals before it writes: a read that does not show the decision
-# yet is retried (the activity bounds how long) — quickly, a human is waiting.
-_READ_RETRY = RetryPolicy(
-    initial_interval=timedelta(milliseconds=200),
-    maximum_interval=timedelta(seconds=2),
-    maximum_attempts=12,
-)
 _GRANTED = ("authorized", "admitted", "running", "completed")
 _MODEL_TIMEOUT = timedelta(minutes=5)
-# A journal write is one short transaction; a worker lost in one is replaced after this.
-_DURABLE_EMIT_TIMEOUT = timedelta(seconds=10)
 
 
 def turn_search_attributes(request: TurnInput) -> list[SearchAttributePair[Any]]:
@@ -94,7 +72,7 @@ def turn_search_attributes(request: TurnInput) -> list[SearchAttributePair[Any]]
 
 
 @workflow.defn(name="TurnWorkflow")
-class TurnWorkflow:
+class TurnWorkflow(TurnSteps):
     def __init__(self) -> None:
         self._input: TurnInput | None = None
         self._status: TurnStatus = "running"
@@ -270,7 +248,7 @@ class TurnWorkflow:
                 base,
                 start_to_close_timeout=_MODEL_TIMEOUT,
                 heartbeat_timeout=timedelta(seconds=10),
-                retry_policy=_TOOL_RETRY,
+                retry_policy=TOOL_RETRY,
             )
             return before
         # Turn:Model's chain, read now: a binding changed since the last step applies.
@@ -375,206 +353,3 @@ class TurnWorkflow:
             # Not decided yet (a resume that raced the decision): keep waiting.
             self._resume = None
             self._decided = None
-
-    # -- steps ---------------------------------------------------------------------------
-
-    async def _call(
-        self,
-        tool_id: str,
-        tool_input: dict[str, Any],
-        key: str,
-        *,
-        transcript: str | None = None,
-        tool_call_id: str | None = None,
-    ) -> CallSummary:
-        assert self._input is not None
-        call_id = str(workflow.uuid4())
-        requested = {"tool_id": tool_id, "input": tool_input}
-        await self._emit_many(
-            [("agent.tool.requested", requested), ("agent.tool.started", {"tool_id": tool_id})],
-            call_id=call_id,
-        )
-        summary: CallSummary = await call_activity(
-            AgentToolsActivityContracts.CALL_TOOL,
-            CallToolInput(
-                instance=self._input.instance,
-                workspace=self._input.workspace,
-                call=CallRequest(
-                    turn_id=self._input.turn_id,
-                    call_id=call_id,
-                    tool_id=tool_id,
-                    input=tool_input,
-                    context={"agent": self._input.agent},
-                    idempotency_key=f"{workflow.info().workflow_id}/{key}",
-                ),
-                transcript_stream=transcript,
-                tool_call_id=tool_call_id,
-            ),
-            start_to_close_timeout=_TOOL_TIMEOUT,
-            retry_policy=_TOOL_RETRY,
-        )
-        self._history.append(summary)
-        await self._emit(
-            "agent.tool.completed",
-            {
-                "tool_id": tool_id,
-                "status": summary.status,
-                "result_id": summary.result_id,
-                "diagnostic": summary.diagnostic,
-            },
-            call_id=summary.call_id,
-            refs=[ref.model_dump() for ref in summary.object_refs[:20]],
-        )
-        return summary
-
-    async def _read_research(self) -> str:
-        """Read the research's state from the store, in the spec's public events.
-
-        The events are those of a `research.get_state` tool call (the spec's sequence:
-        the gateway reads the state again, then publishes the result), but the read is
-        the turn's own: no call row, no stored result (`result_id` is null).
-        """
-        assert self._input is not None and self._research_id is not None
-        research = self._research_id
-        call_id = str(workflow.uuid4())
-        tool_id = "research.get_state"
-        await self._emit_many(
-            [
-                ("agent.tool.requested", {"tool_id": tool_id, "input": {"research_id": research}}),
-                ("agent.tool.started", {"tool_id": tool_id}),
-            ],
-            call_id=call_id,
-        )
-        read: ResearchRead = await call_activity(
-            AgentToolsActivityContracts.READ_RESEARCH,
-            ResearchStateInput(
-                workspace=self._input.workspace,
-                research_id=research,
-                expected=self._decisions.get(research),
-            ),
-            start_to_close_timeout=_TOOL_TIMEOUT,
-            retry_policy=_READ_RETRY,
-        )
-        summary = CallSummary(
-            call_id=call_id,
-            result_id=None,
-            tool_id=tool_id,
-            status="COMPLETED",
-            object_refs=read.object_refs,
-            diagnostic=read.diagnostic,
-        )
-        self._history.append(summary)
-        await self._emit(
-            "agent.tool.completed",
-            {
-                "tool_id": tool_id,
-                "status": summary.status,
-                "result_id": None,
-                "diagnostic": summary.diagnostic,
-            },
-            call_id=call_id,
-            refs=[ref.model_dump() for ref in summary.object_refs[:20]],
-        )
-        return read.state
-
-    async def _research_state_v1(self, key: str) -> str | None:
-        """A gateway call, as turns before the decision signal read the state. Their
-        recorded results carry `research_state`; a call made now does not, and the
-        dedicated read answers instead."""
-        assert self._input is not None and self._research_id is not None
-        summary = await self._call("research.get_state", {"research_id": self._research_id}, key)
-        if summary.research_state is not None:
-            return summary.research_state
-        read: ResearchRead = await call_activity(
-            AgentToolsActivityContracts.READ_RESEARCH,
-            ResearchStateInput(workspace=self._input.workspace, research_id=self._research_id),
-            start_to_close_timeout=_TOOL_TIMEOUT,
-            retry_policy=_READ_RETRY,
-        )
-        return read.state
-
-    async def _finish(self, status: TurnStatus, result: str, summary: str) -> None:
-        assert self._input is not None
-        self._summary = summary
-        self._result = TurnResult(
-            turn_id=self._input.turn_id,
-            status=status,
-            result=result,
-            research_id=self._research_id,
-            summary=summary,
-        )
-        await self._emit(
-            "agent.turn.completed",
-            {
-                "result": result,
-                "status": status,
-                "summary": summary,
-                "research_id": self._research_id,
-            },
-            refs=([{"kind": "research", "id": self._research_id}] if self._research_id else [])
-            + summary_refs(self._history),
-        )
-        self._status = status
-        await self._set_status(status)
-
-    def _current_result(self) -> TurnResult:
-        assert self._input is not None
-        if self._result is not None:
-            return self._result
-        return TurnResult(
-            turn_id=self._input.turn_id,
-            status=self._status,
-            research_id=self._research_id,
-            summary=self._summary,
-        )
-
-    async def _set_status(self, status: str) -> None:
-        workflow.upsert_search_attributes([STATUS.value_set(status)])
-
-    # -- events --------------------------------------------------------------------------
-
-    async def _emit(
-        self,
-        event_type: str,
-        payload: dict[str, Any],
-        *,
-        call_id: str | None = None,
-        refs: list[dict[str, str]] | None = None,
-        durable: bool = False,
-    ) -> None:
-        await self._emit_many([(event_type, payload)], call_id=call_id, refs=refs, durable=durable)
-
-    async def _emit_many(
-        self,
-        events: list[tuple[str, dict[str, Any]]],
-        *,
-        call_id: str | None = None,
-        refs: list[dict[str, str]] | None = None,
-        durable: bool = False,
-    ) -> None:
-        """Journal `events` (deduplicated across retries and replays). `durable`: by a
-        regular activity, so that the workflow's state up to here is recorded before a
-        client can read them; else by a local activity (recorded with the task's end)."""
-        assert self._input is not None
-        self._events += 1
-        batch = [
-            NewEvent(
-                type=event_type,
-                data=event_data(self._input.turn_id, payload, call_id=call_id, refs=refs),
-            )
-            for event_type, payload in events
-        ]
-        append = AppendEventsInput(
-            stream=agent_tools_events_stream(self._input.instance, self._input.workspace),
-            events=batch,
-            retention=self._input.event_retention,
-            dedupe_key=dedupe_key(workflow.info().workflow_id, self._events, batch),
-        )
-        if durable:
-            await call_activity(
-                APPEND_EVENTS_CONTRACT, append, start_to_close_timeout=_DURABLE_EMIT_TIMEOUT
-            )
-            return
-        await call_local_activity(
-            APPEND_EVENTS_CONTRACT, append, start_to_close_timeout=timedelta(seconds=30)
-        )
