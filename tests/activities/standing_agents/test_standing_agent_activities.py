@@ -16,7 +16,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.llm import ChatMessage, OpenAIProvider, ScriptedModel, ToolCall
 from activities.llm import record as llm_record
 from activities.llm.scripted_agent import GREETING, next_call
-from activities.standing_agents import agent as agent_activities
+from activities.standing_agents import tool_calls as agent_tool_calls
 from activities.standing_agents.agent import StandingAgentActivities
 from runtime.coding_tasks.models import CodingTask
 from runtime.llm.routing import OwnerKind, PriceSource
@@ -572,7 +572,7 @@ async def test_the_weekly_credit_trips_on_a_model_no_price_table_knows(
 async def test_a_catastrophic_constitution_pattern_blocks_instead_of_stalling(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(agent_activities, "CONSTITUTION_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(agent_tool_calls, "CONSTITUTION_TIMEOUT_S", 0.2)
     agent = sa.create_instance(store, NOW)
     with store.session() as db:
         rules = [{"id": "redos", "pattern": "^(a+)+$", "tools": ["soa_send_message"]}]
