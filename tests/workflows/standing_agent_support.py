@@ -355,8 +355,16 @@ def attention(store: Store, instance_id: str) -> list[AttentionRequest]:
         )
 
 
-async def wait_turns(store: Store, instance_id: str, count: int, timeout: float = 60) -> None:
-    """Until the ledger holds `count` turns (real time: the worker is working)."""
+async def wait_turns(
+    store: Store,
+    instance_id: str,
+    count: int,
+    timeout: float = 60,
+    handle: WorkflowHandle[Any, Any] | None = None,
+) -> None:
+    """Until the ledger holds `count` turns (real time: the worker is working). When they
+    never come, the message says what the agent and, given its `handle`, its workflow
+    were doing (the last events of its history)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if len(turns(store, instance_id)) >= count:
@@ -371,10 +379,23 @@ async def wait_turns(store: Store, instance_id: str, count: int, timeout: float 
             )
         ).all()
     row = instance(store, instance_id)
+    history = "" if handle is None else f"; the workflow's last events: {await _tail(handle)}"
     raise AssertionError(
         f"{count} turns never arrived (got {got}); tick_in_progress={row.tick_in_progress}, "
-        f"unconsumed: {[(e.event_id, e.event_kind, e.visible_at) for e in waiting]}"
+        f"unconsumed: {[(e.event_id, e.event_kind, e.visible_at) for e in waiting]}{history}"
     )
+
+
+async def _tail(handle: WorkflowHandle[Any, Any], last: int = 20) -> list[str]:
+    """The last events of a workflow's history, each as its type (and a failure's message)."""
+    events = (await handle.fetch_history()).events[-last:]
+    tail = []
+    for event in events:
+        name = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_")
+        failure = event.workflow_task_failed_event_attributes.failure.message
+        failure = failure or event.activity_task_failed_event_attributes.failure.message
+        tail.append(f"{event.event_id} {name}" + (f" ({failure[:200]})" if failure else ""))
+    return tail
 
 
 aware = aware_utc

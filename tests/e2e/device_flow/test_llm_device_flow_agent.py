@@ -95,7 +95,7 @@ async def test_an_agent_tick_pauses_on_the_device_flow_and_resumes(
             assert model.requests == [] and sa.turns(store, agent) == []
             assert [a.outcome for a in sa.llm_attempts(store, agent)] == ["auth_error"]
             idp.approve(idp.latest().user_code)
-            await sa.wait_turns(store, agent, 1, timeout=120)
+            await sa.wait_turns(store, agent, 1, timeout=120, handle=handle)
             await handle.terminate("test over")
     assert len(idp.devices) == 1
     (request,) = model.requests
@@ -136,7 +136,7 @@ async def test_a_paused_agent_tick_spans_kill_9_of_the_worker(
                     dev_env, task_queue, data_dir, AGENTRT_DEVICE_FLOW_PROVIDERS=providers
                 )
             )
-            await sa.wait_turns(store, agent, 1, timeout=120)
+            await sa.wait_turns(store, agent, 1, timeout=120, handle=handle)
             await handle.terminate("test over")
             (turn,) = sa.turns(store, agent)
             assert turn.served_model == "served-device", (turn.decision, turn.wait_condition)
@@ -185,7 +185,7 @@ async def test_a_paused_agent_tick_spans_a_graceful_restart_during_a_read(
         async with sa.running(
             dev_env, store, tmp_path, task_queue, device_flow_providers=providers
         ):
-            await sa.wait_turns(store, agent, 1, timeout=120)
+            await sa.wait_turns(store, agent, 1, timeout=120, handle=handle)
             failures = await _task_failures(handle)
             await handle.terminate("test over")
     assert failures == []
