@@ -193,3 +193,22 @@ class RelayedRefusal(WireError):
 
     def response_body(self) -> dict[str, Any]:
         return {"error": self.message, "code": self.code}
+
+
+class TokenRequired(WireError):
+    """A route that mutates state, on a daemon that runs without any bearer token
+    (`Settings.token_configured` false): 401."""
+
+    kind: Literal["token_required"] = "token_required"
+
+    @property
+    def http_status(self) -> int:
+        return 401
+
+    def response_body(self) -> dict[str, Any]:
+        return {
+            "code": self.kind_name,
+            "error": "This route mutates state and requires a configured bearer token: "
+            "restart the daemon with --token, AGENTRT_TOKEN or QWEN_SERVER_TOKEN "
+            "(e.g. AGENTRT_TOKEN=secret make run)",
+        }

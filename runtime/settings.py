@@ -13,7 +13,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, field_validator
@@ -26,7 +26,6 @@ from pydantic_settings import (
 
 from runtime.device_flow.providers import DeviceFlowProvider, all_providers, parse_providers
 from runtime.egress import listed_key_env_refusal, url_refusal
-from runtime.failures import WireError
 from runtime.sessions.contracts import MAX_DEADLINE_MS
 
 # The key of an approval timeout's override: what is asked (runtime/approvals/clock.py).
@@ -383,25 +382,6 @@ class Settings(BaseSettings):
     @property
     def effective_temporal_address(self) -> str:
         return self.temporal_address or self.embedded_temporal_address
-
-
-class TokenRequired(WireError):
-    """A route that mutates state, on a daemon that runs without any bearer token
-    (`Settings.token_configured` false): 401."""
-
-    kind: Literal["token_required"] = "token_required"
-
-    @property
-    def http_status(self) -> int:
-        return 401
-
-    def response_body(self) -> dict[str, Any]:
-        return {
-            "code": self.kind_name,
-            "error": "This route mutates state and requires a configured bearer token: "
-            "restart the daemon with --token, AGENTRT_TOKEN or QWEN_SERVER_TOKEN "
-            "(e.g. AGENTRT_TOKEN=secret make run)",
-        }
 
 
 def is_loopback_host(hostname: str) -> bool:

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import Request
 
 from api.errors import ApiError
-from runtime.settings import TokenRequired
-
-# The same refusal's body, for an endpoint that answers outside FastAPI (the MCP server).
-TOKEN_REQUIRED: dict[str, Any] = TokenRequired().response_body()
+from runtime.failures import TokenRequired
 
 
 def require_configured_token(request: Request) -> None:

@@ -46,7 +46,7 @@ from api.standing_agents.models import (
 )
 from api.standing_agents.temporal_calls import WakerDep, wake
 from api.windows.leases import settle_windows_lease
-from runtime.standing_agents import control, reads, signals
+from runtime.standing_agents import control, messages, reads, signals
 from runtime.standing_agents.contracts import (
     EXTERNAL_EVENT_KINDS,
     AgentStatus,
@@ -232,11 +232,11 @@ async def post_message(
 ) -> MessageAccepted:
     """Persist the operator's message and queue it as OperatorMessage (202: durably queued)."""
     row, created = await asyncio.to_thread(
-        control.post_message, store, journal, tenant, instance_id, body.text, body.messageId
+        messages.post_message, store, journal, tenant, instance_id, body.text, body.messageId
     )
     instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     await waker(instance)
-    return MessageAccepted(messageId=control.client_message_id(row), duplicate=not created)
+    return MessageAccepted(messageId=messages.client_message_id(row), duplicate=not created)
 
 
 @router.get("/{instance_id}/messages", responses=errors(400, 403, 404))
@@ -247,9 +247,9 @@ async def get_messages(
     limit: Annotated[int, Query(ge=1, le=1000)] = 500,
 ) -> MessageList:
     """The transcript, both directions, oldest first (the last `limit` messages)."""
-    rows = await asyncio.to_thread(control.list_messages, store, tenant, instance_id, limit)
+    rows = await asyncio.to_thread(messages.list_messages, store, tenant, instance_id, limit)
     return MessageList(
-        messages=[MessageView.model_validate(control.message_body(row)) for row in rows]
+        messages=[MessageView.model_validate(messages.message_body(row)) for row in rows]
     )
 
 
@@ -280,7 +280,7 @@ async def post_event(
             allowed = sorted(k for k in postable if k != kind.value)
             raise ApiError.of(InvalidEventKind(event_kind=kind.value, allowed=allowed, to_soa=True))
     event, created = await asyncio.to_thread(
-        control.enqueue_external, store, tenant, instance_id, kind, body.payload, body.eventId
+        messages.enqueue_external, store, tenant, instance_id, kind, body.payload, body.eventId
     )
     instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     await waker(instance)

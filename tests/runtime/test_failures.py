@@ -23,6 +23,7 @@ from runtime.agent_tools.errors import (
 from runtime.failures import (
     InvalidRequest,
     RelayedRefusal,
+    TokenRequired,
     UpdateExpired,
     WireError,
     WorkerUnavailable,
@@ -52,7 +53,6 @@ from runtime.sessions.errors import (
     SessionNotFound,
     WorkspaceMismatch,
 )
-from runtime.settings import TokenRequired
 from runtime.standing_agents.configs import ConfigKeyNotFound, InvalidConfigValue
 from runtime.standing_agents.control import SoaAlreadyExists, TickInProgress
 from runtime.standing_agents.decision_queue import DecisionAnsweredOtherwise, UnknownDecision

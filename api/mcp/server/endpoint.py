@@ -15,8 +15,8 @@ import importlib
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.security.asgi import send_json
-from api.security.guards import TOKEN_REQUIRED
 from api.security.roles import MCP_PATH
+from runtime.failures import TokenRequired
 from runtime.settings import Settings
 
 
@@ -75,7 +75,8 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self.settings.token_configured:
-            await send_json(send, 401, TOKEN_REQUIRED)
+            refused = TokenRequired()  # the strict gate's own refusal, outside FastAPI
+            await send_json(send, refused.http_status, refused.response_body())
             return
         transport = await self._started()
         await transport(scope, receive, send)

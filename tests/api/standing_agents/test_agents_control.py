@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import delete
 
 from api.standing_agents.temporal_calls import STALE_EVENT_AGE, WakeRetries, stale_instances
-from runtime.standing_agents import control, decision_queue
+from runtime.standing_agents import control, decision_queue, messages
 from runtime.standing_agents.agent_journal import DECISION, MESSAGE
 from runtime.standing_agents.contracts import (
     EXTERNAL_EVENT_KINDS,
@@ -72,7 +72,7 @@ async def test_a_disabled_tenant_can_stop_its_agents_and_enabling_wakes_them(
         assert refused.json()["code"] == "feature_disabled"
     # A disabled tenant's due events wake nobody.
     d.set_instance(soa, status="Active")
-    control.enqueue_external(
+    messages.enqueue_external(
         d.store, tenant, soa, next(iter(EXTERNAL_EVENT_KINDS)), {"text": "waiting"}, "e1"
     )
     later = datetime.now(UTC) + STALE_EVENT_AGE + timedelta(seconds=60)
@@ -150,16 +150,16 @@ async def test_a_retried_control_call_journals_what_was_lost_and_nothing_twice(
     soa = control.create_instance(
         d.store, tenant, AgentType.COMPLIANCE, AgentStatus.PAUSED
     ).instance_id
-    row, created = control.post_message(d.store, d.journal, tenant, soa, "hi", "m-1")
+    row, created = messages.post_message(d.store, d.journal, tenant, soa, "hi", "m-1")
     assert created
-    again, created = control.post_message(d.store, d.journal, tenant, soa, "hi", "m-1")
+    again, created = messages.post_message(d.store, d.journal, tenant, soa, "hi", "m-1")
     assert not created and again.message_id == row.message_id
     assert len(_entries(d.journal, tenant, soa, MESSAGE)) == 1
     decision = d.raise_decision(tenant, soa, AttentionKind.DECISION)
     decision_queue.respond(d.store, d.journal, tenant, decision, "approve", None, "me")
     # The crash: the store has both writes, the journal lost its entries.
     _delete_journal(d, tenant, soa)
-    control.post_message(d.store, d.journal, tenant, soa, "hi", "m-1")
+    messages.post_message(d.store, d.journal, tenant, soa, "hi", "m-1")
     _, won = decision_queue.respond(d.store, d.journal, tenant, decision, "approve", None, "me")
     assert not won
     assert len(_entries(d.journal, tenant, soa, MESSAGE)) == 1
