@@ -28,6 +28,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from runtime.failures import (
+    InvalidRequest,
     WireError,
     WorkerUnavailable,
     decode_failure,
@@ -163,12 +164,15 @@ async def _validation_error(_request: Request, exc: Exception) -> Response:
     if tuple(first.get("loc", ())) == ("body",) and first.get("type") == "model_attributes_type":
         # Not a JSON object: an array, a string, or a form body sent without
         # `Content-Type: application/json` (curl's -d default), which FastAPI leaves unparsed.
-        return json_error(400, {"error": NOT_AN_OBJECT, "code": "invalid_request"})
+        return _invalid(InvalidRequest(message=NOT_AN_OBJECT, code="invalid_request"))
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
     message = first.get("msg", "Invalid request")
-    return json_error(
-        400, {"error": f"{where}: {message}" if where else message, "code": "invalid_request"}
-    )
+    text = f"{where}: {message}" if where else message
+    return _invalid(InvalidRequest(message=text, code="invalid_request"))
+
+
+def _invalid(refusal: InvalidRequest) -> Response:
+    return json_error(refusal.http_status, refusal.response_body())
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
