@@ -41,7 +41,6 @@ from runtime.coding_tasks.contracts import (
 )
 from runtime.coding_tasks.models import CodingTask
 from runtime.coding_tasks.settlement import settled_event_id as settled_event_id
-from runtime.standing_agents.control import transaction
 from runtime.store import Store
 from runtime.timestamps import aware_utc, iso_ms
 
@@ -144,7 +143,7 @@ def create(
         db.flush()
         return row
 
-    return transaction(store, write)
+    return store.run_transaction(write)
 
 
 def get(store: Store, tenant: str, task_id: str) -> CodingTask:
@@ -211,7 +210,7 @@ def transition(
     decide: Callable[[Session, CodingTask], CodingTask],
 ) -> CodingTask:
     get(store, tenant, task_id)  # 404 before any write
-    return transaction(store, lambda db: decide(db, read_current(db, task_id)))
+    return store.run_transaction(lambda db: decide(db, read_current(db, task_id)))
 
 
 def claim(

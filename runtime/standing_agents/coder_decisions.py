@@ -29,7 +29,7 @@ from runtime.standing_agents.contracts import (
     AttentionStatus,
     is_permission_vote,
 )
-from runtime.standing_agents.control import now_utc, soa_instance_id, transaction
+from runtime.standing_agents.control import now_utc, soa_instance_id
 from runtime.standing_agents.models import AttentionRequest
 from runtime.store import Store
 from runtime.store.journal import JournalEntry
@@ -99,7 +99,7 @@ def coder_decision(
         db.flush()
         return row
 
-    return transaction(store, write)
+    return store.run_transaction(write)
 
 
 def coder_decision_id(op_id: str) -> str:

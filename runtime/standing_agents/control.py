@@ -14,13 +14,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, delete, select
 from temporalio.exceptions import ApplicationError
 
@@ -58,7 +57,6 @@ T = TypeVar("T")
 # The foundational phase's length when neither system_configs nor Settings say (24 h).
 FOUNDATIONAL_WINDOW_MS = int(FOUNDATIONAL_WINDOW.total_seconds() * 1000)
 # A unique-key race is retried this many times (each retry finds the winner's rows).
-_MAX_RACES = 20
 
 
 class SoaAlreadyExists(WireError):
@@ -119,24 +117,6 @@ def is_foundational(instance: AgentInstance, now: datetime) -> bool:
     return foundational_active(
         instance.is_building_starting_workset, instance.workset_deadline_utc, now
     )
-
-
-def transaction(store: Store, write: Callable[[Session], T]) -> T:
-    """Run `write` in one transaction and commit; a unique-key race (a concurrent retry of
-    the same call, a sequence number taken) rolls back and runs it again, and the second
-    run finds what the first writer committed."""
-    for _ in range(_MAX_RACES):
-        with store.session() as db:
-            try:
-                result = write(db)
-                db.commit()
-            except (IntegrityError, OperationalError) as err:
-                db.rollback()
-                if not queue.is_retryable(err):
-                    raise
-                continue
-            return result
-    raise RuntimeError("a control write kept racing another writer")
 
 
 # -- instances ------------------------------------------------------------------------------
@@ -292,7 +272,7 @@ def start(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
         budget_pause.clear_in(db, instance_id, now, "started by an operator", undefer=True)
         return True
 
-    changed = transaction(store, write)
+    changed = store.run_transaction(write)
     instance = get_instance(store, tenant, instance_id)
     journal_status(journal, instance)
     return Transition(instance, changed)
@@ -312,7 +292,7 @@ def stop(store: Store, journal: EventJournal, tenant: str, instance_id: str) -> 
         # still answer before starting it again (a reset is what ends them).
         return _cas_status(db, instance_id, {AgentStatus.ACTIVE}, values, instance.status)
 
-    changed = transaction(store, write)
+    changed = store.run_transaction(write)
     instance = get_instance(store, tenant, instance_id)
     journal_status(journal, instance)
     return Transition(instance, changed)
@@ -366,7 +346,7 @@ def reset(
         row = _row(db, instance_id)
         _seed_initialized(db, row, f"init/{instance_id}/{row.generation}")
 
-    transaction(store, write)
+    store.run_transaction(write)
     instance = get_instance(store, tenant, instance_id)
     journal_status(journal, instance, reset=True)
     return instance

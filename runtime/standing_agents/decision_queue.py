@@ -29,7 +29,7 @@ from runtime.standing_agents.contracts import (
     ModeChangeSource,
     is_permission_vote,
 )
-from runtime.standing_agents.control import iso, now_utc, transaction
+from runtime.standing_agents.control import iso, now_utc
 from runtime.standing_agents.models import (
     AgentInstance,
     AttentionRequest,
@@ -222,7 +222,7 @@ def respond(
             raise DecisionAlreadyResolved(current)
         return current, won, after_resolution(db, current, allowed)
 
-    row, won, change = transaction(store, write)
+    row, won, change = store.run_transaction(write)
     if change is not None:
         journal_mode_change(journal, change)
     journal_resolved(journal, row)

@@ -11,7 +11,7 @@ from sqlmodel import Session, col
 from runtime.approvals.ledger import ApprovalState
 from runtime.standing_agents import approvals
 from runtime.standing_agents.contracts import AttentionKind, AttentionStatus
-from runtime.standing_agents.control import now_utc, transaction
+from runtime.standing_agents.control import now_utc
 from runtime.standing_agents.decision_queue import after_resolution, journal_resolved
 from runtime.standing_agents.models import AttentionRequest
 from runtime.store.engine import Store
@@ -58,7 +58,7 @@ def expire_decision(
         after_resolution(db, current, [])
         return current
 
-    row = transaction(store, write)
+    row = store.run_transaction(write)
     if row is not None:
         journal_resolved(journal, row)
     return row

@@ -21,7 +21,7 @@ from runtime.standing_agents.contracts import (
     EventKind,
     MessageDirection,
 )
-from runtime.standing_agents.control import get_instance, iso, now_utc, transaction
+from runtime.standing_agents.control import get_instance, iso, now_utc
 from runtime.standing_agents.models import (
     AgentMessage,
 )
@@ -71,7 +71,7 @@ def post_message(
         )
         return row, existing is None
 
-    row, created = transaction(store, write)
+    row, created = store.run_transaction(write)
     append_agent_event_once(
         journal, tenant, instance_id, MESSAGE, message_body(row), f"message/{row.message_id}"
     )

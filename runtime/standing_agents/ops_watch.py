@@ -22,7 +22,6 @@ from sqlmodel import Session, col, select
 
 from runtime.standing_agents import queue
 from runtime.standing_agents.contracts import AgentStatus, AgentType, EventKind
-from runtime.standing_agents.control import transaction
 from runtime.standing_agents.models import AgentEventRow, AgentInstance, OpsBucketState
 from runtime.standing_agents.ops_digest import probe_in
 from runtime.store.atomic import serialize
@@ -117,5 +116,5 @@ def observe(store: Store, tenant: str, now: datetime) -> list[AgentInstance]:
         db.add(state)
         return soas
 
-    # Retried whole on a race for a sequence number (control.transaction).
-    return transaction(store, write)
+    # Retried whole on a race for a sequence number (Store.run_transaction).
+    return store.run_transaction(write)

@@ -15,17 +15,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func
-from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 from runtime.standing_agents.contracts import AgentEvent, EventKind
 from runtime.standing_agents.models import AgentEventRow
 from runtime.store.engine import Store
 from runtime.timestamps import aware_utc
-
-_MAX_SEQ_RACES = 20
-# PostgreSQL: deadlock_detected, serialization_failure.
-_RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
 
 
 def to_event(row: AgentEventRow) -> AgentEvent:
@@ -51,37 +46,18 @@ def enqueue(
 ) -> tuple[AgentEvent, bool]:
     """Record an event in its own transaction; returns it and whether it is new (False:
     the id was known)."""
-    for _ in range(_MAX_SEQ_RACES):
-        with store.session() as db:
-            try:
-                event, created = enqueue_in(
-                    db,
-                    tenant=tenant,
-                    instance_id=instance_id,
-                    kind=kind,
-                    payload=payload,
-                    event_id=event_id,
-                    visible_at=visible_at,
-                    generation=generation,
-                )
-                db.commit()
-            except (IntegrityError, OperationalError) as err:
-                # Another writer took this sequence number or this event id: look again.
-                db.rollback()
-                if not is_retryable(err):
-                    raise
-                continue
-            return event, created
-    raise RuntimeError(f"could not allocate a sequence number for agent {instance_id}")
-
-
-def is_retryable(err: Exception) -> bool:
-    """A unique-key race, or PostgreSQL's deadlock / serialization abort: the whole
-    transaction can run again (nothing of it was committed)."""
-    if isinstance(err, IntegrityError):
-        return True
-    code = getattr(getattr(err, "orig", None), "sqlstate", None)
-    return code in _RETRYABLE_SQLSTATES
+    return store.run_transaction(
+        lambda db: enqueue_in(
+            db,
+            tenant=tenant,
+            instance_id=instance_id,
+            kind=kind,
+            payload=payload,
+            event_id=event_id,
+            visible_at=visible_at,
+            generation=generation,
+        )
+    )
 
 
 def enqueue_in(
@@ -100,7 +76,7 @@ def enqueue_in(
 
     A concurrent writer that took the same sequence number or `event_id` surfaces as an
     IntegrityError (at flush or commit): the caller retries its whole transaction
-    (`is_retryable`), and the retry finds the event or the next number. The instance
+    (`Store.run_transaction`), and the retry finds the event or the next number. The instance
     row is not locked here: the tick's completion inserts its heartbeat before it
     updates that row, and the opposite order here would deadlock against it. For the
     same reason a caller writes its events before it updates the instance row.

@@ -35,7 +35,7 @@ from sqlmodel import Session, col, delete, select
 
 from runtime.activity_contract import ActivityContract
 from runtime.failures import WireError
-from runtime.standing_agents import control, queue
+from runtime.standing_agents import queue
 from runtime.standing_agents.contracts import AgentStatus, EventKind
 from runtime.standing_agents.models import AgentEventRow, AgentInstance, AgentSchedule
 from runtime.store.engine import Store
@@ -318,7 +318,7 @@ def fire(store: Store, request: FireRequest, now: datetime) -> FireResult:
         outcome = FireOutcome.ENQUEUED if created else FireOutcome.DUPLICATE
         return FireResult(outcome=outcome, event_id=event.event_id, **ids)
 
-    return control.transaction(store, write)
+    return store.run_transaction(write)
 
 
 def pending(store: Store, request: PendingRequest) -> bool:

@@ -38,7 +38,6 @@ from runtime.standing_agents.contracts import (
     AttentionStatus,
     EventKind,
 )
-from runtime.standing_agents.control import transaction
 from runtime.standing_agents.models import AgentInstance, AttentionRequest
 from runtime.store.engine import Store
 
@@ -124,7 +123,7 @@ def raise_redactor_signal(
         return SignalRaised(row, event, created, not fresh, decision_id)
 
     # A race for the redactor's row or a sequence number retries the whole write.
-    return transaction(store, write)
+    return store.run_transaction(write)
 
 
 def _ensure_redactor(db: Session, tenant: str, instance_id: str, call_site: str) -> bool:

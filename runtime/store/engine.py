@@ -1,15 +1,53 @@
-"""The database engine: SQLite by default (a file under the data dir), PostgreSQL by URL."""
+"""The database engine: SQLite by default (a file under the data dir), PostgreSQL by URL.
+
+`Store` is the process's handle on it and the one way to write: `store.transaction()` is
+a unit of work (committed when the block ends, rolled back when it raises), and
+`store.run_transaction(write)` is one that runs again when it loses a race to another
+writer. `store.session()` is for reads. Nothing outside runtime/store commits or rolls
+back by hand (tests/runtime/test_store_unit_of_work.py).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session
+
+T = TypeVar("T")
+
+RACE_ATTEMPTS = 20
+"""How many times `run_transaction` runs a write that keeps losing races."""
+
+# PostgreSQL: deadlock_detected, serialization_failure.
+_RACE_SQLSTATES = frozenset({"40P01", "40001"})
+
+
+class WriteKeptRacing(RuntimeError):
+    """A write lost `RACE_ATTEMPTS` races in a row (a bug, or a pathological load)."""
+
+
+def is_race(err: BaseException) -> bool:
+    """Whether `err` means the transaction lost a race and can run again whole (nothing
+    of it was committed): a unique key another writer took first, or PostgreSQL's
+    deadlock or serialization abort.
+
+    Args:
+        err: what a flush or a commit raised.
+
+    Returns:
+        True for a race; False for any other error, which the caller re-raises.
+    """
+    if isinstance(err, IntegrityError):
+        return True
+    if isinstance(err, OperationalError):
+        return getattr(getattr(err, "orig", None), "sqlstate", None) in _RACE_SQLSTATES
+    return False
 
 
 def normalize_url(url: str) -> str:
@@ -73,8 +111,53 @@ class Store:
 
     @contextmanager
     def session(self) -> Iterator[Session]:
+        """A session for reads; a write goes through `transaction` or `run_transaction`."""
         with Session(self.engine, expire_on_commit=False) as session:
             yield session
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """One unit of work: the block's writes commit together when it ends, and roll
+        back when it raises (the exception goes on). Rows stay readable after the commit.
+
+        A race with another writer surfaces as the `IntegrityError` or
+        `OperationalError` of the flush or the commit; a write that can run again on a
+        race uses `run_transaction` instead.
+        """
+        with Session(self.engine, expire_on_commit=False) as db:
+            try:
+                yield db
+                db.commit()
+            except BaseException:
+                db.rollback()
+                raise
+
+    def run_transaction(self, write: Callable[[Session], T], *, attempts: int = RACE_ATTEMPTS) -> T:
+        """Run `write` in one unit of work, and run it again whole when it loses a race
+        (`is_race`: a unique key taken by a concurrent writer, a retry of the same call, a
+        sequence number, a deadlock). The next run reads what the winner committed, so a
+        `write` that reads before it inserts finds the winner's row and returns it.
+
+        Args:
+            write: reads and writes through the session it is given; it does not commit.
+            attempts: how many races to lose before giving up.
+
+        Returns:
+            What the run that committed returned.
+
+        Raises:
+            WriteKeptRacing: `attempts` runs in a row lost their race.
+        """
+        for _ in range(attempts):
+            try:
+                with self.transaction() as db:
+                    result = write(db)
+            except (IntegrityError, OperationalError) as err:
+                if not is_race(err):
+                    raise
+                continue
+            return result
+        raise WriteKeptRacing(f"a write lost {attempts} races in a row")
 
     @property
     def backend(self) -> str:

@@ -1,0 +1,117 @@
+"""The store's unit of work (issue 23): `store.transaction()` commits a block's writes
+together or none of them, `store.run_transaction(write)` runs a write again when it loses
+a race, and no code outside runtime/store commits, rolls back or catches a race by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Field, Session, SQLModel, select
+
+from runtime.store import Store
+from runtime.store.engine import WriteKeptRacing, is_race
+
+
+class UowRow(SQLModel, table=True):
+    __tablename__ = "test_uow_row"
+
+    key: str = Field(primary_key=True)
+    value: int = 0
+
+
+@pytest.fixture
+def db_store(tmp_path: Path) -> Store:
+    store = Store(f"sqlite:///{tmp_path / 'uow.db'}")
+    UowRow.__table__.create(store.engine)  # type: ignore[attr-defined]
+    return store
+
+
+def _rows(store: Store) -> dict[str, int]:
+    with store.session() as db:
+        return {row.key: row.value for row in db.exec(select(UowRow)).all()}
+
+
+def test_a_transaction_commits_its_writes_together_when_the_block_ends(db_store: Store) -> None:
+    with db_store.transaction() as db:
+        db.add(UowRow(key="a", value=1))
+        db.add(UowRow(key="b", value=2))
+    assert _rows(db_store) == {"a": 1, "b": 2}
+
+
+def test_a_transaction_that_raises_writes_nothing_and_the_error_goes_on(db_store: Store) -> None:
+    with pytest.raises(ValueError, match="refused"), db_store.transaction() as db:
+        db.add(UowRow(key="a", value=1))
+        db.flush()
+        raise ValueError("refused")
+    assert _rows(db_store) == {}
+
+
+def test_rows_stay_readable_after_the_commit(db_store: Store) -> None:
+    with db_store.transaction() as db:
+        row = UowRow(key="a", value=7)
+        db.add(row)
+    assert row.value == 7
+
+
+def test_a_write_that_loses_a_race_runs_again_and_finds_the_winners_row(
+    db_store: Store,
+) -> None:
+    """The first run inserts a key that a concurrent writer committed after the run
+    looked (simulated: the winner commits before the loser's first statement); the
+    insert collides, the second run reads the winner's row and returns it."""
+    runs: list[int] = []
+
+    def write(db: Session) -> int:
+        runs.append(1)
+        if len(runs) == 1:
+            with db_store.transaction() as winner:
+                winner.add(UowRow(key="k", value=42))
+            db.add(UowRow(key="k", value=1))
+            db.flush()
+            return 1
+        existing = db.get(UowRow, "k")
+        assert existing is not None
+        return existing.value
+
+    assert db_store.run_transaction(write) == 42
+    assert len(runs) == 2
+    assert _rows(db_store) == {"k": 42}
+
+
+def test_a_write_that_keeps_losing_gives_up_with_write_kept_racing(db_store: Store) -> None:
+    calls: list[int] = []
+
+    def write(db: Session) -> None:
+        calls.append(1)
+        raise IntegrityError("INSERT", {}, Exception("UNIQUE constraint failed"))
+
+    with pytest.raises(WriteKeptRacing):
+        db_store.run_transaction(write, attempts=3)
+    assert len(calls) == 3
+
+
+def test_an_error_that_is_not_a_race_is_not_run_again(db_store: Store) -> None:
+    calls: list[int] = []
+
+    def write(db: Session) -> None:
+        calls.append(1)
+        raise OperationalError("SELECT", {}, Exception("disk I/O error"))
+
+    with pytest.raises(OperationalError):
+        db_store.run_transaction(write)
+    assert calls == [1]
+
+
+def test_what_counts_as_a_race() -> None:
+    class Orig(Exception):
+        def __init__(self, sqlstate: str) -> None:
+            self.sqlstate = sqlstate
+
+    assert is_race(IntegrityError("INSERT", {}, Exception("duplicate key")))
+    assert is_race(OperationalError("UPDATE", {}, Orig("40P01")))  # deadlock
+    assert is_race(OperationalError("UPDATE", {}, Orig("40001")))  # serialization
+    assert not is_race(OperationalError("SELECT", {}, Orig("57014")))  # cancelled
+    assert not is_race(ValueError("no"))
