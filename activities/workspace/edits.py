@@ -9,7 +9,8 @@ from typing import Any, Final
 from activities.workspace.arguments import optional_bool, required_str
 from activities.workspace.paths import relative, tool_error
 from activities.workspace.results import ToolError
-from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.fence import Fence
+from runtime.workspace.file_errors import FileError
 from runtime.workspace.text import NotText, decode, normalize
 
 MAX_FILE_BYTES: Final = 8 * 1024 * 1024  # read_file / edit refuse larger files

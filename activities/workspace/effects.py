@@ -25,7 +25,8 @@ from activities.workspace.results import FILE_TOOLS, ToolError, ToolResult, fail
 from activities.workspace.tools import WorkspaceTools
 from runtime.llm.contracts import ToolCall
 from runtime.store.operations import Operation, OperationLedger
-from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.fence import Fence
+from runtime.workspace.file_errors import FileError
 from runtime.workspace.files import HashMismatch, content_hash, path_lock
 
 OUTCOME_UNKNOWN = "outcome_unknown"

@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 from activities.workspace.results import ToolError
-from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.fence import Fence
+from runtime.workspace.file_errors import FileError
 
 
 def real_root(workspace: Path) -> Path | None:

@@ -15,7 +15,8 @@ from activities.workspace.tools import shell_search_path
 from runtime.llm.contracts import ToolCall
 from runtime.policy.approval import tool_kind
 from runtime.policy.shell_allowlist import check_shell_command
-from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.fence import Fence
+from runtime.workspace.file_errors import FileError
 
 
 def describe_call(

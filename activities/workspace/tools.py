@@ -27,7 +27,8 @@ from runtime.mcp.config import AGENT_CONFIG_DIR
 from runtime.sessions.tools import SESSION_TOOLS
 from runtime.telemetry import tracer
 from runtime.tools import ToolArgumentsError
-from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.fence import Fence
+from runtime.workspace.file_errors import FileError
 from runtime.workspace.files import ABSENT, WORKSPACE_UMASK, content_hash
 from runtime.workspace.search import (
     DEFAULT_SEARCH_CHILDREN,

@@ -66,7 +66,8 @@ from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.streams import session_stream
 from runtime.workspace.errors import WorkspaceInitConflict
-from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.fence import Fence
+from runtime.workspace.file_errors import FileError
 from runtime.workspace.files import WORKSPACE_FILE_MODE, HashMismatch, content_hash
 from runtime.workspace.settings import (
     APPROVAL_MODE,

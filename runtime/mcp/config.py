@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from runtime.egress import key_env_refusal, url_refusal
 from runtime.mcp.grants import is_tenant_scope
 from runtime.store import Store
-from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.fence import Fence
+from runtime.workspace.file_errors import FileError
 from runtime.workspace.settings import get_setting, update_setting
 
 Transport = Literal["stdio", "http", "sse"]

@@ -48,7 +48,8 @@ from runtime.standing_agents.ops_digest import probe
 from runtime.standing_agents.tool_catalog import DEFAULT_LIMIT, MAX_LIMIT, MAX_TEXT
 from runtime.store.engine import Store
 from runtime.timestamps import iso_ms
-from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.fence import Fence
+from runtime.workspace.file_errors import FileError
 
 CODE_SEARCH_MAX_FILES = 5000
 CODE_SEARCH_MAX_BYTES = 512 * 1024

@@ -1,9 +1,9 @@
 """Refusals of the workspace mutations (`POST /workspace/init`) and their wire bodies.
 
-The fence's own refusals stay `FileError`s (runtime/workspace/fence.py imports only the
-standard library: the search child uses it); the init route passes one on as the kernel's
-`RelayedRefusal`. A shape refusal of the body or the path (a tool name too long) is the
-kernel's `InvalidRequest` (runtime/failures.py).
+The fence's own refusals stay `FileError`s (runtime/workspace/file_errors.py, which, like
+the fence, imports only the standard library: the search child uses it); the init route
+passes one on as the kernel's `RelayedRefusal`. A shape refusal of the body or the path
+(a tool name too long) is the kernel's `InvalidRequest` (runtime/failures.py).
 """
 
 from __future__ import annotations

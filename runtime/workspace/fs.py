@@ -18,18 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from runtime.workspace.fence import (
-    Entry,
-    EntryKind,
-    Fence,
-    FileError,
-    entry_kind,
-    not_found,
-    os_error,
-    parse_error,
-    read_fd,
-    too_large,
-)
+from runtime.workspace.fence import Entry, EntryKind, Fence, entry_kind, read_fd
+from runtime.workspace.file_errors import FileError, not_found, os_error, parse_error, too_large
 from runtime.workspace.files import ABSENT, HashMismatch, content_hash, path_lock
 from runtime.workspace.text import (
     Encoding,

@@ -46,7 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from runtime.workspace.fence import Fence, FileError, read_fd
+from runtime.workspace.fence import Fence, read_fd
+from runtime.workspace.file_errors import FileError
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,8 @@ from typing import Any, Final
 if __name__ == "__main__":  # `python -I search_child.py`: the fence is in this checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.fence import Fence
+from runtime.workspace.file_errors import FileError
 
 MAX_GLOB_RESULTS: Final = 500
 MAX_GREP_MATCHES: Final = 200

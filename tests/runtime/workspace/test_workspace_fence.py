@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from runtime.workspace.fence import Fence, FileError
+from runtime.workspace.fence import Fence
+from runtime.workspace.file_errors import FileError
 from runtime.workspace.files import ABSENT, HashMismatch, content_hash
 
 BOUND_SECONDS = 20.0
@@ -332,3 +333,28 @@ def test_a_fifo_swapped_in_after_the_stat_is_caught_on_the_descriptor(
     with pytest.raises(FileError) as caught:
         bounded(lambda: fence.read(fence.root / "pipe", limit=10), release=fifo)
     assert caught.value.rule == "not_regular"
+
+
+def test_the_fence_and_its_refusals_import_only_the_standard_library() -> None:
+    """The search child runs under `python -I` with only this checkout on its path: the
+    fence, its refusals and what they import must be the standard library's."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); before = set(sys.modules); "
+        "import runtime.workspace.fence, runtime.workspace.file_errors, "
+        "runtime.workspace.search_child; "
+        "third = sorted({m.split('.')[0] for m in set(sys.modules) - before} "
+        "- set(sys.stdlib_module_names) - {'runtime'}); "
+        "print(','.join(third))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe, str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == ""
