@@ -73,6 +73,19 @@ class ApiError(Exception):
             failure=failure,
         )
 
+    @classmethod
+    def carried_by(cls, err: ApplicationError) -> ApiError:
+        """The HTTP answer of the typed refusal `err` carries (what the app's handler
+        answers), for a route that must look at a refusal before it goes out.
+
+        Raises:
+            ApplicationError: `err` itself, when it carries no refusal (a bug).
+        """
+        failure = decode_failure(err)
+        if failure is None:
+            raise err
+        return cls.of(failure)
+
 
 def worker_unavailable() -> ApiError:
     """A workflow query or update that no worker answered within the API's bound."""
@@ -190,10 +203,8 @@ async def _refusal(_request: Request, exc: Exception) -> Response:
     """A typed refusal raised by the store side (`WireError.application_error()`, the
     one idiom) answers its own status, body and headers; anything untyped is a bug."""
     assert isinstance(exc, ApplicationError)
-    failure = decode_failure(exc)
-    if failure is None:
-        raise exc
-    return json_error(failure.http_status, failure.response_body(), failure.response_headers())
+    answer = ApiError.carried_by(exc)
+    return json_error(answer.status, answer.body, answer.headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:

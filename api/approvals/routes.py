@@ -20,6 +20,7 @@ from typing import Annotated, Any, Final, get_args
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
+from temporalio.exceptions import ApplicationError
 
 from api.agent_tools.research import ResearchDecision, decide_and_tell
 from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
@@ -314,7 +315,8 @@ async def _answer(
         raise _ended_otherwise(row)
     try:
         await _by_kind(answering, kind, row, body)
-    except ApiError as err:
+    except (ApiError, ApplicationError) as caught:
+        err = caught if isinstance(caught, ApiError) else ApiError.carried_by(caught)
         ended = err.body.get("code") in _ENDED_CODES or isinstance(err.failure, NotPending)
         if not ended:
             raise

@@ -34,7 +34,6 @@ from runtime.settings import Settings
 from runtime.standing_agents import control, decision_queue
 from runtime.standing_agents.coder_decisions import permission_vote
 from runtime.standing_agents.contracts import AttentionStatus
-from runtime.standing_agents.decision_queue import DecisionAnsweredOtherwise, UnknownDecision
 from runtime.standing_agents.models import AttentionRequest
 from runtime.store import EventJournal, Store
 from workflows.sessions.session import SessionWorkflow
@@ -113,37 +112,27 @@ async def answer_decision(
 ) -> AttentionRequest:
     """The one way a decision is answered: this route's and the approvals' inbox's
     (api/approvals/routes.py). 404 `decision_not_found`, 409 `decision_already_resolved`
-    for a different answer to a resolved decision; the same answer again is the row.
-    These two are `ApiError`s, not refusals let through: the inbox reads the second's code
-    (an answer that came second may still be the same one)."""
-    try:
-        current = await asyncio.to_thread(decision_queue.get_decision, store, tenant, decision_id)
-    except decision_queue.DecisionNotFound:
-        raise ApiError.of(UnknownDecision(decision_id=decision_id)) from None
+    for a different answer to a resolved decision (the inbox reads its code: an answer
+    that came second may still be the same one); the same answer again is the row."""
+    current = await asyncio.to_thread(decision_queue.get_decision, store, tenant, decision_id)
     if (
         permission_vote(current)
         and current.status == AttentionStatus.OPEN.value
         and resolution in (current.options or [])
     ):
         await _vote(connector, settings, store, current, resolution, answered_by)
-    try:
-        row, _won = await asyncio.to_thread(
-            decision_queue.respond,
-            store,
-            journal,
-            tenant,
-            decision_id,
-            resolution,
-            notes,
-            responded_by,
-            answered_by,
-            digest,
-        )
-    except decision_queue.DecisionNotFound:
-        raise ApiError.of(UnknownDecision(decision_id=decision_id)) from None
-    except decision_queue.DecisionAlreadyResolved as err:
-        refusal = DecisionAnsweredOtherwise(decision_id=decision_id, resolution=err.row.resolution)
-        raise ApiError.of(refusal) from None
+    row, _won = await asyncio.to_thread(
+        decision_queue.respond,
+        store,
+        journal,
+        tenant,
+        decision_id,
+        resolution,
+        notes,
+        responded_by,
+        answered_by,
+        digest,
+    )
     if permission_vote(row):
         return row
     instance = await asyncio.to_thread(control.find_instance, store, tenant, row.soa_instance_id)

@@ -47,17 +47,9 @@ from runtime.store.journal import EventJournal
 log = logging.getLogger(__name__)
 
 
-class DecisionNotFound(Exception):
-    """No decision of this id in the tenant: the route answers `UnknownDecision`, agentrt's
-    MCP server its own refusal."""
-
-    def __init__(self, decision_id: str) -> None:
-        super().__init__(f"no decision {decision_id!r}")
-        self.decision_id = decision_id
-
-
-class UnknownDecision(WireError):
-    """A decision route naming no decision of the tenant: 404."""
+class DecisionNotFound(WireError):
+    """No decision of this id in the tenant (a route answers it as it is, agentrt's MCP
+    server as its tool error): 404."""
 
     kind: Literal["decision_not_found"] = "decision_not_found"
     decision_id: str
@@ -95,15 +87,7 @@ class InvalidResolution(WireError):
         }
 
 
-class DecisionAlreadyResolved(Exception):
-    """A different answer to a resolved request (answered `DecisionAnsweredOtherwise`)."""
-
-    def __init__(self, row: AttentionRequest) -> None:
-        super().__init__(f"decision {row.decision_id!r} is already resolved")
-        self.row = row
-
-
-class DecisionAnsweredOtherwise(WireError):
+class DecisionAlreadyResolved(WireError):
     """A different answer to a decision already resolved; `resolution` is its answer: 409."""
 
     kind: Literal["decision_already_resolved"] = "decision_already_resolved"
@@ -143,7 +127,7 @@ def get_decision(store: Store, tenant: str, decision_id: str) -> AttentionReques
     with store.session() as db:
         row = db.get(AttentionRequest, decision_id)
     if row is None or row.tenant != tenant:
-        raise DecisionNotFound(decision_id)
+        raise DecisionNotFound(decision_id=decision_id).application_error()
     return row
 
 
@@ -170,8 +154,8 @@ def respond(
     One transaction holds the CAS, an approved mode change (once per decision) and the
     resume event `escalation/{decisionId}` (deduped): they commit together or not at
     all. The same answer again (a retry, or N concurrent submissions) gets the same
-    result and journals nothing twice; a different one to a resolved request raises
-    DecisionAlreadyResolved. Returns the row and whether this call resolved it (the
+    result and journals nothing twice; a different one to a resolved request is refused
+    (DecisionAlreadyResolved, 409). Returns the row and whether this call resolved it (the
     caller wakes `row.soa_instance_id`).
     """
     row = get_decision(store, tenant, decision_id)
@@ -219,7 +203,10 @@ def respond(
             current.resolution_notes == notes or is_permission_vote(current.source, current.payload)
         )
         if not won and not same:
-            raise DecisionAlreadyResolved(current)
+            refusal = DecisionAlreadyResolved(
+                decision_id=decision_id, resolution=current.resolution
+            )
+            raise refusal.application_error()
         return current, won, after_resolution(db, current, allowed)
 
     row, won, change = store.run_transaction(write)

@@ -55,7 +55,7 @@ from runtime.sessions.errors import (
 )
 from runtime.standing_agents.configs import ConfigKeyNotFound, InvalidConfigValue
 from runtime.standing_agents.control import SoaAlreadyExists, TickInProgress
-from runtime.standing_agents.decision_queue import DecisionAnsweredOtherwise, UnknownDecision
+from runtime.standing_agents.decision_queue import DecisionAlreadyResolved, DecisionNotFound
 from runtime.standing_agents.errors import AgentNotFound, InvalidEventKind, StandingAgentsDisabled
 from runtime.standing_agents.modes import UnknownMode
 from runtime.standing_agents.registry_store import AgentIdReserved, AgentNotRegistered
@@ -98,8 +98,8 @@ REFUSALS: list[WireError] = [
     SoaAlreadyExists(instance_id="soa-1"),
     TickInProgress(),
     UnknownMode(mode="m", allowed=["a"]),
-    UnknownDecision(decision_id="d"),
-    DecisionAnsweredOtherwise(decision_id="d", resolution="approve"),
+    DecisionNotFound(decision_id="d"),
+    DecisionAlreadyResolved(decision_id="d", resolution="approve"),
     AgentIdReserved(agent_id="soa-x"),
     AgentNotRegistered(agent_id="a"),
     ConfigKeyNotFound(key="k"),

@@ -24,6 +24,7 @@ from api.mcp.server.windows import register_windows_tools
 from api.standing_agents.temporal_calls import Waker
 from runtime.coding_tasks import store as tasks
 from runtime.coding_tasks.contracts import TaskState
+from runtime.failures import refusal_of
 from runtime.settings import Settings
 from runtime.standing_agents import coder_decisions, decision_queue, registry_store
 from runtime.store import Store
@@ -316,7 +317,9 @@ def build_mcp_server(settings: Settings) -> MCPServer:
             row = await asyncio.to_thread(
                 decision_queue.get_decision, who.store, who.tenant, decisionId
             )
-        except decision_queue.DecisionNotFound:
+        except ApplicationError as err:
+            if refusal_of(err, decision_queue.DecisionNotFound) is None:
+                raise
             raise refused("decision_not_found", "no such decision", decisionId=decisionId) from None
         return decision_queue.decision_body(row)
 
