@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from runtime.llm.attempt_log import IN_FLIGHT
 from runtime.llm.contracts import ModelReply, UsageSource
 from runtime.llm.models import LlmCall, LlmCallAttempt
 from runtime.llm.pricing import AttemptCost
-from runtime.llm.reservation import SpendGate, SpendRefusal
+from runtime.llm.reservation import SpendGate, SpendRefusal, SpendRefused
 from runtime.llm.routing import AttemptOutcome, OwnerKind, PriceSource
+from runtime.store.atomic import upsert
 from runtime.store.engine import Store
 
 # An attempt between its HTTP request and its answer (IN_FLIGHT, a state of the store,
@@ -108,25 +108,26 @@ def begin_attempt(
     With a `gate`, the attempt's in-flight row holds `reserve_usd` and is written only
     if the gate admits it, in the gate's transaction (runtime/llm/reservation.py); a
     refusal writes nothing and is returned."""
-    with store.session() as db:
-        if gate is not None:
-            refusal = gate(db, reserve_usd, attempt_id(owner.call_id, attempt))
-            if refusal is not None:
-                db.rollback()
-                return refusal
-        db.execute(
-            update(LlmCallAttempt)
-            .where(
-                col(LlmCallAttempt.call_id) == owner.call_id,
-                col(LlmCallAttempt.outcome) == IN_FLIGHT,
-                col(LlmCallAttempt.ordinal) != attempt,
+    try:
+        with store.transaction() as db:
+            if gate is not None:
+                refusal = gate(db, reserve_usd, attempt_id(owner.call_id, attempt))
+                if refusal is not None:
+                    raise SpendRefused(refusal)  # rolls the gate's transaction back
+            db.execute(
+                update(LlmCallAttempt)
+                .where(
+                    col(LlmCallAttempt.call_id) == owner.call_id,
+                    col(LlmCallAttempt.outcome) == IN_FLIGHT,
+                    col(LlmCallAttempt.ordinal) != attempt,
+                )
+                .values(outcome=ORPHANED, error="the worker died during the call: spend unknown")
             )
-            .values(outcome=ORPHANED, error="the worker died during the call: spend unknown")
-        )
-        row = _attempt(owner, attempt, now, 0, outcome=IN_FLIGHT)
-        row.reserved_usd = reserve_usd
-        db.merge(row)
-        db.commit()
+            row = _attempt(owner, attempt, now, 0, outcome=IN_FLIGHT)
+            row.reserved_usd = reserve_usd
+            db.merge(row)
+    except SpendRefused as refused:
+        return refused.refusal
     return None
 
 
@@ -151,7 +152,7 @@ def record_success(
     row.price_version = cost.price_version
     row.price_source = cost.price_source.value
     row.usage_source = reply.usage.source.value
-    with store.session() as db:
+    with store.transaction() as db:
         # merge: a retried attempt that already wrote its rows overwrites them with the same.
         db.merge(_keeping_reservation(db, row))
         db.merge(
@@ -172,7 +173,6 @@ def record_success(
                 created_at=now,
             )
         )
-        db.commit()
 
 
 def record_failure(
@@ -193,12 +193,14 @@ def record_failure(
     row.http_status = http_status
     row.error = error[:ERROR_MAX]
     row.cost_usd = cost_usd
-    with store.session() as db:
-        db.merge(_keeping_reservation(db, row))
-        try:
-            db.commit()
-        except IntegrityError:
-            db.rollback()
+    with store.transaction() as db:
+        if db.get(LlmCallAttempt, row.attempt_id) is not None:
+            db.merge(_keeping_reservation(db, row))
+        else:
+            # The attempt's first row, unless a concurrent writer of the same attempt
+            # inserts it first: then that row stands and this one is dropped (the no-op
+            # update of its key).
+            upsert(db, LlmCallAttempt, row.model_dump(), key=["attempt_id"], update=["attempt_id"])
 
 
 def _keeping_reservation(db: Session, row: LlmCallAttempt) -> LlmCallAttempt:

@@ -126,9 +126,9 @@ def bind_site(
         raise UnknownSite(site_id=site_id).application_error()
     if preset_config(store, settings, preset_id) is None:
         raise UnknownPreset(preset_id=preset_id, status=400).application_error()
-    with store.session() as db:
-        db.merge(LlmSiteBinding(site_id=site_id, preset_id=preset_id, updated_at=now))
-        db.commit()
+    binding = LlmSiteBinding(site_id=site_id, preset_id=preset_id, updated_at=now)
+    # Two first binds of a site race on its key: the loser runs again and overwrites.
+    store.run_transaction(lambda db: db.merge(binding))
     return resolved_site(store, site_id)
 
 
@@ -140,11 +140,10 @@ def unbind_site(store: Store, site_id: str) -> ResolvedSite:
     """
     if site_id not in SITE_PARENTS:
         raise UnknownSite(site_id=site_id).application_error()
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(LlmSiteBinding, site_id)
         if row is not None:
             db.delete(row)
-            db.commit()
     return resolved_site(store, site_id)
 
 

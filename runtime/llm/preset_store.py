@@ -112,9 +112,7 @@ def put_preset(
         fallback=[e.model_dump() for e in fallback],
         updated_at=now,
     )
-    with store.session() as db:
-        db.merge(row)
-        db.commit()
+    store.run_transaction(lambda db: db.merge(row))  # a racing first save: last wins
     return PresetView(preset=_preset(row), built_in=False, updated_at=now)
 
 
@@ -139,7 +137,7 @@ def delete_preset(store: Store, preset_id: str) -> bool:
     """
     if preset_id == SETTINGS_PRESET:
         raise ReservedId(what="preset", name=preset_id).application_error()
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(LlmPreset, preset_id)
         if row is None:
             return False
@@ -156,5 +154,4 @@ def delete_preset(store: Store, preset_id: str) -> bool:
             sites = sorted(b.site_id for b in bound)
             raise PresetInUse(preset_id=preset_id, sites=sites, modes=modes).application_error()
         db.delete(row)
-        db.commit()
         return True

@@ -251,18 +251,14 @@ def put_price(store: Store, model: str, price: Price, now: datetime) -> LlmPrice
         cached_input_per_mtok_usd=price.cached_input_per_mtok_usd,
         updated_at=now,
     )
-    with store.session() as db:
-        merged = db.merge(row)
-        db.commit()
-        return merged
+    return store.run_transaction(lambda db: db.merge(row))  # a racing first save: last wins
 
 
 def delete_price(store: Store, model: str) -> bool:
     """Drop the override of `model` (the bundle prices it again); False when there was none."""
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(LlmPrice, model)
         if row is None:
             return False
         db.delete(row)
-        db.commit()
         return True

@@ -192,9 +192,7 @@ def put_provider(
         credentials=[c.model_dump(by_alias=True, exclude_none=True) for c in credentials],
         updated_at=now,
     )
-    with store.session() as db:
-        db.merge(row)
-        db.commit()
+    store.run_transaction(lambda db: db.merge(row))  # a racing first save: last wins
     return provider_view(_provider(row), built_in=False, updated_at=now)
 
 
@@ -254,7 +252,7 @@ def delete_provider(store: Store, provider_id: str) -> bool:
     """
     if provider_id == SETTINGS_PROVIDER:
         raise ReservedId(what="provider", name=provider_id).application_error()
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(LlmProvider, provider_id)
         if row is None:
             return False
@@ -263,7 +261,6 @@ def delete_provider(store: Store, provider_id: str) -> bool:
         if users:
             raise ProviderInUse(provider_id=provider_id, presets=users).application_error()
         db.delete(row)
-        db.commit()
         return True
 
 

@@ -96,7 +96,7 @@ def create(
     refusal = url_refusal(url, "url", base=False)
     if refusal is not None:
         raise InvalidEndpoint(message=refusal.message).application_error()
-    with store.session() as db:
+    with store.transaction() as db:
         live = db.exec(
             select(NotificationEndpoint).where(col(NotificationEndpoint.disabled_at).is_(None))
         ).all()
@@ -113,8 +113,8 @@ def create(
             created_at=datetime.now(UTC),
         )
         db.add(row)
-        db.commit()
-        db.refresh(row)
+        db.flush()
+        db.refresh(row)  # as stored: what a later read of it gives
         return row
 
 
@@ -131,7 +131,7 @@ def listed(store: Store) -> list[NotificationEndpoint]:
 
 def remove(store: Store, endpoint_id: str) -> None:
     """Stop delivering to it (its workflow ends at its next pass); idempotent."""
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(NotificationEndpoint, endpoint_id)
         if row is None:
             raise EndpointNotFound(endpoint_id=endpoint_id).application_error()
@@ -141,7 +141,6 @@ def remove(store: Store, endpoint_id: str) -> None:
                 .where(col(NotificationEndpoint.endpoint_id) == endpoint_id)
                 .values(disabled_at=datetime.now(UTC))
             )
-            db.commit()
 
 
 def _live(store: Store, endpoint_id: str) -> None:

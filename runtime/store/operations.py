@@ -16,8 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from sqlalchemy import JSON, Column, DateTime
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field, Session, SQLModel
 
 from runtime.store.engine import Store
 
@@ -62,34 +61,36 @@ class OperationLedger:
         result: dict[str, Any] | None = None,
     ) -> Operation:
         """Record the intent; returns the existing record when another attempt got there first."""
-        row = Operation(
-            op_id=op_id,
-            kind=kind,
-            state="started",
-            pre_hash=pre_hash,
-            post_hash=post_hash,
-            result=result,
-            started_at=datetime.now(UTC),
-        )
-        with self.store.session() as db:
-            db.add(row)
-            try:
-                db.commit()
-            except IntegrityError:
-                db.rollback()
-                existing = db.get(Operation, op_id)
-                assert existing is not None
+        started_at = datetime.now(UTC)
+
+        def write(db: Session) -> Operation:
+            existing = db.get(Operation, op_id)
+            if existing is not None:
                 return existing
-            db.refresh(row)
+            row = Operation(
+                op_id=op_id,
+                kind=kind,
+                state="started",
+                pre_hash=pre_hash,
+                post_hash=post_hash,
+                result=result,
+                started_at=started_at,
+            )
+            db.add(row)
+            db.flush()
+            db.refresh(row)  # as stored, as a later attempt reads it
             return row
+
+        # Of two attempts beginning at once, the one that loses the insert runs again and
+        # returns the winner's record.
+        return self.store.run_transaction(write)
 
     def finish(self, op_id: str, result: dict[str, Any]) -> None:
         """Mark the effect done with the result every later attempt returns."""
-        with self.store.session() as db:
+        with self.store.transaction() as db:
             row = db.get(Operation, op_id)
             assert row is not None, f"finish of an operation never begun: {op_id}"
             row.state = "done"
             row.result = result
             row.finished_at = datetime.now(UTC)
             db.add(row)
-            db.commit()

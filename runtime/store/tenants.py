@@ -32,7 +32,7 @@ def set_feature(store: Store, tenant: str, feature: str, enabled: bool) -> bool:
     An upsert: of two concurrent first writes of a flag, neither fails on the primary key
     (see runtime.store.atomic). The previous value is read under the row's lock when the
     row exists (PostgreSQL), in the write transaction (SQLite)."""
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(TenantFeature, (tenant, feature), with_for_update=True)
         previous = bool(row and row.enabled)
         upsert(
@@ -42,7 +42,6 @@ def set_feature(store: Store, tenant: str, feature: str, enabled: bool) -> bool:
             key=("tenant", "feature"),
             update=("enabled", "updated_at"),
         )
-        db.commit()
         return previous
 
 

@@ -25,6 +25,9 @@ import pytest
 from sqlmodel import col, select
 
 from runtime.coding_tasks.models import CodingTask
+from runtime.llm import pricing
+from runtime.llm.models import LlmPrice
+from runtime.llm.pricing import Price
 from runtime.sessions import registry
 from runtime.sessions.models import DaemonSession
 from runtime.standing_agents import configs, control, task_proposals, tools
@@ -91,6 +94,20 @@ def test_concurrent_first_writes_of_a_config_key_all_succeed(store: Store) -> No
         assert sorted(row.value for row in written) == values  # each answers its own value
         row = configs.get_config(store, tenant, key)
         assert row is not None and row.value in values
+
+
+def test_concurrent_first_saves_of_a_price_override_all_succeed(store: Store) -> None:
+    """A PUT of a model's price is a merge: two first saves race on its key (on
+    PostgreSQL the loser's insert fails); the loser runs again and overwrites."""
+    for _ in range(ROUNDS):
+        model = f"model-{uuid.uuid4().hex[:8]}"
+        prices = [Price(input_per_mtok_usd=n, output_per_mtok_usd=n) for n in range(THREADS)]
+        now = datetime.now(UTC)
+        results = race([partial(pricing.put_price, store, model, p, now) for p in prices])
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        with store.session() as db:
+            row = db.get(LlmPrice, model)
+        assert row is not None and row.input_per_mtok_usd in range(THREADS)
 
 
 # -- (b) the mode-change audit ---------------------------------------------------------------
