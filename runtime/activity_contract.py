@@ -47,7 +47,12 @@ class ActivityContract(Generic[A, R]):
     def defn_without_argument(
         self, method: Callable[[S], Coroutine[Any, Any, R]]
     ) -> Callable[[S], Coroutine[Any, Any, R]]:
-        """`activity.defn` for an activity whose contract takes no argument (`arg` None)."""
+        """`activity.defn` for an activity whose contract takes no argument (`arg` None).
+
+        Raises:
+            TypeError: the contract takes an argument (raised where the method is
+                decorated, so when its module is imported).
+        """
         if self.arg is not None:
             raise TypeError(f"activity {self.name} takes a {self.arg.__name__}")
         return activity.defn(name=self.name)(method)

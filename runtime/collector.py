@@ -25,6 +25,12 @@ YOUNG_THRESHOLD = 10_000
 
 
 def tune_collector() -> None:
+    """Collect once, freeze what survives and raise the young generation's threshold.
+
+    Called once per process, after it has imported and built what it serves: everything
+    alive then moves to the permanent generation, and the young generation is collected
+    every `YOUNG_THRESHOLD` net allocations (the older thresholds are kept).
+    """
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()

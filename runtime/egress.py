@@ -114,7 +114,8 @@ class Refusal:
 
 
 def reserved_env(name: str) -> bool:
-    """agentrt's own settings and secrets (case-insensitively, to be safe)."""
+    """Whether `name` is one of agentrt's own settings or secrets (compared
+    case-insensitively, to be safe)."""
     upper = name.upper()
     return upper in RESERVED_ENV_NAMES or upper.startswith(RESERVED_ENV_PREFIXES)
 
@@ -220,16 +221,23 @@ def address_refusal(host: str, address: IPAddress) -> Refusal | None:
 
 
 def url_refusal(url: str, what: str = "baseUrl", *, base: bool = True) -> Refusal | None:
-    """Why the worker may not call `url` (`what` names it in the message); or None.
-
-    `base`: the worker appends paths to `url` (a provider's `baseUrl`, the pool's URL),
-    so it may carry no query or fragment; False for a URL called as it is (a device-flow
-    endpoint), which may carry a query but no fragment.
+    """Why the worker may not call `url`; or None.
 
     A host name is not resolved here: the address it resolves to is checked when the
     connection is made (`runtime.egress_client`). The host is checked as `urlsplit` and
     as httpx read it: httpx, which makes the request, IDNA-normalises it
     (`169。254。169。254` → `169.254.169.254`).
+
+    Args:
+        url: the URL, as configured.
+        what: how the refusal's message names it (a field or a setting).
+        base: the worker appends paths to `url` (a provider's `baseUrl`, the pool's URL),
+            so it may carry no query or fragment; False for a URL called as it is (a
+            device-flow endpoint), which may carry a query but no fragment.
+
+    Returns:
+        The first rule `url` breaks, with a message that shows `url` without its
+        user-info; None when it breaks none.
     """
     shown = redact_url(url)
     try:

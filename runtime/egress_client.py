@@ -93,6 +93,20 @@ class EgressNetworkBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
+        """Resolve `host`, check every address it resolves to, then connect to one of them.
+
+        The addresses are tried in the resolver's order, by address, until one connects;
+        `timeout` bounds the resolution, and the resolution and the attempts together.
+
+        Returns:
+            The inner backend's stream to the first address that accepted the connection.
+
+        Raises:
+            httpcore.ConnectError: any of the addresses is refused by the egress rule (a
+                private subclass, which `EgressTransport` raises as `EgressRefused`), the
+                name does not resolve, or no address accepted the connection.
+            httpcore.ConnectTimeout: the resolution, or the last attempt, timed out.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         addresses = await self._addresses(host, port, timeout)
         refusal = refused_address(host, addresses)
@@ -126,9 +140,15 @@ class EgressNetworkBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
+        """Refused: the egress client connects over TCP only.
+
+        Raises:
+            httpcore.ConnectError: always.
+        """
         raise httpcore.ConnectError("the worker's egress client connects over TCP only")
 
     async def sleep(self, seconds: float) -> None:
+        """The inner backend's sleep."""
         await self._inner.sleep(seconds)
 
 
@@ -216,6 +236,14 @@ class EgressTransport(httpx.AsyncBaseTransport):
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send `request` through the pool; its response streams its body as it is read.
+
+        Raises:
+            EgressRefused: the egress rule refused the address a connection was to go to;
+                nothing was sent.
+            httpx.HTTPError: httpcore's failure as httpx's class of it (a timeout as
+                `httpx.TimeoutException`, ...), as httpx's own transport raises it.
+        """
         assert isinstance(request.stream, httpx.AsyncByteStream)
         core_request = httpcore.Request(
             method=request.method,
@@ -239,6 +267,7 @@ class EgressTransport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
+        """Close the pool and its connections."""
         await self._pool.aclose()
 
 
@@ -248,7 +277,16 @@ def egress_client(
     limits: httpx.Limits | None = None,
     **options: Any,
 ) -> httpx.AsyncClient:
-    """An `httpx.AsyncClient` that connects only where the egress rule allows."""
+    """An `httpx.AsyncClient` that connects only where the egress rule allows.
+
+    Args:
+        timeout: the client's timeout; None gives 5 seconds (not "no timeout").
+        limits: the pool's limits; None gives 100 connections, 20 kept alive.
+        **options: any other `httpx.AsyncClient` argument (`headers`, ...). Not
+            `transport` (it is the `EgressTransport`), nor `proxy` or `mounts` (httpx
+            would send through transports of its own, unchecked); `verify` has no effect
+            (the transport always verifies certificates).
+    """
     return httpx.AsyncClient(
         timeout=timeout if timeout is not None else httpx.Timeout(5.0),
         transport=EgressTransport(limits=limits),

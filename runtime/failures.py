@@ -47,25 +47,38 @@ class WireError(BaseModel):
 
     @property
     def kind_name(self) -> str:
+        """The model's `kind`: the `ApplicationError.type` it travels under."""
         kind = getattr(self, "kind", None)
         assert isinstance(kind, str), f"{type(self).__name__} declares no kind"
         return kind
 
     @property
     def http_status(self) -> int:
+        """The HTTP status the API answers the refusal with (each kind defines it)."""
         raise NotImplementedError
 
     def response_body(self) -> dict[str, Any]:
+        """The JSON body the API answers with (each kind defines it): its `error` is the
+        message, and most kinds add a `code`."""
         raise NotImplementedError
 
     def response_headers(self) -> Mapping[str, str]:
+        """Headers the answer carries besides the body's (none unless a kind adds some)."""
         return {}
 
     def application_error(
         self, message: str | None = None, *, retryable: bool | None = None
     ) -> ApplicationError:
-        """The exception to raise in a workflow, validator or activity (`retryable`
-        overrides the kind's own)."""
+        """The exception to raise in a workflow, validator or activity.
+
+        Args:
+            message: the error's message; None takes the body's `error` (or the kind).
+            retryable: overrides the kind's own `retryable`.
+
+        Returns:
+            An `ApplicationError` of type `kind_name` that carries this model as its one
+            detail.
+        """
         text = message or str(self.response_body().get("error") or self.kind_name)
         again = self.retryable if retryable is None else retryable
         return ApplicationError(text, self, type=self.kind_name, non_retryable=not again)
@@ -81,7 +94,15 @@ W = TypeVar("W", bound="WireError")
 
 def refusal_of(err: BaseException | None, family: type[W]) -> W | None:
     """The typed refusal `err` carries when it is one of `family`: how code that must
-    handle one family of refusals (and let the others through) catches it."""
+    handle one family of refusals (and let the others through) catches it.
+
+    Args:
+        err: any exception (or None); only an `ApplicationError` carries a refusal.
+        family: a `WireError` class; a refusal of any of its subclasses is one of it.
+
+    Returns:
+        The decoded refusal, or None when `err` carries none of `family`.
+    """
     failure = decode_failure(err)
     return failure if isinstance(failure, family) else None
 
@@ -92,6 +113,11 @@ def decode_failure(err: BaseException | None) -> WireError | None:
     The details cross Temporal as JSON payloads of the pydantic converter. The client
     decodes them without type hints (plain dicts), so they are decoded again here,
     from the failure's payloads, with the model the error's type names.
+
+    Returns:
+        The model, or None when `err` is not an `ApplicationError`, its type names no
+        known kind, or it has no details to read the kind's model from (a kind whose
+        model has no required field is decoded from no details).
     """
     if not isinstance(err, ApplicationError) or err.type is None:
         return None
@@ -150,6 +176,7 @@ class UpdateExpired(WireError):
     def application_error(
         self, message: str | None = None, *, retryable: bool | None = None
     ) -> ApplicationError:
+        """As `WireError.application_error`; the message defaults to why it expired."""
         return super().application_error(
             message or "The caller stopped waiting for this update before a worker took it",
             retryable=retryable,

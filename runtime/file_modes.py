@@ -39,7 +39,15 @@ _SECRET_DIRS: Final = ("credentials", "device-flow")
 def private_process(data_dir: Path, database_url: str | None = None) -> list[str]:
     """Set the umask, create the data dir 0700, tighten what is loose; what it tightened.
 
-    `database_url` is the store's: a SQLite file outside the data dir is tightened too.
+    Args:
+        data_dir: agentrt's data dir (a symlink is resolved, and its target tightened).
+        database_url: the store's: a SQLite file outside the data dir is tightened too,
+            with its `<name>-*` companions (`-wal`, `-shm`, `-journal`); None, or
+            another database, adds nothing.
+
+    Returns:
+        One `<path> (<old mode> -> <new mode>)` entry per path whose mode was tightened
+        (also logged as one warning); empty when nothing was loose.
     """
     os.umask(PRIVATE_UMASK)
     data_dir.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)

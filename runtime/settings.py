@@ -186,6 +186,8 @@ class Settings(BaseSettings):
 
     @property
     def effective_mcp_budget_mode(self) -> Literal["warn", "enforce", "off"]:
+        """What passing the MCP client budget does: `off` without a budget (whatever
+        `mcp_budget_mode` says), else `mcp_budget_mode`, `warn` when it is not set."""
         if self.mcp_budget_mode is not None:
             return self.mcp_budget_mode if self.mcp_client_budget is not None else "off"
         return "warn" if self.mcp_client_budget is not None else "off"
@@ -353,39 +355,47 @@ class Settings(BaseSettings):
 
     @property
     def loopback_bind(self) -> bool:
+        """Whether the API binds a loopback address (`is_loopback_host`)."""
         return is_loopback_host(self.hostname)
 
     @property
     def resolved_workspace(self) -> Path:
+        """The session agents' workspace, absolute: `<data-dir>/workspace` when unset."""
         if self.workspace is None:
             return self.resolved_data_dir / "workspace"
         return self.workspace.expanduser().resolve()
 
     @property
     def workspace_cwd(self) -> str:
+        """`resolved_workspace` as a string: how sessions and the store name the workspace."""
         return str(self.resolved_workspace)
 
     @property
     def resolved_data_dir(self) -> Path:
+        """The data dir, absolute (`~` expanded, symlinks resolved)."""
         return self.data_dir.expanduser().resolve()
 
     @property
     def resolved_database_url(self) -> str:
+        """`DATABASE_URL`, or the SQLite file `<data-dir>/agentrt.db` when it is unset."""
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.resolved_data_dir / 'agentrt.db'}"
 
     @property
     def embedded_temporal_address(self) -> str:
+        """Where the embedded dev server listens: `127.0.0.1:<temporal_port>`."""
         return f"127.0.0.1:{self.temporal_port}"
 
     @property
     def effective_temporal_address(self) -> str:
+        """The Temporal frontend to connect to: `TEMPORAL_ADDRESS`, else the embedded one."""
         return self.temporal_address or self.embedded_temporal_address
 
 
 def is_loopback_host(hostname: str) -> bool:
-    """True for the loopback binds of spec 002 (127.0.0.1, localhost, ::1, [::1])."""
+    """True for the loopback binds of spec 002 (127.0.0.1, localhost, ::1, [::1]), and
+    for any other loopback address literal (127.0.0.2, ...)."""
     if hostname in LOOPBACK_HOSTNAMES:
         return True
     try:
@@ -395,7 +405,12 @@ def is_loopback_host(hostname: str) -> bool:
 
 
 def canonical_origin(pattern: str) -> str | None:
-    """The WHATWG `new URL(pattern).origin` of a pattern, or None when it has none."""
+    """The WHATWG `new URL(pattern).origin` of a pattern, or None when it has none.
+
+    Returns:
+        `<scheme>://<host>[:<port>]`, the host lower-cased and the scheme's default port
+        left out; None unless `pattern` is an http(s) URL with a host and a valid port.
+    """
     try:
         parts = urlsplit(pattern)
         port = parts.port
@@ -448,7 +463,14 @@ def check_startup(settings: Settings) -> list[str]:
 
 
 def outbound_urls(settings: Settings) -> list[tuple[str, str]]:
-    """The URLs the settings have the worker call, each with the setting that names it."""
+    """The URLs the settings have the worker call, each with the setting that names it.
+
+    Returns:
+        `(setting, url)` pairs: the OpenAI base URL (only with the `openai` provider),
+        the Windows pool's URL (when set), the qwen-oauth base URL and each configured
+        device-flow provider's two endpoints (`...deviceAuthorizationEndpoint`,
+        `...tokenEndpoint`).
+    """
     urls: list[tuple[str, str]] = []
     if settings.model_provider == "openai":
         urls.append(("OPENAI_BASE_URL", settings.openai_base_url))

@@ -20,6 +20,13 @@ _configured = False
 
 
 def exporter_name() -> str | None:
+    """The span exporter the environment asks for, or None when it asks for none.
+
+    Returns:
+        `OTEL_TRACES_EXPORTER` lower-cased when it is set and not `none`; otherwise `otlp`
+        when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set;
+        otherwise None. The name is not checked against the exporters `setup_tracing` knows.
+    """
     name = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
     if name and name != "none":
         return name
@@ -33,7 +40,15 @@ def exporter_name() -> str | None:
 def setup_tracing(service_name: str) -> str | None:
     """Install an exporting tracer provider when the environment asks for one.
 
-    Returns the exporter's name, or None when spans are not exported.
+    Once a provider is installed, a later call installs nothing and returns
+    `exporter_name()`.
+
+    Args:
+        service_name: the spans' `service.name`, unless `OTEL_SERVICE_NAME` is set.
+
+    Returns:
+        The exporter's name, or None when spans are not exported (none asked for, an
+        unknown exporter, or `otlp` without the `otel` extra).
     """
     global _configured
     name = exporter_name()

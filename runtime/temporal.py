@@ -61,7 +61,14 @@ def test_server_path() -> Path:
 async def connect(address: str, namespace: str = "default", *, timeout: float = 0) -> Client:
     """The process's Temporal client: pydantic payloads, OpenTelemetry tracing.
 
-    With `timeout` > 0, keeps retrying until the server answers or time runs out.
+    Args:
+        address: the frontend's `host:port`.
+        namespace: the namespace the client works in.
+        timeout: seconds to keep retrying (every 0.2 s) until the server answers; 0
+            tries once.
+
+    Raises:
+        RuntimeError: the server did not answer (within `timeout`).
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -79,6 +86,8 @@ async def connect(address: str, namespace: str = "default", *, timeout: float = 
 
 
 async def reachable(address: str, namespace: str = "default") -> bool:
+    """Whether a Temporal server answers on `address` and reports itself healthy (a
+    connection and a health check, each within 5 seconds)."""
     try:
         client = await asyncio.wait_for(Client.connect(address, namespace=namespace), 5)
         await asyncio.wait_for(client.service_client.check_health(), 5)
@@ -88,7 +97,18 @@ async def reachable(address: str, namespace: str = "default") -> bool:
 
 
 async def ensure_search_attributes(client: Client) -> list[str]:
-    """Register agentrt's search attributes on the client's namespace; returns those added."""
+    """Register agentrt's search attributes on the client's namespace; returns those added.
+
+    Returns:
+        The names it asked the server to add, sorted; empty when the namespace listed
+        them all. A server that cannot list them (the time-skipping test server) is
+        asked for every name, and a name another process added meanwhile (the server
+        answers ALREADY_EXISTS) is among those returned.
+
+    Raises:
+        RPCError: the server refused to list or add them, for another reason than an
+            attribute that exists already.
+    """
     try:
         existing = await client.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace=client.namespace)
@@ -128,7 +148,14 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 def spawn(
     args: list[str], *, env: dict[str, str] | None = None, log_file: Path | None = None
 ) -> subprocess.Popen[bytes]:
-    """Start a child in its own session that dies with its parent."""
+    """Start a child in its own session that dies with its parent (on Linux; elsewhere
+    it only gets a session of its own).
+
+    Args:
+        args: the command and its arguments.
+        env: the child's environment; None inherits ours.
+        log_file: appended to with the child's stdout and stderr; None: they are ours.
+    """
     stdout = open(log_file, "ab") if log_file else None
     try:
         return subprocess.Popen(
@@ -194,13 +221,16 @@ class DevServer:
 
     @property
     def address(self) -> str:
+        """The frontend's `127.0.0.1:<temporal_port>`."""
         return self.settings.embedded_temporal_address
 
     @property
     def ui_url(self) -> str:
+        """Where the Web UI answers (when the server runs with one: `temporal_ui`)."""
         return f"http://127.0.0.1:{self.settings.temporal_ui_port}"
 
     def command(self) -> list[str]:
+        """The `temporal server start-dev` command line the settings make."""
         data_dir = self.settings.resolved_data_dir
         args = [
             str(temporal_cli_path()),
@@ -244,6 +274,7 @@ class DevServer:
         return args
 
     def start(self) -> None:
+        """Start the server (logging to `<data-dir>/temporal.log`); returns at once."""
         data_dir = self.settings.resolved_data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         self.process = spawn(
@@ -251,6 +282,16 @@ class DevServer:
         )
 
     async def wait_ready(self, timeout: float = 60.0) -> None:
+        """Wait until the server answers a health check.
+
+        Args:
+            timeout: seconds before giving up (a check in flight may overrun it by its
+                own bound).
+
+        Raises:
+            RuntimeError: the server's process exited.
+            TimeoutError: it did not answer within `timeout`.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
@@ -264,6 +305,7 @@ class DevServer:
         raise TimeoutError(f"temporal dev server not ready on {self.address} after {timeout}s")
 
     def stop(self) -> int | None:
+        """Stop the server (`stop_process`); its exit code, or None if it was never started."""
         if self.process is None:
             return None
         return stop_process(self.process)

@@ -55,6 +55,9 @@ class CallRequest(BaseModel):
 
 
 class CallToolInput(BaseModel):
+    """CALL_TOOL's argument: a turn's tool call, run through the gateway of the
+    deployment's `instance` in `workspace`."""
+
     instance: str
     workspace: str
     call: CallRequest
@@ -83,6 +86,10 @@ class CallSummary(BaseModel):
 
 
 class TurnInput(BaseModel):
+    """TurnWorkflow's input: the turn's prompt and its agent (`deterministic` or `model`),
+    the events kept in the workspace's agent-tools stream (`event_retention`) and the
+    most steps the agent takes (`max_steps`)."""
+
     instance: str
     workspace: str
     turn_id: str
@@ -93,15 +100,22 @@ class TurnInput(BaseModel):
 
 
 class ResearchDecided(BaseModel):
+    """The signal `research_decided`: a research of the turn's workspace was approved or
+    denied (sent by the research route before it writes the decision)."""
+
     research_id: str
     decision: Literal["approve", "deny"]
 
 
 class ResumeRequest(BaseModel):
+    """The update `resume`: continue a turn that waits for its research's authorization."""
+
     requested_by: str | None = None
 
 
 class TurnResult(BaseModel):
+    """How a turn ended: TurnWorkflow's result, and the answer of its `resume` update."""
+
     turn_id: str
     status: TurnStatus
     result: ToolStatus | None = None
@@ -110,6 +124,8 @@ class TurnResult(BaseModel):
 
 
 class TurnState(BaseModel):
+    """The query `state`: where a turn is now (`GET /turns/{turn_id}`)."""
+
     turn_id: str
     workspace: str
     agent: AgentKind
@@ -120,6 +136,8 @@ class TurnState(BaseModel):
 
 
 class ResearchStateInput(BaseModel):
+    """READ_RESEARCH's argument: the research whose state the turn reads from the store."""
+
     workspace: str
     research_id: str
     # The decision the turn was signalled: the research route signals before it writes,
@@ -136,6 +154,9 @@ class ResearchRead(BaseModel):
 
 
 class ModelStepInput(BaseModel):
+    """MODEL_STEP's argument: step `step` of a model turn, whose conversation is the
+    journal stream `transcript_stream`."""
+
     instance: str
     workspace: str
     turn_id: str
@@ -147,6 +168,9 @@ class ModelStepInput(BaseModel):
 
 
 class ModelStepResult(BaseModel):
+    """MODEL_STEP's result: what the model answered (its text and the tool calls it
+    asked for) and which model served it."""
+
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     served_model: str = ""

@@ -27,6 +27,10 @@ SETTLED_EVENT_KIND: Final = "DependencyCompleted"
 
 
 class TaskState(StrEnum):
+    """A coding task's state: open, held (`claimed`, then `running` once its holder
+    reports progress or agentrt's coder has its session), then settled (`SETTLED`). A
+    holder silent past the claim timeout loses the task: it is open again."""
+
     OPEN = "open"
     CLAIMED = "claimed"
     RUNNING = "running"
@@ -44,6 +48,7 @@ Outcome = Literal["succeeded", "failed"]
 
 
 def task_workflow_id(tenant: str, task_id: str) -> str:
+    """The id of the task's CodingTaskWorkflow."""
     return f"coding-task/{tenant}/{task_id}"
 
 
@@ -58,6 +63,7 @@ TASKS_DIR: Final = ".agentrt-tasks"
 
 
 def task_dir(root: str, task_id: str) -> str:
+    """The directory agentrt's coder works on the task in: `<root>/.agentrt-tasks/<taskId>`."""
     return str(Path(root) / TASKS_DIR / task_id)
 
 
@@ -67,6 +73,9 @@ def task_prompt_id(task_id: str) -> str:
 
 
 class TaskNote(BaseModel):
+    """A note on a task: its holder's progress note, or who assigned it to whom. `key`
+    makes a holder's note idempotent (a note whose key the task has is not added again)."""
+
     at: str
     by: str
     text: str
@@ -108,6 +117,8 @@ class TaskView(BaseModel):
 
 
 class TaskNotFound(WireError):
+    """No coding task of this id in the tenant: 404."""
+
     kind: Literal["coding_task_not_found"] = "coding_task_not_found"
     task_id: str
 
@@ -148,6 +159,8 @@ class TaskConflict(WireError):
 
 
 class InvalidTask(WireError):
+    """A task, or a report on one, that breaks a rule (its `message`): 400."""
+
     kind: Literal["invalid_coding_task"] = "invalid_coding_task"
     message: str
 
@@ -163,6 +176,9 @@ class InvalidTask(WireError):
 
 
 class CodingTaskInput(BaseModel):
+    """CodingTaskWorkflow's input: the task it keeps the timers of, and what a run hands
+    the next one across continue-as-new."""
+
     tenant: str
     task_id: str
     # How long a holder may go without a heartbeat before the task is open again.
@@ -187,6 +203,9 @@ class TaskTimers(BaseModel):
 
 
 class ExpireInput(BaseModel):
+    """TIMERS' and EXPIRE's argument: the task and the workflow's claim timeout; `now` is
+    the workflow's time, at which EXPIRE settles or reopens the task (TIMERS ignores it)."""
+
     tenant: str
     task_id: str
     claim_timeout_ms: int
@@ -194,12 +213,16 @@ class ExpireInput(BaseModel):
 
 
 class ExpireResult(BaseModel):
+    """EXPIRE's result: whose claim ran out, and whether the task is settled now."""
+
     # The holder whose claim ran out (its Windows lease is released), if one did.
     lost_holder: str | None = None
     settled: bool = False
 
 
 class SettleInput(BaseModel):
+    """SPAWN_CODER's and WAKE_AGENT's argument: the task, by tenant and id."""
+
     tenant: str
     task_id: str
 
@@ -212,6 +235,9 @@ class CoderReport(BaseModel):
 
 
 class SpawnResult(BaseModel):
+    """SPAWN_CODER's result: the session agentrt's coder runs the task in, or why there
+    is none yet (all false and None: the task is gone, or no longer held by agentrt's coder)."""
+
     # The tenant runs its maximum of coders: the task waits for a slot.
     waiting: bool = False
     session_id: str | None = None
@@ -220,12 +246,17 @@ class SpawnResult(BaseModel):
 
 
 class OwnCoderDone(BaseModel):
+    """COMPLETE_OWN's argument: settle the task with its coder's report."""
+
     tenant: str
     task_id: str
     report: CoderReport
 
 
 class CodingTaskActivity(StrEnum):
+    """The coding-task activities, by name: activities/coding_tasks/task.py implements
+    them, and CodingTaskWorkflow calls them by these names."""
+
     TIMERS = "coding_task.timers"  # local
     EXPIRE = "coding_task.expire"
     WAKE_AGENT = "coding_task.wake_agent"
@@ -240,6 +271,8 @@ SESSION_ENDED: Final = "session_ended"
 
 
 class CoderAliveInput(BaseModel):
+    """CODER_ALIVE's argument: the session of agentrt's coder to look at."""
+
     session_id: str
 
 

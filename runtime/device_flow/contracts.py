@@ -27,6 +27,9 @@ FlowStatus = Literal["requesting", "pending", "authorized", "failed", "cancelled
 
 
 class DeviceFlowActivity(StrEnum):
+    """The device-flow activities, by name: activities/device_flow/ implements them, and
+    DeviceFlowWorkflow and a model call's pause call them by these names."""
+
     REQUEST_CODE = "device_flow.request_code"
     POLL_TOKEN = "device_flow.poll_token"
     EMIT = "device_flow.emit"
@@ -37,6 +40,9 @@ class DeviceFlowActivity(StrEnum):
 
 
 class DeviceFlowInput(BaseModel):
+    """DeviceFlowWorkflow's input: the provider whose token the flow asks for, in the
+    workspace whose sessions hear of it."""
+
     workspace_cwd: str
     provider: DeviceFlowProvider
     # Who started this run: a POST that finds its own request id started it (201).
@@ -61,6 +67,8 @@ class DeviceCode(BaseModel):
 
 
 class RequestCodeResult(BaseModel):
+    """REQUEST_CODE's result: the IdP's code, or None and a `hint` of why it gave none."""
+
     code: DeviceCode | None = None
     hint: str | None = None
 
@@ -135,10 +143,12 @@ class FlowState(BaseModel):
 
     @property
     def pending(self) -> bool:
+        """Whether the user has a code to enter and the flow polls for its token."""
         return self.status == "pending"
 
     @property
     def terminal(self) -> bool:
+        """Whether the flow ended: authorized, failed or cancelled."""
         return self.status in ("authorized", "failed", "cancelled")
 
 
@@ -147,6 +157,8 @@ class CancelRequest(WorkerBound):
 
 
 class CancelResult(BaseModel):
+    """The `cancel` update's answer: False when the flow had ended already."""
+
     cancelled: bool
 
 
@@ -163,6 +175,8 @@ class EnsureFlowInput(BaseModel):
 
 
 class EnsureFlowResult(BaseModel):
+    """ENSURE's result: the flow the paused call waits on, or why it waits on none."""
+
     device_flow_id: str | None = None
     # A usable token is there already (another call's flow ended meanwhile): no flow.
     token_ready: bool = False
@@ -174,12 +188,16 @@ class EnsureFlowResult(BaseModel):
 
 
 class ReadFlowInput(BaseModel):
+    """READ's argument: the run `device_flow_id` of the provider's flow in the workspace."""
+
     provider_id: str
     workspace_cwd: str
     device_flow_id: str
 
 
 class ReadFlowResult(BaseModel):
+    """READ's result: the flow's state, as its `state` query answers."""
+
     state: FlowState | None = None  # None: the run is gone (terminated from outside)
 
 

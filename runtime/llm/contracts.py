@@ -32,6 +32,9 @@ class ImageRef(BaseModel):
 
 
 class ChatMessage(BaseModel):
+    """One message of a conversation with a model, as transcripts store it and a model
+    call sends it."""
+
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
     # Assistant messages: the calls the model asked for in that turn.
@@ -43,6 +46,8 @@ class ChatMessage(BaseModel):
 
 
 class ToolSpec(BaseModel):
+    """A tool offered to the model: its name, what it does, and its arguments' schema."""
+
     name: str
     description: str
     parameters: dict[str, Any]  # JSON schema of the arguments object
@@ -56,6 +61,8 @@ class UsageSource(StrEnum):
 
 
 class Usage(BaseModel):
+    """The tokens one model call consumed, and where their counts come from."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     # Of `prompt_tokens`, those the provider read from its prompt cache (OpenAI's
@@ -67,6 +74,9 @@ class Usage(BaseModel):
 
 
 class ModelReply(BaseModel):
+    """A model's answer to one call: its text, the tool calls it asked for, why it
+    stopped, the model asked for and the one that served, and the tokens it took."""
+
     content: str
     tool_calls: list[ToolCall]
     finish_reason: str  # "stop" | "tool_calls" | "length" | ... as the provider reported it

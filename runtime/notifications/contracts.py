@@ -15,10 +15,13 @@ DELIVER_DUE: Final = "notifications.deliver_due"
 
 
 def endpoint_workflow_id(endpoint_id: str) -> str:
+    """The id of the endpoint's NotificationEndpointWorkflow (one per endpoint)."""
     return f"notifications/{endpoint_id}"
 
 
 class EndpointRun(BaseModel):
+    """The endpoint workflow's input, and its delivery activity's argument (one pass)."""
+
     endpoint_id: str
     # A wake ran this pass: the rows it announced may commit a moment after the wake.
     woken: bool = False

@@ -45,6 +45,10 @@ StopReason = Literal["end_turn", "cancelled", "max_tokens", "error", "length", "
 
 
 class SessionInput(BaseModel):
+    """SessionWorkflow's input: the session's configuration (the daemon's settings when it
+    was created, its model and approval mode), and what a run hands the next one across
+    continue-as-new (the queue, the event counter, the tools allowed always)."""
+
     session_id: str
     workspace_cwd: str
     policy: str = "first-responder"
@@ -86,6 +90,8 @@ class PromptItem(BaseModel):
 
 
 class CodingTaskRef(BaseModel):
+    """A coding task, by tenant and id."""
+
     tenant: str
     task_id: str
 
@@ -109,6 +115,8 @@ class WorkerBound(BaseModel):
 
 
 class SubmitPrompt(WorkerBound):
+    """The update `submit_prompt`: queue a prompt (run at once when none is active)."""
+
     item: PromptItem
     # The provider of the daemon that sent it: the session follows the deployment's
     # provider (runtime.llm.active); None in updates recorded before this field existed.
@@ -116,16 +124,26 @@ class SubmitPrompt(WorkerBound):
 
 
 class SubmitResult(BaseModel):
+    """`submit_prompt`'s answer: the prompt's place in the session (0: it runs now; n: n
+    prompts go before it)."""
+
     position: int
 
 
 class CancelRequest(BaseModel):
+    """The signal `cancel`: cancel the active prompt (queued prompts still run), or take
+    one queued prompt out of the queue."""
+
     originator: str | None = None
     # Only this prompt (a blocking caller that went away); None: the active prompt.
     prompt_id: str | None = None
 
 
 class VoteRequest(WorkerBound):
+    """The update `vote`: a client's answer to the permission request `request_id`,
+    mediated by the session's policy (`is_local` for local-only, `eligible_voters` for a
+    consensus' quorum)."""
+
     request_id: str
     outcome: Literal["selected", "cancelled"]
     option_id: str | None = None
@@ -135,10 +153,15 @@ class VoteRequest(WorkerBound):
 
 
 class VoteResult(BaseModel):
+    """`vote`'s answer: the request was resolved, or the vote was recorded below a
+    consensus' quorum (`partial`)."""
+
     kind: Literal["resolved", "partial"]
 
 
 class SetModeRequest(WorkerBound):
+    """The update `set_approval_mode`: switch the session's approval mode."""
+
     mode: str
     originator: str | None = None
     # Also write `tools.approvalMode` to the workspace settings (new sessions start with it).
@@ -146,21 +169,28 @@ class SetModeRequest(WorkerBound):
 
 
 class ModeSwitchResult(BaseModel):
+    """`set_approval_mode`'s answer: the mode before and after, and whether it was persisted."""
+
     previous: str
     mode: str
     persisted: bool
 
 
 class PersistApprovalModeInput(BaseModel):
+    """PERSIST_APPROVAL_MODE's argument: the mode to write as the workspace's
+    `tools.approvalMode`."""
+
     workspace_cwd: str
     mode: str
 
 
 class RecapRequest(WorkerBound):
-    pass
+    """The update `recap`: a one-sentence recap of the session, from the model."""
 
 
 class RecapInput(BaseModel):
+    """RECAP's argument: the session to recap and the model to ask."""
+
     session_id: str
     model_id: str
     model_binding: ModelBinding | None = None
@@ -169,10 +199,14 @@ class RecapInput(BaseModel):
 
 
 class RecapResult(BaseModel):
+    """RECAP's result, and the `recap` update's answer: its `recap` is None when none was made."""
+
     recap: str | None = None
 
 
 class SetModelRequest(WorkerBound):
+    """The update `set_model`: switch the session's model."""
+
     model_id: str
     originator: str | None = None
     # As SubmitPrompt.model_provider.
@@ -185,16 +219,23 @@ class SetModelRequest(WorkerBound):
 
 
 class ModelSwitchResult(BaseModel):
+    """`set_model`'s answer: `ok` False, with the `error`, when the model is not
+    available to the session (nothing switched)."""
+
     ok: bool
     model_id: str
     error: str | None = None
 
 
 class CloseRequest(WorkerBound):
+    """The update `close`: cancel the active prompt, end the session."""
+
     closed_by: str | None = None
 
 
 class PromptView(BaseModel):
+    """A prompt as the `status` query shows it (`text` is its bounded preview)."""
+
     prompt_id: str
     text: str
     queued_at_ms: int
@@ -202,12 +243,17 @@ class PromptView(BaseModel):
 
 
 class PermissionView(BaseModel):
+    """An open permission request as the `status` query shows it."""
+
     request_id: str
     prompt_id: str | None
     options: list[str]
 
 
 class SessionStatus(BaseModel):
+    """The query `status`: the session's prompts, open permission requests, approval
+    mode and model, and whether it is closing."""
+
     session_id: str
     active_prompt: PromptView | None = None
     queued: list[PromptView] = Field(default_factory=list)
@@ -233,6 +279,8 @@ class OpenPromptInput(BaseModel):
 
 
 class ModelStepInput(BaseModel):
+    """MODEL_STEP's argument: step `step` of a prompt's episode."""
+
     session_id: str
     prompt_id: str
     step: int
@@ -248,6 +296,9 @@ class ModelStepInput(BaseModel):
 
 
 class ModelStepResult(BaseModel):
+    """MODEL_STEP's result: what the model answered (its text and the tool calls it
+    asked for) and why it stopped."""
+
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     stop_reason: StopReason = "end_turn"
@@ -257,6 +308,9 @@ class ModelStepResult(BaseModel):
 
 
 class ToolStepInput(BaseModel):
+    """One tool call of a prompt's episode: the argument of PREVIEW_TOOL and of the
+    activities that run it (RUN_TOOL, RUN_EFFECT, WINDOWS_TOOL, MCP_READ, MCP_CALL)."""
+
     session_id: str
     prompt_id: str
     workspace_cwd: str
@@ -286,6 +340,10 @@ class ToolStepInput(BaseModel):
 
 
 class ToolPreview(BaseModel):
+    """PREVIEW_TOOL's result: what the call would do, shown in the permission request
+    (`tool_call`, `kind`), and what the workflow needs to decide whether to ask, refuse
+    or run it, and how."""
+
     tool_call: dict[str, Any]
     kind: str
     # File tools: the target's content hash now (see ToolStepInput.expected_hash).
@@ -306,6 +364,8 @@ class ToolPreview(BaseModel):
 
 
 class ToolStepResult(BaseModel):
+    """How a tool call ended (the activity journaled its event and its answer to the model)."""
+
     status: Literal["completed", "failed"]
 
 

@@ -26,6 +26,9 @@ class AgentType(StrEnum):
 
 
 class AgentStatus(StrEnum):
+    """An agent instance's status: only an `Active` agent ticks; a `Paused` or `Closed` one
+    waits for a `wake`."""
+
     ACTIVE = "Active"
     PAUSED = "Paused"
     CLOSED = "Closed"
@@ -80,6 +83,8 @@ class DecisionKind(StrEnum):
 
 
 class MessageDirection(StrEnum):
+    """Who wrote a message of an agent's conversation: an operator or the agent."""
+
     OPERATOR = "operator"
     AGENT = "agent"
 
@@ -111,6 +116,8 @@ def is_permission_vote(source: str, payload: dict[str, Any]) -> bool:
 
 
 class AttentionStatus(StrEnum):
+    """An attention request on the decision queue: open, or resolved."""
+
     OPEN = "open"
     RESOLVED = "resolved"
 

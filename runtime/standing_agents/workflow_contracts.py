@@ -52,6 +52,9 @@ ACTION_ENTRY = "action"
 
 
 class StandingAgentActivity(StrEnum):
+    """The standing-agent activities, by name: activities/standing_agents/ implements
+    them, and StandingAgentWorkflow calls them by these names."""
+
     LOAD_INSTANCE = "agent.load_instance"  # local
     NEXT_EVENT = "agent.next_event"  # local
     BEGIN_TICK = "agent.begin_tick"
@@ -74,6 +77,9 @@ class CarriedState(BaseModel):
 
 
 class StandingAgentInput(BaseModel):
+    """StandingAgentWorkflow's input: the agent, and the counters a run hands the next
+    one across continue-as-new (`state`; None for the first run)."""
+
     tenant: str
     instance_id: str
     agent_type: AgentType
@@ -98,6 +104,8 @@ class InstanceView(BaseModel):
 
 
 class LoadInstanceInput(BaseModel):
+    """LOAD_INSTANCE's argument: the instance whose row the loop reads."""
+
     instance_id: str
 
 
@@ -125,6 +133,9 @@ class BudgetReached(BaseModel):
 
 
 class NextEventInput(BaseModel):
+    """NEXT_EVENT's argument: the agent's next event due at `now`, in its generation
+    `generation` (after a reset, the old generation finds none)."""
+
     tenant: str
     instance_id: str
     generation: int
@@ -140,12 +151,16 @@ class EventRef(BaseModel):
 
 
 class NextEventResult(BaseModel):
+    """NEXT_EVENT's result: the event to tick on, or when to look again."""
+
     event: EventRef | None = None
     # When the next event (at least the heartbeat) falls due; None: nothing pending.
     wake_at: datetime | None = None
 
 
 class BeginTickInput(BaseModel):
+    """BEGIN_TICK's argument: the tick on `event`, for the agent's generation `generation`."""
+
     tenant: str
     instance_id: str
     agent_type: AgentType
@@ -180,6 +195,9 @@ class BeginTickResult(BaseModel):
 
 
 class ModelStepInput(BaseModel):
+    """MODEL_STEP's argument: the `step`-th model call of the tick on `event`, under the
+    tick's mode and budget."""
+
     tenant: str
     instance_id: str
     agent_type: AgentType
@@ -212,6 +230,9 @@ class BudgetRefusal(BaseModel):
 
 
 class ModelStepResult(BaseModel):
+    """MODEL_STEP's result: the tool calls the model asked for and what the call cost,
+    or why no call was made (the weekly credit, a budget's refusal)."""
+
     # Set when the weekly credit was spent (or cannot hold this call's worst case) before
     # this call: no call was made.
     credit_exhausted: bool = False
@@ -228,6 +249,9 @@ class ModelStepResult(BaseModel):
 
 
 class RunToolInput(BaseModel):
+    """RUN_TOOL's argument: one tool call of the tick's episode, run under the operation
+    id `op_id`, checked against the mode's tools (`mode_tools`)."""
+
     tenant: str
     instance_id: str
     agent_type: AgentType
@@ -261,6 +285,8 @@ class ActionRecord(BaseModel):
 
 
 class RunToolResult(BaseModel):
+    """RUN_TOOL's and RUN_APPROVED_MCP_CALL's result: the call and its bounded outcome."""
+
     action: ActionRecord
 
 
@@ -278,6 +304,7 @@ class ApprovedMcpCallInput(BaseModel):
 
     @property
     def op_id(self) -> str:
+        """The call's operation id, derived from its decision (so it runs once)."""
         return f"agent-mcp/{self.tenant}/{self.decision_id}"
 
 
@@ -312,6 +339,10 @@ class CompleteTickInput(BaseModel):
 
 
 class CompleteTickResult(BaseModel):
+    """COMPLETE_TICK's result: the seq of the ledger turn written (0: none, a reset
+    won or the event was deferred), when the next heartbeat falls due, whether the
+    agent was closed as stuck, and whether it paused on a budget."""
+
     seq: int
     next_tick_at: datetime | None = None
     closed: bool = False

@@ -29,8 +29,9 @@ class NewEvent(BaseModel):
 class AppendEventsInput(BaseModel):
     """Append `events` to `stream` with contiguous seqs.
 
-    `dedupe_key` makes a retried activity idempotent: when the last events of
-    the stream already carry it, nothing is appended twice.
+    `retention` keeps only the stream's last events, that many (None: all of them).
+    `dedupe_key` makes a retried activity idempotent: when the stream still holds a
+    batch appended under it, nothing is appended twice (the stored entries answer).
     """
 
     stream: str
@@ -40,6 +41,9 @@ class AppendEventsInput(BaseModel):
 
 
 class AppendEventsResult(BaseModel):
+    """The seqs the batch has in its stream, first and last (a deduplicated batch's
+    are those it was given the first time)."""
+
     first_seq: int
     last_seq: int
 
@@ -52,6 +56,14 @@ def dedupe_key(scope: str, position: int, events: list[NewEvent]) -> str:
     journaled events is not replayed as such: the next task may emit other events at
     the same position (the counter never reached history). The content digest keeps
     those apart, so they are journaled instead of being taken for duplicates.
+
+    Args:
+        scope: what the counter is unique within (the workflow's id, or its run's id).
+        position: the append's number within `scope` (a counter the workflow keeps).
+        events: the batch.
+
+    Returns:
+        `<scope>/e<position>/<digest of the events>`.
     """
     canonical = json.dumps(
         [e.model_dump(mode="json") for e in events], sort_keys=True, separators=(",", ":")

@@ -54,21 +54,30 @@ POOL_RETRY_POLICY = RetryPolicy(maximum_attempts=1)
 
 
 class OpenSessionInput(BaseModel):
+    """OPEN_SESSION's argument: lease a machine for `holder` of `tenant`, asking the pool
+    for `lease_ms`."""
+
     tenant: str
     holder: str
     lease_ms: int
 
 
 class RenewInput(BaseModel):
+    """RENEW's argument: renew the session's lease, asking the pool for `lease_ms`."""
+
     session_id: str
     lease_ms: int
 
 
 class RenewResult(BaseModel):
+    """RENEW's result: when the renewed lease ends."""
+
     expires_at: datetime
 
 
 class CloseSessionInput(BaseModel):
+    """CLOSE_SESSION's argument: the session to give back to the pool."""
+
     session_id: str
 
 
