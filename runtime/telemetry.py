@@ -23,12 +23,15 @@ def exporter_name() -> str | None:
     """The span exporter the environment asks for, or None when it asks for none.
 
     Returns:
-        `OTEL_TRACES_EXPORTER` lower-cased when it is set and not `none`; otherwise `otlp`
+        None when `OTEL_TRACES_EXPORTER` is `none` (the OpenTelemetry spec's "no
+        export"); `OTEL_TRACES_EXPORTER` lower-cased when it is set; otherwise `otlp`
         when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set;
         otherwise None. The name is not checked against the exporters `setup_tracing` knows.
     """
     name = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-    if name and name != "none":
+    if name == "none":  # the OpenTelemetry spec: no export, whatever else is set
+        return None
+    if name:
         return name
     if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"

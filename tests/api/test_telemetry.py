@@ -69,5 +69,7 @@ def test_exporter_selection(monkeypatch: object) -> None:
         mp.delenv("OTEL_TRACES_EXPORTER")
         mp.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")
         assert exporter_name() == "otlp"
+        mp.setenv("OTEL_TRACES_EXPORTER", "none")  # the spec's off switch wins
+        assert exporter_name() is None
     finally:
         mp.undo()
