@@ -40,7 +40,8 @@ class ApprovalClockActivities:
 
     def _time_and_warn(self) -> tuple[int, int, list[Any]]:
         now = datetime.now(UTC)
-        with self.store.engine.begin() as connection:
+        with self.store.transaction() as db:
+            connection = db.connection()
             timed = clock.assign_timeouts(connection, self.settings)
             warned = clock.owe_warnings(connection, self._lead, now)
             due = clock.expired(connection, now)

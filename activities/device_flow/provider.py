@@ -269,8 +269,10 @@ class IdentityActivities:
         return await asyncio.to_thread(unlink)
 
     def _record_approval(self, request: EmitInput) -> None:
-        with self.store.engine.begin() as connection:
-            login_approval.record(connection, request.workspace_cwd, request.type, request.data)
+        with self.store.transaction() as db:
+            login_approval.record(
+                db.connection(), request.workspace_cwd, request.type, request.data
+            )
 
     @DeviceFlowActivityContracts.EMIT.defn
     async def emit(self, request: EmitInput) -> int:

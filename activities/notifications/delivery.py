@@ -60,7 +60,8 @@ class NotificationActivities:
             return outbox.due(connection, endpoint_id, datetime.now(UTC), BATCH)
 
     def _record(self, message: str, error: str | None) -> None:
-        with self.store.engine.begin() as connection:
+        with self.store.transaction() as db:
+            connection = db.connection()
             now = datetime.now(UTC)
             if error is None:
                 outbox.delivered(connection, message, now)

@@ -128,19 +128,25 @@ async def decide_and_tell(
     research's state after it. 404 `research_not_found`, 409 `research_already_decided`."""
 
     def check() -> str | None:
-        """What the write would refuse, refused before the turn hears of it; its turn."""
+        """What the write would refuse, refused before the turn hears of it; its turn. A
+        dry run: the session closes uncommitted, which discards the flushed decision."""
         with store.session() as db:
             research = decide_research(
                 db, workspace, research_id, decision, decided_by, note, commit=False
             )
-            turn_id = research.turn_id
-            db.rollback()
-            return turn_id
+            return research.turn_id
 
     def write() -> dict[str, Any]:
-        with store.session() as db:
+        with store.transaction() as db:
             decide_research(
-                db, workspace, research_id, decision, decided_by, note, answered_by=answered_by
+                db,
+                workspace,
+                research_id,
+                decision,
+                decided_by,
+                note,
+                commit=False,
+                answered_by=answered_by,
             )
             return research_state(db, workspace, research_id)
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, Field
-from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
 from temporalio.client import (
     Client,
     WorkflowHandle,
@@ -178,31 +178,29 @@ async def create_turn(
     workspace = body.workspace or settings.agent_tools_workspace
     turn_id = body.turn_id or str(uuid.uuid4())
     workflow_id = turn_workflow_id(settings.instance, workspace, turn_id)
-    row = AgentTurn(
-        instance=settings.instance,
-        workspace=workspace,
-        turn_id=turn_id,
-        agent=body.agent,
-        prompt=body.prompt,
-        workflow_id=workflow_id,
-        created_at=datetime.now(UTC),
-    )
+    created_at = datetime.now(UTC)
 
-    def insert() -> AgentTurn | None:
-        """None when inserted; the existing row when the turn id is taken."""
-        with store.session() as db:
-            db.add(row)
-            try:
-                db.commit()
-                return None
-            except IntegrityError:
-                db.rollback()
-                existing: AgentTurn | None = db.get(
-                    AgentTurn, (settings.instance, workspace, turn_id)
-                )
-                return existing
+    def write(db: Session) -> AgentTurn | None:
+        """None when inserted; the existing row when the turn id is taken (a concurrent
+        create that took it first: this runs again and finds its row)."""
+        existing: AgentTurn | None = db.get(AgentTurn, (settings.instance, workspace, turn_id))
+        if existing is not None:
+            return existing
+        db.add(
+            AgentTurn(
+                instance=settings.instance,
+                workspace=workspace,
+                turn_id=turn_id,
+                agent=body.agent,
+                prompt=body.prompt,
+                workflow_id=workflow_id,
+                created_at=created_at,
+            )
+        )
+        db.flush()
+        return None
 
-    existing = await asyncio.to_thread(insert)
+    existing = await asyncio.to_thread(store.run_transaction, write)
     if existing is not None and (existing.prompt, existing.agent) != (body.prompt, body.agent):
         raise ApiError.of(TurnExists(turn_id=turn_id))
     _, last_seq = await asyncio.to_thread(

@@ -153,11 +153,10 @@ def open_browser_session(
         created_at=now,
         expires_at=now + BROWSER_SESSION_TTL,
     )
-    with store.session() as session:
+    with store.transaction() as session:
         session.add(row)
         session.flush()
         _retain(session, now, max_sessions)
-        session.commit()
     return BrowserSession(cookie=cookie, csrf_token=row.csrf_token, expires_at=row.expires_at)
 
 

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from runtime.agent_tools.contracts import CallRequest
@@ -125,14 +124,17 @@ def execute_call(
     *,
     max_results: int = DEFAULT_MAX_RESULTS,
 ) -> CallRecord:
-    """Run `call` once per idempotency key; replays get the stored result.
+    """Run `call` once per idempotency key; replays get the stored result. A concurrent
+    call with the same key that commits first wins: this one runs again
+    (`Store.run_transaction`), finds the winner's record and answers like a replay.
 
     Raises:
         ApplicationError: `idempotency_conflict` (409), the key names a call with another
             intent.
     """
     digest = intent_hash(call)
-    with store.session() as session:
+
+    def write(session: Session) -> CallRecord:
         existing = _existing(session, instance, workspace, call.idempotency_key)
         if existing is not None:
             if existing.intent_hash != digest:
@@ -153,22 +155,11 @@ def execute_call(
             created_at=datetime.now(UTC),
         )
         session.add(row)
-        try:
-            session.flush()
-            _evict(session, instance, workspace, max_results)
-            session.commit()
-        except IntegrityError:
-            # A concurrent call with the same key won the race: answer like a replay.
-            session.rollback()
-            winner = _existing(session, instance, workspace, call.idempotency_key)
-            if winner is None:
-                raise
-            if winner.intent_hash != digest:
-                raise IdempotencyConflict(
-                    idempotency_key=call.idempotency_key
-                ).application_error() from None
-            return _record(winner, replayed=True)
+        session.flush()
+        _evict(session, instance, workspace, max_results)
         return _record(row, replayed=False)
+
+    return store.run_transaction(write)
 
 
 def get_result(store: Store, instance: str, workspace: str, result_id: str) -> CallRecord | None:

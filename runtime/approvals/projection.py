@@ -163,5 +163,5 @@ def _resolved(connection: Connection, request_id: str, outcome: Any, entry: Jour
 
 def note_vote(store: Store, request_id: str, client_id: str | None, answered_by: str) -> None:
     """A vote on permission request `request_id` is about to be sent by `answered_by`."""
-    with store.engine.begin() as connection:
-        ledger.record_vote(connection, permission_approval(request_id), client_id, answered_by)
+    with store.transaction() as db:
+        ledger.record_vote(db.connection(), permission_approval(request_id), client_id, answered_by)

@@ -23,7 +23,7 @@ def reserve_coder(
     the write is a compare-and-swap (held by agentrt's coder, no session yet), so a task
     cancelled or expired meanwhile is never brought back. Idempotent: a task whose coder
     has its session already answers at once."""
-    with store.session() as db:
+    with store.transaction() as db:
         serialize(db, f"coders/{tenant}")
         row = db.get(CodingTask, task_id)
         if row is None or row.tenant != tenant:
@@ -54,7 +54,6 @@ def reserve_coder(
                 updated_at=datetime.now(UTC),
             )
         )
-        db.commit()
         if taken.rowcount != 1:
             return None
         return db.get(CodingTask, task_id, populate_existing=True)

@@ -168,16 +168,18 @@ def deliveries(
 def resend(store: Store, endpoint_id: str, delivery_id: str) -> None:
     """A dead delivery owed again (woken at once)."""
     _live(store, endpoint_id)
-    with store.engine.begin() as connection:
-        if outbox.resend(connection, endpoint_id, delivery_id, datetime.now(UTC)):
-            outbox.wake([endpoint_id])
-            return
+    with store.transaction() as db:
+        connection = db.connection()
+        owed = outbox.resend(connection, endpoint_id, delivery_id, datetime.now(UTC))
         row = connection.execute(
             core_select(outbox.DELIVERIES.c.state).where(
                 outbox.DELIVERIES.c.delivery_id == delivery_id,
                 outbox.DELIVERIES.c.endpoint_id == endpoint_id,
             )
         ).first()
+    if owed:
+        outbox.wake([endpoint_id])  # after the commit: the woken sender sees it owed
+        return
     if row is None:
         raise DeliveryNotFound(delivery_id=delivery_id).application_error()
     raise DeliveryNotDead(delivery_id=delivery_id, state=row.state).application_error()

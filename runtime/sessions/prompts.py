@@ -11,8 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import Column, DateTime, Index, Text
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field, Session, SQLModel
 
 from runtime.store.engine import Store
 
@@ -37,8 +36,10 @@ def preview(text: str) -> str:
 def save_prompt(store: Store, session_id: str, prompt_id: str, text: str) -> None:
     """Store a prompt's text under its id. Idempotent: a prompt id derived from what it is
     for (agentrt's coder's task prompt) is saved again by a retried activity, and the
-    first save stands."""
-    with store.session() as db:
+    first save stands (a concurrent save of the same id that wins the key stands too:
+    the write runs again and finds it)."""
+
+    def write(db: Session) -> None:
         if db.get(SessionPrompt, prompt_id) is not None:
             return
         db.add(
@@ -49,10 +50,9 @@ def save_prompt(store: Store, session_id: str, prompt_id: str, text: str) -> Non
                 created_at=datetime.now(UTC),
             )
         )
-        try:
-            db.commit()
-        except IntegrityError:  # the same id saved concurrently: that save stands
-            db.rollback()
+        db.flush()
+
+    store.run_transaction(write)
 
 
 def load_prompt(store: Store, prompt_id: str) -> str | None:
@@ -63,8 +63,7 @@ def load_prompt(store: Store, prompt_id: str) -> str | None:
 
 def forget_prompt(store: Store, prompt_id: str) -> None:
     """Drop the text of a prompt that was never accepted (the submit failed)."""
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(SessionPrompt, prompt_id)
         if row is not None:
             db.delete(row)
-            db.commit()

@@ -10,7 +10,6 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from runtime.sessions.models import (
@@ -124,11 +123,13 @@ def create_or_attach(
     """A new session, or (for `single`) the workspace's live one; returns (record, attached).
 
     The `single` slot is a primary key: of two concurrent creates exactly one
-    inserts it (attached=False), the other attaches. Attaches never count
-    against `max_sessions`.
+    inserts it (attached=False); the other loses the race on the key, runs again
+    (`Store.run_transaction`) and attaches to the winner's session. Attaches never
+    count against `max_sessions`.
     """
     now = datetime.now(UTC)
-    with store.session() as db:
+
+    def write(db: Session) -> tuple[SessionRecord, bool]:
         if scope == "single":
             slot = db.get(SingleSessionSlot, workspace_cwd)
             if slot is not None:
@@ -147,24 +148,15 @@ def create_or_attach(
         db.add(row)
         if scope == "single":
             db.add(SingleSessionSlot(workspace_cwd=workspace_cwd, session_id=row.session_id))
-        try:
-            db.commit()
-        except IntegrityError:
-            db.rollback()
-            if scope != "single":
-                raise
-            # Another create took the slot first: attach to its session.
-            slot = db.get(SingleSessionSlot, workspace_cwd)
-            winner = db.get(DaemonSession, slot.session_id) if slot else None
-            if winner is None:
-                raise
-            return _record(winner), True
+        db.flush()
         return _record(row), False
+
+    return store.run_transaction(write)
 
 
 def close_session(store: Store, session_id: str) -> SessionRecord | None:
     """Mark closed; None when not live. The single slot is freed."""
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(DaemonSession, session_id)
         if row is None or row.closed_at is not None:
             return None
@@ -172,13 +164,12 @@ def close_session(store: Store, session_id: str) -> SessionRecord | None:
         slot = db.get(SingleSessionSlot, row.workspace_cwd)
         if slot is not None and slot.session_id == session_id:
             db.delete(slot)
-        db.commit()
         return _record(row)
 
 
 def revive_session(store: Store, session_id: str, max_sessions: int) -> tuple[SessionRecord, bool]:
     """Make a persisted session live again (load/resume); returns (record, attached)."""
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(DaemonSession, session_id)
         if row is None:
             raise LookupError(session_id)
@@ -189,17 +180,15 @@ def revive_session(store: Store, session_id: str, max_sessions: int) -> tuple[Se
         if row.closed_at is None:
             return _record(row), True
         row.closed_at = None
-        db.commit()
         return _record(row), False
 
 
 def rename_session(store: Store, session_id: str, display_name: str) -> SessionRecord | None:
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(DaemonSession, session_id)
         if row is None or row.closed_at is not None:
             return None
         row.display_name = display_name
-        db.commit()
         return _record(row)
 
 
@@ -207,24 +196,25 @@ _CLIENTS = SessionClient.__table__  # type: ignore[attr-defined]
 
 
 def register_client(store: Store, session_id: str, client_id: str, now_ms: int) -> None:
-    """Attach a client to a session (idempotent); its first heartbeat is now."""
-    with store.session() as db:
+    """Attach a client to a session (idempotent); its first heartbeat is now. A
+    concurrent registration of the same client that wins the key stands (the write runs
+    again and finds it)."""
+
+    def write(db: Session) -> None:
         if db.get(SessionClient, (session_id, client_id)) is None:
             db.add(SessionClient(session_id=session_id, client_id=client_id, last_seen_ms=now_ms))
-            try:
-                db.commit()
-            except IntegrityError:
-                db.rollback()
+            db.flush()
+
+    store.run_transaction(write)
 
 
 def heartbeat_client(store: Store, session_id: str, client_id: str, now_ms: int) -> bool:
     """Refresh a registered client's last-seen time; False when it is not registered."""
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(SessionClient, (session_id, client_id))
         if row is None:
             return False
         row.last_seen_ms = now_ms
-        db.commit()
         return True
 
 

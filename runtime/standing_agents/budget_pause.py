@@ -289,11 +289,9 @@ def resume_if_lifted(
     if why is None:
         _refresh_resume_at(store, settings, instance, now)
         return None
-    with store.session() as db:
+    with store.transaction() as db:
         if not _resume_in(db, instance, now, why):
-            db.rollback()
-            return None
-        db.commit()
+            return None  # the compare-and-swap lost: nothing was written
         return db.get(AgentInstance, instance_id, populate_existing=True)
 
 
@@ -307,7 +305,7 @@ def _refresh_resume_at(
         return
     pause = dict(instance.budget_pause or {})
     below = pause.get("liftsBelow")
-    with store.session() as db:
+    with store.transaction() as db:
         if not isinstance(below, int | float):
             below = effective_credit(spend.configs_in(db, instance.tenant), settings).weekly_cap_usd
         following = spend.below_cap_at(db, instance.tenant, now, float(below))
@@ -323,7 +321,6 @@ def _refresh_resume_at(
             )
             .values(budget_pause=pause)
         )
-        db.commit()
 
 
 def resume_lifted(

@@ -264,7 +264,7 @@ def put_config(store: Store, tenant: str, key: str, value: Any) -> SystemConfig:
     except ValueError as err:
         raise InvalidConfigValue(key=key, message=str(err)).application_error() from None
     row = SystemConfig(tenant=tenant, key=key, value=valid, updated_at=datetime.now(UTC))
-    with store.session() as db:
+    with store.transaction() as db:
         # An upsert: two concurrent first writes of a key both succeed, the last one wins
         # (runtime.store.atomic).
         upsert(
@@ -274,5 +274,4 @@ def put_config(store: Store, tenant: str, key: str, value: Any) -> SystemConfig:
             key=("tenant", "key"),
             update=("value", "updated_at"),
         )
-        db.commit()
     return row

@@ -16,10 +16,9 @@ import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, delete, select
 from temporalio.exceptions import ApplicationError
 
@@ -53,10 +52,8 @@ from runtime.store.tenants import feature_enabled, set_feature
 from runtime.timestamps import iso_ms
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 # The foundational phase's length when neither system_configs nor Settings say (24 h).
 FOUNDATIONAL_WINDOW_MS = int(FOUNDATIONAL_WINDOW.total_seconds() * 1000)
-# A unique-key race is retried this many times (each retry finds the winner's rows).
 
 
 class SoaAlreadyExists(WireError):
@@ -88,6 +85,11 @@ class TickInProgress(WireError):
 
     def response_body(self) -> dict[str, Any]:
         return {"error": "A tick is running; reset once it ends", "code": "tick_in_progress"}
+
+
+class _CasLost(Exception):
+    """A transition's compare-and-swap found the agent changed meanwhile: raised inside
+    its write so that the unit of work rolls back what it wrote before the swap."""
 
 
 @dataclass(frozen=True)
@@ -166,37 +168,38 @@ def create_instance(
     now = now_utc()
     window = configs.foundational_window_of(store, tenant, foundational_window_ms)
     instance_id = soa_instance_id(tenant) if agent_type is AgentType.SOA else uuid.uuid4().hex
-    row = AgentInstance(
-        instance_id=instance_id,
-        tenant=tenant,
-        agent_type=agent_type.value,
-        status=status.value,
-        active_mode=default_mode(agent_type),
-        is_building_starting_workset=True,
-        workset_deadline_utc=foundational_deadline(now, window),
-        generation=0,
-        created_at=now,
-        updated_at=now,
-    )
-    with store.session() as db:
+
+    def write(db: Session) -> AgentInstance:
+        # Read first: a concurrent create that took the id makes this write lose its race,
+        # and the run again finds the winner's row and refuses.
+        if db.get(AgentInstance, instance_id) is not None:
+            raise SoaAlreadyExists(instance_id=instance_id).application_error()
+        row = AgentInstance(
+            instance_id=instance_id,
+            tenant=tenant,
+            agent_type=agent_type.value,
+            status=status.value,
+            active_mode=default_mode(agent_type),
+            is_building_starting_workset=True,
+            workset_deadline_utc=foundational_deadline(now, window),
+            generation=0,
+            created_at=now,
+            updated_at=now,
+        )
         db.add(row)
-        try:
-            db.flush()
-            if status is AgentStatus.ACTIVE:
-                _seed_initialized(db, row, f"init/{instance_id}/0")
-            db.commit()
-        except IntegrityError:
-            db.rollback()
-            raise SoaAlreadyExists(instance_id=instance_id).application_error() from None
-    return row
+        db.flush()
+        if status is AgentStatus.ACTIVE:
+            _seed_initialized(db, row, f"init/{instance_id}/0")
+        return row
+
+    return store.run_transaction(write)
 
 
 def delete_instance(store: Store, instance_id: str) -> None:
     """Undo a creation whose workflow could not be started (nothing else refers to it yet)."""
-    with store.session() as db:
+    with store.transaction() as db:
         db.exec(delete(AgentEventRow).where(col(AgentEventRow.instance_id) == instance_id))
         db.exec(delete(AgentInstance).where(col(AgentInstance.instance_id) == instance_id))
-        db.commit()
 
 
 def tenant_soa(store: Store, tenant: str) -> AgentInstance | None:
@@ -257,7 +260,7 @@ def start(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
         if instance.status not in (AgentStatus.PAUSED.value, AgentStatus.CLOSED.value):
             return False
         # The event first, the instance row second (see queue.enqueue_in); a lost CAS
-        # takes the seed back with it.
+        # takes the seed back with it (`_CasLost` rolls the transaction back).
         _seed_initialized(db, instance, seed)
         if not _cas_status(
             db,
@@ -267,12 +270,14 @@ def start(store: Store, journal: EventJournal, tenant: str, instance_id: str) ->
             instance.status,
             generation=instance.generation,  # a reset meanwhile would orphan the seed
         ):
-            db.rollback()
-            return False
+            raise _CasLost
         budget_pause.clear_in(db, instance_id, now, "started by an operator", undefer=True)
         return True
 
-    changed = store.run_transaction(write)
+    try:
+        changed = store.run_transaction(write)
+    except _CasLost:
+        changed = False
     instance = get_instance(store, tenant, instance_id)
     journal_status(journal, instance)
     return Transition(instance, changed)

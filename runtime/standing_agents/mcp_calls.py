@@ -155,10 +155,9 @@ def binding_of(row: AttentionRequest) -> McpBinding:
 
 def record_outcome(store: Store, event_id: str, outcome: dict[str, Any]) -> None:
     """Put the call's outcome into the event's payload (the same outcome every time)."""
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.exec(select(AgentEventRow).where(col(AgentEventRow.event_id) == event_id)).first()
         if row is None or row.payload.get(PAYLOAD_KEY) == outcome:
             return
         row.payload = {**row.payload, PAYLOAD_KEY: outcome}
         db.add(row)
-        db.commit()

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from runtime.failures import WireError
@@ -130,22 +129,19 @@ def seed_modes(store: Store) -> int:
     """Insert the code catalogue's modes missing from `agent_modes`; returns how many.
 
     Idempotent (run at every API start): rows an operator edited are left as they are.
+    Another process seeding at the same moment makes this write lose its race: the run
+    again finds that process's rows (the same) and adds none of them.
     """
-    added = 0
-    with store.session() as db:
+
+    def write(db: Session) -> int:
         existing = {(row.agent_type, row.name) for row in db.exec(select(AgentModeRow)).all()}
-        for mode in MODES:
-            if (mode.agent_type.value, mode.name) in existing:
-                continue
+        missing = [m for m in MODES if (m.agent_type.value, m.name) not in existing]
+        for mode in missing:
             db.add(_row_of(mode))
-            added += 1
-        try:
-            db.commit()
-        except IntegrityError:
-            # Another process seeded at the same moment: its rows are the same.
-            db.rollback()
-            return 0
-    return added
+        db.flush()
+        return len(missing)
+
+    return store.run_transaction(write)
 
 
 def catalogue(store: Store, agent_type: AgentType) -> list[ModeDefinition]:
@@ -187,19 +183,13 @@ def apply_mode_change(
         raise AgentNotFound(instance_id=instance_id).application_error()
     # Read before the write transaction: SQLite allows one writer, and this is a read.
     allowed = allowed_modes(store, AgentType(found.agent_type))
-    with store.session() as db:
-        try:
-            change = apply_mode_change_in(
-                db, instance_id, to_mode, source, actor, decision_id, allowed=allowed
-            )
-            db.commit()
-        except IntegrityError:
-            # The same approval applied concurrently: the decision_id is unique.
-            db.rollback()
-            earlier = _change_of_decision(db, decision_id) if decision_id is not None else None
-            if earlier is None:
-                raise
-            change = earlier
+    # The same approval applied concurrently (the decision_id is unique) makes this write
+    # lose its race: the run again finds the winner's change and returns it.
+    change = store.run_transaction(
+        lambda db: apply_mode_change_in(
+            db, instance_id, to_mode, source, actor, decision_id, allowed=allowed
+        )
+    )
     if journal is not None:
         journal_mode_change(journal, change)
     return change
@@ -250,7 +240,7 @@ def _update_mode(store: Store, agent_type: AgentType, name: str, **values: Any) 
     allowed = allowed_modes(store, agent_type)
     if name not in allowed:
         raise ModeNotFound(mode=name, allowed=allowed).application_error()
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(AgentModeRow, (agent_type.value, name))
         if row is None:  # deleted meanwhile
             raise ModeNotFound(mode=name, allowed=allowed).application_error()
@@ -258,7 +248,7 @@ def _update_mode(store: Store, agent_type: AgentType, name: str, **values: Any) 
             setattr(row, field, value)
         row.system_seed = False
         db.add(row)
-        db.commit()
+        db.flush()
         db.refresh(row)
         return _definition_of(row)
 

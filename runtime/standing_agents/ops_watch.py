@@ -44,7 +44,7 @@ def record_visibility(
             timed_out,
         ):
             return
-    with store.session() as db:
+    with store.transaction() as db:
         serialize(db, f"ops/{tenant}")
         state = db.get(OpsBucketState, tenant)
         if state is None:
@@ -53,7 +53,6 @@ def record_visibility(
         state.timed_out_workflows = timed_out
         state.visibility_checked_at = now
         db.add(state)
-        db.commit()
 
 
 def observe(store: Store, tenant: str, now: datetime) -> list[AgentInstance]:

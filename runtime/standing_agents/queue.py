@@ -138,10 +138,8 @@ def next_due(
 
 def drain(store: Store, instance_id: str, now: datetime) -> int:
     """Consume every pending event of an instance (reset, close); returns how many."""
-    with store.session() as db:
-        drained = drain_in(db, instance_id, now)
-        db.commit()
-        return drained
+    with store.transaction() as db:
+        return drain_in(db, instance_id, now)
 
 
 def drain_in(db: Session, instance_id: str, now: datetime) -> int:

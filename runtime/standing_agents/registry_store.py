@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import update
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from runtime.failures import WireError
 from runtime.standing_agents.contracts import AgentStatus, AgentType
@@ -136,7 +136,10 @@ def register(
     if agent_id.startswith(RESERVED_PREFIX):
         raise ReservedAgentId(agent_id)
     now = datetime.now(UTC)
-    with store.session() as db:
+
+    def write(db: Session) -> Registered:
+        # Two first registrations of one id: the loser's insert collides, and its run
+        # again finds the winner's entry (to replace, or to refuse as another coder's).
         row = db.get(RegistryEntry, (tenant, agent_id))
         if row is None:
             row = RegistryEntry(tenant=tenant, agent_id=agent_id, role=role, last_heartbeat_at=now)
@@ -148,8 +151,10 @@ def register(
         row.endpoint = endpoint
         row.last_heartbeat_at = now
         db.add(row)
-        db.commit()
+        db.flush()
         return _public(row)
+
+    return store.run_transaction(write)
 
 
 def heartbeat(
@@ -162,22 +167,21 @@ def heartbeat(
         NotOwner: `by` is not the coder that registered it.
     """
     now = datetime.now(UTC)
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(RegistryEntry, (tenant, agent_id))
         if row is None or aware_utc(row.last_heartbeat_at) <= now - ttl:
             raise NotRegistered(agent_id)
         _check_owner(row, by)
         row.last_heartbeat_at = now
         db.add(row)
-        db.commit()
-        return _public(row)
+    return _public(row)
 
 
 def refresh_by(store: Store, tenant: str, by: str, ttl: timedelta) -> int:
     """Refresh every live entry `by` registered in the tenant (a coder's call is its
     heartbeat); an expired one stays expired (it must register again). Returns how many."""
     now = datetime.now(UTC)
-    with store.session() as db:
+    with store.transaction() as db:
         result = db.exec(
             update(RegistryEntry)
             .where(
@@ -187,8 +191,7 @@ def refresh_by(store: Store, tenant: str, by: str, ttl: timedelta) -> int:
             )
             .values(last_heartbeat_at=now)
         )
-        db.commit()
-        return int(result.rowcount or 0)
+    return int(result.rowcount or 0)
 
 
 def unregister(store: Store, tenant: str, agent_id: str, by: str | None = None) -> bool:
@@ -197,14 +200,13 @@ def unregister(store: Store, tenant: str, agent_id: str, by: str | None = None) 
     Raises:
         NotOwner: `by` is not the coder that registered it.
     """
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(RegistryEntry, (tenant, agent_id))
         if row is None:
             return False
         _check_owner(row, by)
         db.delete(row)
-        db.commit()
-        return True
+    return True
 
 
 def live_entry(
@@ -226,13 +228,11 @@ def live_entries(
     deleted on the way (the table holds only what could still be listed)."""
     now = datetime.now(UTC)
     cutoff = now - ttl
-    with store.session() as db:
+    with store.transaction() as db:
         rows = db.exec(select(RegistryEntry).where(col(RegistryEntry.tenant) == tenant)).all()
         expired = [row for row in rows if aware_utc(row.last_heartbeat_at) <= cutoff]
         for row in expired:
             db.delete(row)
-        if expired:
-            db.commit()
         soa = db.exec(
             select(AgentInstance).where(
                 col(AgentInstance.tenant) == tenant,

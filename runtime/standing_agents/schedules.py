@@ -192,11 +192,11 @@ def create_row(
         note=spec.note,
         created_at=now,
     )
-    with store.session() as db:
+    with store.transaction() as db:
         if len(_of(db, instance.tenant, instance.instance_id)) >= MAX_PER_AGENT:
             raise TooManySchedulesRefusal().application_error()
         db.add(row)
-        db.commit()
+        db.flush()
         db.refresh(row)
     return row
 
@@ -234,19 +234,17 @@ def live_row(store: Store, schedule_id: str) -> AgentSchedule | None:
 
 def mark_deleted(store: Store, schedule_id: str, now: datetime) -> None:
     """The first step of a deletion: no firing enqueues anything from now on."""
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(AgentSchedule, schedule_id)
         if row is not None and row.deleted_at is None:
             row.deleted_at = now
             db.add(row)
-            db.commit()
 
 
 def remove_row(store: Store, schedule_id: str) -> None:
     """The last step of a deletion (or of a create Temporal refused)."""
-    with store.session() as db:
+    with store.transaction() as db:
         db.exec(delete(AgentSchedule).where(col(AgentSchedule.schedule_id) == schedule_id))
-        db.commit()
 
 
 def all_rows(store: Store) -> list[AgentSchedule]:

@@ -8,8 +8,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from runtime.coding_tasks.contracts import OWN_CODER, TASK_APPROVAL_MODES, TaskState, task_dir
 from runtime.coding_tasks.models import CodingTask
@@ -56,73 +55,63 @@ def propose_task(
     """
     require_soa(ctx)
     task_id = op_uuid(ctx.op_id)
-    for _ in range(3):
-        with ctx.store.session() as db:
-            serialize(db, registry.SESSION_CAP)
-            # Under the lock: an attempt of this same call may have committed meanwhile
-            # (its session counts against the cap: look for it first).
-            existing = db.exec(select(CodingTask).where(col(CodingTask.op_id) == ctx.op_id)).first()
-            if existing is not None:
-                return existing
-            own = arguments.get("coder", "agentrt") == "agentrt"
-            capabilities = sorted(set(arguments.get("capabilities") or []))
-            preset_id = _optional_text(arguments, "presetId")
-            approval_mode = _optional_text(arguments, "approvalMode")
-            if approval_mode is not None and approval_mode not in TASK_APPROVAL_MODES:
-                raise ToolInputError(
-                    f"approvalMode must be one of {', '.join(TASK_APPROVAL_MODES)}"
-                )
-            row = CodingTask(
-                task_id=task_id,
-                tenant=ctx.tenant,
-                instance_id=ctx.instance_id,
-                title=text_argument(arguments, "title")[:500],
-                prompt=text_argument(arguments, "prompt"),
-                op_id=ctx.op_id,
-                created_at=ctx.now,
-                # Open for a registered coder to claim (agentrt's MCP tools), or run at once
-                # by agentrt's own coder (its session, in the task's own directory).
-                state=TaskState.OPEN.value,
-                capabilities=capabilities,
-                proposed_by=f"agent:{ctx.instance_id}",
-                workspace=workspace_cwd,
-                preset_id=preset_id,
-                # The preset wins (resolved when the coder runs), as over REST.
-                model=None if preset_id else _optional_text(arguments, "model"),
-                approval_mode=approval_mode,
-                updated_at=ctx.now,
-            )
-            if own:
-                row.state = TaskState.RUNNING.value
-                row.holder = OWN_CODER
-                row.workspace = task_dir(workspace_cwd, task_id)
-                row.claimed_at = row.heartbeat_at = ctx.now
-            if not own:
-                db.add(row)
-                try:
-                    db.commit()
-                except IntegrityError:
-                    db.rollback()
-                    continue
-                return row
-            try:
-                registry.admit(db, max_sessions)
-            except registry.SessionLimitReached:
-                raise BoundaryError(
-                    f"the daemon runs its maximum of {max_sessions} sessions"
-                ) from None
+
+    def write(db: Session) -> CodingTask:
+        serialize(db, registry.SESSION_CAP)
+        # Under the lock: an attempt of this same call may have committed meanwhile (its
+        # session counts against the cap: look for it first). A concurrent one that
+        # committed after this look makes this write lose its race: the run again finds it.
+        existing = db.exec(select(CodingTask).where(col(CodingTask.op_id) == ctx.op_id)).first()
+        if existing is not None:
+            return existing
+        own = arguments.get("coder", "agentrt") == "agentrt"
+        capabilities = sorted(set(arguments.get("capabilities") or []))
+        preset_id = _optional_text(arguments, "presetId")
+        approval_mode = _optional_text(arguments, "approvalMode")
+        if approval_mode is not None and approval_mode not in TASK_APPROVAL_MODES:
+            raise ToolInputError(f"approvalMode must be one of {', '.join(TASK_APPROVAL_MODES)}")
+        row = CodingTask(
+            task_id=task_id,
+            tenant=ctx.tenant,
+            instance_id=ctx.instance_id,
+            title=text_argument(arguments, "title")[:500],
+            prompt=text_argument(arguments, "prompt"),
+            op_id=ctx.op_id,
+            created_at=ctx.now,
+            # Open for a registered coder to claim (agentrt's MCP tools), or run at once
+            # by agentrt's own coder (its session, in the task's own directory).
+            state=TaskState.OPEN.value,
+            capabilities=capabilities,
+            proposed_by=f"agent:{ctx.instance_id}",
+            workspace=workspace_cwd,
+            preset_id=preset_id,
+            # The preset wins (resolved when the coder runs), as over REST.
+            model=None if preset_id else _optional_text(arguments, "model"),
+            approval_mode=approval_mode,
+            updated_at=ctx.now,
+        )
+        if own:
+            row.state = TaskState.RUNNING.value
+            row.holder = OWN_CODER
+            row.workspace = task_dir(workspace_cwd, task_id)
+            row.claimed_at = row.heartbeat_at = ctx.now
+        if not own:
             db.add(row)
-            if db.get(DaemonSession, task_session_id(task_id)) is None:
-                # The coder's session runs in the task's own directory (its spawn).
-                own_dir = task_dir(workspace_cwd, task_id)
-                db.add(_task_session_row(task_session_id(task_id), own_dir, task_id))
-            try:
-                db.commit()
-            except IntegrityError:
-                db.rollback()  # the same call committed concurrently: read its row
-                continue
+            db.flush()
             return row
-    raise RuntimeError("a task proposal kept racing another writer")
+        try:
+            registry.admit(db, max_sessions)
+        except registry.SessionLimitReached:
+            raise BoundaryError(f"the daemon runs its maximum of {max_sessions} sessions") from None
+        db.add(row)
+        if db.get(DaemonSession, task_session_id(task_id)) is None:
+            # The coder's session runs in the task's own directory (its spawn).
+            own_dir = task_dir(workspace_cwd, task_id)
+            db.add(_task_session_row(task_session_id(task_id), own_dir, task_id))
+        db.flush()
+        return row
+
+    return ctx.store.run_transaction(write)
 
 
 def _task_session_row(session_id: str, workspace_cwd: str, task_id: str) -> DaemonSession:
@@ -140,23 +129,24 @@ def ensure_task_session(store: Store, session_id: str, workspace_cwd: str, task_
 
     `propose_task` writes it with the task (under the cap); this finds it, and writes it
     for a task proposed before it did."""
-    with store.session() as db:
+
+    def write(db: Session) -> None:
+        # A concurrent writer of the same row makes this write lose its race: the run
+        # again finds the row.
         if db.get(DaemonSession, session_id) is None:
             db.add(_task_session_row(session_id, workspace_cwd, task_id))
-            try:
-                db.commit()
-            except IntegrityError:
-                db.rollback()
+            db.flush()
+
+    store.run_transaction(write)
 
 
 def set_task_session(store: Store, task_id: str, session_id: str, status: str) -> None:
-    with store.session() as db:
+    with store.transaction() as db:
         row = db.get(CodingTask, task_id)
         if row is not None:
             row.session_id = session_id
             row.status = status
             db.add(row)
-            db.commit()
 
 
 def _optional_text(arguments: dict[str, Any], name: str) -> str | None:

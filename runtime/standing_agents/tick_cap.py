@@ -35,7 +35,7 @@ def ticking_elsewhere(db: Session, settings: Settings, request: BeginTickInput) 
 def refresh_tick_lease(store: Store, instance_id: str, generation: int, now: datetime) -> None:
     """A tick at work (each of its model calls) keeps its lease fresh: only a tick that
     stopped working (its workflow died) outlives the stale time and stops counting."""
-    with store.session() as db:
+    with store.transaction() as db:
         db.execute(
             update(AgentInstance)
             .where(
@@ -45,4 +45,3 @@ def refresh_tick_lease(store: Store, instance_id: str, generation: int, now: dat
             )
             .values(tick_started_at=now)
         )
-        db.commit()

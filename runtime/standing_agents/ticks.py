@@ -110,13 +110,12 @@ def next_event(
     store: Store, settings: Settings, tenant: str, instance_id: str, generation: int, now: datetime
 ) -> NextEventResult:
     """The next due event; first makes sure an Active instance has its one future heartbeat."""
-    with store.session() as db:
+    with store.transaction() as db:
         instance = db.get(AgentInstance, instance_id)
         if instance is None or instance.generation != generation:
             return NextEventResult()
         if instance.status == AgentStatus.ACTIVE.value:
             heartbeats.ensure_heartbeat(db, settings, instance, now)
-            db.commit()
     event, upcoming = next_due(store, instance_id, now, generation=generation)
     ref = None
     if event is not None:
@@ -136,7 +135,7 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
     """The lease CAS, then everything the tick decides on (no transcript: the episode's)."""
     if not dispatching(store, settings, request.tenant):
         return BeginTickResult(leased=False)  # spec §3.2: the agents do not tick
-    with store.session() as db:
+    with store.transaction() as db:
         # Spec §3.2: at most N of the tenant's agents tick at once. Counted and taken under
         # one lock per tenant, so N concurrent begins never lease more than N.
         serialize(db, f"ticks/{request.tenant}")
@@ -144,8 +143,7 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
             tick_cap.ticking_elsewhere(db, settings, request)
             >= settings.max_concurrent_instances_per_tenant
         ):
-            db.rollback()
-            return BeginTickResult(leased=False, throttled=True)
+            return BeginTickResult(leased=False, throttled=True)  # nothing was written
         taken = db.execute(
             update(AgentInstance)
             .where(
@@ -155,11 +153,11 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
             )
             .values(tick_in_progress=True, tick_started_at=request.now)
         )
-        db.commit()
-        if taken.rowcount != 1:  # type: ignore[attr-defined]
-            return BeginTickResult(leased=False)
+    if taken.rowcount != 1:  # type: ignore[attr-defined]
+        return BeginTickResult(leased=False)
+    with store.session() as db:
         instance = db.get(AgentInstance, request.instance_id)
-        assert instance is not None
+    assert instance is not None
     configs = tenant_configs(store, request.tenant)
     ops = probe(store, request.tenant, request.now)
     payload = event_payload(store, request.event.event_id)
@@ -266,7 +264,7 @@ def complete_tick(
     the ledger's actions are recorded from them, never from workflow history.
     """
     stored_actions = stored_actions or {}
-    with store.session() as db:
+    with store.transaction() as db:
         existing = db.exec(
             select(AgentLedgerTurn).where(
                 col(AgentLedgerTurn.instance_id) == request.instance_id,
@@ -301,7 +299,6 @@ def complete_tick(
             # Reset meanwhile: the reset won, this tick records nothing.
             instance.tick_in_progress = False
             db.add(instance)
-            db.commit()
             return Completed(
                 CompleteTickResult(seq=0, next_tick_at=instance.next_tick_at), {}, None
             )
@@ -323,7 +320,6 @@ def complete_tick(
                 # A retry of this write: the pause it wrote stands.
                 paused = _paused_by(instance, request.event.event_id)
             db.add(instance)
-            db.commit()
             return Completed(
                 CompleteTickResult(
                     seq=0, next_tick_at=instance.next_tick_at, paused_on_budget=paused is not None
@@ -420,7 +416,6 @@ def complete_tick(
             heartbeats.add_heartbeat(db, instance, seq, visible_at, request.now)
         paused = None if closing else _pause(db, settings, instance, request)
         db.add(instance)
-        db.commit()
         return Completed(
             CompleteTickResult(
                 seq=seq,

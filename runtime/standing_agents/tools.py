@@ -22,8 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import SQLModel, col, or_, select
+from sqlmodel import Session, SQLModel, col, or_, select
 
 from runtime.investigation.models import InvestigationClaim, InvestigationEvidence, Research
 from runtime.standing_agents import catalog
@@ -100,22 +99,19 @@ def op_uuid(op_id: str) -> str:
 
 
 def _insert_once(ctx: ToolContext, row: SQLModel, model: type[Any]) -> Any:
-    """Insert a row keyed by op_id; a retry returns the row the first attempt wrote."""
-    with ctx.store.session() as db:
+    """Insert a row keyed by op_id; a retry returns the row the first attempt wrote (a
+    concurrent one makes this write lose its race: the run again finds its row)."""
+
+    def write(db: Session) -> Any:
         existing = db.exec(select(model).where(col(model.op_id) == ctx.op_id)).first()
         if existing is not None:
             return existing
         db.add(row)
-        try:
-            db.commit()
-        except IntegrityError:
-            db.rollback()
-            found = db.exec(select(model).where(col(model.op_id) == ctx.op_id)).first()
-            if found is None:
-                raise
-            return found
+        db.flush()
         db.refresh(row)
         return row
+
+    return ctx.store.run_transaction(write)
 
 
 # --- read-only ---------------------------------------------------------------------------
@@ -476,12 +472,11 @@ def propose_mode_change(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str
 
 
 def workset_complete(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    with ctx.store.session() as db:
+    with ctx.store.transaction() as db:
         row = db.get(AgentInstance, ctx.instance_id)
         if row is not None and row.status != AgentStatus.CLOSED.value:
             row.is_building_starting_workset = False
             db.add(row)
-            db.commit()
     return {"foundational": False}
 
 

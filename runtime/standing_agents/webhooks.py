@@ -64,11 +64,11 @@ def create(store: Store, instance: AgentInstance, kind: EventKind, now: datetime
         secret=new_secret(),
         created_at=now,
     )
-    with store.session() as db:
+    with store.transaction() as db:
         if len(_of(db, instance.tenant, instance.instance_id)) >= MAX_PER_AGENT:
             raise TooManyWebhooksRefusal().application_error()
         db.add(row)
-        db.commit()
+        db.flush()
         db.refresh(row)
     return row
 
@@ -103,7 +103,7 @@ def list_tenant(store: Store, tenant: str) -> list[AgentWebhook]:
 
 
 def remove(store: Store, tenant: str, instance_id: str, webhook_id: str) -> bool:
-    with store.session() as db:
+    with store.transaction() as db:
         result = db.exec(
             delete(AgentWebhook).where(
                 col(AgentWebhook.webhook_id) == webhook_id,
@@ -111,8 +111,7 @@ def remove(store: Store, tenant: str, instance_id: str, webhook_id: str) -> bool
                 col(AgentWebhook.instance_id) == instance_id,
             )
         )
-        db.commit()
-        return bool(result.rowcount)
+    return bool(result.rowcount)
 
 
 @dataclass(frozen=True)
@@ -185,12 +184,12 @@ def deliver(
         event_id=f"webhook/{hook.webhook_id}/{message_id}",
         generation=instance.generation,
     )
-    with store.session() as db:
+    # Its own unit of work, after the event's (`queue.enqueue` committed it).
+    with store.transaction() as db:
         row = db.get(AgentWebhook, webhook_id)
         if row is not None:
             row.last_delivery_at = now
             db.add(row)
-            db.commit()
     return Delivered(hook, event, duplicate=not created)
 
 

@@ -28,7 +28,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 from sqlalchemy import Column, DateTime, Index, text, update
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from runtime.failures import WireError
@@ -164,33 +163,45 @@ def create(store: Store, tenant: str, name: str, role: Role) -> IssuedToken:
 
     Raises:
         TokenRefused(TokenNameTaken): a live token of the tenant has this name (two
-            concurrent creates of one name: one wins, on the unique index).
+            concurrent creates of one name: one wins, on the unique index; the other
+            runs again, `Store.run_transaction`, and finds the winner's token).
     """
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    row = TenantToken(
-        token_id=uuid.uuid4().hex,
-        tenant=tenant,
-        name=name,
-        role=role,
-        token_hash=token_digest(token),
-        created_at=datetime.now(UTC),
-    )
-    with store.session() as db:
-        db.add(row)
-        try:
-            db.commit()
-        except IntegrityError:
-            db.rollback()
-            raise TokenRefused(TokenNameTaken(tenant=tenant, name=name)) from None
+    token_id = uuid.uuid4().hex
+    created_at = datetime.now(UTC)
+
+    def write(db: Session) -> None:
+        taken = db.exec(
+            select(TenantToken.token_id).where(
+                col(TenantToken.tenant) == tenant,
+                col(TenantToken.name) == name,
+                col(TenantToken.revoked_at).is_(None),
+            )
+        ).first()
+        if taken is not None:
+            raise TokenRefused(TokenNameTaken(tenant=tenant, name=name))
+        db.add(
+            TenantToken(
+                token_id=token_id,
+                tenant=tenant,
+                name=name,
+                role=role,
+                token_hash=token_digest(token),
+                created_at=created_at,
+            )
+        )
+        db.flush()
+
+    store.run_transaction(write)
     return IssuedToken(
-        token_id=row.token_id,
+        token_id=token_id,
         tenant=tenant,
         name=name,
         role=role,
         token=token,
-        created_at=row.created_at,
+        created_at=created_at,
     )
 
 
@@ -211,7 +222,7 @@ def revoke(store: Store, tenant: str, token_id: str) -> TenantToken:
     Raises:
         TokenRefused(TokenNotFound): the tenant has no token of this id.
     """
-    with store.session() as db:
+    with store.transaction() as db:
         db.exec(
             update(TenantToken)
             .where(
@@ -221,7 +232,6 @@ def revoke(store: Store, tenant: str, token_id: str) -> TenantToken:
             )
             .values(revoked_at=datetime.now(UTC))
         )
-        db.commit()
         row = db.get(TenantToken, token_id, populate_existing=True)
     if row is None or row.tenant != tenant:
         raise TokenRefused(TokenNotFound(tenant=tenant, token_id=token_id))

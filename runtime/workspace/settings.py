@@ -12,8 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sqlalchemy import JSON, Column
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field, Session, SQLModel
 
 from runtime.store import Store
 
@@ -37,19 +36,18 @@ def get_setting(store: Store, workspace_cwd: str, key: str) -> Any:
 
 
 def set_setting(store: Store, workspace_cwd: str, key: str, value: Any) -> None:
-    for _ in range(3):
-        with store.session() as db:
-            row = db.get(WorkspaceSetting, (workspace_cwd, key))
-            if row is None:
-                db.add(WorkspaceSetting(workspace_cwd=workspace_cwd, key=key, value=value))
-            else:
-                row.value = value
-            try:
-                db.commit()
-                return
-            except IntegrityError:
-                db.rollback()  # a concurrent first write: update the row it made
-    raise RuntimeError(f"could not write workspace setting {key}")
+    """Write a setting; a concurrent first write of the same key that wins the row runs
+    this again (`Store.run_transaction`), which updates the row it made."""
+
+    def write(db: Session) -> None:
+        row = db.get(WorkspaceSetting, (workspace_cwd, key))
+        if row is None:
+            db.add(WorkspaceSetting(workspace_cwd=workspace_cwd, key=key, value=value))
+        else:
+            row.value = value
+        db.flush()
+
+    store.run_transaction(write)
 
 
 def update_setting(
@@ -60,20 +58,20 @@ def update_setting(
 ) -> T:
     """Read-modify-write of a setting in one transaction (the row locked on PostgreSQL,
     writers serialized on SQLite): `change` gets the stored value (None when there is
-    none) and returns the new one, which is returned."""
-    with store.session() as db:
+    none) and returns the new one, which is returned. A concurrent first write of the
+    key runs it all again on the row that write made, so `change` must be pure."""
+
+    def write(db: Session) -> T:
         row = db.get(WorkspaceSetting, (workspace_cwd, key), with_for_update=True)
         value = change(None if row is None else row.value)
         if row is None:
             db.add(WorkspaceSetting(workspace_cwd=workspace_cwd, key=key, value=value))
         else:
             row.value = value
-        try:
-            db.commit()
-        except IntegrityError:
-            db.rollback()
-            return update_setting(store, workspace_cwd, key, change)
+        db.flush()
         return value
+
+    return store.run_transaction(write)
 
 
 def disabled_tools(store: Store, workspace_cwd: str) -> list[str]:
