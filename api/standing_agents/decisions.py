@@ -21,7 +21,7 @@ from api.security import require_configured_token
 from api.security.roles import AnswererDep
 from api.sessions.common import update_session
 from api.standing_agents.common import DecisionPath, EnabledTenant
-from api.standing_agents.models import DecisionList, DecisionView, RespondBody
+from api.standing_agents.models import DecisionList, RespondBody
 from api.standing_agents.temporal_calls import Waker, WakerDep
 from api.temporal import TemporalConnector
 from runtime.approvals.projection import note_vote
@@ -35,14 +35,11 @@ from runtime.standing_agents import control, decision_queue
 from runtime.standing_agents.coder_decisions import permission_vote
 from runtime.standing_agents.contracts import AttentionStatus
 from runtime.standing_agents.models import AttentionRequest
+from runtime.standing_agents.views import DecisionView
 from runtime.store import EventJournal, Store
 from workflows.sessions.session import SessionWorkflow
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/decisions", route_class=StrictJsonRoute)
-
-
-def _view(row: AttentionRequest) -> DecisionView:
-    return DecisionView.model_validate(decision_queue.decision_body(row))
 
 
 @router.get("", responses=errors(400, 403))
@@ -54,7 +51,7 @@ async def list_decisions(
     rows = await asyncio.to_thread(
         decision_queue.list_decisions, store, tenant, AttentionStatus(status) if status else None
     )
-    return DecisionList(decisions=[_view(row) for row in rows])
+    return DecisionList(decisions=[decision_queue.decision_view(row) for row in rows])
 
 
 @router.post(
@@ -92,7 +89,7 @@ async def respond(
         answered_by=answered_by,
         digest=body.digest,
     )
-    return _view(row)
+    return decision_queue.decision_view(row)
 
 
 async def answer_decision(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from api.workspace.status_models import McpServer
 from runtime.approvals.binding import DIGEST_PATTERN
 from runtime.standing_agents.contracts import AgentType
+from runtime.standing_agents.views import DecisionView, LedgerTurn, LlmAttempt, MessageView
 
 Capability = Annotated[str, Field(min_length=1, max_length=100)]
 
@@ -193,13 +194,6 @@ class MessageAccepted(BaseModel):
     duplicate: bool = Field(description="True when this messageId was posted before.")
 
 
-class MessageView(BaseModel):
-    messageId: str
-    direction: Literal["operator", "agent"]
-    text: str
-    createdAt: str | None
-
-
 class MessageList(BaseModel):
     messages: list[MessageView]
 
@@ -281,73 +275,12 @@ class ModeSet(BaseModel):
     change: ModeChangeView
 
 
-class LedgerTurn(BaseModel):
-    seq: int
-    eventId: str
-    eventKind: str
-    decisionKind: str
-    decision: dict[str, Any]
-    planInputHash: str
-    llmCallId: str | None
-    servedModel: str | None
-    costUsd: float
-    activeMode: str | None
-    createdAt: str
-    prevHash: str | None
-    hash: str
-
-
 class Ledger(BaseModel):
     turns: list[LedgerTurn]
 
 
-class LlmAttempt(BaseModel):
-    attemptId: str
-    callId: str
-    ordinal: int
-    site: str
-    provider: str
-    requestedModel: str
-    servedModel: str | None
-    tokensIn: int
-    tokensOut: int
-    costUsd: float
-    # The worst case held before the call was sent (runtime/llm/reservation.py).
-    reservedUsd: float = 0.0
-    # As GET /api/v1/llm/attempts: "served" | "requested" | "default" | "builtin", and
-    # "reported" | "estimated"; null on a failed attempt or one recorded before they were.
-    priceSource: str | None = None
-    usageSource: str | None = None
-    outcome: str
-    httpStatus: int | None
-    durationMs: int
-    error: str | None
-    createdAt: str
-
-
 class LlmCalls(BaseModel):
     calls: list[LlmAttempt]
-
-
-class DecisionView(BaseModel):
-    decisionId: str
-    kind: Literal["decision", "mode_change", "stuck", "mcp_call", "budget_reached"]
-    source: str
-    soaInstanceId: str
-    title: str
-    body: str
-    options: list[str] | None
-    payload: dict[str, Any]
-    status: Literal["open", "resolved"]
-    resolution: str | None
-    resolutionNotes: str | None
-    respondedBy: str | None = Field(description="Who the answer says it is from (self-declared).")
-    answeredBy: str | None = Field(
-        description="The identity the bearer verified: `admin` (the deployment token) or "
-        "`<role>:<name>` of a tenant token.",
-    )
-    createdAt: str | None
-    resolvedAt: str | None
 
 
 class DecisionList(BaseModel):

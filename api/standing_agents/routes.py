@@ -32,13 +32,10 @@ from api.standing_agents.models import (
     EventAccepted,
     EventBody,
     Ledger,
-    LedgerTurn,
-    LlmAttempt,
     LlmCalls,
     MessageAccepted,
     MessageBody,
     MessageList,
-    MessageView,
     ModeBody,
     ModeChanges,
     ModeChangeView,
@@ -248,9 +245,7 @@ async def get_messages(
 ) -> MessageList:
     """The transcript, both directions, oldest first (the last `limit` messages)."""
     rows = await asyncio.to_thread(messages.list_messages, store, tenant, instance_id, limit)
-    return MessageList(
-        messages=[MessageView.model_validate(messages.message_body(row)) for row in rows]
-    )
+    return MessageList(messages=[messages.message_view(row) for row in rows])
 
 
 @router.post(
@@ -342,7 +337,7 @@ async def get_ledger(
     """Turns of the current generation with `seq > after`, oldest first."""
     instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     turns = await asyncio.to_thread(reads.ledger_page, store, instance, after, limit)
-    return Ledger(turns=[LedgerTurn.model_validate(reads.turn_body(turn)) for turn in turns])
+    return Ledger(turns=[reads.turn_view(turn) for turn in turns])
 
 
 class NdjsonStream(Response):
@@ -370,7 +365,10 @@ async def export_ledger(
                 reads.ledger_page, store, instance, after, reads.EXPORT_PAGE
             )
             for turn in page:
-                yield (json.dumps(reads.turn_body(turn), separators=(",", ":")) + "\n").encode()
+                line = json.dumps(
+                    reads.turn_view(turn).model_dump(mode="json"), separators=(",", ":")
+                )
+                yield (line + "\n").encode()
             if len(page) < reads.EXPORT_PAGE:
                 return
             after = page[-1].seq
@@ -393,4 +391,4 @@ async def get_llm_calls(
     """One row per attempt of the agent's model calls, failed ones included."""
     await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     rows = await asyncio.to_thread(reads.llm_attempts, store, tenant, instance_id, limit)
-    return LlmCalls(calls=[LlmAttempt.model_validate(reads.attempt_body(row)) for row in rows])
+    return LlmCalls(calls=[reads.attempt_view(row) for row in rows])

@@ -41,6 +41,7 @@ from runtime.standing_agents.modes import (
     apply_mode_change_in,
     journal_mode_change,
 )
+from runtime.standing_agents.views import DecisionView
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 
@@ -224,7 +225,7 @@ def journal_resolved(journal: EventJournal, row: AttentionRequest) -> None:
         row.tenant,
         row.soa_instance_id,
         DECISION,
-        decision_body(row) | {"event": "resolved"},
+        decision_view(row).model_dump(mode="json") | {"event": "resolved"},
         f"decision/{row.decision_id}/resolved",
     )
 
@@ -281,23 +282,24 @@ def after_resolution(db: Session, row: AttentionRequest, allowed: list[str]) -> 
         return None
 
 
-def decision_body(row: AttentionRequest) -> dict[str, Any]:
-    return {
-        "decisionId": row.decision_id,
-        "kind": row.kind,
-        "source": row.source,
-        "soaInstanceId": row.soa_instance_id,
-        "title": row.title,
-        "body": row.body,
-        "options": row.options,
+def decision_view(row: AttentionRequest) -> DecisionView:
+    """A decision as every door serves it: the routes, agentrt's MCP server, the journal."""
+    return DecisionView(
+        decision_id=row.decision_id,
+        kind=row.kind,
+        source=row.source,
+        soa_instance_id=row.soa_instance_id,
+        title=row.title,
+        body=row.body,
+        options=row.options,
         # An MCP call's fingerprint hashes its server's entry, literal secrets included:
         # the worker checks it, no client needs it (it would let one guess them).
-        "payload": {k: v for k, v in row.payload.items() if k != "fingerprint"},
-        "status": row.status,
-        "resolution": row.resolution,
-        "resolutionNotes": row.resolution_notes,
-        "respondedBy": row.responded_by,
-        "answeredBy": row.answered_by,
-        "createdAt": iso(row.created_at),
-        "resolvedAt": iso(row.resolved_at),
-    }
+        payload={k: v for k, v in row.payload.items() if k != "fingerprint"},
+        status=row.status,
+        resolution=row.resolution,
+        resolution_notes=row.resolution_notes,
+        responded_by=row.responded_by,
+        answered_by=row.answered_by,
+        created_at=iso(row.created_at),
+        resolved_at=iso(row.resolved_at),
+    )

@@ -25,6 +25,7 @@ from runtime.standing_agents.control import get_instance, iso, now_utc
 from runtime.standing_agents.models import (
     AgentMessage,
 )
+from runtime.standing_agents.views import MessageView
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 
@@ -73,18 +74,23 @@ def post_message(
 
     row, created = store.run_transaction(write)
     append_agent_event_once(
-        journal, tenant, instance_id, MESSAGE, message_body(row), f"message/{row.message_id}"
+        journal,
+        tenant,
+        instance_id,
+        MESSAGE,
+        message_view(row).model_dump(mode="json"),
+        f"message/{row.message_id}",
     )
     return row, created
 
 
-def message_body(row: AgentMessage) -> dict[str, Any]:
-    return {
-        "messageId": client_message_id(row),
-        "direction": row.direction,
-        "text": row.text,
-        "createdAt": iso(row.created_at),
-    }
+def message_view(row: AgentMessage) -> MessageView:
+    return MessageView(
+        message_id=client_message_id(row),
+        direction=row.direction,
+        text=row.text,
+        created_at=iso(row.created_at),
+    )
 
 
 def client_message_id(row: AgentMessage) -> str:

@@ -8,12 +8,12 @@ stay in the table for audit.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from sqlmodel import col, select
 
 from runtime.llm.models import LlmCallAttempt
 from runtime.standing_agents.models import AgentInstance, AgentLedgerTurn
+from runtime.standing_agents.views import LedgerTurn, LlmAttempt
 from runtime.store.engine import Store
 from runtime.timestamps import iso_ms
 
@@ -50,23 +50,23 @@ def ledger_all(store: Store, instance: AgentInstance) -> Iterator[AgentLedgerTur
         after = page[-1].seq
 
 
-def turn_body(turn: AgentLedgerTurn) -> dict[str, Any]:
+def turn_view(turn: AgentLedgerTurn) -> LedgerTurn:
     """The wire shape of a turn: the fields its hash covers, in the ledger's words."""
-    return {
-        "seq": turn.seq,
-        "eventId": turn.event_id,
-        "eventKind": turn.event_kind,
-        "decisionKind": turn.decision_kind,
-        "decision": turn.decision,
-        "planInputHash": turn.plan_input_hash,
-        "llmCallId": turn.llm_call_id,
-        "servedModel": turn.served_model,
-        "costUsd": turn.cost_usd,
-        "activeMode": turn.active_mode,
-        "createdAt": iso_ms(turn.created_at),
-        "prevHash": turn.prev_hash,
-        "hash": turn.hash,
-    }
+    return LedgerTurn(
+        seq=turn.seq,
+        event_id=turn.event_id,
+        event_kind=turn.event_kind,
+        decision_kind=turn.decision_kind,
+        decision=turn.decision,
+        plan_input_hash=turn.plan_input_hash,
+        llm_call_id=turn.llm_call_id,
+        served_model=turn.served_model,
+        cost_usd=turn.cost_usd,
+        active_mode=turn.active_mode,
+        created_at=iso_ms(turn.created_at),
+        prev_hash=turn.prev_hash,
+        hash=turn.hash,
+    )
 
 
 def llm_attempts(store: Store, tenant: str, instance_id: str, limit: int) -> list[LlmCallAttempt]:
@@ -85,25 +85,25 @@ def llm_attempts(store: Store, tenant: str, instance_id: str, limit: int) -> lis
     return list(reversed(rows))
 
 
-def attempt_body(row: LlmCallAttempt) -> dict[str, Any]:
-    return {
-        "attemptId": row.attempt_id,
-        "callId": row.call_id,
-        "ordinal": row.ordinal,
-        "site": row.site,
-        "provider": row.provider,
-        "requestedModel": row.requested_model,
-        "servedModel": row.served_model,
-        "tokensIn": row.tokens_in,
-        "tokensOut": row.tokens_out,
-        "costUsd": row.cost_usd,
-        "reservedUsd": row.reserved_usd,
+def attempt_view(row: LlmCallAttempt) -> LlmAttempt:
+    return LlmAttempt(
+        attempt_id=row.attempt_id,
+        call_id=row.call_id,
+        ordinal=row.ordinal,
+        site=row.site,
+        provider=row.provider,
+        requested_model=row.requested_model,
+        served_model=row.served_model,
+        tokens_in=row.tokens_in,
+        tokens_out=row.tokens_out,
+        cost_usd=row.cost_usd,
+        reserved_usd=row.reserved_usd,
         # Whose price and whose tokens (runtime/llm/pricing.py); None on a failed attempt.
-        "priceSource": row.price_source,
-        "usageSource": row.usage_source,
-        "outcome": row.outcome,
-        "httpStatus": row.http_status,
-        "durationMs": row.duration_ms,
-        "error": row.error,
-        "createdAt": iso_ms(row.created_at),
-    }
+        price_source=row.price_source,
+        usage_source=row.usage_source,
+        outcome=row.outcome,
+        http_status=row.http_status,
+        duration_ms=row.duration_ms,
+        error=row.error,
+        created_at=iso_ms(row.created_at),
+    )

@@ -307,7 +307,7 @@ def build_mcp_server(settings: Settings) -> MCPServer:
                 op_id=f"coder/{who.tenant}/{who.who}/{requestId}",
             )
         )
-        return decision_queue.decision_body(row)
+        return decision_queue.decision_view(row).model_dump(mode="json")
 
     @server.tool(description="A decision's state and, once answered, the answer.", annotations=READ)
     @answered
@@ -321,7 +321,7 @@ def build_mcp_server(settings: Settings) -> MCPServer:
             if refusal_of(err, decision_queue.DecisionNotFound) is None:
                 raise
             raise refused("decision_not_found", "no such decision", decisionId=decisionId) from None
-        return decision_queue.decision_body(row)
+        return decision_queue.decision_view(row).model_dump(mode="json")
 
     register_windows_tools(server, settings, caller)
     return server
