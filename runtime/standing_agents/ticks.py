@@ -210,8 +210,10 @@ def begin_tick(store: Store, settings: Settings, request: BeginTickInput) -> Beg
     )
 
 
-def turn_view(row: AgentLedgerTurn) -> dict[str, Any]:
-    """A ledger turn as the ledger route and its export show it (the chained fields + hash)."""
+def chained_turn(row: AgentLedgerTurn) -> dict[str, Any]:
+    """The fields of a ledger turn its hash chains, plus the hash (ledger_chain.turn_hash
+    hashes this dict, so its shape is fixed: a change would break every stored chain).
+    A client reads a turn as `reads.turn_view`, which also carries its active mode."""
     return {
         "seq": row.seq,
         "eventId": row.event_id,
@@ -290,7 +292,7 @@ def complete_tick(
                     closed=stuck is not None,
                     paused_on_budget=paused is not None,
                 ),
-                turn_view(existing) if existing is not None else {},
+                chained_turn(existing) if existing is not None else {},
                 stuck,
                 paused,
                 _paused_axis(instance, paused),
@@ -368,7 +370,7 @@ def complete_tick(
             prev_hash=prev_hash,
             hash="",
         )
-        row.hash = turn_hash(prev_hash, turn_view(row))
+        row.hash = turn_hash(prev_hash, chained_turn(row))
         db.add(row)
         for ordinal, action in enumerate(request.actions):
             full = stored_actions.get(action.op_id or "") or {}
@@ -423,7 +425,7 @@ def complete_tick(
                 closed=closing,
                 paused_on_budget=paused is not None,
             ),
-            turn_view(row),
+            chained_turn(row),
             stuck_id,
             paused,
             _paused_axis(instance, paused),

@@ -298,7 +298,7 @@ async def test_a_retried_complete_tick_records_one_turn_and_one_stuck_request(
     assert [e.type for e in stream] == ["agent.turn", "agent.status", "agent.decision"]
     turn = sa.turns(store, agent)[0]
     assert turn.prev_hash is None
-    assert turn.hash == turn_hash(None, ticks.turn_view(turn))
+    assert turn.hash == turn_hash(None, ticks.chained_turn(turn))
 
 
 async def test_workset_complete_ends_the_foundational_phase(store: Store, tmp_path: Path) -> None:
