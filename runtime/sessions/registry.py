@@ -125,12 +125,15 @@ def create_or_attach(
     The `single` slot is a primary key: of two concurrent creates exactly one
     inserts it (attached=False); the other loses the race on the key, runs again
     (`Store.run_transaction`) and attaches to the winner's session. Attaches never
-    count against `max_sessions`.
+    count against `max_sessions`: a `single` create takes the cap's lock before it reads
+    the slot, so a create that waited behind the winner reads the winner's slot and
+    attaches, instead of counting the winner's session and being refused at the cap.
     """
     now = datetime.now(UTC)
 
     def write(db: Session) -> tuple[SessionRecord, bool]:
         if scope == "single":
+            serialize(db, SESSION_CAP)  # admit() takes it again below: a no-op
             slot = db.get(SingleSessionSlot, workspace_cwd)
             if slot is not None:
                 existing = db.get(DaemonSession, slot.session_id)

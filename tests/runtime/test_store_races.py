@@ -217,6 +217,26 @@ def test_a_retried_proposal_is_not_refused_by_its_own_session(store: Store) -> N
     assert _live(store) == 1
 
 
+def test_concurrent_single_creates_at_the_cap_all_attach_to_one_session(store: Store) -> None:
+    """One slot under the cap and N `single` creates of one workspace at once: one
+    creates, the others attach to it (an attach never counts against the cap)."""
+    for _ in range(ROUNDS):
+        workspace = f"/ws/{uuid.uuid4().hex[:8]}"
+        with store.session() as db:
+            live = len(
+                db.exec(select(DaemonSession).where(col(DaemonSession.closed_at).is_(None))).all()
+            )
+        cap = live + 1
+        results = race(
+            [partial(registry.create_or_attach, store, workspace, "single", cap)] * THREADS
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        assert errors == []
+        records = [r for r in results if not isinstance(r, BaseException)]
+        assert len({record.session_id for record, _ in records}) == 1
+        assert sorted(attached for _, attached in records) == [False] + [True] * (THREADS - 1)
+
+
 def test_concurrent_session_creates_and_revives_never_exceed_the_cap(store: Store) -> None:
     cap = 3
     for _ in range(ROUNDS):
