@@ -31,7 +31,7 @@ from runtime.mcp.binding import McpBinding
 from runtime.standing_agents import mcp_calls
 from runtime.standing_agents.contracts import APPROVE, ActionOutcome, AgentType
 from runtime.standing_agents.models import AttentionRequest
-from runtime.standing_agents.tools import ToolContext
+from runtime.standing_agents.tool_context import ToolContext
 from runtime.standing_agents.workflow_contracts import ActionRecord, ApprovedMcpCallInput
 from runtime.store import Store
 

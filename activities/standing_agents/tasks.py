@@ -32,20 +32,20 @@ from runtime.search_attributes import KIND, STATUS, TENANT
 from runtime.sessions.contracts import CodingTaskRef, PromptItem, SessionInput, SubmitPrompt
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
-from runtime.standing_agents import task_proposals, tools
+from runtime.standing_agents import task_proposals, tool_context
 from runtime.store import Store
 
 TASK_PROMPT_MAX = 20_000
 
 
 async def propose_task(
-    store: Store, settings: Settings, context: tools.ToolContext, arguments: dict[str, Any]
+    store: Store, settings: Settings, context: tool_context.ToolContext, arguments: dict[str, Any]
 ) -> dict[str, Any]:
     """The boundary checks, the task row (once per op id), then (agentrt's coder) its
     session prompt, or (`coder: any`) its workflow, the task left open."""
     prompt = arguments.get("prompt")
     if isinstance(prompt, str) and len(prompt) > TASK_PROMPT_MAX:
-        raise tools.BoundaryError(f"the prompt exceeds {TASK_PROMPT_MAX} characters")
+        raise tool_context.BoundaryError(f"the prompt exceeds {TASK_PROMPT_MAX} characters")
     task_proposals.require_soa(context)
     task = await asyncio.to_thread(task_proposals.stored_task, store, context.op_id)
     if task is None:
@@ -74,7 +74,7 @@ async def propose_task(
 
 
 async def assign_coder(
-    store: Store, settings: Settings, context: tools.ToolContext, arguments: dict[str, Any]
+    store: Store, settings: Settings, context: tool_context.ToolContext, arguments: dict[str, Any]
 ) -> dict[str, Any]:
     """soa_assign_coder: an open task of the tenant, claimed for agentrt's coder (a retry
     finds it claimed so: the same answer), and its workflow told to start the coder."""
@@ -94,7 +94,7 @@ async def assign_coder(
     except ApplicationError as err:
         failure = decode_failure(err)
         message = failure.response_body().get("error") if failure is not None else None
-        raise tools.ToolInputError(str(message or err)) from None
+        raise tool_context.ToolInputError(str(message or err)) from None
     await start_task_workflow(settings, row.tenant, row.task_id, signal=SPAWN_SIGNAL)
     return {"taskId": row.task_id, "state": row.state, "holder": row.holder}
 

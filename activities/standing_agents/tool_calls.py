@@ -23,8 +23,10 @@ from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
 from runtime.settings import Settings
 from runtime.standing_agents import (
     mcp_calls,
+    messages,
     ticks,
     tool_catalog,
+    tool_context,
     tools,
 )
 from runtime.standing_agents.agent_journal import entry_data
@@ -152,7 +154,7 @@ class StandingAgentToolActivities:
         refusal = await self._constitution(request.tenant, call.name, call.arguments)
         if refusal is not None:
             return blocked(*refusal), None
-        context = tools.ToolContext(
+        context = tool_context.ToolContext(
             store=self.store,
             tenant=request.tenant,
             instance_id=request.instance_id,
@@ -188,9 +190,9 @@ class StandingAgentToolActivities:
                 result = await heartbeating(
                     asyncio.to_thread(tools.HANDLERS[call.name], context, call.arguments)
                 )
-        except tools.ToolInputError as err:
+        except tool_context.ToolInputError as err:
             return failed(str(err))
-        except tools.BoundaryError as err:
+        except tool_context.BoundaryError as err:
             return blocked(f"{BLOCK_BOUNDARY}: {err}"), None
         await self._journal_effect(request, call.name, result)
         ok = ActionRecord(tool=call.name, arguments=call.arguments, outcome=ActionOutcome.OK)
@@ -229,13 +231,13 @@ class StandingAgentToolActivities:
         self, request: RunToolInput, tool: str, result: dict[str, Any]
     ) -> None:
         if tool == "soa_send_message":
-            row = await asyncio.to_thread(
-                tools.stored_message_row, self.store, str(result["messageId"])
+            view = await asyncio.to_thread(
+                messages.stored_message, self.store, str(result["messageId"])
             )
-            if row is not None:
+            if view is not None:
                 await self.journal.aappend_many(
                     agent_stream(request.tenant, request.instance_id),
-                    [NewEvent(type="agent.message", data=entry_data(row))],
+                    [NewEvent(type="agent.message", data=entry_data(view.model_dump(mode="json")))],
                     dedupe_key=f"message/{result['messageId']}",
                 )
         elif tool in ("soa_propose_decision", "soa_propose_mode_change"):

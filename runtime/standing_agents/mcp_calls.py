@@ -24,9 +24,10 @@ from sqlmodel import col, select
 from runtime.approvals.binding import DigestMismatch, call_digest
 from runtime.mcp.binding import McpBinding
 from runtime.standing_agents.contracts import APPROVE, AttentionKind, EventKind
+from runtime.standing_agents.control_tools import attention_request
 from runtime.standing_agents.episode import generation_start
 from runtime.standing_agents.models import AgentEventRow, AttentionRequest
-from runtime.standing_agents.tools import ToolContext, attention_request
+from runtime.standing_agents.tool_context import ToolContext
 from runtime.store import Store
 from runtime.timestamps import aware_utc
 

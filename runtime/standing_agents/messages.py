@@ -84,6 +84,14 @@ def post_message(
     return row, created
 
 
+def stored_message(store: Store, message_id: str) -> MessageView | None:
+    """A message by its row id, as the transcript route and the `agent.message` journal
+    event show it; None when there is none."""
+    with store.session() as db:
+        row = db.get(AgentMessage, message_id)
+    return message_view(row) if row is not None else None
+
+
 def message_view(row: AgentMessage) -> MessageView:
     return MessageView(
         message_id=client_message_id(row),

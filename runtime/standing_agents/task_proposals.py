@@ -15,7 +15,7 @@ from runtime.coding_tasks.models import CodingTask
 from runtime.sessions import registry
 from runtime.sessions.models import DaemonSession
 from runtime.standing_agents.contracts import AgentType
-from runtime.standing_agents.tools import (
+from runtime.standing_agents.tool_context import (
     BoundaryError,
     ToolContext,
     ToolInputError,

@@ -7,7 +7,9 @@ agents recorded. Every write carries the tool call's operation id in a unique
 `op_id` column, so a retried activity finds its row instead of writing a second.
 
 What the model is shown of each tool, and the check of its arguments, are
-runtime/standing_agents/tool_catalog.py's; the handlers here are their effects.
+runtime/standing_agents/tool_catalog.py's; the handlers here are their effects: the reads
+and the artifacts here, the control verbs in control_tools.py, and what every tool works
+with (its context, its refusals, `insert_once`) in tool_context.py.
 
 `soa_propose_task` needs Temporal (it submits a session prompt): `propose_task`
 here records the task row; the activity starts the session.
@@ -15,37 +17,42 @@ here records the task row; the activity starts the session.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session, SQLModel, col, or_, select
+from sqlmodel import col, or_, select
 
 from runtime.investigation.models import InvestigationClaim, InvestigationEvidence, Research
 from runtime.standing_agents import catalog
 from runtime.standing_agents.compliance_corpus import WORKSPACE_PROJECT
 from runtime.standing_agents.contracts import (
-    AgentStatus,
-    AgentType,
-    AttentionKind,
     AttentionStatus,
-    MessageDirection,
+)
+from runtime.standing_agents.control_tools import (
+    phase_blocked,
+    phase_complete,
+    propose_decision,
+    propose_mode_change,
+    send_message,
+    workset_complete,
 )
 from runtime.standing_agents.episode import generation_start
 from runtime.standing_agents.models import (
     AgentArtifact,
-    AgentInstance,
     AgentLedgerTurn,
     AgentMessage,
     AttentionRequest,
 )
-from runtime.standing_agents.modes import catalogue
 from runtime.standing_agents.ops_digest import probe
-from runtime.standing_agents.tool_catalog import DEFAULT_LIMIT, MAX_LIMIT, MAX_TEXT
-from runtime.store.engine import Store
+from runtime.standing_agents.tool_catalog import DEFAULT_LIMIT, MAX_LIMIT
+from runtime.standing_agents.tool_context import (
+    ToolContext,
+    ToolInputError,
+    insert_once,
+    op_uuid,
+    text_argument,
+)
 from runtime.timestamps import iso_ms
 from runtime.workspace.fence import Fence
 from runtime.workspace.file_errors import FileError
@@ -54,64 +61,11 @@ CODE_SEARCH_MAX_FILES = 5000
 CODE_SEARCH_MAX_BYTES = 512 * 1024
 
 
-class ToolInputError(ValueError):
-    """The model's arguments do not fit the tool: returned to it as an error outcome."""
-
-
-class BoundaryError(ValueError):
-    """A call outside what this agent may do (the boundary checks): returned blocked."""
-
-
-@dataclass(frozen=True)
-class ToolContext:
-    store: Store
-    tenant: str
-    instance_id: str
-    agent_type: AgentType
-    generation: int
-    op_id: str
-    now: datetime
-    investigation_workspace: str
-    workspace_root: Path | None
-    # The daemon's data dir: never searched when it lies in the workspace.
-    data_dir: Path | None = None
-
-
-def text_argument(arguments: dict[str, Any], key: str, *, required: bool = True) -> str:
-    value = arguments.get(key)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise ToolInputError(f"{key} must be a non-empty string")
-    return value[:MAX_TEXT]
-
-
 def _limit(arguments: dict[str, Any]) -> int:
     value = arguments.get("limit", DEFAULT_LIMIT)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ToolInputError("limit must be a positive integer")
     return min(value, MAX_LIMIT)
-
-
-def op_uuid(op_id: str) -> str:
-    """A row id derived from the operation id: a retry computes the same one."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, op_id))
-
-
-def _insert_once(ctx: ToolContext, row: SQLModel, model: type[Any]) -> Any:
-    """Insert a row keyed by op_id; a retry returns the row the first attempt wrote (a
-    concurrent one makes this write lose its race: the run again finds its row)."""
-
-    def write(db: Session) -> Any:
-        existing = db.exec(select(model).where(col(model.op_id) == ctx.op_id)).first()
-        if existing is not None:
-            return existing
-        db.add(row)
-        db.flush()
-        db.refresh(row)
-        return row
-
-    return ctx.store.run_transaction(write)
 
 
 # --- read-only ---------------------------------------------------------------------------
@@ -342,7 +296,7 @@ def _record(ctx: ToolContext, kind: str, title: str, body: dict[str, Any]) -> di
         op_id=ctx.op_id,
         created_at=ctx.now,
     )
-    stored = _insert_once(ctx, row, AgentArtifact)
+    stored = insert_once(ctx, row, AgentArtifact)
     return {"artifactId": stored.artifact_id, "kind": kind}
 
 
@@ -377,115 +331,6 @@ def knowledge_ingest(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, A
 def research_create(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     body = {"question": text_argument(arguments, "question"), "notes": arguments.get("notes")}
     return _record(ctx, "research", text_argument(arguments, "title"), body)
-
-
-# --- control verbs -----------------------------------------------------------------------
-
-
-def send_message(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    row = AgentMessage(
-        message_id=op_uuid(ctx.op_id),
-        instance_id=ctx.instance_id,
-        tenant=ctx.tenant,
-        direction=MessageDirection.AGENT.value,
-        text=text_argument(arguments, "text"),
-        op_id=ctx.op_id,
-        created_at=ctx.now,
-    )
-    stored = _insert_once(ctx, row, AgentMessage)
-    return {"messageId": stored.message_id}
-
-
-def stored_message_row(store: Store, message_id: str) -> dict[str, Any] | None:
-    """A message as the transcript route and the `agent.message` journal event show it."""
-    with store.session() as db:
-        row = db.get(AgentMessage, message_id)
-        if row is None:
-            return None
-        return {
-            "messageId": row.message_id,
-            "direction": row.direction,
-            "text": row.text,
-            "createdAt": iso_ms(row.created_at),
-        }
-
-
-def attention_request(
-    ctx: ToolContext,
-    kind: AttentionKind,
-    title: str,
-    body: str,
-    options: list[str] | None,
-    payload: dict[str, Any],
-) -> AttentionRequest:
-    row = AttentionRequest(
-        decision_id=op_uuid(ctx.op_id),
-        tenant=ctx.tenant,
-        kind=kind.value,
-        source="soa",
-        soa_instance_id=ctx.instance_id,
-        title=title[:500],
-        body=body,
-        options=options,
-        payload=payload,
-        status=AttentionStatus.OPEN.value,
-        op_id=ctx.op_id,
-        created_at=ctx.now,
-    )
-    stored: AttentionRequest = _insert_once(ctx, row, AttentionRequest)
-    return stored
-
-
-def propose_decision(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    options = arguments.get("options")
-    if options is not None and (
-        not isinstance(options, list) or not all(isinstance(o, str) for o in options)
-    ):
-        raise ToolInputError("options must be a list of strings")
-    row = attention_request(
-        ctx,
-        AttentionKind.DECISION,
-        text_argument(arguments, "title"),
-        text_argument(arguments, "body"),
-        options,
-        {},
-    )
-    return {"decisionId": row.decision_id, "status": row.status}
-
-
-def propose_mode_change(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    mode = text_argument(arguments, "mode")
-    reason = text_argument(arguments, "reason")
-    # The catalogue approval validates against (stored modes, code seed fallback).
-    allowed = [m.name for m in catalogue(ctx.store, ctx.agent_type)]
-    if mode not in allowed:
-        raise ToolInputError(f"unknown mode {mode!r}; allowed: {', '.join(allowed)}")
-    row = attention_request(
-        ctx,
-        AttentionKind.MODE_CHANGE,
-        f"Change mode to {mode}",
-        reason,
-        ["approve", "reject"],
-        {"mode": mode, "reason": reason},
-    )
-    return {"decisionId": row.decision_id, "status": row.status, "applied": False}
-
-
-def workset_complete(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    with ctx.store.transaction() as db:
-        row = db.get(AgentInstance, ctx.instance_id)
-        if row is not None and row.status != AgentStatus.CLOSED.value:
-            row.is_building_starting_workset = False
-            db.add(row)
-    return {"foundational": False}
-
-
-def phase_complete(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"ended": "complete", "summary": str(arguments.get("summary") or "")[:2000]}
-
-
-def phase_blocked(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"ended": "blocked", "reason": text_argument(arguments, "reason")[:2000]}
 
 
 Handler = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]

@@ -30,7 +30,7 @@ from runtime.llm.models import LlmPrice
 from runtime.llm.pricing import Price
 from runtime.sessions import registry
 from runtime.sessions.models import DaemonSession
-from runtime.standing_agents import configs, control, task_proposals, tools
+from runtime.standing_agents import configs, control, task_proposals, tool_context
 from runtime.standing_agents.contracts import AgentStatus, AgentType, ModeChangeSource
 from runtime.standing_agents.models import AgentInstance, SystemConfig
 from runtime.standing_agents.modes import allowed_modes, apply_mode_change, mode_changes
@@ -140,8 +140,8 @@ def test_concurrent_mode_changes_are_each_audited_once_in_a_chain(store: Store) 
 # -- (c) the session cap ---------------------------------------------------------------------
 
 
-def _context(store: Store, tenant: str, instance_id: str, op_id: str) -> tools.ToolContext:
-    return tools.ToolContext(
+def _context(store: Store, tenant: str, instance_id: str, op_id: str) -> tool_context.ToolContext:
+    return tool_context.ToolContext(
         store=store,
         tenant=tenant,
         instance_id=instance_id,
@@ -191,7 +191,7 @@ def test_concurrent_task_proposals_never_exceed_the_session_cap(
             ]
         )
         admitted = [r for r in results if isinstance(r, CodingTask)]
-        refused = [r for r in results if isinstance(r, tools.BoundaryError)]
+        refused = [r for r in results if isinstance(r, tool_context.BoundaryError)]
         assert len(admitted) + len(refused) == THREADS, results
         assert len(admitted) == cap - already_live
         assert _live(store) == cap

@@ -16,7 +16,8 @@ from runtime.standing_agents import catalog, configs, episode
 from runtime.standing_agents.compliance_corpus import corpus, parse_projects
 from runtime.standing_agents.configs import validate_config
 from runtime.standing_agents.contracts import AgentEvent, AgentType, EventKind
-from runtime.standing_agents.tools import HANDLERS, ToolContext
+from runtime.standing_agents.tool_context import ToolContext
+from runtime.standing_agents.tools import HANDLERS
 from runtime.store.engine import Store
 from tests.workflows import standing_agent_support as sa
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from runtime.standing_agents.contracts import AgentType
-from runtime.standing_agents.tools import HANDLERS, ToolContext
+from runtime.standing_agents.tool_context import ToolContext
+from runtime.standing_agents.tools import HANDLERS
 from runtime.store.engine import Store
 
 BOUND = 30.0
