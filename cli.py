@@ -23,7 +23,8 @@ from pydantic import ValidationError
 from pydantic_core import PydanticUndefined
 
 from runtime.file_modes import private_process
-from runtime.settings import Flag, Settings, StartupRefusal, check_startup
+from runtime.settings import Flag, Settings
+from runtime.startup import StartupRefusal, check_startup
 from runtime.store.provision import DatabaseUnavailable, ensure_database
 
 if TYPE_CHECKING:
@@ -227,7 +228,7 @@ def run_load_investigation(settings: Settings, path: Path, workspace_id: str) ->
     try:
         upgrade_to_head(store.engine)
         data = read_investigation_file(path)
-        with store.session() as session:
+        with store.transaction() as session:
             counts = load_investigation(session, workspace_id, data)
     except ValueError as err:
         sys.stderr.write(f"agentrt: {err}\n")

@@ -20,7 +20,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import httpx
 
-from runtime.settings import Settings, StartupRefusal
+from runtime.settings import Settings
+from runtime.startup import StartupRefusal
 
 if TYPE_CHECKING:
     from runtime.temporal import DevServer
@@ -287,7 +288,7 @@ class Supervisor:
         settings.resolved_data_dir.mkdir(parents=True, exist_ok=True)
         store = Store(settings.resolved_database_url)
         upgrade_to_head(store.engine)
-        with store.session() as session:
+        with store.transaction() as session:
             if ensure_demo(session, "demo"):
                 log.info("loaded the demo investigation into workspace 'demo'")
         store.dispose()

@@ -17,7 +17,8 @@ from runtime.egress import (
     redact_url,
     url_refusal,
 )
-from runtime.settings import Settings, StartupRefusal, check_startup
+from runtime.settings import Settings
+from runtime.startup import StartupRefusal, check_startup
 
 # -- the provider-key rule --------------------------------------------------------------------
 

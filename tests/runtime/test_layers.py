@@ -94,13 +94,15 @@ API_ONLY = frozenset({"service", "security"})
 # The kernel's packages in runtime/: every feature may use them; they use no feature.
 KERNEL_PACKAGES = frozenset({"store", "migrations"})
 # Kernel modules that must reach a feature, and why: the assembly of the journal's
-# projections (each feature's, applied in the appending transaction), and the settings,
-# which check the device-flow providers and the longest session deadline at start.
+# projections (each feature's, applied in the appending transaction), the settings,
+# which check the device-flow providers and the longest session deadline at start, and
+# the start-up checks, which hold the providers' endpoints to the egress rule.
 KERNEL_ASSEMBLIES = {
     "runtime/journal_projections.py": frozenset(
         {"runtime.approvals", "runtime.sessions", "runtime.standing_agents"}
     ),
     "runtime/settings.py": frozenset({"runtime.device_flow", "runtime.sessions"}),
+    "runtime/startup.py": frozenset({"runtime.device_flow"}),
 }
 
 

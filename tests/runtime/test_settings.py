@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from cli import build_parser, main, settings_from_args, settings_to_env
-from runtime.settings import Settings, canonical_origin
+from runtime.settings import Settings
+from runtime.startup import canonical_origin
 
 
 def _settings(argv: list[str]) -> Settings:
@@ -129,7 +130,7 @@ def test_startup_refusals(argv: list[str], needle: str, capsys: pytest.CaptureFi
 
 def test_refusal_lifted_by_a_token(capsys: pytest.CaptureFixture[str]) -> None:
     settings = _settings(["api", "--hostname", "0.0.0.0", "--token", "x", "--allow-origin", "*"])
-    from runtime.settings import check_startup
+    from runtime.startup import check_startup
 
     assert check_startup(settings) == ["--allow-origin '*' admits every browser origin"]
 
