@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from starlette.responses import Response
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
@@ -90,16 +90,6 @@ def json_body(model: type[BaseModel], *, required: bool = True) -> dict[str, Any
             "content": {"application/json": {"schema": schema}},
         }
     }
-
-
-def _no_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)
-
-
-def omittable(description: str) -> Any:
-    """A response field absent from the body when it has no value, never `null` on the wire:
-    annotate it `T | SkipJsonSchema[None]` and drop unset or None fields on its route."""
-    return Field(default=None, description=description, json_schema_extra=_no_default)
 
 
 def query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:

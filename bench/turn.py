@@ -212,7 +212,7 @@ async def measure_turns(client: Client, root: Path, options: BenchOptions) -> li
     store = Store(settings.resolved_database_url)
     try:
         await asyncio.to_thread(upgrade_to_head, store.engine)
-        with store.session() as session:
+        with store.transaction() as session:
             ensure_demo(session, WORKSPACE)
         app = create_app(settings, temporal_client=client)
         async with (

@@ -10,7 +10,9 @@ that same model: the routes return it, agentrt's MCP server and the event stream
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 
@@ -30,3 +32,21 @@ class WireBody(WireModel):
     refused (`extra="forbid"`), as every strict body of the spec."""
 
     model_config = ConfigDict(extra="forbid", validate_by_name=False)
+
+
+def omittable(description: str) -> Any:
+    """A response field absent from the body when it has no value, never `null` on the wire:
+    annotate it `T | SkipJsonSchema[None]` and drop unset or None fields on its route
+    (`response_model_exclude_none`); its schema then shows neither `null` nor a default.
+
+    Args:
+        description: the field's description in the OpenAPI document.
+
+    Returns:
+        The field's `Field(...)`, defaulting to None.
+    """
+    return Field(default=None, description=description, json_schema_extra=_no_default)
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)

@@ -51,7 +51,7 @@ class ApprovalClockActivities:
         """Deny the research; its turn, if it has one (to tell it)."""
         workspace = str(row.detail.get("workspace") or "")
         try:
-            with self.store.session() as db:
+            with self.store.transaction() as db:
                 research = expire_research(db, workspace, row.ref, row.timeout_ms or 0)
                 return research.turn_id if research is not None else None
         except ResearchNotFound:

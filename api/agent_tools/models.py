@@ -1,48 +1,30 @@
-"""What the agent-tools gateway and its research routes answer (spec agent-tools-protocol-v1),
-with the spec's snake_case field names.
+"""What the agent-tools gateway answers (spec agent-tools-protocol-v1) that no runtime
+module builds: the pages the routes assemble and the turn's acknowledgements.
 
+The spec names its fields in snake_case on the wire, so these are plain models (a
+`WireModel` would answer them in camelCase), except the browser session's `csrfToken`.
 Turn states and results are the workflow's own contracts (`TurnState`, `TurnResult` in
-runtime/agent_tools/contracts.py) and a tool result extends the tool's `ToolOutcome`;
-the models here are the wire bodies that have no model elsewhere.
+runtime/agent_tools/contracts.py); a tool result and an event are built by
+runtime/agent_tools (views.py), a catalog tool and a research by runtime/investigation
+(views.py).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from runtime.agent_tools.contracts import AgentKind, TurnStatus
-from runtime.investigation.outcomes import ObjectRef, ToolOutcome
+from runtime.agent_tools.views import AgentToolsEvent
+from runtime.investigation.views import CatalogTool
+from runtime.wire import WireModel
 
 
-class BrowserSession(BaseModel):
+class BrowserSession(WireModel):
     """GET /session: the browser session is in the cookie; its CSRF token is here."""
 
-    csrfToken: str
-
-
-class Availability(BaseModel):
-    available: bool
-    reason: str | None = Field(default=None, description="Present when not available.")
-
-
-class CatalogTool(BaseModel):
-    """One tool of the catalog: every attribute the spec lists
-    (`runtime.investigation.catalog.CatalogEntry.describe`)."""
-
-    tool_id: str
-    tool_version: str
-    capability_version: str
-    description: str
-    input_schema: dict[str, Any]
-    output_contract: dict[str, Any]
-    action_class: Literal["read", "prepare"]
-    risk_class: Literal["low", "medium"]
-    cost_class: Literal["cheap", "moderate"]
-    network_contact: bool
-    authorization: dict[str, Any]
-    availability: Availability
+    csrf_token: str
 
 
 class Catalog(BaseModel):
@@ -70,34 +52,6 @@ class TurnResuming(BaseModel):
     research_id: str | None = None
 
 
-class ToolResult(ToolOutcome):
-    """GET /results/:id: a stored tool result (`runtime.agent_tools.calls.result_body`)."""
-
-    result_id: str
-    call_id: str
-    turn_id: str
-    tool_id: str
-    created_at: str
-
-
-class CallResult(ToolResult):
-    """POST /calls: the call's result; `replayed` when the idempotency key was seen."""
-
-    replayed: bool
-
-
-class AgentToolsEvent(BaseModel):
-    """One event of GET /events (`runtime.agent_tools.events.event_body`)."""
-
-    sequence: int
-    timestamp: str
-    type: str
-    turn_id: str | None
-    call_id: str | None
-    refs: list[ObjectRef]
-    payload: dict[str, Any]
-
-
 class EventsPage(BaseModel):
     workspace: str
     events: list[AgentToolsEvent]
@@ -105,28 +59,3 @@ class EventsPage(BaseModel):
     earliest_sequence: int
     last_sequence: int
     cursor_expired: bool
-
-
-class ResearchDecisionPublic(BaseModel):
-    decision: Literal["approve", "deny"]
-    decided_by: str
-    decided_at: str
-    scope: dict[str, Any]
-    note: str | None
-
-
-class ResearchPublic(BaseModel):
-    """A research and its human decision, if any
-    (`runtime.investigation.research.research_state`)."""
-
-    research_id: str
-    workspace: str
-    state: str
-    question: str
-    scope: dict[str, Any]
-    rationale: str | None
-    turn_id: str | None
-    created_at: str
-    updated_at: str
-    decision_route: str
-    decision: ResearchDecisionPublic | None

@@ -18,14 +18,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.agent_tools.models import ResearchPublic
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import StrictJsonRoute
@@ -44,6 +43,7 @@ from runtime.investigation.research import (
     decide_research,
     research_state,
 )
+from runtime.investigation.views import ResearchPublic
 from runtime.settings import Settings
 from runtime.store import Store
 from workflows.agent_tools.turn import TurnWorkflow
@@ -73,12 +73,12 @@ async def get_research(
 ) -> ResearchPublic:
     ws = workspace or settings.agent_tools_workspace
 
-    def read() -> dict[str, Any]:
+    def read() -> ResearchPublic:
         with store.session() as db:
             return research_state(db, ws, research_id)
 
     try:
-        return ResearchPublic.model_validate(await asyncio.to_thread(read))
+        return await asyncio.to_thread(read)
     except ResearchNotFound as err:
         raise ApiError.of(UnknownResearch(research_id=research_id)) from err
 
@@ -96,18 +96,16 @@ async def decide(
     client: TemporalDep,
     answered_by: AnswererDep,
 ) -> ResearchPublic:
-    return ResearchPublic.model_validate(
-        await decide_and_tell(
-            client,
-            settings,
-            store,
-            research_id,
-            body.decision,
-            decided_by=body.decided_by,
-            note=body.note,
-            workspace=body.workspace or settings.agent_tools_workspace,
-            answered_by=answered_by,
-        )
+    return await decide_and_tell(
+        client,
+        settings,
+        store,
+        research_id,
+        body.decision,
+        decided_by=body.decided_by,
+        note=body.note,
+        workspace=body.workspace or settings.agent_tools_workspace,
+        answered_by=answered_by,
     )
 
 
@@ -122,7 +120,7 @@ async def decide_and_tell(
     note: str | None,
     workspace: str,
     answered_by: str,
-) -> dict[str, Any]:
+) -> ResearchPublic:
     """The one way a research is decided: this route's and the approvals' inbox's
     (api/approvals/routes.py). Its turn is told first, then the decision is written; the
     research's state after it. 404 `research_not_found`, 409 `research_already_decided`."""
@@ -131,12 +129,10 @@ async def decide_and_tell(
         """What the write would refuse, refused before the turn hears of it; its turn. A
         dry run: the session closes uncommitted, which discards the flushed decision."""
         with store.session() as db:
-            research = decide_research(
-                db, workspace, research_id, decision, decided_by, note, commit=False
-            )
+            research = decide_research(db, workspace, research_id, decision, decided_by, note)
             return research.turn_id
 
-    def write() -> dict[str, Any]:
+    def write() -> ResearchPublic:
         with store.transaction() as db:
             decide_research(
                 db,
@@ -145,7 +141,6 @@ async def decide_and_tell(
                 decision,
                 decided_by,
                 note,
-                commit=False,
                 answered_by=answered_by,
             )
             return research_state(db, workspace, research_id)

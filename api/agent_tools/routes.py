@@ -26,10 +26,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from api.agent_tools.models import (
     BrowserSession,
-    CallResult,
     Catalog,
     EventsPage,
-    ToolResult,
     TurnCreated,
     TurnResuming,
 )
@@ -47,6 +45,7 @@ from runtime.agent_tools.browser import (
     open_browser_session,
 )
 from runtime.agent_tools.calls import (
+    call_result,
     execute_call,
     get_result,
     result_body,
@@ -69,7 +68,9 @@ from runtime.agent_tools.errors import (
 )
 from runtime.agent_tools.events import event_body, event_data
 from runtime.agent_tools.models import AgentTurn
+from runtime.agent_tools.views import CallResult, ToolResult
 from runtime.investigation.catalog import catalog
+from runtime.investigation.views import CatalogTool
 from runtime.settings import Settings
 from runtime.store import Store
 from runtime.store.journal_contracts import NewEvent
@@ -136,7 +137,7 @@ async def open_browser(
         samesite="strict",
         path="/api/v1",
     )
-    return BrowserSession(csrfToken=browser.csrf_token)
+    return BrowserSession(csrf_token=browser.csrf_token)
 
 
 @router.get("/catalog", responses=errors(400, 403), response_model_exclude_unset=True)
@@ -145,11 +146,11 @@ async def get_catalog(
 ) -> Catalog:
     ws = workspace or settings.agent_tools_workspace
 
-    def read() -> list[dict[str, Any]]:
+    def read() -> list[CatalogTool]:
         with store.session() as db:
             return catalog(db, ws)
 
-    return Catalog.model_validate({"workspace": ws, "tools": await asyncio.to_thread(read)})
+    return Catalog(workspace=ws, tools=await asyncio.to_thread(read))
 
 
 # -- turns ---------------------------------------------------------------------------------
@@ -382,7 +383,7 @@ async def call_tool(
             ],
             retention=settings.agent_tools_max_events,
         )
-    return CallResult.model_validate({**result_body(record), "replayed": record.replayed})
+    return call_result(record)
 
 
 @router.get("/results/{result_id}", responses=errors(400, 403, 404))
@@ -397,7 +398,7 @@ async def get_result_route(
     record = await asyncio.to_thread(get_result, store, settings.instance, ws, result_id)
     if record is None:
         raise ApiError.of(ResultNotFound(result_id=result_id))
-    return ToolResult.model_validate(result_body(record))
+    return result_body(record)
 
 
 @router.get("/events", responses=errors(400, 403))
@@ -418,13 +419,11 @@ async def get_events(
     else:
         page = await journal.aread(stream, cursor, limit)
     events = [event_body(entry) for entry in page.entries]
-    return EventsPage.model_validate(
-        {
-            "workspace": ws,
-            "events": events,
-            "cursor": events[-1]["sequence"] if events else max(cursor, 0),
-            "earliest_sequence": page.earliest_seq,
-            "last_sequence": page.last_seq,
-            "cursor_expired": page.cursor_expired(cursor),
-        }
+    return EventsPage(
+        workspace=ws,
+        events=events,
+        cursor=events[-1].sequence if events else max(cursor, 0),
+        earliest_sequence=page.earliest_seq,
+        last_sequence=page.last_seq,
+        cursor_expired=page.cursor_expired(cursor),
     )

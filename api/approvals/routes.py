@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Annotated, Any, Final, get_args
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from temporalio.exceptions import ApplicationError
 
 from api.agent_tools.research import ResearchDecision, decide_and_tell
@@ -58,6 +58,7 @@ from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.tenants.tokens import Identity
 from runtime.timestamps import iso_ms
+from runtime.wire import WireBody, WireModel
 
 router = APIRouter(tags=["approvals"])
 answers = APIRouter(tags=["approvals"], route_class=StrictJsonRoute)
@@ -66,33 +67,33 @@ MAX_LIMIT = 200
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,600}={0,2}$"
 
 
-class ApprovalView(BaseModel):
+class ApprovalView(WireModel):
     model_config = ConfigDict(extra="forbid")
 
-    approvalId: str
+    approval_id: str
     kind: ApprovalKind
     ref: str
     tenant: str | None
     subject: str
-    askedBy: str
+    asked_by: str
     title: str
     detail: dict[str, Any]
     digest: str | None
     link: str
     state: ApprovalState
-    createdAt: str
-    expiresAt: str | None
-    timeoutMs: int | None
+    created_at: str
+    expires_at: str | None
+    timeout_ms: int | None
     answer: str | None
-    answeredBy: str | None
-    answeredClient: str | None
-    endedAt: str | None
-    endReason: str | None
+    answered_by: str | None
+    answered_client: str | None
+    ended_at: str | None
+    end_reason: str | None
 
 
-class ApprovalList(BaseModel):
+class ApprovalList(WireModel):
     approvals: list[ApprovalView]
-    nextCursor: str | None
+    next_cursor: str | None
 
 
 def approval_view(row: Approval) -> ApprovalView:
@@ -100,25 +101,25 @@ def approval_view(row: Approval) -> ApprovalView:
         return None if value is None else iso_ms(value)
 
     return ApprovalView(
-        approvalId=row.approval_id,
+        approval_id=row.approval_id,
         kind=ApprovalKind(row.kind),
         ref=row.ref,
         tenant=None if row.tenant == DEPLOYMENT else row.tenant,
         subject=row.subject,
-        askedBy=row.asked_by,
+        asked_by=row.asked_by,
         title=row.title,
         detail=row.detail,
         digest=row.digest,
         link=row.link,
         state=ApprovalState(row.state),
-        createdAt=iso_ms(row.created_at),
-        expiresAt=at(row.expires_at),
-        timeoutMs=row.timeout_ms,
+        created_at=iso_ms(row.created_at),
+        expires_at=at(row.expires_at),
+        timeout_ms=row.timeout_ms,
         answer=row.answer,
-        answeredBy=row.answered_by,
-        answeredClient=row.answered_client,
-        endedAt=at(row.ended_at),
-        endReason=row.end_reason,
+        answered_by=row.answered_by,
+        answered_client=row.answered_client,
+        ended_at=at(row.ended_at),
+        end_reason=row.end_reason,
     )
 
 
@@ -153,7 +154,7 @@ async def _list(
     page, more = rows[:limit], len(rows) > limit
     return ApprovalList(
         approvals=[approval_view(row) for row in page],
-        nextCursor=ledger.encode_cursor(page[-1]) if more else None,
+        next_cursor=ledger.encode_cursor(page[-1]) if more else None,
     )
 
 
@@ -198,9 +199,7 @@ _ENDED_CODES: Final = frozenset({"decision_already_resolved", "research_already_
 _RESEARCH_ANSWERS: Final[list[str]] = list(get_args(ResearchDecision))
 
 
-class AnswerBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AnswerBody(WireBody):
     # The kind's own vocabulary: a permission's optionId; `approve` or `deny` for a
     # research; `approve`, `reject` or free text for a decision (an MCP call, a coder's
     # question); `deny` for a device login.

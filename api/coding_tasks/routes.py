@@ -57,7 +57,7 @@ async def create_task(
     """An open task (its `presetId` wins over a model/provider, resolved when it runs).
     The same `requestId` again answers the same task; a 503 leaves a task whose timers
     start with the next POST of the same `requestId`."""
-    request_id = body.requestId or uuid.uuid4().hex
+    request_id = body.request_id or uuid.uuid4().hex
     row = await asyncio.to_thread(
         lambda: tasks.create(
             store,
@@ -69,10 +69,10 @@ async def create_task(
             op_id=f"rest/{tenant}/{request_id}",
             capabilities=body.capabilities,
             workspace=settings.workspace_cwd,
-            preset_id=body.presetId,
+            preset_id=body.preset_id,
             model=body.model,
             provider=body.provider,
-            approval_mode=body.approvalMode,
+            approval_mode=body.approval_mode,
             deadline=body.deadline,
         )
     )

@@ -275,14 +275,16 @@ async def cancel_flow(client: Client, settings: Settings, device_flow_id: str) -
 async def auth_status(client: TemporalDep, settings: SettingsDep) -> AuthStatus:
     pending = await _pending(client, settings)
     return AuthStatus(
-        workspaceCwd=settings.workspace_cwd,
+        workspace_cwd=settings.workspace_cwd,
         providers=[],
-        pendingDeviceFlows=[
+        pending_device_flows=[
             PendingDeviceFlow(
-                deviceFlowId=s.device_flow_id, providerId=s.provider_id, expiresAt=s.expires_at_ms
+                device_flow_id=s.device_flow_id,
+                provider_id=s.provider_id,
+                expires_at=s.expires_at_ms,
             )
             for s in pending
             if s.pending
         ],
-        supportedDeviceFlowProviders=list(settings.device_flow_provider_map),
+        supported_device_flow_providers=list(settings.device_flow_provider_map),
     )

@@ -84,7 +84,7 @@ async def put_provider(
         store,
         settings,
         providerId,
-        body.baseUrl,
+        body.base_url,
         [c.config() for c in body.credentials],
         _now(),
     )
@@ -185,7 +185,7 @@ async def put_site_preset(
 ) -> SiteOut:
     """Attach a preset to a site; the sites under it inherit it. Effective at the next call."""
     site = await asyncio.to_thread(
-        config_store.bind_site, store, settings, siteId, body.presetId, _now()
+        config_store.bind_site, store, settings, siteId, body.preset_id, _now()
     )
     return SiteOut.of(site)
 
@@ -203,9 +203,9 @@ async def delete_site_preset(siteId: SitePath, store: StoreDep) -> SiteOut:
 def _price_out(model: str, price: pricing.Price, version: str) -> PriceOut:
     return PriceOut(
         model=model,
-        inputPerMTokUsd=price.input_per_mtok_usd,
-        outputPerMTokUsd=price.output_per_mtok_usd,
-        cachedInputPerMTokUsd=price.cached_input_per_mtok_usd,
+        input_per_mtok_usd=price.input_per_mtok_usd,
+        output_per_mtok_usd=price.output_per_mtok_usd,
+        cached_input_per_mtok_usd=price.cached_input_per_mtok_usd,
         version=version,
         source="override" if version.startswith(pricing.OVERRIDE_PREFIX) else "genai-prices",
     )
@@ -225,9 +225,9 @@ async def put_price(model: ModelPath, body: PriceBody, store: StoreDep) -> Price
     """Set a model's price (dollars per million tokens), over the bundled table; the
     attempts it charges record the version `override:<updated at>`."""
     price = pricing.Price(
-        input_per_mtok_usd=body.inputPerMTokUsd,
-        output_per_mtok_usd=body.outputPerMTokUsd,
-        cached_input_per_mtok_usd=body.cachedInputPerMTokUsd,
+        input_per_mtok_usd=body.input_per_mtok_usd,
+        output_per_mtok_usd=body.output_per_mtok_usd,
+        cached_input_per_mtok_usd=body.cached_input_per_mtok_usd,
     )
     row = await asyncio.to_thread(pricing.put_price, store, model, price, _now())
     return _price_out(model, price, pricing.override_version(row.updated_at))

@@ -63,10 +63,10 @@ async def tenant_mcp(
     if needs_discovery(servers, states):
         started = await start_discovery(connector, settings, servers, scope)
         state = "in_progress" if started else "not_started"
-    elif any(c.mcpStatus == "connecting" for c in cells):
+    elif any(c.mcp_status == "connecting" for c in cells):
         state = "in_progress"
     granted = await asyncio.to_thread(grants.grants, store, tenant)
-    return TenantMcp(tenant=tenant, discoveryState=state, servers=cells, grants=granted)
+    return TenantMcp(tenant=tenant, discovery_state=state, servers=cells, grants=granted)
 
 
 @router.put(
@@ -99,7 +99,7 @@ async def delete_tenant_mcp_server(
     removed = await asyncio.to_thread(remove_operator_server, store, scope, server)
     if not removed:
         raise server_not_found(server, f"No MCP server named {server!r} for tenant {tenant!r}")
-    return McpRemoved(serverName=server, removed=True)
+    return McpRemoved(server_name=server, removed=True)
 
 
 @router.put("/grants/{agent_type}", dependencies=MUTATION, responses=errors(400, 401, 403))
@@ -116,4 +116,4 @@ async def put_tenant_mcp_grant(
     except ValueError as err:
         refusal = grants.InvalidMcpGrant(agent_type=agent_type.value, message=str(err))
         raise ApiError.of(refusal) from None
-    return McpGrant(tenant=tenant, agentType=agent_type, tools=tools)
+    return McpGrant(tenant=tenant, agent_type=agent_type, tools=tools)

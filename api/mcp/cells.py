@@ -32,14 +32,14 @@ def _cell(
         "transport": config.transport,
         "disabled": disabled,
         "description": config.description,
-        "mcpStatus": "disconnected",
+        "mcp_status": "disconnected",
         "status": "not_started",
     }
     if disabled:
-        return McpServer(**{**cell, "status": "disabled", "disabledReason": "config"})
+        return McpServer(**{**cell, "status": "disabled", "disabled_reason": "config"})
     if state is None or state.fingerprint != config.fingerprint():
         return McpServer(**cell)
-    cell["mcpStatus"] = state.mcpStatus
+    cell["mcp_status"] = state.mcpStatus
     if state.mcpStatus == "connected":
         return McpServer(**{**cell, "status": "ok", "tools": [t.qualified for t in state.tools]})
     if state.mcpStatus == "connecting":
@@ -47,12 +47,12 @@ def _cell(
     if state.errorKind is None:
         return McpServer(**{**cell, "status": "not_started"})
     if state.errorKind == "budget_exhausted":
-        cell["disabledReason"] = "budget"
+        cell["disabled_reason"] = "budget"
     error = McpError(
-        error=state.error or "disconnected", errorKind=state.errorKind, hint=state.hint
+        error=state.error or "disconnected", error_kind=state.errorKind, hint=state.hint
     )
     return McpServer(
-        **{**cell, "status": "error", "errorKind": state.errorKind, "hint": state.hint},
+        **{**cell, "status": "error", "error_kind": state.errorKind, "hint": state.hint},
         errors=[error],
     )
 
@@ -63,10 +63,10 @@ def _pending_cell(name: str, config: McpServerConfig) -> McpServer:
         kind="mcp_server",
         status="disabled",
         name=name,
-        mcpStatus="disconnected",
+        mcp_status="disconnected",
         transport=config.transport,
         disabled=True,
-        disabledReason="config",
+        disabled_reason="config",
         description=config.description,
         hint=f"an operator approves this entry of .qwen/settings.json: "
         f"POST /workspace/mcp/{name}/approve (AGENTRT_MCP_WORKSPACE_SERVERS)",
@@ -78,12 +78,12 @@ def _problem_cell(name: str, problem: str) -> McpServer:
         kind="mcp_server",
         status="error",
         name=name,
-        mcpStatus="disconnected",
+        mcp_status="disconnected",
         transport="unknown",
         disabled=False,
-        errorKind="parse_error",
+        error_kind="parse_error",
         hint="fix this entry of mcpServers (.qwen/settings.json)",
-        errors=[McpError(error=problem, errorKind="parse_error")],
+        errors=[McpError(error=problem, error_kind="parse_error")],
     )
 
 
@@ -120,9 +120,9 @@ def discovery_cell(cells: list[McpServer], discovery: str) -> PreflightCell:
     detail: dict[str, Any] = {
         "discoveryState": discovery,
         "total": len(cells),
-        "connected": sum(1 for c in enabled if c.mcpStatus == "connected"),
-        "connecting": sum(1 for c in enabled if c.mcpStatus == "connecting"),
-        "disconnected": sum(1 for c in enabled if c.mcpStatus == "disconnected"),
+        "connected": sum(1 for c in enabled if c.mcp_status == "connected"),
+        "connecting": sum(1 for c in enabled if c.mcp_status == "connecting"),
+        "disconnected": sum(1 for c in enabled if c.mcp_status == "disconnected"),
         "unknown": 0,
         "disabled": len(cells) - len(enabled),
     }
@@ -141,7 +141,7 @@ def discovery_cell(cells: list[McpServer], discovery: str) -> PreflightCell:
             status="error",
             locality="daemon",
             error=f"{len(failed)}/{len(cells)} MCP server(s) failed, first {failed[0].name}.",
-            errorKind=failed[0].errorKind,
+            error_kind=failed[0].error_kind,
             hint=failed[0].hint,
             detail=detail,
         )

@@ -131,20 +131,20 @@ async def workspace_mcp(
             if await start_discovery(connector, settings, servers)
             else ("not_started")
         )
-    elif any(c.mcpStatus == "connecting" for c in cells):
+    elif any(c.mcp_status == "connecting" for c in cells):
         state = "in_progress"
     budget = await asyncio.to_thread(read_budget, store, settings.workspace_cwd)
     mode = settings.effective_mcp_budget_mode
-    live = sum(1 for c in cells if c.mcpStatus == "connected")
+    live = sum(1 for c in cells if c.mcp_status == "connected")
     return WorkspaceMcp(
         v=1,
-        workspaceCwd=settings.workspace_cwd,
+        workspace_cwd=settings.workspace_cwd,
         initialized=True,
-        discoveryState=state,
+        discovery_state=state,
         servers=cells,
-        clientCount=len(budget.reserved) if budget is not None and mode != "off" else live,
-        clientBudget=settings.mcp_client_budget,
-        budgetMode=mode,
+        client_count=len(budget.reserved) if budget is not None and mode != "off" else live,
+        client_budget=settings.mcp_client_budget,
+        budget_mode=mode,
         budgets=budget_cells(settings, budget, live, servers),
     )
 
@@ -164,15 +164,15 @@ def budget_cells(
         kind="mcp_budget",
         scope="workspace",
         status="ok",
-        liveCount=live,
+        live_count=live,
         mode=mode,
-        refusedCount=len(refused),
+        refused_count=len(refused),
         budget=limit,
     )
     if refused:
         return [
             cell.model_copy(
-                update={"status": "error", "errorKind": "budget_exhausted", "hint": BUDGET_HINT}
+                update={"status": "error", "error_kind": "budget_exhausted", "hint": BUDGET_HINT}
             )
         ]
     if limit is not None and live >= BUDGET_WARN_FRACTION * limit:
@@ -216,7 +216,7 @@ async def restart_mcp_server(
             {"serverName": server, "reason": reason, **extra},
             originator,
         )
-        return McpRestarted(serverName=server, restarted=False, skipped=True, reason=reason)
+        return McpRestarted(server_name=server, restarted=False, skipped=True, reason=reason)
     client = await connector.get()
     try:
         result: McpDiscoveryResult = await client.execute_workflow(
@@ -251,7 +251,7 @@ async def restart_mcp_server(
             {"serverName": server, "reason": reason, **extra},
             originator,
         )
-        return McpRestarted(serverName=server, restarted=False, skipped=True, reason=reason)
+        return McpRestarted(server_name=server, restarted=False, skipped=True, reason=reason)
     await workspace_event(
         store,
         journal,
@@ -260,7 +260,7 @@ async def restart_mcp_server(
         {"serverName": server, "durationMs": outcome.durationMs, **extra},
         originator,
     )
-    return McpRestarted(serverName=server, restarted=True, durationMs=outcome.durationMs)
+    return McpRestarted(server_name=server, restarted=True, duration_ms=outcome.durationMs)
 
 
 # -- the operator's servers ------------------------------------------------------------------
@@ -303,7 +303,7 @@ def name_clash(server: str, existing: McpServers) -> str | None:
 
 def server_entry(name: str, config: McpServerConfig) -> McpServerEntry:
     return McpServerEntry(
-        serverName=name,
+        server_name=name,
         transport=config.transport,
         trust=config.trust,
         description=config.description,
@@ -373,7 +373,7 @@ async def delete_mcp_server(server: str, settings: SettingsDep, store: StoreDep)
     removed = await asyncio.to_thread(remove_operator_server, store, settings.workspace_cwd, server)
     if not removed:
         raise server_not_found(server, f"No MCP server named {server!r} was added through the API")
-    return McpRemoved(serverName=server, removed=True)
+    return McpRemoved(server_name=server, removed=True)
 
 
 @router.post(
@@ -401,7 +401,7 @@ async def approve_mcp_server(
     fingerprint = config.fingerprint()
     await asyncio.to_thread(approve_file_server, store, settings.workspace_cwd, server, fingerprint)
     return McpApproved(
-        serverName=server,
+        server_name=server,
         approved=True,
         fingerprint=fingerprint,
         transport=config.transport,

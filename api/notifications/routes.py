@@ -17,7 +17,7 @@ import asyncio
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from api.deps import StoreDep
 from api.input_bounds import StrictJsonRoute
@@ -28,6 +28,7 @@ from runtime.notifications import endpoints
 from runtime.notifications.models import NotificationDelivery, NotificationEndpoint
 from runtime.notifications.outbox import EVENT_TYPES, EventType
 from runtime.timestamps import iso_ms
+from runtime.wire import WireBody, WireModel
 
 router = APIRouter(
     prefix="/api/v1/notification-endpoints",
@@ -40,76 +41,74 @@ EndpointPath = Annotated[str, Path(pattern=endpoints.ENDPOINT_ID_PATTERN)]
 DeliveryPath = Annotated[str, Path(pattern=endpoints.DELIVERY_ID_PATTERN)]
 
 
-class EndpointBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class EndpointBody(WireBody):
     url: str = Field(min_length=8, max_length=2000)
-    eventTypes: list[EventType] = Field(min_length=1, max_length=len(EVENT_TYPES))
+    event_types: list[EventType] = Field(min_length=1, max_length=len(EVENT_TYPES))
     tenant: str | None = Field(default=None, pattern=TENANT_PATTERN)
     description: str | None = Field(default=None, max_length=500)
 
 
-class EndpointView(BaseModel):
-    endpointId: str
+class EndpointView(WireModel):
+    endpoint_id: str
     url: str
-    eventTypes: list[str]
+    event_types: list[str]
     tenant: str | None
     description: str | None
-    createdAt: str
+    created_at: str
 
 
 class RegisteredEndpoint(EndpointView):
     secret: str = Field(description="The signing secret (whsec_...): shown this once.")
 
 
-class EndpointList(BaseModel):
+class EndpointList(WireModel):
     endpoints: list[EndpointView]
 
 
-class DeliveryView(BaseModel):
-    deliveryId: str
-    eventType: str
+class DeliveryView(WireModel):
+    delivery_id: str
+    event_type: str
     subject: str
     state: Literal["pending", "delivered", "dead"]
     attempts: int
-    lastError: str | None
-    createdAt: str
-    nextAttemptAt: str | None
-    deliveredAt: str | None
+    last_error: str | None
+    created_at: str
+    next_attempt_at: str | None
+    delivered_at: str | None
     payload: dict[str, object]
 
 
-class DeliveryList(BaseModel):
+class DeliveryList(WireModel):
     deliveries: list[DeliveryView]
 
 
-class Resent(BaseModel):
-    deliveryId: str
+class Resent(WireModel):
+    delivery_id: str
     state: Literal["pending"]
 
 
 def _view(row: NotificationEndpoint) -> EndpointView:
     return EndpointView(
-        endpointId=row.endpoint_id,
+        endpoint_id=row.endpoint_id,
         url=row.url,
-        eventTypes=list(row.event_types),
+        event_types=list(row.event_types),
         tenant=row.tenant,
         description=row.description,
-        createdAt=iso_ms(row.created_at),
+        created_at=iso_ms(row.created_at),
     )
 
 
 def _delivery(row: NotificationDelivery) -> DeliveryView:
     return DeliveryView(
-        deliveryId=row.delivery_id,
-        eventType=row.event_type,
+        delivery_id=row.delivery_id,
+        event_type=row.event_type,
         subject=row.subject,
         state=row.state,
         attempts=row.attempts,
-        lastError=row.last_error,
-        createdAt=iso_ms(row.created_at),
-        nextAttemptAt=iso_ms(row.next_attempt_at) if row.state == "pending" else None,
-        deliveredAt=iso_ms(row.delivered_at) if row.delivered_at else None,
+        last_error=row.last_error,
+        created_at=iso_ms(row.created_at),
+        next_attempt_at=iso_ms(row.next_attempt_at) if row.state == "pending" else None,
+        delivered_at=iso_ms(row.delivered_at) if row.delivered_at else None,
         payload=row.payload,
     )
 
@@ -117,9 +116,9 @@ def _delivery(row: NotificationDelivery) -> DeliveryView:
 @router.post("", status_code=201, responses=errors(400, 401))
 async def register_endpoint(body: EndpointBody, store: StoreDep) -> RegisteredEndpoint:
     row = await asyncio.to_thread(
-        endpoints.create, store, body.url, list(body.eventTypes), body.tenant, body.description
+        endpoints.create, store, body.url, list(body.event_types), body.tenant, body.description
     )
-    return RegisteredEndpoint(**_view(row).model_dump(), secret=row.secret)
+    return RegisteredEndpoint(**_view(row).model_dump(by_alias=False), secret=row.secret)
 
 
 @router.get("", responses=errors(401))
@@ -154,4 +153,4 @@ async def resend_delivery(
     endpoint_id: EndpointPath, delivery_id: DeliveryPath, store: StoreDep
 ) -> Resent:
     await asyncio.to_thread(endpoints.resend, store, endpoint_id, delivery_id)
-    return Resent(deliveryId=delivery_id, state="pending")
+    return Resent(delivery_id=delivery_id, state="pending")

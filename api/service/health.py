@@ -34,4 +34,4 @@ async def health(
     client = await connector.get()
     sessions = await asyncio.to_thread(count_live, store)
     pending = await count_pending_permissions(client, settings.workspace_cwd)
-    return Health(status="ok", sessions=sessions, pendingPermissions=pending)
+    return Health(status="ok", sessions=sessions, pending_permissions=pending)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -32,10 +31,12 @@ from runtime.failures import InvalidRequest, WireError
 from runtime.policy.approval import ApprovalMode
 from runtime.sessions.contracts import MAX_DEADLINE_MS
 from runtime.sessions.errors import WorkspaceMismatch
+from runtime.wire import WireBody
 
 
-class _Body(BaseModel):
+class _Body(WireBody):
     # Strict: `"5"` is not a number and `true` not an integer, as the spec's daemon says.
+    # An unknown field is not refused (the spec's daemon ignores it), unlike WireBody's.
     model_config = ConfigDict(extra="allow", strict=True)
 
     @classmethod
@@ -74,7 +75,7 @@ class CreateSessionBody(_Body):
         pattern="^/",
         description="Absolute path; must be the daemon's workspace (else workspace_mismatch).",
     )
-    sessionScope: Literal["single", "thread"] = "single"
+    session_scope: Literal["single", "thread"] = "single"
 
     @field_validator("cwd")
     @classmethod
@@ -116,20 +117,21 @@ def _no_default(schema: dict[str, Any]) -> None:
     schema.pop("default", None)
 
 
-class MetadataBody(BaseModel):
+DisplayName = Annotated[str, Field(max_length=MAX_DISPLAY_NAME_CHARS)]
+
+
+class MetadataBody(WireBody):
     """The schema of PATCH /session/:id/metadata (the route checks the body itself, to
     answer the spec's errors). Unknown fields are a 400 naming the allowed ones."""
 
-    model_config = ConfigDict(extra="forbid")
-
     # Optional but never null (null is a 400): omit it to read the name back.
-    displayName: Annotated[str, Field(max_length=MAX_DISPLAY_NAME_CHARS)] | SkipJsonSchema[None] = (
-        Field(default=None, json_schema_extra=_no_default)
+    display_name: DisplayName | SkipJsonSchema[None] = Field(
+        default=None, json_schema_extra=_no_default
     )
 
 
 class ModelBody(_Body):
-    modelId: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    model_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
 
     @classmethod
     def refusal(cls, error: ErrorDetails) -> WireError:
@@ -174,7 +176,7 @@ PROMPT_REQUIRED = "`prompt` is required and must be a non-empty array of content
 
 class PromptBody(_Body):
     prompt: list[ContentBlock] = Field(min_length=1)
-    deadlineMs: int | None = Field(default=None, ge=1, le=MAX_DEADLINE_MS)
+    deadline_ms: int | None = Field(default=None, ge=1, le=MAX_DEADLINE_MS)
 
     def text(self) -> str:
         """The prompt's text: its text blocks and text resources, one per line."""
@@ -202,7 +204,7 @@ class VoteCancelled(_Body):
 
 class VoteSelected(_Body):
     outcome: Literal["selected"]
-    optionId: str = Field(max_length=MAX_ID_CHARS)
+    option_id: str = Field(max_length=MAX_ID_CHARS)
 
 
 class VoteBody(_Body):

@@ -33,13 +33,14 @@ from api.errors import (
     workflow_error,
 )
 from api.input_bounds import strict_json_loads
-from api.sessions.models import ContextState, ModelOption, ModelsState, ModesState
+from api.sessions.models import ContextState, ModelOption, ModelsState
 from api.temporal import query_workflow
 from runtime.failures import InvalidRequest, refusal_of
 from runtime.llm.active import active_model, served_model_id
 from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
 from runtime.llm.routing import SESSION_SITE
-from runtime.policy.approval import DEFAULT_APPROVAL_MODE, is_approval_mode, modes_state
+from runtime.policy.approval import DEFAULT_APPROVAL_MODE, is_approval_mode
+from runtime.policy.views import modes_state
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     SessionInput,
@@ -205,15 +206,13 @@ def current_model_id(store: Store, settings: Settings, status: SessionStatus | N
 def context_state(current_model: str, status: SessionStatus | None) -> ContextState:
     return ContextState(
         models=ModelsState(
-            currentModelId=current_model,
-            availableModels=[
-                ModelOption(modelId=current_model, name=current_model, description=None)
+            current_model_id=current_model,
+            available_models=[
+                ModelOption(model_id=current_model, name=current_model, description=None)
             ],
         ),
-        modes=ModesState.model_validate(
-            modes_state(status.approval_mode if status else DEFAULT_APPROVAL_MODE)
-        ),
-        configOptions=[],
+        modes=modes_state(status.approval_mode if status else DEFAULT_APPROVAL_MODE),
+        config_options=[],
     )
 
 

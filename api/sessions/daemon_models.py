@@ -1,5 +1,6 @@
 """What the daemon's own routes answer: /health, /capabilities and /daemon/status
-(spec session-daemon-http-protocol), with the spec's camelCase field names.
+(spec session-daemon-http-protocol), as wire models (runtime/wire.py): snake_case
+fields, the spec's camelCase names on the wire.
 
 Fields that only `?deep=1` or `detail=full` add are optional, and those routes drop
 what they did not set (`response_model_exclude_unset`/`_none`): they are absent from a
@@ -10,16 +11,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
 from pydantic.json_schema import SkipJsonSchema
 
-from api.openapi import omittable
+from runtime.wire import WireModel, omittable
 
 
-class Health(BaseModel):
+class Health(WireModel):
     status: Literal["ok"]
     sessions: int | SkipJsonSchema[None] = omittable("With `?deep=1`: live sessions.")
-    pendingPermissions: int | SkipJsonSchema[None] = omittable(
+    pending_permissions: int | SkipJsonSchema[None] = omittable(
         "With `?deep=1`: sessions of this daemon waiting on a permission."
     )
 
@@ -27,114 +27,114 @@ class Health(BaseModel):
 # -- /capabilities ---------------------------------------------------------------------------
 
 
-class ProtocolVersions(BaseModel):
+class ProtocolVersions(WireModel):
     current: str
     supported: list[str]
 
 
-class CapabilityPolicy(BaseModel):
+class CapabilityPolicy(WireModel):
     permission: str
 
 
-class CapabilityLimits(BaseModel):
-    maxSessions: int
-    maxPendingPromptsPerSession: int
-    sessionRestoreTimeoutMs: int
-    permissionResponseTimeoutMs: int
+class CapabilityLimits(WireModel):
+    max_sessions: int
+    max_pending_prompts_per_session: int
+    session_restore_timeout_ms: int
+    permission_response_timeout_ms: int
 
 
-class Capabilities(BaseModel):
+class Capabilities(WireModel):
     """What this daemon speaks, and the features whose behaviour exists here."""
 
     v: Literal[1]
-    protocolVersions: ProtocolVersions
-    agentrtVersion: str
+    protocol_versions: ProtocolVersions
+    agentrt_version: str
     mode: Literal["http-bridge"]
     features: list[str]
-    modelServices: list[dict[str, object]]
-    workspaceCwd: str
+    model_services: list[dict[str, object]]
+    workspace_cwd: str
     transports: list[str]
     policy: CapabilityPolicy
-    featureModes: dict[str, list[str]]
+    feature_modes: dict[str, list[str]]
     limits: CapabilityLimits
 
 
 # -- /daemon/status ----------------------------------------------------------------------------
 
 
-class StatusIssue(BaseModel):
+class StatusIssue(WireModel):
     code: str
     severity: Literal["error", "warning"]
     message: str
 
 
-class DaemonSection(BaseModel):
+class DaemonSection(WireModel):
     pid: int
-    uptimeMs: int
+    uptime_ms: int
     mode: Literal["http-bridge"]
-    workspaceCwd: str
-    agentrtVersion: str
-    daemonId: str
-    startedAt: str | SkipJsonSchema[None] = omittable("With `detail=full`.")
+    workspace_cwd: str
+    agentrt_version: str
+    daemon_id: str
+    started_at: str | SkipJsonSchema[None] = omittable("With `detail=full`.")
 
 
-class SecuritySection(BaseModel):
-    tokenConfigured: bool
-    requireAuth: bool
-    loopbackBind: bool
-    allowOriginConfigured: bool
-    allowOriginMode: Literal["any", "list", "none"]
-    sessionShellCommandEnabled: bool
+class SecuritySection(WireModel):
+    token_configured: bool
+    require_auth: bool
+    loopback_bind: bool
+    allow_origin_configured: bool
+    allow_origin_mode: Literal["any", "list", "none"]
+    session_shell_command_enabled: bool
 
 
-class LimitsSection(BaseModel):
-    maxSessions: int
-    maxPendingPromptsPerSession: int
-    eventRingSize: int
-    promptDeadlineMs: int | None
-    permissionResponseTimeoutMs: int
-    bodyLimitBytes: int
+class LimitsSection(WireModel):
+    max_sessions: int
+    max_pending_prompts_per_session: int
+    event_ring_size: int
+    prompt_deadline_ms: int | None
+    permission_response_timeout_ms: int
+    body_limit_bytes: int
 
 
-class ActiveSessions(BaseModel):
+class ActiveSessions(WireModel):
     active: int
 
 
-class PendingPermissions(BaseModel):
+class PendingPermissions(WireModel):
     pending: int
     policy: str
 
 
-class RateLimitCounters(BaseModel):
+class RateLimitCounters(WireModel):
     enabled: bool
-    rejectedSinceStart: dict[str, int]
+    rejected_since_start: dict[str, int]
 
 
-class ProcessSection(BaseModel):
+class ProcessSection(WireModel):
     rss: int
 
 
-class RuntimeSection(BaseModel):
+class RuntimeSection(WireModel):
     sessions: ActiveSessions
     permissions: PendingPermissions
-    rateLimit: RateLimitCounters
+    rate_limit: RateLimitCounters
     process: ProcessSection
 
 
-class Poller(BaseModel):
+class Poller(WireModel):
     type: Literal["workflow", "activity"]
     identity: str
-    lastAccessTime: str
+    last_access_time: str
     live: bool
 
 
-class TemporalSection(BaseModel):
+class TemporalSection(WireModel):
     address: str
     namespace: str
-    taskQueue: str
+    task_queue: str
     embedded: bool
     reachable: bool
-    workerPolling: bool
+    worker_polling: bool
     live: dict[str, bool] | SkipJsonSchema[None] = omittable(
         "With `detail=full` and Temporal reachable: a live poller per task type."
     )
@@ -143,22 +143,22 @@ class TemporalSection(BaseModel):
     )
 
 
-class StoreSection(BaseModel):
+class StoreSection(WireModel):
     backend: str
     revision: str | None
-    headRevision: str | None
+    head_revision: str | None
 
 
-class StatusCapabilities(BaseModel):
+class StatusCapabilities(WireModel):
     features: list[str]
 
 
-class DaemonStatus(BaseModel):
+class DaemonStatus(WireModel):
     """GET /daemon/status: operator diagnostics, every section computed."""
 
     v: Literal[1]
     detail: Literal["summary", "full"]
-    generatedAt: str
+    generated_at: str
     status: Literal["ok", "warning", "error"]
     issues: list[StatusIssue]
     daemon: DaemonSection

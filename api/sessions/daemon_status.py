@@ -13,7 +13,7 @@ import os
 import resource
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Literal
 
 from fastapi import APIRouter, Request
 from temporalio.service import RPCError
@@ -23,7 +23,22 @@ from api.errors import ApiError
 from api.openapi import errors, query
 from api.security.ratelimit import RateLimiter
 from api.service.feature_tags import advertised_features
-from api.sessions.daemon_models import DaemonStatus
+from api.sessions.daemon_models import (
+    ActiveSessions,
+    DaemonSection,
+    DaemonStatus,
+    LimitsSection,
+    PendingPermissions,
+    Poller,
+    ProcessSection,
+    RateLimitCounters,
+    RuntimeSection,
+    SecuritySection,
+    StatusCapabilities,
+    StatusIssue,
+    StoreSection,
+    TemporalSection,
+)
 from api.temporal import count_pending_permissions, describe_pollers, is_unavailable
 from runtime import __version__
 from runtime.failures import InvalidRequest
@@ -45,7 +60,7 @@ def _rss_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _mcp_budget_issues(store: Store, settings: Settings) -> list[dict[str, str]]:
+def _mcp_budget_issues(store: Store, settings: Settings) -> list[StatusIssue]:
     """`mcp_budget_exhausted` (servers refused in enforce mode) and `mcp_budget_warning`
     (slots at 75 % of the budget or more), from the worker's accounting."""
     limit = settings.mcp_client_budget
@@ -74,8 +89,8 @@ def _mcp_budget_issues(store: Store, settings: Settings) -> list[dict[str, str]]
     return []
 
 
-def _issue(code: str, severity: str, message: str) -> dict[str, str]:
-    return {"code": code, "severity": severity, "message": message}
+def _issue(code: str, severity: Literal["error", "warning"], message: str) -> StatusIssue:
+    return StatusIssue(code=code, severity=severity, message=message)
 
 
 @router.get(
@@ -89,37 +104,41 @@ def _issue(code: str, severity: str, message: str) -> dict[str, str]:
 async def daemon_status(
     request: Request, settings: SettingsDep, store: StoreDep, connector: ConnectorDep
 ) -> DaemonStatus:
-    detail = request.query_params.get("detail", "summary")
-    if detail not in ("summary", "full"):
+    asked = request.query_params.get("detail", "summary")
+    if asked not in ("summary", "full"):
         raise ApiError.of(
             InvalidRequest(message="detail must be one of: summary, full", code="invalid_detail")
         )
+    detail: Literal["summary", "full"] = "full" if asked == "full" else "summary"
     state = request.app.state
-    issues: list[dict[str, str]] = []
+    issues: list[StatusIssue] = []
     limiter: RateLimiter | None = state.rate_limiter
 
-    temporal_section: dict[str, Any] = {
-        "address": connector.address,
-        "namespace": connector.namespace,
-        "taskQueue": settings.task_queue,
-        "embedded": state.temporal_embedded,
-        "reachable": False,
-        "workerPolling": False,
-    }
+    # The route drops what was not set: `live` and `pollers` only with `detail=full`.
+    temporal = TemporalSection(
+        address=connector.address,
+        namespace=connector.namespace,
+        task_queue=settings.task_queue,
+        embedded=state.temporal_embedded,
+        reachable=False,
+        worker_polling=False,
+    )
     active_sessions = await asyncio.to_thread(count_live, store)
     pending_permissions = 0
     try:
         client = await connector.get()
         pollers = await describe_pollers(client, settings.task_queue)
-        temporal_section.update(reachable=True, workerPolling=pollers["workerPolling"])
+        temporal.reachable = True
+        temporal.worker_polling = pollers["workerPolling"]
         if detail == "full":
-            temporal_section.update(live=pollers["live"], pollers=pollers["pollers"])
+            temporal.live = pollers["live"]
+            temporal.pollers = [Poller.model_validate(poller) for poller in pollers["pollers"]]
         pending_permissions = await count_pending_permissions(client, settings.workspace_cwd)
     except (ApiError, RPCError) as err:
         if is_unavailable(err):
             connector.mark_down()
         issues.append(_issue("temporal_unreachable", "error", f"Temporal: {err}"))
-    if temporal_section["reachable"] and not temporal_section["workerPolling"]:
+    if temporal.reachable and not temporal.worker_polling:
         issues.append(
             _issue(
                 "worker_not_polling",
@@ -150,51 +169,59 @@ async def daemon_status(
 
     issues += await asyncio.to_thread(_mcp_budget_issues, store, settings)
 
-    severities = {issue["severity"] for issue in issues}
-    status = "error" if "error" in severities else "warning" if severities else "ok"
-    allow_mode = (
+    severities = {issue.severity for issue in issues}
+    status: Literal["ok", "warning", "error"] = (
+        "error" if "error" in severities else "warning" if severities else "ok"
+    )
+    allow_mode: Literal["any", "list", "none"] = (
         "any" if "*" in settings.allow_origin else "list" if settings.allow_origin else "none"
     )
-    body: dict[str, Any] = {
-        "v": 1,
-        "detail": detail,
-        "generatedAt": iso_ms(datetime.now(UTC)),
-        "status": status,
-        "issues": issues,
-        "daemon": {
-            "pid": os.getpid(),
-            "uptimeMs": int((time.monotonic() - state.started_monotonic) * 1000),
-            "mode": "http-bridge",
-            "workspaceCwd": settings.workspace_cwd,
-            "agentrtVersion": __version__,
-            "daemonId": state.daemon_id,
-        },
-        "security": {
-            "tokenConfigured": settings.token_configured,
-            "requireAuth": settings.require_auth,
-            "loopbackBind": settings.loopback_bind,
-            "allowOriginConfigured": bool(settings.allow_origin),
-            "allowOriginMode": allow_mode,
-            "sessionShellCommandEnabled": settings.session_shell,
-        },
-        "limits": {
-            "maxSessions": settings.max_sessions,
-            "maxPendingPromptsPerSession": settings.max_pending_prompts_per_session,
-            "eventRingSize": settings.event_ring_size,
-            "promptDeadlineMs": settings.prompt_deadline_ms,
-            "permissionResponseTimeoutMs": settings.permission_response_timeout_ms,
-            "bodyLimitBytes": BODY_LIMIT_BYTES,
-        },
-        "runtime": {
-            "sessions": {"active": active_sessions},
-            "permissions": {"pending": pending_permissions, "policy": settings.permission_policy},
-            "rateLimit": {"enabled": limiter is not None, "rejectedSinceStart": rejected},
-            "process": {"rss": _rss_bytes()},
-        },
-        "temporal": temporal_section,
-        "store": {"backend": store.backend, "revision": revision, "headRevision": head},
-    }
+    daemon = DaemonSection(
+        pid=os.getpid(),
+        uptime_ms=int((time.monotonic() - state.started_monotonic) * 1000),
+        mode="http-bridge",
+        workspace_cwd=settings.workspace_cwd,
+        agentrt_version=__version__,
+        daemon_id=state.daemon_id,
+    )
+    body = DaemonStatus(
+        v=1,
+        detail=detail,
+        generated_at=iso_ms(datetime.now(UTC)),
+        status=status,
+        issues=issues,
+        daemon=daemon,
+        security=SecuritySection(
+            token_configured=settings.token_configured,
+            require_auth=settings.require_auth,
+            loopback_bind=settings.loopback_bind,
+            allow_origin_configured=bool(settings.allow_origin),
+            allow_origin_mode=allow_mode,
+            session_shell_command_enabled=settings.session_shell,
+        ),
+        limits=LimitsSection(
+            max_sessions=settings.max_sessions,
+            max_pending_prompts_per_session=settings.max_pending_prompts_per_session,
+            event_ring_size=settings.event_ring_size,
+            prompt_deadline_ms=settings.prompt_deadline_ms,
+            permission_response_timeout_ms=settings.permission_response_timeout_ms,
+            body_limit_bytes=BODY_LIMIT_BYTES,
+        ),
+        runtime=RuntimeSection(
+            sessions=ActiveSessions(active=active_sessions),
+            permissions=PendingPermissions(
+                pending=pending_permissions, policy=settings.permission_policy
+            ),
+            rate_limit=RateLimitCounters(
+                enabled=limiter is not None, rejected_since_start=rejected
+            ),
+            process=ProcessSection(rss=_rss_bytes()),
+        ),
+        temporal=temporal,
+        store=StoreSection(backend=store.backend, revision=revision, head_revision=head),
+    )
     if detail == "full":
-        body["daemon"]["startedAt"] = iso_ms(state.started_at)
-        body["capabilities"] = {"features": advertised_features(settings)}
-    return DaemonStatus.model_validate(body)
+        # Set after the build, so that a summary leaves them unset (absent on the wire).
+        daemon.started_at = iso_ms(state.started_at)
+        body.capabilities = StatusCapabilities(features=advertised_features(settings))
+    return body

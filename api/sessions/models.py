@@ -1,5 +1,6 @@
-"""What the session-daemon routes answer: one model per response body, named in the
-spec's words, with the spec's camelCase field names as they go on the wire.
+"""What the session-daemon routes answer: one wire model (runtime/wire.py) per response
+body, named in the spec's words; its snake_case fields go on the wire in the spec's
+camelCase.
 
 A field that the daemon omits rather than sends as null (`displayName` before a
 session is named, `clientId` of an anonymous heartbeat) is `omittable`, and its
@@ -10,137 +11,127 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from api.openapi import omittable
 from runtime.policy.approval import ApprovalMode
+from runtime.policy.views import ModesState
+from runtime.wire import WireModel, omittable
 
 
-class SessionCreated(BaseModel):
+class SessionCreated(WireModel):
     """POST /session: the session created, or the live one attached to."""
 
-    sessionId: str
-    workspaceCwd: str
+    session_id: str
+    workspace_cwd: str
     attached: bool
-    clientId: str
-    createdAt: str
+    client_id: str
+    created_at: str
 
 
-class SessionSummary(BaseModel):
+class SessionSummary(WireModel):
     """One live session of GET /workspace/:id/sessions."""
 
-    sessionId: str
-    workspaceCwd: str
-    createdAt: str
-    clientCount: int
-    hasActivePrompt: bool
-    displayName: str | SkipJsonSchema[None] = omittable("Present once the session is named.")
+    session_id: str
+    workspace_cwd: str
+    created_at: str
+    client_count: int
+    has_active_prompt: bool
+    display_name: str | SkipJsonSchema[None] = omittable("Present once the session is named.")
 
 
-class SessionList(BaseModel):
+class SessionList(WireModel):
     sessions: list[SessionSummary]
 
 
-class SessionMetadata(BaseModel):
+class SessionMetadata(WireModel):
     """PATCH /session/:id/metadata: the session's name (null until named)."""
 
-    sessionId: str
-    displayName: str | None
+    session_id: str
+    display_name: str | None
 
 
-class Heartbeat(BaseModel):
-    sessionId: str
-    clientId: str | SkipJsonSchema[None] = omittable("The `X-Qwen-Client-Id` that beat, if any.")
-    lastSeenAt: int = Field(description="Epoch milliseconds.")
+class Heartbeat(WireModel):
+    session_id: str
+    client_id: str | SkipJsonSchema[None] = omittable("The `X-Qwen-Client-Id` that beat, if any.")
+    last_seen_at: int = Field(description="Epoch milliseconds.")
 
 
-class ModelSwitched(BaseModel):
-    modelId: str
+class ModelSwitched(WireModel):
+    model_id: str
 
 
-class ApprovalModeSet(BaseModel):
-    sessionId: str
+class ApprovalModeSet(WireModel):
+    session_id: str
     mode: ApprovalMode
     previous: ApprovalMode
     persisted: bool = Field(description="`tools.approvalMode` was written for new sessions.")
 
 
-class ModelOption(BaseModel):
-    modelId: str
+class ModelOption(WireModel):
+    model_id: str
     name: str
     description: str | None
 
 
-class ModelsState(BaseModel):
-    currentModelId: str
-    availableModels: list[ModelOption]
+class ModelsState(WireModel):
+    current_model_id: str
+    available_models: list[ModelOption]
 
 
-class ModeOption(BaseModel):
-    id: ApprovalMode
-    name: str
-    description: str
-
-
-class ModesState(BaseModel):
-    currentModeId: str
-    availableModes: list[ModeOption]
-
-
-class ContextState(BaseModel):
+class ContextState(WireModel):
     """The session's models and approval modes (`state` of context, load and resume)."""
 
     models: ModelsState
     modes: ModesState
-    configOptions: list[dict[str, Any]]
+    config_options: list[dict[str, Any]]
 
 
-class SessionContext(BaseModel):
+class SessionContext(WireModel):
     """GET /session/:id/context."""
 
     v: Literal[1]
-    sessionId: str
-    workspaceCwd: str
+    session_id: str
+    workspace_cwd: str
     state: ContextState
 
 
-class SessionRestored(BaseModel):
+class SessionRestored(WireModel):
     """POST /session/:id/load and /resume."""
 
-    sessionId: str
-    workspaceCwd: str
+    session_id: str
+    workspace_cwd: str
     attached: bool
-    clientId: str
+    client_id: str
     state: ContextState
 
 
-class PromptAccepted(BaseModel):
+class PromptAccepted(WireModel):
     """202 of POST /session/:id/prompt: queued; follow it on the event stream."""
 
-    promptId: str
-    lastEventId: int = Field(description="The stream's last event id before this prompt.")
-    eventEpoch: str
+    prompt_id: str
+    last_event_id: int = Field(description="The stream's last event id before this prompt.")
+    event_epoch: str
 
 
-class PromptEnded(BaseModel):
+class PromptEnded(WireModel):
     """200 of POST /session/:id/prompt with `Prefer: wait`: how the prompt's turn ended."""
 
-    stopReason: str
+    stop_reason: str
 
 
-class PendingPrompt(BaseModel):
-    promptId: str
+class PendingPrompt(WireModel):
+    prompt_id: str
     text: str
-    queuedAt: int = Field(description="Epoch milliseconds.")
+    queued_at: int = Field(description="Epoch milliseconds.")
     state: Literal["running", "queued"]
 
 
-class PendingPrompts(BaseModel):
+class PendingPrompts(WireModel):
     """GET /session/:id/pending-prompts: the running prompt first, then the queue."""
 
-    pendingPrompts: list[PendingPrompt]
+    pending_prompts: list[PendingPrompt]
 
 
-class VoteRecorded(BaseModel):
+class VoteRecorded(WireModel):
     """A permission vote in history (an empty object): its outcome comes as events."""

@@ -70,7 +70,7 @@ async def prompt(
     client: TemporalDep,
 ) -> Response:
     body = PromptBody.parse(await read_body(request))
-    deadline = body.deadlineMs
+    deadline = body.deadline_ms
     if settings.prompt_deadline_ms is not None:
         deadline = min(deadline or settings.prompt_deadline_ms, settings.prompt_deadline_ms)
     text = body.text()
@@ -110,11 +110,11 @@ async def prompt(
         raise
     if "wait" not in request.headers.get("prefer", "").lower():
         accepted_body = PromptAccepted(
-            promptId=item.prompt_id, lastEventId=last_event_id, eventEpoch=session_id
+            prompt_id=item.prompt_id, last_event_id=last_event_id, event_epoch=session_id
         )
         return JSONResponse(accepted_body.model_dump(), status_code=202)
     stop = await _wait_for_turn(request, journal, client, session_id, item.prompt_id, last_event_id)
-    return JSONResponse(PromptEnded(stopReason=stop).model_dump())
+    return JSONResponse(PromptEnded(stop_reason=stop).model_dump())
 
 
 async def _wait_for_turn(
@@ -169,8 +169,10 @@ async def pending_prompts(
     status = await session_status(client, session_id, store, settings.worker_wait_ms / 1000)
     items = ([status.active_prompt] if status.active_prompt else []) + status.queued
     return PendingPrompts(
-        pendingPrompts=[
-            PendingPrompt(promptId=p.prompt_id, text=p.text, queuedAt=p.queued_at_ms, state=p.state)
+        pending_prompts=[
+            PendingPrompt(
+                prompt_id=p.prompt_id, text=p.text, queued_at=p.queued_at_ms, state=p.state
+            )
             for p in items
         ]
     )

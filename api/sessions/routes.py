@@ -95,7 +95,7 @@ async def create_session(
 ) -> SessionCreated:
     bound = settings.workspace_cwd
     body = CreateSessionBody.parse(await read_body(request), context={"workspace": bound})
-    scope = body.sessionScope
+    scope = body.session_scope
     client_id = client_id_of(request) or f"client_{uuid.uuid4()}"
     try:
         record, attached = await asyncio.to_thread(
@@ -115,11 +115,11 @@ async def create_session(
             ) from err
     await register_client(store, record.session_id, client_id)
     return SessionCreated(
-        sessionId=record.session_id,
-        workspaceCwd=record.workspace_cwd,
+        session_id=record.session_id,
+        workspace_cwd=record.workspace_cwd,
         attached=attached,
-        clientId=client_id,
-        createdAt=record.created_at_iso,
+        client_id=client_id,
+        created_at=record.created_at_iso,
     )
 
 
@@ -152,12 +152,12 @@ async def list_sessions(workspace_id: str, store: StoreDep, connector: Connector
                     client = None  # no point asking about the others
         sessions.append(
             SessionSummary(
-                sessionId=record.session_id,
-                workspaceCwd=record.workspace_cwd,
-                createdAt=record.created_at_iso,
-                clientCount=count,
-                hasActivePrompt=active,
-                displayName=record.display_name,
+                session_id=record.session_id,
+                workspace_cwd=record.workspace_cwd,
+                created_at=record.created_at_iso,
+                client_count=count,
+                has_active_prompt=active,
+                display_name=record.display_name,
             )
         )
     return SessionList(sessions=sessions)
@@ -211,7 +211,7 @@ async def patch_metadata(
             )
         )
     if "displayName" not in body:
-        return SessionMetadata(sessionId=session_id, displayName=record.display_name)
+        return SessionMetadata(session_id=session_id, display_name=record.display_name)
     name = body["displayName"]
     if not isinstance(name, str) or len(name) > MAX_DISPLAY_NAME_CHARS:
         raise ApiError.of(
@@ -234,7 +234,7 @@ async def patch_metadata(
         ],
         retention=settings.event_ring_size,
     )
-    return SessionMetadata(sessionId=session_id, displayName=name)
+    return SessionMetadata(session_id=session_id, display_name=name)
 
 
 @router.post(
@@ -247,7 +247,7 @@ async def heartbeat(session_id: str, request: Request, store: StoreDep) -> Heart
     await live_session(store, session_id)
     now = int(time.time() * 1000)
     if client_id is None:
-        return Heartbeat(sessionId=session_id, lastSeenAt=now)
+        return Heartbeat(session_id=session_id, last_seen_at=now)
     known = await asyncio.to_thread(registry.heartbeat_client, store, session_id, client_id, now)
     if not known:
         raise ApiError.of(
@@ -256,7 +256,7 @@ async def heartbeat(session_id: str, request: Request, store: StoreDep) -> Heart
                 code="invalid_client_id",
             )
         )
-    return Heartbeat(sessionId=session_id, clientId=client_id, lastSeenAt=now)
+    return Heartbeat(session_id=session_id, client_id=client_id, last_seen_at=now)
 
 
 @router.post(
@@ -269,7 +269,7 @@ async def set_model(
 ) -> ModelSwitched:
     raw = await read_body(request)
     await live_session(store, session_id)
-    model_id = ModelBody.parse(raw).modelId
+    model_id = ModelBody.parse(raw).model_id
     # Validated against, and recorded with, what Session:Default resolves to now.
     try:
         binding, scripted = await asyncio.to_thread(session_binding, store, settings, SESSION_SITE)
@@ -298,7 +298,7 @@ async def set_model(
     )
     if not result.ok:
         raise ApiError.of(ModelSwitchFailed(model_id=model_id, reason=result.error))
-    return ModelSwitched(modelId=model_id)
+    return ModelSwitched(model_id=model_id)
 
 
 @router.post(
@@ -329,7 +329,7 @@ async def set_approval_mode(
         SetModeRequest(mode=mode, originator=client_id_of(request), persist=persist),
     )
     return ApprovalModeSet(
-        sessionId=session_id,
+        session_id=session_id,
         mode=mode,
         previous=result.previous,
         persisted=result.persisted,
@@ -344,8 +344,8 @@ async def context(
     status = await session_status(client, session_id, store, settings.worker_wait_ms / 1000)
     return SessionContext(
         v=1,
-        sessionId=session_id,
-        workspaceCwd=record.workspace_cwd,
+        session_id=session_id,
+        workspace_cwd=record.workspace_cwd,
         state=context_state(
             await asyncio.to_thread(current_model_id, store, settings, status), status
         ),
@@ -401,10 +401,10 @@ async def _restore(
         await register_client(store, session_id, client_id)
         status = await session_status(client, session_id, store, settings.worker_wait_ms / 1000)
         result = SessionRestored(
-            sessionId=session_id,
-            workspaceCwd=record.workspace_cwd,
+            session_id=session_id,
+            workspace_cwd=record.workspace_cwd,
             attached=attached,
-            clientId=client_id,
+            client_id=client_id,
             state=context_state(
                 await asyncio.to_thread(current_model_id, store, settings, status), status
             ),

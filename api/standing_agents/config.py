@@ -35,7 +35,7 @@ def _view(tenant: str, key: str, row: SystemConfig | None, settings: Settings) -
         key=key,
         value=value,
         effective=effective_value(key, value, settings),
-        updatedAt=control.iso(row.updated_at) if row is not None else None,
+        updated_at=control.iso(row.updated_at) if row is not None else None,
     )
 
 

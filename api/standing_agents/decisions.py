@@ -84,8 +84,8 @@ async def respond(
         tenant,
         decision_id,
         body.resolution,
-        notes=body.resolutionNotes,
-        responded_by=body.respondedBy,
+        notes=body.resolution_notes,
+        responded_by=body.responded_by,
         answered_by=answered_by,
         digest=body.digest,
     )

@@ -1,59 +1,63 @@
-"""Wire bodies of the standing-agent routes (issue 10's field names, camelCase)."""
+"""Wire bodies of the standing-agent routes (issue 10's field names, camelCase on the wire:
+runtime/wire.py)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import Field, StrictBool, StrictInt
 
 from api.workspace.status_models import McpServer
 from runtime.approvals.binding import DIGEST_PATTERN
 from runtime.standing_agents.contracts import AgentType
-from runtime.standing_agents.views import DecisionView, LedgerTurn, LlmAttempt, MessageView
+from runtime.standing_agents.views import (
+    DecisionView,
+    LedgerTurn,
+    LlmAttempt,
+    MessageView,
+    ModeChangeView,
+)
+from runtime.wire import WireBody, WireModel
 
 Capability = Annotated[str, Field(min_length=1, max_length=100)]
 
 # -- requests --------------------------------------------------------------------------------
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FeatureBody(_Body):
+class FeatureBody(WireBody):
     # Strict: "no", 1 or "off" are refused, not read as booleans.
     enabled: StrictBool
 
 
-class AgentCreate(_Body):
-    agentType: AgentType
+class AgentCreate(WireBody):
+    agent_type: AgentType
 
 
-class MessageBody(_Body):
+class MessageBody(WireBody):
     text: str = Field(min_length=1, max_length=20_000)
     # The client's retry key: the same messageId again adds no second message.
-    messageId: str | None = Field(
+    message_id: str | None = Field(
         default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._:-]+$"
     )
 
 
-class EventBody(_Body):
+class EventBody(WireBody):
     # A string, checked by the route against the postable kinds (EXTERNAL_EVENT_KINDS):
     # an enum here would answer with every kind, those the route refuses included.
     kind: str = Field(max_length=100)
     payload: dict[str, Any] = Field(default_factory=dict)
     # The client's dedupe id: the same eventId again enqueues nothing.
-    eventId: str | None = Field(
+    event_id: str | None = Field(
         default=None, min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._:-]+$"
     )
 
 
-class WebhookBody(_Body):
+class WebhookBody(WireBody):
     # Checked by the route against the kinds the agent's webhooks may enqueue.
     kind: str = Field(min_length=1, max_length=100)
 
 
-class ScheduleBody(_Body):
+class ScheduleBody(WireBody):
     cron: str = Field(
         min_length=1,
         max_length=200,
@@ -61,7 +65,7 @@ class ScheduleBody(_Body):
         description="A cron expression as Temporal reads it: 5 fields (minute hour "
         "day-of-month month day-of-week), or 6-7, or `@daily`, `@every 90m`.",
     )
-    timeZone: str = Field(
+    time_zone: str = Field(
         default="UTC",
         min_length=1,
         max_length=64,
@@ -73,7 +77,7 @@ class ScheduleBody(_Body):
         description="A firing while the previous one's tick is queued or running: "
         "skipped, or (bufferOne) run after it, one at most.",
     )
-    catchupWindowSeconds: StrictInt = Field(
+    catchup_window_seconds: StrictInt = Field(
         default=3600,
         ge=10,
         le=604_800,
@@ -89,39 +93,39 @@ class ScheduleBody(_Body):
     )
 
 
-class SignalBody(_Body):
+class SignalBody(WireBody):
     """POST /api/v1/tenants/{tenant}/redactor-signals (spec §3.9 RaiseRedactorSignalAsync)."""
 
-    callSite: str = Field(min_length=1, max_length=120)
+    call_site: str = Field(min_length=1, max_length=120)
     # Checked by the route against AgentSignalKind (400 `invalid_signal_kind`).
-    signalKind: str = Field(min_length=1, max_length=40)
+    signal_kind: str = Field(min_length=1, max_length=40)
     payload: dict[str, Any] = Field(default_factory=dict)
     # The client's dedupe id: the same signalId again queues nothing.
-    signalId: str | None = Field(
+    signal_id: str | None = Field(
         default=None, min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._:-]+$"
     )
 
 
-class ModeBody(_Body):
+class ModeBody(WireBody):
     mode: str = Field(min_length=1, max_length=80)
     actor: str | None = Field(default=None, max_length=200)
 
 
-class RespondBody(_Body):
+class RespondBody(WireBody):
     resolution: str = Field(min_length=1, max_length=4000)
-    resolutionNotes: str | None = Field(default=None, max_length=20_000)
-    respondedBy: str | None = Field(default=None, max_length=200)
+    resolution_notes: str | None = Field(default=None, max_length=20_000)
+    responded_by: str | None = Field(default=None, max_length=200)
     # The digest of the call its human was shown (an MCP call's `payload.digest`): the
     # answer is refused (409 approval_digest_mismatch) when the decision does not carry it.
     digest: str | None = Field(default=None, pattern=DIGEST_PATTERN)
 
 
-class ConfigBody(_Body):
+class ConfigBody(WireBody):
     value: Any
 
 
-class RegisterBody(_Body):
-    agentId: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$")
+class RegisterBody(WireBody):
+    agent_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$")
     role: str = Field(min_length=1, max_length=40)
     capabilities: list[Capability] = Field(default_factory=list, max_length=64)
     endpoint: str | None = Field(default=None, max_length=2000)
@@ -130,234 +134,223 @@ class RegisterBody(_Body):
 # -- responses -------------------------------------------------------------------------------
 
 
-class FeatureState(BaseModel):
+class FeatureState(WireModel):
     tenant: str
     feature: str
     enabled: bool
-    soaInstanceId: str | None = Field(
+    soa_instance_id: str | None = Field(
         default=None, description="The tenant's SOA when it exists (auto-bootstrap)."
     )
-    deploymentEnabled: bool | None = Field(
+    deployment_enabled: bool | None = Field(
         default=None,
         description="The deployment's switch (AGENTRT_STANDING_AGENTS_ENABLED): when false,"
         " no agent ticks whatever the tenant's flag (spec §3.2). Standing agents only.",
     )
 
 
-class BudgetPauseView(BaseModel):
+class BudgetPauseView(WireModel):
     axis: str = Field(
         description='"tokens", "tool_calls", "seconds", "cost_usd", "turns" (the tick\'s'
         ' budget) or "weekly_credit".'
     )
     cap: float | None
     spent: float | None
-    resumeAt: str | None = Field(
+    resume_at: str | None = Field(
         default=None, description="When the weekly credit regenerates (that axis only)."
     )
-    decisionId: str = Field(description="Its `budget_reached` attention request.")
-    eventId: str
+    decision_id: str = Field(description="Its `budget_reached` attention request.")
+    event_id: str
     since: str
 
 
-class AgentView(BaseModel):
-    instanceId: str
+class AgentView(WireModel):
+    instance_id: str
     tenant: str
-    agentType: str
+    agent_type: str
     status: str
-    activeMode: str | None
+    active_mode: str | None
     foundational: bool
-    worksetDeadline: str | None
-    consecutiveIdleTicks: int
-    consecutiveBlockedTurns: int
-    nextTickAt: str | None
-    lastTickAt: str | None
-    tickInProgress: bool
+    workset_deadline: str | None
+    consecutive_idle_ticks: int
+    consecutive_blocked_turns: int
+    next_tick_at: str | None
+    last_tick_at: str | None
+    tick_in_progress: bool
     generation: int
-    workflowId: str
-    createdAt: str
-    callSite: str | None = Field(
+    workflow_id: str
+    created_at: str
+    call_site: str | None = Field(
         default=None, description="A PromptRedactor's call site (spec §3.9)."
     )
-    budgetPause: BudgetPauseView | None = Field(
+    budget_pause: BudgetPauseView | None = Field(
         default=None,
         description="Set while the agent is Paused on a budget it reached (issue 21): it "
         "resumes by itself when the cap is raised or the credit's window regenerates.",
     )
 
 
-class AgentList(BaseModel):
+class AgentList(WireModel):
     agents: list[AgentView]
 
 
-class MessageAccepted(BaseModel):
-    messageId: str
+class MessageAccepted(WireModel):
+    message_id: str
     duplicate: bool = Field(description="True when this messageId was posted before.")
 
 
-class MessageList(BaseModel):
+class MessageList(WireModel):
     messages: list[MessageView]
 
 
-class ScheduleView(BaseModel):
-    scheduleId: str
-    instanceId: str
+class ScheduleView(WireModel):
+    schedule_id: str
+    instance_id: str
     cron: str
-    timeZone: str
+    time_zone: str
     overlap: str
-    catchupWindowSeconds: int
+    catchup_window_seconds: int
     note: str | None
-    createdAt: str
+    created_at: str
     firings: int = Field(description="Ticks enqueued by this schedule.")
-    lastFiredAt: str | None
-    nextFireTimes: list[str] | None = Field(
+    last_fired_at: str | None
+    next_fire_times: list[str] | None = Field(
         description="Temporal's next firing times; null when Temporal did not answer."
     )
 
 
-class ScheduleList(BaseModel):
+class ScheduleList(WireModel):
     schedules: list[ScheduleView]
 
 
-class WebhookView(BaseModel):
-    webhookId: str
-    instanceId: str
+class WebhookView(WireModel):
+    webhook_id: str
+    instance_id: str
     kind: str
     url: str = Field(description="Where a sender POSTs, signed (Standard Webhooks).")
-    createdAt: str
-    lastDeliveryAt: str | None
+    created_at: str
+    last_delivery_at: str | None
 
 
 class WebhookCreated(WebhookView):
     secret: str = Field(description="The signing secret (`whsec_...`): shown here only.")
 
 
-class WebhookList(BaseModel):
+class WebhookList(WireModel):
     webhooks: list[WebhookView]
 
 
-class SignalAccepted(BaseModel):
-    instanceId: str = Field(description="The call site's PromptRedactor (created Paused).")
-    callSite: str
-    eventId: str
-    sequenceNumber: int
-    instanceCreated: bool
+class SignalAccepted(WireModel):
+    instance_id: str = Field(description="The call site's PromptRedactor (created Paused).")
+    call_site: str
+    event_id: str
+    sequence_number: int
+    instance_created: bool
     duplicate: bool = Field(description="True when this signalId was raised before.")
-    decisionId: str | None = Field(
+    decision_id: str | None = Field(
         default=None, description="A HumanRequest's decision on the tenant's queue."
     )
 
 
-class EventAccepted(BaseModel):
-    eventId: str
+class EventAccepted(WireModel):
+    event_id: str
     kind: str
-    sequenceNumber: int
+    sequence_number: int
     duplicate: bool
 
 
-class ModeChangeView(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    from_: str | None = Field(alias="from")
-    to: str
-    source: Literal["ui", "approval"]
-    actor: str | None
-    decisionId: str | None
-    createdAt: str
-
-
-class ModeChanges(BaseModel):
+class ModeChanges(WireModel):
     changes: list[ModeChangeView]
 
 
-class ModeSet(BaseModel):
-    instanceId: str
-    activeMode: str
+class ModeSet(WireModel):
+    instance_id: str
+    active_mode: str
     change: ModeChangeView
 
 
-class Ledger(BaseModel):
+class Ledger(WireModel):
     turns: list[LedgerTurn]
 
 
-class LlmCalls(BaseModel):
+class LlmCalls(WireModel):
     calls: list[LlmAttempt]
 
 
-class DecisionList(BaseModel):
+class DecisionList(WireModel):
     decisions: list[DecisionView]
 
 
-class ConfigValue(BaseModel):
+class ConfigValue(WireModel):
     tenant: str
     key: str
     # The stored value; null when unset.
     value: Any
     # What a tick uses: the stored value, else the settings layer, else the code default.
     effective: Any
-    updatedAt: str | None
+    updated_at: str | None
 
 
-class ConfigList(BaseModel):
+class ConfigList(WireModel):
     tenant: str
     configs: list[ConfigValue]
 
 
-class RegistryAgent(BaseModel):
-    agentId: str
+class RegistryAgent(WireModel):
+    agent_id: str
     role: str
     capabilities: list[str]
     endpoint: str | None
-    lastHeartbeatAt: str
+    last_heartbeat_at: str
 
 
-class RegistryList(BaseModel):
+class RegistryList(WireModel):
     agents: list[RegistryAgent]
 
 
 # -- a tenant's MCP servers, grants and the mode catalogue ---------------------------------------
 
 
-class McpGrantBody(_Body):
+class McpGrantBody(WireBody):
     # `mcp__<server>__<tool>` or `mcp__<server>__*` (runtime/mcp/grants); [] revokes.
     tools: list[Annotated[str, Field(max_length=64)]] = Field(max_length=200)
 
 
-class McpGrant(BaseModel):
+class McpGrant(WireModel):
     tenant: str
-    agentType: AgentType
+    agent_type: AgentType
     tools: list[str]
 
 
-class ModeToolsBody(_Body):
+class ModeToolsBody(WireBody):
     # The agent type's own tools (its superset) and MCP entries; the terminators are added.
     tools: list[Annotated[str, Field(min_length=1, max_length=120)]] = Field(max_length=200)
 
 
-class ModePresetBody(_Body):
+class ModePresetBody(WireBody):
     # The preset the mode's planning calls use (null: the type's site binding).
-    presetId: Annotated[str, Field(min_length=1, max_length=200)] | None
+    preset_id: Annotated[str, Field(min_length=1, max_length=200)] | None
 
 
-class ModeView(BaseModel):
-    agentType: AgentType
+class ModeView(WireModel):
+    agent_type: AgentType
     name: str
     description: str
     tools: list[str]
-    isDefault: bool
+    is_default: bool
     # Wins over the type's site binding for this mode's planning calls (null: none).
-    presetId: str | None = None
+    preset_id: str | None = None
 
 
-class ModeList(BaseModel):
-    agentType: AgentType
+class ModeList(WireModel):
+    agent_type: AgentType
     modes: list[ModeView]
     superset: list[str]
 
 
-class TenantMcp(BaseModel):
+class TenantMcp(WireModel):
     """A tenant's MCP servers for its standing agents, their state, and the grants."""
 
     tenant: str
-    discoveryState: Literal["not_started", "in_progress", "completed"]
+    discovery_state: Literal["not_started", "in_progress", "completed"]
     servers: list[McpServer]
     grants: dict[str, list[str]]

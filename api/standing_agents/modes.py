@@ -35,12 +35,12 @@ MODE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,79}$"
 
 def _view(mode: ModeDefinition) -> ModeView:
     return ModeView(
-        agentType=mode.agent_type,
+        agent_type=mode.agent_type,
         name=mode.name,
         description=mode.description,
         tools=list(mode.tools),
-        isDefault=mode.is_default,
-        presetId=mode.preset_id,
+        is_default=mode.is_default,
+        preset_id=mode.preset_id,
     )
 
 
@@ -48,7 +48,7 @@ def _view(mode: ModeDefinition) -> ModeView:
 async def list_modes(agent_type: AgentType, store: StoreDep) -> ModeList:
     modes = await asyncio.to_thread(catalogue, store, agent_type)
     return ModeList(
-        agentType=agent_type,
+        agent_type=agent_type,
         modes=[_view(m) for m in modes],
         superset=sorted(TOOL_SUPERSET[agent_type]),
     )
@@ -88,9 +88,9 @@ async def put_mode_preset(
     the agents' next tick (`null`: the binding again). 400 `unknown_preset` for a
     preset that does not exist; a preset a mode names cannot be deleted (409
     `preset_in_use`, with `modes`)."""
-    if body.presetId is not None:
-        found = await asyncio.to_thread(get_preset, store, settings, body.presetId)
+    if body.preset_id is not None:
+        found = await asyncio.to_thread(get_preset, store, settings, body.preset_id)
         if found is None:
-            raise ApiError.of(UnknownModePreset(preset_id=body.presetId))
-    updated = await asyncio.to_thread(set_mode_preset, store, agent_type, mode, body.presetId)
+            raise ApiError.of(UnknownModePreset(preset_id=body.preset_id))
+    updated = await asyncio.to_thread(set_mode_preset, store, agent_type, mode, body.preset_id)
     return _view(updated)

@@ -32,23 +32,23 @@ router = APIRouter(prefix="/api/v1/tenants/{tenant}", route_class=StrictJsonRout
 async def raise_redactor_signal(
     body: SignalBody, tenant: EnabledTenant, store: StoreDep
 ) -> SignalAccepted:
-    kind = signals.signal_kind({"signalKind": body.signalKind})
+    kind = signals.signal_kind({"signalKind": body.signal_kind})
     signals.check_payload_size(body.payload, "signal")
     raised = await asyncio.to_thread(
         signals.raise_redactor_signal,
         store,
         tenant,
-        body.callSite,
+        body.call_site,
         kind,
         body.payload,
-        body.signalId,
+        body.signal_id,
     )
     return SignalAccepted(
-        instanceId=raised.instance.instance_id,
-        callSite=body.callSite,
-        eventId=raised.event.event_id,
-        sequenceNumber=raised.event.sequence_number,
-        instanceCreated=raised.instance_created,
+        instance_id=raised.instance.instance_id,
+        call_site=body.call_site,
+        event_id=raised.event.event_id,
+        sequence_number=raised.event.sequence_number,
+        instance_created=raised.instance_created,
         duplicate=raised.duplicate,
-        decisionId=raised.decision_id,
+        decision_id=raised.decision_id,
     )

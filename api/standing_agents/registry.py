@@ -32,11 +32,11 @@ MUTATION = [Depends(require_configured_token)]
 
 def _view(entry: Registered) -> RegistryAgent:
     return RegistryAgent(
-        agentId=entry.agent_id,
+        agent_id=entry.agent_id,
         role=entry.role,
         capabilities=entry.capabilities,
         endpoint=entry.endpoint,
-        lastHeartbeatAt=iso_ms(entry.last_heartbeat_at),
+        last_heartbeat_at=iso_ms(entry.last_heartbeat_at),
     )
 
 
@@ -52,7 +52,7 @@ async def register(body: RegisterBody, tenant: EnabledTenant, store: StoreDep) -
             registry_store.register,
             store,
             tenant,
-            body.agentId,
+            body.agent_id,
             body.role,
             body.capabilities,
             body.endpoint,

@@ -38,7 +38,6 @@ from api.standing_agents.models import (
     MessageList,
     ModeBody,
     ModeChanges,
-    ModeChangeView,
     ModeSet,
 )
 from api.standing_agents.temporal_calls import WakerDep, wake
@@ -57,7 +56,7 @@ from runtime.standing_agents.models import AgentInstance
 from runtime.standing_agents.modes import (
     ModeChange,
     apply_mode_change,
-    mode_change_body,
+    mode_change_view,
     mode_changes,
 )
 from runtime.windows.lease import agent_holder
@@ -71,28 +70,26 @@ MAX_EVENT_PAYLOAD_BYTES = signals.MAX_PAYLOAD_BYTES
 def agent_view(row: AgentInstance) -> AgentView:
     now = datetime.now(UTC)
     return AgentView(
-        instanceId=row.instance_id,
+        instance_id=row.instance_id,
         tenant=row.tenant,
-        agentType=row.agent_type,
+        agent_type=row.agent_type,
         status=row.status,
-        activeMode=row.active_mode,
+        active_mode=row.active_mode,
         foundational=control.is_foundational(row, now),
-        worksetDeadline=control.iso(row.workset_deadline_utc),
-        consecutiveIdleTicks=row.consecutive_idle_ticks,
-        consecutiveBlockedTurns=row.consecutive_blocked_turns,
-        nextTickAt=control.iso(row.next_tick_at),
-        lastTickAt=control.iso(row.last_tick_at),
-        tickInProgress=row.tick_in_progress,
+        workset_deadline=control.iso(row.workset_deadline_utc),
+        consecutive_idle_ticks=row.consecutive_idle_ticks,
+        consecutive_blocked_turns=row.consecutive_blocked_turns,
+        next_tick_at=control.iso(row.next_tick_at),
+        last_tick_at=control.iso(row.last_tick_at),
+        tick_in_progress=row.tick_in_progress,
         generation=row.generation,
-        workflowId=agent_workflow_id(row.tenant, row.instance_id),
-        createdAt=control.iso(row.created_at) or "",
-        callSite=row.call_site,
-        budgetPause=BudgetPauseView.model_validate(row.budget_pause) if row.budget_pause else None,
+        workflow_id=agent_workflow_id(row.tenant, row.instance_id),
+        created_at=control.iso(row.created_at) or "",
+        call_site=row.call_site,
+        # The stored pause is camelCase already (runtime/standing_agents/budget_pause.py):
+        # validated by its wire names.
+        budget_pause=BudgetPauseView.model_validate(row.budget_pause) if row.budget_pause else None,
     )
-
-
-def _change_view(change: ModeChange) -> ModeChangeView:
-    return ModeChangeView.model_validate(mode_change_body(change))
 
 
 # -- instances --------------------------------------------------------------------------------
@@ -120,7 +117,7 @@ async def create_agent(
         ),
         store,
         tenant,
-        body.agentType,
+        body.agent_type,
         AgentStatus.PAUSED,
     )
     try:
@@ -229,11 +226,11 @@ async def post_message(
 ) -> MessageAccepted:
     """Persist the operator's message and queue it as OperatorMessage (202: durably queued)."""
     row, created = await asyncio.to_thread(
-        messages.post_message, store, journal, tenant, instance_id, body.text, body.messageId
+        messages.post_message, store, journal, tenant, instance_id, body.text, body.message_id
     )
     instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     await waker(instance)
-    return MessageAccepted(messageId=messages.client_message_id(row), duplicate=not created)
+    return MessageAccepted(message_id=messages.client_message_id(row), duplicate=not created)
 
 
 @router.get("/{instance_id}/messages", responses=errors(400, 403, 404))
@@ -275,14 +272,14 @@ async def post_event(
             allowed = sorted(k for k in postable if k != kind.value)
             raise ApiError.of(InvalidEventKind(event_kind=kind.value, allowed=allowed, to_soa=True))
     event, created = await asyncio.to_thread(
-        messages.enqueue_external, store, tenant, instance_id, kind, body.payload, body.eventId
+        messages.enqueue_external, store, tenant, instance_id, kind, body.payload, body.event_id
     )
     instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     await waker(instance)
     return EventAccepted(
-        eventId=event.event_id,
+        event_id=event.event_id,
         kind=event.kind.value,
-        sequenceNumber=event.sequence_number,
+        sequence_number=event.sequence_number,
         duplicate=not created,
     )
 
@@ -311,7 +308,9 @@ async def set_mode(
     instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     # The workflow updates its AgentrtMode search attribute when it next reads the row.
     await waker(instance)
-    return ModeSet(instanceId=instance_id, activeMode=change.to_mode, change=_change_view(change))
+    return ModeSet(
+        instance_id=instance_id, active_mode=change.to_mode, change=mode_change_view(change)
+    )
 
 
 @router.get("/{instance_id}/mode-changes", responses=errors(400, 403, 404))
@@ -320,7 +319,7 @@ async def get_mode_changes(
 ) -> ModeChanges:
     await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     changes = await asyncio.to_thread(mode_changes, store, instance_id)
-    return ModeChanges(changes=[_change_view(change) for change in changes])
+    return ModeChanges(changes=[mode_change_view(change) for change in changes])
 
 
 # -- the record: ledger and model calls ----------------------------------------------------------

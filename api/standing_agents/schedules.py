@@ -40,17 +40,17 @@ DESCRIBES_AT_ONCE = 8
 async def _view(client: Client | None, row: AgentSchedule) -> ScheduleView:
     upcoming = await temporal_schedules.next_fire_times(client, row) if client else None
     return ScheduleView(
-        scheduleId=row.schedule_id,
-        instanceId=row.instance_id,
+        schedule_id=row.schedule_id,
+        instance_id=row.instance_id,
         cron=row.cron,
-        timeZone=row.time_zone,
+        time_zone=row.time_zone,
         overlap=row.overlap,
-        catchupWindowSeconds=row.catchup_window_s,
+        catchup_window_seconds=row.catchup_window_s,
         note=row.note,
-        createdAt=iso_ms(row.created_at),
+        created_at=iso_ms(row.created_at),
         firings=row.firings,
-        lastFiredAt=iso_ms(row.last_fired_at) if row.last_fired_at else None,
-        nextFireTimes=[iso_ms(t) for t in upcoming] if upcoming is not None else None,
+        last_fired_at=iso_ms(row.last_fired_at) if row.last_fired_at else None,
+        next_fire_times=[iso_ms(t) for t in upcoming] if upcoming is not None else None,
     )
 
 
@@ -88,15 +88,15 @@ async def create_schedule(
     names the schedule and the scheduled time."""
     instance = await asyncio.to_thread(control.get_instance, store, tenant, instance_id)
     cron = body.cron.strip()
-    if "TZ=" in cron.upper() or body.timeZone == "Local":
+    if "TZ=" in cron.upper() or body.time_zone == "Local":
         reason = "give the time zone in timeZone (an IANA name), not in the cron or as Local"
         raise schedules.InvalidSchedule(reason=reason).application_error()
     client = await connector.get()
     spec = schedules.NewSchedule(
         cron=cron,
-        time_zone=body.timeZone,
+        time_zone=body.time_zone,
         overlap=schedules.Overlap(body.overlap),
-        catchup_window_s=body.catchupWindowSeconds,
+        catchup_window_s=body.catchup_window_seconds,
         note=body.note,
     )
     row = await asyncio.to_thread(schedules.create_row, store, instance, spec, datetime.now(UTC))
@@ -130,7 +130,7 @@ async def create_schedule(
 
 
 def view_times(view: ScheduleView) -> list[datetime]:
-    return [datetime.fromisoformat(t) for t in view.nextFireTimes or []]
+    return [datetime.fromisoformat(t) for t in view.next_fire_times or []]
 
 
 @router.get("/agents/{instance_id}/schedules", responses=errors(400, 403, 404))

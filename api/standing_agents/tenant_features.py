@@ -36,8 +36,8 @@ async def get_standing_agents(
         tenant=tenant,
         feature=STANDING_AGENTS_FEATURE,
         enabled=enabled,
-        soaInstanceId=soa.instance_id if soa is not None else None,
-        deploymentEnabled=settings.standing_agents_enabled,
+        soa_instance_id=soa.instance_id if soa is not None else None,
+        deployment_enabled=settings.standing_agents_enabled,
     )
 
 
@@ -66,6 +66,6 @@ async def put_standing_agents(
         tenant=tenant,
         feature=STANDING_AGENTS_FEATURE,
         enabled=body.enabled,
-        soaInstanceId=soa.instance_id if soa is not None else None,
-        deploymentEnabled=settings.standing_agents_enabled,
+        soa_instance_id=soa.instance_id if soa is not None else None,
+        deployment_enabled=settings.standing_agents_enabled,
     )

@@ -45,12 +45,12 @@ def _url(request: Request, webhook_id: str) -> str:
 
 def _view(request: Request, row: AgentWebhook) -> WebhookView:
     return WebhookView(
-        webhookId=row.webhook_id,
-        instanceId=row.instance_id,
+        webhook_id=row.webhook_id,
+        instance_id=row.instance_id,
         kind=row.event_kind,
         url=_url(request, row.webhook_id),
-        createdAt=iso_ms(row.created_at),
-        lastDeliveryAt=iso_ms(row.last_delivery_at) if row.last_delivery_at else None,
+        created_at=iso_ms(row.created_at),
+        last_delivery_at=iso_ms(row.last_delivery_at) if row.last_delivery_at else None,
     )
 
 
@@ -77,7 +77,7 @@ async def create_webhook(
         webhooks.create, store, instance, EventKind(body.kind), datetime.now(UTC)
     )
     view = _view(request, row)
-    return WebhookCreated(**view.model_dump(), secret=row.secret)
+    return WebhookCreated(**view.model_dump(by_alias=False), secret=row.secret)
 
 
 @router.get("/agents/{instance_id}/webhooks", responses=errors(400, 403, 404))
@@ -139,8 +139,8 @@ async def deliver_webhook(
     )
     await waker(instance)
     return EventAccepted(
-        eventId=done.event.event_id,
+        event_id=done.event.event_id,
         kind=done.event.kind.value,
-        sequenceNumber=done.event.sequence_number,
+        sequence_number=done.event.sequence_number,
         duplicate=done.duplicate,
     )

@@ -14,7 +14,7 @@ import asyncio
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from api.deps import StoreDep
 from api.errors import ApiError
@@ -24,6 +24,7 @@ from api.security import require_configured_token
 from api.standing_agents.common import TenantPath
 from runtime.tenants import tokens as tenant_tokens
 from runtime.timestamps import iso_ms
+from runtime.wire import WireBody, WireModel
 
 router = APIRouter(
     prefix="/api/v1/tenants/{tenant}/tokens",
@@ -34,18 +35,16 @@ router = APIRouter(
 TokenIdPath = Annotated[str, Path(pattern=tenant_tokens.TOKEN_ID_PATTERN)]
 
 
-class TokenCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TokenCreate(WireBody):
     name: str = Field(pattern=tenant_tokens.NAME_PATTERN, description="1 to 64 of [A-Za-z0-9._-]")
     role: Literal["coder", "operator"]
 
 
-class TokenSummary(BaseModel):
-    tokenId: str
+class TokenSummary(WireModel):
+    token_id: str
     name: str
     role: Literal["coder", "operator"]
-    createdAt: str
+    created_at: str
 
 
 class IssuedToken(TokenSummary):
@@ -53,13 +52,13 @@ class IssuedToken(TokenSummary):
     token: str = Field(description="The bearer token: shown this once, stored hashed.")
 
 
-class TokenList(BaseModel):
+class TokenList(WireModel):
     tenant: str
     tokens: list[TokenSummary]
 
 
-class TokenRevoked(BaseModel):
-    tokenId: str
+class TokenRevoked(WireModel):
+    token_id: str
     revoked: Literal[True]
 
 
@@ -74,12 +73,12 @@ async def create_token(body: TokenCreate, tenant: TenantPath, store: StoreDep) -
     except tenant_tokens.TokenRefused as err:
         raise ApiError.of(err.failure) from None
     return IssuedToken(
-        tokenId=issued.token_id,
+        token_id=issued.token_id,
         tenant=issued.tenant,
         name=issued.name,
         role=issued.role,
         token=issued.token,
-        createdAt=iso_ms(issued.created_at),
+        created_at=iso_ms(issued.created_at),
     )
 
 
@@ -90,10 +89,10 @@ async def list_tokens(tenant: TenantPath, store: StoreDep) -> TokenList:
         tenant=tenant,
         tokens=[
             TokenSummary(
-                tokenId=row.token_id,
+                token_id=row.token_id,
                 name=row.name,
                 role=_role(row.role),
-                createdAt=iso_ms(row.created_at),
+                created_at=iso_ms(row.created_at),
             )
             for row in rows
         ],
@@ -106,4 +105,4 @@ async def revoke_token(tenant: TenantPath, token_id: TokenIdPath, store: StoreDe
         await asyncio.to_thread(tenant_tokens.revoke, store, tenant, token_id)
     except tenant_tokens.TokenRefused as err:
         raise ApiError.of(err.failure) from None
-    return TokenRevoked(tokenId=token_id, revoked=True)
+    return TokenRevoked(token_id=token_id, revoked=True)

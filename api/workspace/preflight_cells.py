@@ -33,7 +33,7 @@ def workspace_cell(settings: Settings) -> PreflightCell:
         return PreflightCell(
             kind="workspace_dir",
             status="error",
-            errorKind="missing_file",
+            error_kind="missing_file",
             error=f"{path} does not exist or is not a directory",
             hint="Create it, or start agentrt with --workspace pointing at a directory.",
             locality="daemon",
@@ -88,7 +88,7 @@ async def temporal_cells(settings: Settings, connector: Any) -> list[PreflightCe
             PreflightCell(
                 kind="temporal",
                 status="error",
-                errorKind="init_timeout",
+                error_kind="init_timeout",
                 error="the Temporal server does not answer",
                 hint="Start it (`agentrt up` runs one) or check TEMPORAL_ADDRESS.",
                 locality="daemon",
@@ -107,7 +107,7 @@ async def temporal_cells(settings: Settings, connector: Any) -> list[PreflightCe
         worker = PreflightCell(
             kind="worker",
             status="error",
-            errorKind="missing_binary",
+            error_kind="missing_binary",
             error=f"no live worker polls task queue {settings.task_queue!r}",
             hint="Start `agentrt worker` (`agentrt up` runs one).",
             locality="daemon",
@@ -144,7 +144,7 @@ async def model_cell(settings: Settings) -> PreflightCell:
         return PreflightCell(
             kind="providers",
             status="error",
-            errorKind="blocked_egress",
+            error_kind="blocked_egress",
             error=error,
             hint=hint,
             locality="daemon",
@@ -155,7 +155,7 @@ async def model_cell(settings: Settings) -> PreflightCell:
         return PreflightCell(
             kind="providers",
             status="error",
-            errorKind="auth_env_error",
+            error_kind="auth_env_error",
             error="the model endpoint refuses the credentials",
             hint="Check OPENAI_API_KEY.",
             locality="daemon",

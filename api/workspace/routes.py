@@ -193,18 +193,18 @@ async def read_file(request: Request, settings: SettingsDep) -> FileRead:
 
     read, ignored = await asyncio.to_thread(work)
     return FileRead(
-        matchedIgnore=ignored,
+        matched_ignore=ignored,
         path=read.path,
         content=read.content,
         encoding=read.profile.encoding,
         bom=read.profile.bom,
-        lineEnding=read.profile.line_ending,
-        sizeBytes=read.size_bytes,
-        returnedBytes=read.returned_bytes,
+        line_ending=read.profile.line_ending,
+        size_bytes=read.size_bytes,
+        returned_bytes=read.returned_bytes,
         truncated=read.truncated,
         hash=read.hash,
-        originalLineCount=read.original_line_count,
-        hasMore=read.has_more,
+        original_line_count=read.original_line_count,
+        has_more=read.has_more,
     )
 
 
@@ -239,10 +239,10 @@ async def read_file_bytes(request: Request, settings: SettingsDep) -> FileBytes:
     return FileBytes(
         path=read.path,
         offset=read.offset,
-        sizeBytes=read.size_bytes,
-        returnedBytes=len(read.data),
+        size_bytes=read.size_bytes,
+        returned_bytes=len(read.data),
         truncated=read.truncated,
-        contentBase64=base64.b64encode(read.data).decode("ascii"),
+        content_base64=base64.b64encode(read.data).decode("ascii"),
         hash=read.hash,
     )
 
@@ -263,7 +263,7 @@ async def stat_path(request: Request, settings: SettingsDep) -> FileStat:
 
     info = await asyncio.to_thread(work)
     return FileStat(
-        path=info.path, type=info.type, sizeBytes=info.size_bytes, modifiedMs=info.modified_ms
+        path=info.path, type=info.type, size_bytes=info.size_bytes, modified_ms=info.modified_ms
     )
 
 
@@ -301,7 +301,7 @@ async def list_path(request: Request, settings: SettingsDep) -> DirectoryList:
                 for e in entries
             ],
             truncated=truncated,
-            matchedIgnore=ignore.matched(shown, is_dir=True),
+            matched_ignore=ignore.matched(shown, is_dir=True),
         )
 
     return await asyncio.to_thread(listed)
@@ -374,7 +374,7 @@ async def glob_paths(request: Request, settings: SettingsDep) -> GlobResult:
         matches=matches,
         count=len(matches),
         truncated=bool(answer["more"]),
-        durationMs=round((time.monotonic() - started) * 1000),
+        duration_ms=round((time.monotonic() - started) * 1000),
     )
 
 
@@ -448,15 +448,15 @@ async def write_file(request: Request, response: Response, settings: SettingsDep
     if result.created:
         response.status_code = 201
     return FileWritten(
-        matchedIgnore=ignored,
+        matched_ignore=ignored,
         path=result.path,
         mode=chosen,
         created=result.created,
-        sizeBytes=result.size_bytes,
+        size_bytes=result.size_bytes,
         hash=result.hash,
         encoding=result.profile.encoding,
         bom=result.profile.bom,
-        lineEnding=result.profile.line_ending,
+        line_ending=result.profile.line_ending,
     )
 
 
@@ -483,12 +483,12 @@ async def edit_file(request: Request, settings: SettingsDep) -> FileEdited:
 
     result, ignored = await asyncio.to_thread(work)
     return FileEdited(
-        matchedIgnore=ignored,
+        matched_ignore=ignored,
         path=result.path,
         replacements=result.replacements,
-        sizeBytes=result.size_bytes,
+        size_bytes=result.size_bytes,
         hash=result.hash,
         encoding=result.profile.encoding,
         bom=result.profile.bom,
-        lineEnding=result.profile.line_ending,
+        line_ending=result.profile.line_ending,
     )

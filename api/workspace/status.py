@@ -41,7 +41,6 @@ from api.workspace.preflight_cells import (
 from api.workspace.routes import workspace_fence
 from api.workspace.status_models import (
     CurrentModel,
-    EnvCell,
     ModelProvider,
     PreflightCell,
     ProviderModel,
@@ -76,6 +75,7 @@ from runtime.workspace.settings import (
     set_tool_enabled,
 )
 from runtime.workspace.status import env_cells
+from runtime.workspace.views import EnvCell
 from workflows.sessions.session import SessionWorkflow
 
 router = APIRouter()
@@ -93,13 +93,13 @@ async def workspace_env(settings: SettingsDep) -> WorkspaceEnv:
     cells = [
         EnvCell(kind="runtime", name="python", status="ok", value=platform.python_version()),
         EnvCell(kind="platform", name=sys.platform, status="ok", value=platform.machine()),
+        *env_cells(os.environ),
     ]
-    cells += [EnvCell.model_validate(cell) for cell in env_cells(os.environ)]
     return WorkspaceEnv(
         v=1,
-        workspaceCwd=settings.workspace_cwd,
+        workspace_cwd=settings.workspace_cwd,
         initialized=True,
-        acpChannelLive=False,
+        acp_channel_live=False,
         cells=cells,
     )
 
@@ -130,7 +130,7 @@ async def workspace_preflight(
         detail={"version": version, "required": required},
     )
     if python.status == "error":
-        python.errorKind = "missing_binary"
+        python.error_kind = "missing_binary"
         python.error = f"Python {version} is below the required {required}."
     git_version = await asyncio.to_thread(_git_version)
     git = (
@@ -139,7 +139,7 @@ async def workspace_preflight(
         else PreflightCell(
             kind="git",
             status="warning",
-            errorKind="missing_binary",
+            error_kind="missing_binary",
             error="git is not on PATH",
             hint="Install git (optional: the session tools do not need it).",
             locality="daemon",
@@ -165,9 +165,9 @@ async def workspace_preflight(
     ]
     return WorkspacePreflight(
         v=1,
-        workspaceCwd=settings.workspace_cwd,
+        workspace_cwd=settings.workspace_cwd,
         initialized=True,
-        acpChannelLive=False,
+        acp_channel_live=False,
         cells=cells,
     )
 
@@ -180,35 +180,35 @@ async def workspace_providers(settings: SettingsDep, store: StoreDep) -> Workspa
     persisted = await asyncio.to_thread(get_setting, store, settings.workspace_cwd, APPROVAL_MODE)
     approval_mode = persisted if is_approval_mode(persisted) else DEFAULT_APPROVAL_MODE
     model = ProviderModel(
-        modelId=active.model_id,
-        baseModelId=active.model_id,
+        model_id=active.model_id,
+        base_model_id=active.model_id,
         name=active.model_id,
         description="agentrt's built-in deterministic model"
         if active.provider == "scripted"
         else None,
-        contextLimit=None,
-        isCurrent=True,
-        isRuntime=False,
+        context_limit=None,
+        is_current=True,
+        is_runtime=False,
     )
     return WorkspaceProviders(
         v=1,
-        workspaceCwd=settings.workspace_cwd,
+        workspace_cwd=settings.workspace_cwd,
         initialized=True,
-        acpChannelLive=False,
-        current=CurrentModel(authType=active.provider, modelId=active.model_id),
-        approvalMode=approval_mode,
+        acp_channel_live=False,
+        current=CurrentModel(auth_type=active.provider, model_id=active.model_id),
+        approval_mode=approval_mode,
         providers=[
             ModelProvider(
                 kind="model_provider",
                 status="ok",
-                authType=active.provider,
+                auth_type=active.provider,
                 current=True,
                 models=[model],
             )
         ],
         # The OAuth device-flow providers (qwen-oauth, AGENTRT_DEVICE_FLOW_PROVIDERS) and
         # whether credentials are on disk (never what they are).
-        deviceFlowProviders=[
+        device_flow_providers=[
             {
                 "providerId": provider_id,
                 "credentialsPresent": credentials_path(
@@ -225,21 +225,21 @@ async def workspace_providers(settings: SettingsDep, store: StoreDep) -> Workspa
 @router.get("/workspace/skills")
 async def workspace_skills(settings: SettingsDep) -> WorkspaceSkills:
     """agentrt's agents have no skills: an honest empty list."""
-    return WorkspaceSkills(v=1, workspaceCwd=settings.workspace_cwd, initialized=True, skills=[])
+    return WorkspaceSkills(v=1, workspace_cwd=settings.workspace_cwd, initialized=True, skills=[])
 
 
 @router.get("/session/{session_id}/supported-commands", responses=errors(404))
 async def supported_commands(session_id: str, store: StoreDep) -> SupportedCommands:
     """agentrt's agent has no slash commands and no skills: both lists are empty."""
     await live_session(store, session_id)
-    return SupportedCommands(v=1, sessionId=session_id, availableCommands=[], availableSkills=[])
+    return SupportedCommands(v=1, session_id=session_id, available_commands=[], available_skills=[])
 
 
 @router.get("/session/{session_id}/tasks", responses=errors(404))
 async def session_tasks(session_id: str, store: StoreDep) -> SessionTasks:
     """agentrt runs no background tasks (sub-agents, shells, monitors): always empty."""
     await live_session(store, session_id)
-    return SessionTasks(v=1, sessionId=session_id, now=int(time.time() * 1000), tasks=[])
+    return SessionTasks(v=1, session_id=session_id, now=int(time.time() * 1000), tasks=[])
 
 
 # -- workspace mutations -------------------------------------------------------------------
@@ -300,7 +300,7 @@ async def enable_tool(
         _with_originator({"toolName": tool_name, "enabled": enabled}, originator),
         originator,
     )
-    return ToolToggled(toolName=tool_name, enabled=enabled)
+    return ToolToggled(tool_name=tool_name, enabled=enabled)
 
 
 MAX_MEMORY_FILE_BYTES = 8 * 1024 * 1024  # read to judge it; a larger one has content
@@ -434,5 +434,5 @@ async def session_recap(
     except WorkflowUpdateFailedError as err:
         raise workflow_error(err) from err
     except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
-        return SessionRecap(sessionId=session_id, recap=None)
-    return SessionRecap(sessionId=session_id, recap=result.recap)
+        return SessionRecap(session_id=session_id, recap=None)
+    return SessionRecap(session_id=session_id, recap=result.recap)

@@ -1,58 +1,28 @@
 """What the workspace status routes answer (spec session-daemon-http-protocol, "Read-only
-runtime status routes" and "Mutation: approval, tools, init"): one model per body, with
-the spec's camelCase names. Optional fields the daemon omits are `omittable` and their
-routes drop them with `response_model_exclude_none`.
+runtime status routes" and "Mutation: approval, tools, init"): one wire model per body
+(runtime/wire.py: snake_case here, the spec's camelCase on the wire). The status cell and
+the cells of GET /workspace/env are built in runtime/ (runtime/workspace/views.py).
+Optional fields the daemon omits are `omittable` and their routes drop them with
+`response_model_exclude_none`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from api.openapi import omittable
 from runtime.policy.approval import ApprovalMode
-
-CellStatus = Literal["ok", "warning", "error", "disabled", "not_started", "unknown"]
-ErrorKind = Literal[
-    "budget_exhausted",
-    "missing_binary",
-    "blocked_egress",
-    "auth_env_error",
-    "init_timeout",
-    "protocol_error",
-    "missing_file",
-    "parse_error",
-]
+from runtime.wire import WireModel, omittable
+from runtime.workspace.views import CellStatus, EnvCell, ErrorKind, StatusCell
 
 
-class StatusCell(BaseModel):
-    """The spec's DaemonStatusCell."""
-
-    kind: str
-    status: CellStatus
-    error: str | SkipJsonSchema[None] = omittable("What went wrong (status error/warning).")
-    errorKind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
-    hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
-
-
-class EnvCell(StatusCell):
-    """A cell of GET /workspace/env: `env_var` cells never carry a value."""
-
-    kind: Literal["runtime", "platform", "memory", "sandbox", "proxy", "env_var"]
-    name: str
-    present: bool | SkipJsonSchema[None] = omittable("Whether the variable is set.")
-    value: str | SkipJsonSchema[None] = omittable(
-        "runtime/platform: the version; proxy: host:port only; never for env_var."
-    )
-
-
-class WorkspaceEnv(BaseModel):
+class WorkspaceEnv(WireModel):
     v: Literal[1]
-    workspaceCwd: str
+    workspace_cwd: str
     initialized: bool
-    acpChannelLive: bool
+    acp_channel_live: bool
     cells: list[EnvCell]
 
 
@@ -61,90 +31,90 @@ class PreflightCell(StatusCell):
     detail: dict[str, Any] | SkipJsonSchema[None] = omittable("Cell-specific facts.")
 
 
-class WorkspacePreflight(BaseModel):
+class WorkspacePreflight(WireModel):
     v: Literal[1]
-    workspaceCwd: str
+    workspace_cwd: str
     initialized: bool
-    acpChannelLive: bool
+    acp_channel_live: bool
     cells: list[PreflightCell]
 
 
-class ProviderModel(BaseModel):
-    modelId: str
-    baseModelId: str
+class ProviderModel(WireModel):
+    model_id: str
+    base_model_id: str
     name: str
     description: str | None
-    contextLimit: int | None
-    isCurrent: bool
-    isRuntime: bool
+    context_limit: int | None
+    is_current: bool
+    is_runtime: bool
 
 
-class ModelProvider(BaseModel):
+class ModelProvider(WireModel):
     kind: Literal["model_provider"]
     status: CellStatus
-    authType: str
+    auth_type: str
     current: bool
     models: list[ProviderModel]
 
 
-class CurrentModel(BaseModel):
-    authType: str
-    modelId: str
+class CurrentModel(WireModel):
+    auth_type: str
+    model_id: str
 
 
-class WorkspaceProviders(BaseModel):
+class WorkspaceProviders(WireModel):
     v: Literal[1]
-    workspaceCwd: str
+    workspace_cwd: str
     initialized: bool
-    acpChannelLive: bool
+    acp_channel_live: bool
     current: CurrentModel
-    approvalMode: ApprovalMode = Field(
+    approval_mode: ApprovalMode = Field(
         description="The mode new sessions start in (the persisted `tools.approvalMode`)."
     )
     providers: list[ModelProvider]
-    deviceFlowProviders: list[dict[str, Any]] = Field(
+    device_flow_providers: list[dict[str, Any]] = Field(
         description="OAuth device-flow providers and whether credentials are present "
         "(filled in by the device-flow work; empty here)."
     )
 
 
-class Skill(BaseModel):
+class Skill(WireModel):
     kind: Literal["skill"]
     status: CellStatus
     name: str
     description: str
     level: Literal["project", "user", "extension", "bundled"]
-    modelInvocable: bool
-    argumentHint: str | SkipJsonSchema[None] = omittable("The arguments the skill takes.")
+    model_invocable: bool
+    argument_hint: str | SkipJsonSchema[None] = omittable("The arguments the skill takes.")
 
 
-class WorkspaceSkills(BaseModel):
+class WorkspaceSkills(WireModel):
     v: Literal[1]
-    workspaceCwd: str
+    workspace_cwd: str
     initialized: bool
     skills: list[Skill]
 
 
-class McpError(BaseModel):
+class McpError(WireModel):
     error: str
-    errorKind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
+    error_kind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
     hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
 
 
-class McpServer(BaseModel):
+class McpServer(WireModel):
     """One configured server: never its env values, headers or anything secret."""
 
     kind: Literal["mcp_server"]
     status: CellStatus
     name: str
-    mcpStatus: str
+    mcp_status: str
     transport: Literal["stdio", "sse", "http", "websocket", "sdk", "unknown"]
     disabled: bool
-    disabledReason: Literal["config", "budget"] | SkipJsonSchema[None] = omittable(
+    disabled_reason: Literal["config", "budget"] | SkipJsonSchema[None] = omittable(
         "Why the server is disabled: `config` (disabledMcpServers) or `budget`."
     )
     description: str | SkipJsonSchema[None] = omittable("The server's configured description.")
-    errorKind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
+    error_kind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
     hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
     errors: list[McpError] | SkipJsonSchema[None] = omittable(
         "What went wrong; omitted when discovery succeeded."
@@ -154,51 +124,51 @@ class McpServer(BaseModel):
     )
 
 
-class McpBudgetCell(BaseModel):
+class McpBudgetCell(WireModel):
     """The workspace's MCP client budget (spec: mcp_guardrails)."""
 
     kind: Literal["mcp_budget"]
     scope: Literal["workspace"]
     status: CellStatus
-    liveCount: int
+    live_count: int
     mode: Literal["warn", "enforce"]
-    refusedCount: int
+    refused_count: int
     budget: int | SkipJsonSchema[None] = omittable("The budget (--mcp-client-budget).")
-    errorKind: ErrorKind | SkipJsonSchema[None] = omittable("budget_exhausted on refusals.")
+    error_kind: ErrorKind | SkipJsonSchema[None] = omittable("budget_exhausted on refusals.")
     hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
 
 
-class WorkspaceMcp(BaseModel):
+class WorkspaceMcp(WireModel):
     v: Literal[1]
-    workspaceCwd: str
+    workspace_cwd: str
     initialized: bool
-    discoveryState: Literal["not_started", "in_progress", "completed"]
+    discovery_state: Literal["not_started", "in_progress", "completed"]
     servers: list[McpServer]
-    clientCount: int = Field(
+    client_count: int = Field(
         description="MCP clients of the workspace: slots held (opening or open) when a "
         "budget is set, else the connected servers."
     )
-    clientBudget: int | SkipJsonSchema[None] = omittable(
+    client_budget: int | SkipJsonSchema[None] = omittable(
         "The budget (--mcp-client-budget); absent when none is set."
     )
-    budgetMode: Literal["warn", "enforce", "off"]
+    budget_mode: Literal["warn", "enforce", "off"]
     budgets: list[McpBudgetCell] = Field(description="Empty in `off` mode.")
 
 
-class McpServerEntry(BaseModel):
+class McpServerEntry(WireModel):
     """A server an operator added: what it is, never its env or headers."""
 
-    serverName: str
+    server_name: str
     transport: Literal["stdio", "http", "sse"]
     trust: bool
     description: str | SkipJsonSchema[None] = omittable("The server's description.")
 
 
-class McpApproved(BaseModel):
+class McpApproved(WireModel):
     """What an operator approved: the entry's fingerprint, its command or URL (without
     credentials or query); never its args, env or headers."""
 
-    serverName: str
+    server_name: str
     approved: bool
     fingerprint: str
     transport: Literal["stdio", "http", "sse"]
@@ -206,60 +176,61 @@ class McpApproved(BaseModel):
     url: str | SkipJsonSchema[None] = omittable("The server's URL, without credentials.")
 
 
-class McpRemoved(BaseModel):
-    serverName: str
+class McpRemoved(WireModel):
+    server_name: str
     removed: bool
 
 
-class McpRestarted(BaseModel):
-    serverName: str
+class McpRestarted(WireModel):
+    server_name: str
     restarted: bool
-    durationMs: int | SkipJsonSchema[None] = omittable("How long the reconnection took.")
+    duration_ms: int | SkipJsonSchema[None] = omittable("How long the reconnection took.")
     skipped: bool | SkipJsonSchema[None] = omittable("True when the restart was skipped.")
     reason: str | SkipJsonSchema[None] = omittable("Why it was skipped.")
 
 
-class AvailableCommand(BaseModel):
+class AvailableCommand(WireModel):
     name: str
     description: str
     input: dict[str, Any] | None
+    # `_meta` is not the camelCase of a Python name: an explicit alias.
     meta: dict[str, Any] = Field(alias="_meta", serialization_alias="_meta")
 
 
-class SupportedCommands(BaseModel):
+class SupportedCommands(WireModel):
     v: Literal[1]
-    sessionId: str
-    availableCommands: list[AvailableCommand]
-    availableSkills: list[str]
+    session_id: str
+    available_commands: list[AvailableCommand]
+    available_skills: list[str]
 
 
-class SessionTask(BaseModel):
+class SessionTask(WireModel):
     kind: str
     id: str
     label: str
     description: str
     status: str
-    startTime: int
-    runtimeMs: int
+    start_time: int
+    runtime_ms: int
 
 
-class SessionTasks(BaseModel):
+class SessionTasks(WireModel):
     v: Literal[1]
-    sessionId: str
+    session_id: str
     now: int = Field(description="Epoch milliseconds.")
     tasks: list[SessionTask]
 
 
-class ToolToggled(BaseModel):
-    toolName: str
+class ToolToggled(WireModel):
+    tool_name: str
     enabled: bool
 
 
-class WorkspaceInitialized(BaseModel):
+class WorkspaceInitialized(WireModel):
     path: str
     action: Literal["created", "noop", "overwrote"]
 
 
-class SessionRecap(BaseModel):
-    sessionId: str
+class SessionRecap(WireModel):
+    session_id: str
     recap: str | None

@@ -13,15 +13,16 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 from sqlalchemy import delete, select
 from sqlmodel import Session
 
 from runtime.agent_tools.contracts import CallRequest
 from runtime.agent_tools.models import AgentToolCall
+from runtime.agent_tools.views import CallResult, ToolResult
 from runtime.failures import WireError
-from runtime.investigation.outcomes import ToolOutcome
+from runtime.investigation.outcomes import ToolOutcome, ToolStatus
 from runtime.investigation.tools import run_tool
 from runtime.store import Store
 from runtime.timestamps import iso_ms
@@ -175,20 +176,25 @@ def get_result(store: Store, instance: str, workspace: str, result_id: str) -> C
         return None if row is None else _record(row, replayed=False)
 
 
-def result_body(record: CallRecord) -> dict[str, Any]:
-    """The wire shape of GET /results/{result_id}."""
+def result_body(record: CallRecord) -> ToolResult:
+    """What GET /results/{result_id} answers: the stored result."""
     outcome = record.outcome
-    return {
-        "result_id": record.result_id,
-        "call_id": record.call_id,
-        "turn_id": record.turn_id,
-        "tool_id": record.tool_id,
-        "status": record.status,
-        "output": outcome.output,
-        "object_refs": [ref.model_dump() for ref in outcome.object_refs],
-        "artifacts": outcome.artifacts,
-        "observations": outcome.observations,
-        "provenance_refs": [ref.model_dump() for ref in outcome.provenance_refs],
-        "diagnostic": outcome.diagnostic,
-        "created_at": iso_ms(record.created_at),
-    }
+    return ToolResult(
+        result_id=record.result_id,
+        call_id=record.call_id,
+        turn_id=record.turn_id,
+        tool_id=record.tool_id,
+        status=cast(ToolStatus, record.status),  # the outcome's own, stored with it
+        output=outcome.output,
+        object_refs=outcome.object_refs,
+        artifacts=outcome.artifacts,
+        observations=outcome.observations,
+        provenance_refs=outcome.provenance_refs,
+        diagnostic=outcome.diagnostic,
+        created_at=iso_ms(record.created_at),
+    )
+
+
+def call_result(record: CallRecord) -> CallResult:
+    """What POST /calls answers: the result, and whether the idempotency key was seen."""
+    return CallResult(**dict(result_body(record)), replayed=record.replayed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from runtime.agent_tools.views import AgentToolsEvent
 from runtime.store.journal import JournalEntry
 from runtime.timestamps import iso_ms
 
@@ -35,15 +36,15 @@ def event_data(
     }
 
 
-def event_body(entry: JournalEntry) -> dict[str, Any]:
-    """The wire shape of one event of GET /events."""
+def event_body(entry: JournalEntry) -> AgentToolsEvent:
+    """One event of GET /events, from its journal entry (`event_data` wrote its data)."""
     data = entry.data
-    return {
-        "sequence": entry.seq,
-        "timestamp": iso_ms(entry.ts),
-        "type": entry.type,
-        "turn_id": data.get("turn_id"),
-        "call_id": data.get("call_id"),
-        "refs": data.get("refs", []),
-        "payload": data.get("payload", {}),
-    }
+    return AgentToolsEvent(
+        sequence=entry.seq,
+        timestamp=iso_ms(entry.ts),
+        type=entry.type,
+        turn_id=data.get("turn_id"),
+        call_id=data.get("call_id"),
+        refs=data.get("refs", []),
+        payload=data.get("payload", {}),
+    )

@@ -24,6 +24,7 @@ from runtime.investigation.models import (
     Research,
 )
 from runtime.investigation.research import DECISION_ROUTE_TEMPLATE, RESEARCH_STATES
+from runtime.investigation.views import Availability, CatalogTool
 from runtime.tools import ToolAnnotations, ToolDescriptor
 from runtime.tools.descriptor import READ_ONLY
 
@@ -149,23 +150,21 @@ class CatalogEntry:
             annotations=annotations,
         )
 
-    def describe(self, availability: dict[str, Any]) -> dict[str, Any]:
-        """The catalog entry: every attribute the spec lists, as JSON (a copy)."""
-        return copy.deepcopy(
-            {
-                "tool_id": self.tool_id,
-                "tool_version": self.tool_version,
-                "capability_version": self.capability_version,
-                "description": self.description,
-                "input_schema": self.input_schema,
-                "output_contract": self.output_contract,
-                "action_class": self.action_class,
-                "risk_class": self.risk_class,
-                "cost_class": self.cost_class,
-                "network_contact": self.network_contact,
-                "authorization": self.authorization,
-                "availability": availability,
-            }
+    def describe(self, availability: Availability) -> CatalogTool:
+        """The catalog entry: every attribute the spec lists (its schemas are copies)."""
+        return CatalogTool(
+            tool_id=self.tool_id,
+            tool_version=self.tool_version,
+            capability_version=self.capability_version,
+            description=self.description,
+            input_schema=copy.deepcopy(self.input_schema),
+            output_contract=copy.deepcopy(self.output_contract),
+            action_class=self.action_class,
+            risk_class=self.risk_class,
+            cost_class=self.cost_class,
+            network_contact=self.network_contact,
+            authorization=copy.deepcopy(self.authorization),
+            availability=availability,
         )
 
 
@@ -450,8 +449,9 @@ def _has_rows(session: Session, table: type[SQLModel], workspace: str) -> bool:
 
 def availability(
     session: Session, workspace: str, tool_id: str, *, memo: dict[str, bool] | None = None
-) -> dict[str, Any]:
-    """{"available": true} or {"available": false, "reason": ...} from the workspace's data."""
+) -> Availability:
+    """Available, or not with the reason (`reason` is left unset when available: the
+    catalog route answers `{"available": true}`), from the workspace's data."""
     requirement = TOOL_DESCRIPTORS[tool_id].requires
     memo = {} if memo is None else memo
     for table in _TABLES[requirement]:
@@ -459,11 +459,12 @@ def availability(
         if name not in memo:
             memo[name] = _has_rows(session, table, workspace)
         if memo[name]:
-            return {"available": True}
-    return {"available": False, "reason": f"{_MISSING[requirement]} in workspace {workspace!r}"}
+            return Availability(available=True)
+    reason = f"{_MISSING[requirement]} in workspace {workspace!r}"
+    return Availability(available=False, reason=reason)
 
 
-def catalog(session: Session, workspace: str) -> list[dict[str, Any]]:
+def catalog(session: Session, workspace: str) -> list[CatalogTool]:
     """The nine tools with every attribute of the spec, availability computed now."""
     memo: dict[str, bool] = {}
     return [

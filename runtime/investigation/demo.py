@@ -32,6 +32,8 @@ def ensure_demo(session: Session, workspace: str = DEMO_WORKSPACE) -> bool:
     """Load the demo into `workspace` unless it has nodes already; True when it loaded.
 
     Idempotent, and it never overwrites a user's own data loaded into that workspace.
+    Writes through the caller's unit of work (`with store.transaction() as db:`), which
+    commits it.
     """
     present = session.exec(
         select(InvestigationNode.id).where(InvestigationNode.workspace == workspace).limit(1)

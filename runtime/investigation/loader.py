@@ -304,10 +304,11 @@ def _rows(workspace: str, data: dict[str, Any]) -> list[SQLModel]:
     return rows
 
 
-def load_investigation(
-    session: Session, workspace: str, data: dict[str, Any], *, commit: bool = True
-) -> dict[str, int]:
+def load_investigation(session: Session, workspace: str, data: dict[str, Any]) -> dict[str, int]:
     """Replace the investigation data of `workspace` with `data`; returns row counts.
+
+    Writes through the caller's unit of work and only flushes: the caller commits
+    (`with store.transaction() as db:`).
 
     Raises:
         ValueError: a bad workspace id or document; nothing is written then.
@@ -319,10 +320,7 @@ def load_investigation(
         session.exec(delete(table).where(table.workspace == workspace))  # type: ignore[attr-defined]
     rows = _rows(workspace, data)
     session.add_all(rows)
-    if commit:
-        session.commit()
-    else:
-        session.flush()
+    session.flush()
     counts = dict.fromkeys(_TABLES.values(), 0)
     for row in rows:
         counts[_TABLES[type(row)]] += 1

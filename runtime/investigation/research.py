@@ -7,16 +7,17 @@ admission, no network contact. `decide_research` is called only by the research
 flow's own HTTP route (`POST /api/v1/research/{research_id}/decision`), never by
 a tool, so an agent has no path to authorize itself.
 
-These functions write through the caller's session and commit, unless called
-with `commit=False` (then they only flush): the gateway's `run_tool` does that,
-so a prepared research commits together with the gateway's call record.
+These functions write through the caller's unit of work and only flush: the caller
+commits (`with store.transaction() as db:`). The gateway's `run_tool` runs in the
+gateway's `store.run_transaction`, so a prepared research commits together with the
+gateway's call record.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from sqlmodel import Session, col, select
 
@@ -24,6 +25,7 @@ from runtime.approvals import ledger
 from runtime.approvals.ledger import DEPLOYMENT, ApprovalKind, ApprovalRequest, ApprovalState
 from runtime.failures import WireError
 from runtime.investigation.models import InvestigationNode, Research, ResearchDecision
+from runtime.investigation.views import ResearchDecisionPublic, ResearchPublic
 from runtime.timestamps import aware_utc
 
 RESEARCH_STATES = ("prepared", "authorized", "admitted", "running", "completed", "denied")
@@ -153,13 +155,6 @@ def _iso(ts: datetime) -> str:
     return aware_utc(ts).isoformat()
 
 
-def _finish(session: Session, commit: bool) -> None:
-    if commit:
-        session.commit()
-    else:
-        session.flush()
-
-
 def normalize_scope(session: Session, workspace: str, scope: dict[str, Any]) -> dict[str, Any]:
     """Check a scope against the workspace: 1..20 existing node ids, depth 1..3 (default 1).
 
@@ -220,8 +215,6 @@ def prepare_research(
     scope: dict[str, Any],
     rationale: str | None = None,
     turn_id: str | None = None,
-    *,
-    commit: bool = True,
 ) -> Research:
     """Record a proposed research in state `prepared`: no grant, no admission, no network.
 
@@ -258,7 +251,7 @@ def prepare_research(
     )
     session.add(research)
     ledger.open_approval(session.connection(), _approval_request(research), now)
-    _finish(session, commit)
+    session.flush()
     return research
 
 
@@ -298,7 +291,6 @@ def decide_research(
     decided_by: str,
     note: str | None = None,
     *,
-    commit: bool = True,
     answered_by: str | None = None,
 ) -> Research:
     """Persist the human decision: approve → the grant, state admitted; deny → state denied.
@@ -353,7 +345,7 @@ def decide_research(
         answered_by=answered_by,
         answered_client=decided_by.strip(),
     )
-    _finish(session, commit)
+    session.flush()
     return research
 
 
@@ -378,30 +370,27 @@ def expire_research(
     return decide_research(session, workspace, research_id, "deny", "agentrt", f"expired: {reason}")
 
 
-def start_research(
-    session: Session, workspace: str, research_id: str, *, commit: bool = True
-) -> Research:
+def start_research(session: Session, workspace: str, research_id: str) -> Research:
     """admitted → running. Raises ResearchNotFound or InvalidResearchTransition."""
     research = _load(session, workspace, research_id, lock=True)
     _move(research, "running", _now())
     session.add(research)
-    _finish(session, commit)
+    session.flush()
     return research
 
 
-def complete_research(
-    session: Session, workspace: str, research_id: str, *, commit: bool = True
-) -> Research:
+def complete_research(session: Session, workspace: str, research_id: str) -> Research:
     """running → completed. Raises ResearchNotFound or InvalidResearchTransition."""
     research = _load(session, workspace, research_id, lock=True)
     _move(research, "completed", _now())
     session.add(research)
-    _finish(session, commit)
+    session.flush()
     return research
 
 
-def research_state(session: Session, workspace: str, research_id: str) -> dict[str, Any]:
-    """The research as JSON: state, question, scope, timestamps, and the decision if any.
+def research_state(session: Session, workspace: str, research_id: str) -> ResearchPublic:
+    """The research as its wire view: state, question, scope, timestamps, and the decision
+    if any (the research routes return it; the `research.get_state` tool dumps it).
 
     Raises:
         ResearchNotFound: unknown id, or a research of another workspace.
@@ -410,24 +399,25 @@ def research_state(session: Session, workspace: str, research_id: str) -> dict[s
     decision = session.exec(
         select(ResearchDecision).where(ResearchDecision.research_id == research.research_id)
     ).first()
-    return {
-        "research_id": research.research_id,
-        "workspace": research.workspace,
-        "state": research.state,
-        "question": research.question,
-        "scope": research.scope,
-        "rationale": research.rationale,
-        "turn_id": research.turn_id,
-        "created_at": _iso(research.created_at),
-        "updated_at": _iso(research.updated_at),
-        "decision_route": decision_route(research.research_id),
-        "decision": None
+    return ResearchPublic(
+        research_id=research.research_id,
+        workspace=research.workspace,
+        state=research.state,
+        question=research.question,
+        scope=research.scope,
+        rationale=research.rationale,
+        turn_id=research.turn_id,
+        created_at=_iso(research.created_at),
+        updated_at=_iso(research.updated_at),
+        decision_route=decision_route(research.research_id),
+        decision=None
         if decision is None
-        else {
-            "decision": decision.decision,
-            "decided_by": decision.decided_by,
-            "decided_at": _iso(decision.decided_at),
-            "scope": decision.scope,
-            "note": decision.note,
-        },
-    }
+        else ResearchDecisionPublic(
+            # One of DECISIONS (decide_research checks it); the model checks it again.
+            decision=cast(Literal["approve", "deny"], decision.decision),
+            decided_by=decision.decided_by,
+            decided_at=_iso(decision.decided_at),
+            scope=decision.scope,
+            note=decision.note,
+        ),
+    )

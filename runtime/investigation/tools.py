@@ -212,14 +212,14 @@ def research_get_state(session: Session, workspace: str, research_id: str) -> To
     """The research's state with the references it covers: the `research.get_state` tool,
     and the turn's own read after a decision (`agent_tools.read_research`)."""
     state = research_state(session, workspace, research_id)
-    decision = state["decision"]
-    said = f"; {decision['decision']} by {decision['decided_by']}" if decision else ""
+    decision = state.decision
+    said = f"; {decision.decision} by {decision.decided_by}" if decision else ""
     return ToolOutcome(
         status="COMPLETED",
-        output=state,
-        object_refs=[ref("research", state["research_id"])]
-        + [ref("node", n) for n in state["scope"].get("node_ids", [])],
-        observations=[f"research {state['research_id']} is {state['state']}{said}"],
+        output=state.model_dump(mode="json"),
+        object_refs=[ref("research", state.research_id)]
+        + [ref("node", n) for n in state.scope.get("node_ids", [])],
+        observations=[f"research {state.research_id} is {state.state}{said}"],
     )
 
 
@@ -232,7 +232,6 @@ def _research_prepare(session: Session, workspace: str, args: dict[str, Any]) ->
         args["scope"],
         args.get("rationale"),
         args.get("turn_id"),
-        commit=False,
     )
     route = decision_route(research.research_id)
     # A retried proposal may find its research already decided: report what it is now.
@@ -315,8 +314,8 @@ def run_tool(
     if problem is not None:
         return failed(problem)
     available = availability(session, workspace, tool_id)
-    if not available["available"]:
-        return ToolOutcome(status="UNAVAILABLE", diagnostic=f"{tool_id}: {available['reason']}")
+    if not available.available:
+        return ToolOutcome(status="UNAVAILABLE", diagnostic=f"{tool_id}: {available.reason}")
     try:
         outcome = handler(session, workspace, tool_input)
     except (ToolFailure, ResearchNotFound, ValueError) as failure:

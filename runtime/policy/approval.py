@@ -117,11 +117,6 @@ def available_modes() -> list[dict[str, str]]:
     return [dict(m) for m in AVAILABLE_MODES]
 
 
-def modes_state(current: str) -> dict[str, Any]:
-    """`state.modes` of GET /session/:id/context."""
-    return {"currentModeId": current, "availableModes": available_modes()}
-
-
 def needs_permission(
     mode: str,
     tool_name: str,

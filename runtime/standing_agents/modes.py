@@ -33,6 +33,7 @@ from runtime.standing_agents.contracts import (
 )
 from runtime.standing_agents.errors import AgentNotFound
 from runtime.standing_agents.models import AgentInstance, AgentModeChange, AgentModeRow
+from runtime.standing_agents.views import ModeChangeView
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal
 from runtime.timestamps import aware_utc, iso_ms
@@ -316,7 +317,7 @@ def journal_mode_change(journal: EventJournal, change: ModeChange) -> None:
         change.tenant,
         change.instance_id,
         MODE_CHANGED,
-        mode_change_body(change),
+        mode_change_view(change).model_dump(mode="json"),
         f"mode-change/{change.change_id}",
     )
 
@@ -332,16 +333,16 @@ def mode_changes(store: Store, instance_id: str) -> list[ModeChange]:
     return [_public(row) for row in rows]
 
 
-def mode_change_body(change: ModeChange) -> dict[str, Any]:
-    """The wire shape of a change (route and journal alike)."""
-    return {
-        "from": change.from_mode,
-        "to": change.to_mode,
-        "source": change.source,
-        "actor": change.actor,
-        "decisionId": change.decision_id,
-        "createdAt": iso_ms(change.created_at),
-    }
+def mode_change_view(change: ModeChange) -> ModeChangeView:
+    """A change as every door serves it: the mode routes and the journal."""
+    return ModeChangeView(
+        from_=change.from_mode,
+        to=change.to_mode,
+        source=change.source,
+        actor=change.actor,
+        decision_id=change.decision_id,
+        created_at=iso_ms(change.created_at),
+    )
 
 
 def _change_of_decision(db: Any, decision_id: str) -> ModeChange | None:

@@ -1,8 +1,9 @@
 """What a client reads of a standing agent's record, as wire models (runtime/wire.py):
 a decision of the queue, a message of its conversation, a ledger turn, a model-call
-attempt. Each is built once, from its row, by the module that owns the row
-(`decision_queue.decision_view`, `messages.message_view`, `reads.turn_view`,
-`reads.attempt_view`); the routes return it, agentrt's MCP server and the journal dump it.
+attempt, a change of its mode. Each is built once, from its row, by the module that owns
+the row (`decision_queue.decision_view`, `messages.message_view`, `reads.turn_view`,
+`reads.attempt_view`, `modes.mode_change_view`); the routes return it, agentrt's MCP
+server and the journal dump it.
 """
 
 from __future__ import annotations
@@ -83,4 +84,16 @@ class LlmAttempt(WireModel):
     http_status: int | None
     duration_ms: int
     error: str | None
+    created_at: str
+
+
+# A change of an agent's mode (runtime/standing_agents/modes.py), as the mode routes answer
+# it and the journal's `agent.mode_changed` carries it. `from` is a Python keyword: the
+# field is `from_`, its wire name given.
+class ModeChangeView(WireModel):
+    from_: str | None = Field(alias="from")
+    to: str
+    source: Literal["ui", "approval"]
+    actor: str | None
+    decision_id: str | None
     created_at: str

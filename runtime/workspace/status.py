@@ -1,11 +1,13 @@
-"""Pure helpers of the workspace status routes: which environment variables are reported,
-and how a proxy URL is reduced to host:port (spec: never a credential on the wire)."""
+"""Pure helpers of the workspace status routes: which environment variables are reported
+(the cells of GET /workspace/env, runtime/workspace/views.py), and how a proxy URL is
+reduced to host:port (spec: never a credential on the wire)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import urlsplit
+
+from runtime.workspace.views import EnvCell
 
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY")
 SANDBOX_VARS = ("SANDBOX",)
@@ -61,43 +63,47 @@ def _lookup(environ: Mapping[str, str], name: str) -> str | None:
     return value
 
 
-def env_cells(environ: Mapping[str, str]) -> list[dict[str, Any]]:
+def env_cells(environ: Mapping[str, str]) -> list[EnvCell]:
     """The sandbox, proxy and env_var cells of GET /workspace/env, from `environ`."""
-    cells: list[dict[str, Any]] = []
+    cells: list[EnvCell] = []
     for name in SANDBOX_VARS:
         value = environ.get(name)
-        cell: dict[str, Any] = {
-            "kind": "sandbox",
-            "name": name,
-            "status": "ok" if value else "disabled",
-            "present": bool(value),
-        }
-        cells.append(cell)
+        cells.append(
+            EnvCell(
+                kind="sandbox",
+                name=name,
+                status="ok" if value else "disabled",
+                present=bool(value),
+            )
+        )
     for name in PROXY_VARS:
         value = _lookup(environ, name)
-        cell = {"kind": "proxy", "name": name, "present": bool(value)}
         if not value:
-            cell["status"] = "disabled"
-        else:
-            shown = no_proxy_hosts(value) if name == "NO_PROXY" else proxy_host(value)
-            if shown is None:
-                cell.update(
+            cells.append(EnvCell(kind="proxy", name=name, present=False, status="disabled"))
+            continue
+        shown = no_proxy_hosts(value) if name == "NO_PROXY" else proxy_host(value)
+        if shown is None:
+            cells.append(
+                EnvCell(
+                    kind="proxy",
+                    name=name,
+                    present=True,
                     status="warning",
-                    errorKind="parse_error",
+                    error_kind="parse_error",
                     error=f"{name} is not a URL",
                     hint=f"Set {name} to <scheme>://<host>:<port>.",
                 )
-            else:
-                cell.update(status="ok", value=shown)
-        cells.append(cell)
+            )
+        else:
+            cells.append(EnvCell(kind="proxy", name=name, present=True, status="ok", value=shown))
     for name in SECRET_VARS:
         present = bool(environ.get(name))
         cells.append(
-            {
-                "kind": "env_var",
-                "name": name,
-                "status": "ok" if present else "disabled",
-                "present": present,
-            }
+            EnvCell(
+                kind="env_var",
+                name=name,
+                status="ok" if present else "disabled",
+                present=present,
+            )
         )
     return cells

@@ -332,7 +332,7 @@ async def browser(api: ApiFactory, task_queue: str, tmp_path: Path) -> Browser:
     settings = Settings(data_dir=data_dir, task_queue=task_queue)
     store = Store(settings.resolved_database_url)
     upgrade_to_head(store.engine)
-    with store.session() as session:
+    with store.transaction() as session:
         ensure_demo(session, "demo")
     store.dispose()
     client = await api(data_dir=data_dir, task_queue=task_queue)

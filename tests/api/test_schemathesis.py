@@ -95,7 +95,7 @@ async def live(
     settings_ = Settings(**values)
     store = Store(settings_.resolved_database_url)
     upgrade_to_head(store.engine)
-    with store.session() as session:
+    with store.transaction() as session:
         ensure_demo(session, "demo")
     async with AsyncExitStack() as stack:
         stack.callback(store.dispose)

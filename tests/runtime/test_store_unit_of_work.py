@@ -5,6 +5,7 @@ a race, and no code outside runtime/store commits, rolls back or catches a race 
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,11 @@ from sqlmodel import Session
 
 from runtime.store import Store
 from runtime.store.engine import WriteKeptRacing, is_race
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT = ("api", "activities", "runtime", "workflows")
+KERNEL_STORE = ROOT / "runtime" / "store"
+MIGRATIONS = ROOT / "runtime" / "migrations"
 
 
 class _TestTables(DeclarativeBase):
@@ -121,3 +127,51 @@ def test_what_counts_as_a_race() -> None:
     assert is_race(OperationalError("UPDATE", {}, Orig("40001")))  # serialization
     assert not is_race(OperationalError("SELECT", {}, Orig("57014")))  # cancelled
     assert not is_race(ValueError("no"))
+
+
+def _product_modules() -> list[Path]:
+    paths = [ROOT / "worker.py", ROOT / "cli.py"]
+    for top in PRODUCT:
+        paths.extend(sorted((ROOT / top).rglob("*.py")))
+    return [
+        p
+        for p in paths
+        if p.exists() and not p.is_relative_to(KERNEL_STORE) and not p.is_relative_to(MIGRATIONS)
+    ]
+
+
+def _hand_written_units_of_work(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("commit", "rollback")
+            and not node.args
+        ):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.func.attr}()")
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "begin"
+            and isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr == "engine"
+        ):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} engine.begin()")
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            names = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
+            names |= {n.attr for n in ast.walk(node.type) if isinstance(n, ast.Attribute)}
+            if names & {"IntegrityError", "OperationalError"}:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} catches a race")
+    return found
+
+
+def test_no_code_outside_the_store_commits_rolls_back_or_catches_a_race_by_hand() -> None:
+    """A write is `store.transaction()` (Core code takes `db.connection()` from it) or
+    `store.run_transaction(write)`, never `engine.begin()` by hand; a race is the
+    store's to retry. A feature that must answer a lost race in its own way (a name
+    already taken) reads first inside `run_transaction`, whose next run finds the
+    winner's row."""
+    offenders = [hit for path in _product_modules() for hit in _hand_written_units_of_work(path)]
+    assert offenders == []

@@ -46,7 +46,7 @@ async def gateway(
         settings = Settings(data_dir=data_dir, task_queue=task_queue, **overrides)
         store = Store(settings.resolved_database_url)
         upgrade_to_head(store.engine)
-        with store.session() as session:
+        with store.transaction() as session:
             ensure_demo(session, "demo")
         stack.callback(store.dispose)
         worker = build_worker(dev_env.client, settings, store, provider)
@@ -588,7 +588,7 @@ async def test_turn_creation_while_temporal_is_down_is_503_and_retriable(
     )
     store = Store(settings.resolved_database_url)
     upgrade_to_head(store.engine)
-    with store.session() as session:
+    with store.transaction() as session:
         ensure_demo(session, "demo")
     app = create_app(settings, temporal_client=env.client)
     async with (

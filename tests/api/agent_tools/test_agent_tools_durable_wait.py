@@ -54,7 +54,7 @@ async def rig(
     settings = Settings(data_dir=tmp_path / ".data", workspace=tmp_path, task_queue=task_queue)
     store = Store(settings.resolved_database_url)
     upgrade_to_head(store.engine)
-    with store.session() as session:
+    with store.transaction() as session:
         ensure_demo(session, "demo")
     store.dispose()
     workers = WorkerProcesses(dev_env, task_queue, settings.resolved_data_dir, tmp_path)

@@ -41,7 +41,7 @@ async def _one(d: AgentsDaemon, approval: str, state: str) -> dict[str, Any]:
 
 def _prepared_research(d: AgentsDaemon, workspace: str) -> Research:
     """A research prepared in `workspace` (the demo investigation's), waiting for a human."""
-    with d.store.session() as db:
+    with d.store.transaction() as db:
         ensure_demo(db)
         return prepare_research(
             db, workspace, "Trace the Riga funds", {"node_ids": ["a-kestrel-riga"]}
@@ -159,7 +159,7 @@ async def test_the_inbox_answers_a_research_and_refuses_what_it_cannot(
     assert approved.status_code == 200, approved.text
     assert (approved.json()["state"], approved.json()["answeredBy"]) == ("approved", "admin")
     with d.store.session() as db:
-        assert research_state(db, workspace, research.research_id)["state"] == "admitted"
+        assert research_state(db, workspace, research.research_id).state == "admitted"
     assert (await d.client.post(url, json={"answer": "approve"})).status_code == 200
     denied = await d.client.post(url, json={"answer": "deny"})
     assert denied.status_code == 409 and denied.json()["code"] == "approval_already_resolved"
@@ -468,8 +468,8 @@ async def test_an_unauthorized_research_expires_denied(agents: AgentsFactory) ->
     assert (ended["answer"], ended["answeredBy"]) == ("deny", "agentrt")
     with d.store.session() as db:
         state = research_state(db, workspace, research.research_id)
-    assert state["state"] == "denied"
-    assert state["decision"]["decided_by"] == "agentrt"
+    assert state.state == "denied"
+    assert state.decision is not None and state.decision.decided_by == "agentrt"
 
 
 async def _one_eventually(d: AgentsDaemon, approval: str, state: str) -> dict[str, Any]:

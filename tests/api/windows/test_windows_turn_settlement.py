@@ -40,7 +40,7 @@ async def browser(
         settings = Settings(**values)
         store = Store(settings.resolved_database_url)
         upgrade_to_head(store.engine)
-        with store.session() as session:
+        with store.transaction() as session:
             ensure_demo(session, "demo")
         async with AsyncExitStack() as stack:
             stack.callback(store.dispose)

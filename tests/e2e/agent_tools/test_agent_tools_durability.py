@@ -31,7 +31,7 @@ async def durable(
     data_dir = tmp_path / ".data"
     store = Store(Settings(data_dir=data_dir).resolved_database_url)
     upgrade_to_head(store.engine)
-    with store.session() as session:
+    with store.transaction() as session:
         ensure_demo(session, "demo")
     store.dispose()
     workers = WorkerProcesses(dev_env, task_queue, data_dir, data_dir.parent)

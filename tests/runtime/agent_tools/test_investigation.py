@@ -66,7 +66,7 @@ SPEC_ATTRIBUTES = {
 
 @pytest.fixture
 def demo(store: Store) -> Store:
-    with store.session() as session:
+    with store.transaction() as session:
         assert ensure_demo(session)
     return store
 
@@ -93,7 +93,7 @@ def small_case(label: str = "Other Co") -> dict[str, Any]:
 
 def test_catalog_describes_the_nine_tools_with_every_spec_attribute(demo: Store) -> None:
     with demo.session() as session:
-        tools = catalog(session, "demo")
+        tools = [t.model_dump(mode="json", exclude_unset=True) for t in catalog(session, "demo")]
     assert [tool["tool_id"] for tool in tools] == NINE == list(TOOL_IDS)
     for tool in tools:
         assert set(tool) == SPEC_ATTRIBUTES
@@ -125,13 +125,13 @@ def test_catalog_describes_the_nine_tools_with_every_spec_attribute(demo: Store)
 
 def test_catalog_entries_are_copies(demo: Store) -> None:
     with demo.session() as session:
-        catalog(session, "demo")[0]["input_schema"]["properties"].clear()
-        assert catalog(session, "demo")[0]["input_schema"]["properties"]
+        catalog(session, "demo")[0].input_schema["properties"].clear()
+        assert catalog(session, "demo")[0].input_schema["properties"]
 
 
 def test_an_empty_workspace_has_its_tools_unavailable(demo: Store) -> None:
     with demo.session() as session:
-        tools = catalog(session, "empty")
+        tools = [t.model_dump(mode="json") for t in catalog(session, "empty")]
     for tool in tools:
         assert tool["availability"]["available"] is False
         assert "'empty'" in tool["availability"]["reason"]
@@ -144,8 +144,7 @@ def test_availability_follows_the_data_present(store: Store) -> None:
     with store.session() as session:
         load_investigation(session, "nodes-only", small_case())
         available = {
-            tool["tool_id"]: tool["availability"]["available"]
-            for tool in catalog(session, "nodes-only")
+            tool.tool_id: tool.availability.available for tool in catalog(session, "nodes-only")
         }
     assert available == {
         "investigation.search": True,
@@ -341,7 +340,7 @@ def test_research_prepare_and_get_state_tools(demo: Store) -> None:
     state = _completed(demo, "research.get_state", {"research_id": research_id})
     assert state.output["state"] == "prepared" and state.output["decision"] is None
     assert state.output["scope"] == {"node_ids": ["o-kestrel", "a-kestrel-riga"], "depth": 2}
-    with demo.session() as session:
+    with demo.transaction() as session:
         assert session.exec(select(ResearchDecision)).all() == []
         decide_research(session, "demo", research_id, "approve", "ana.belic", "go ahead")
     after = _completed(demo, "research.get_state", {"research_id": research_id})
@@ -484,7 +483,7 @@ def test_a_result_over_256_kib_is_refused(store: Store) -> None:
             },
         ]
     }
-    with store.session() as session:
+    with store.transaction() as session:
         load_investigation(session, "big", case)
     refused = call(store, "graph.get_node", {"node_id": "big"}, workspace="big")
     assert (refused.status, refused.diagnostic) == ("FAILED", "result exceeds 262144 bytes")
@@ -497,7 +496,7 @@ def test_a_result_over_256_kib_is_refused(store: Store) -> None:
 
 def test_workspaces_see_nothing_of_each_other(demo: Store) -> None:
     assert call(demo, "graph.get_node", {"node_id": "o-bluewater"}, "other").status == "UNAVAILABLE"
-    with demo.session() as session:
+    with demo.transaction() as session:
         load_investigation(session, "other", small_case("Bluewater of another case"))
     other = call(demo, "graph.get_node", {"node_id": "o-bluewater"}, "other")
     assert other.output["node"]["label"] == "Bluewater of another case"
@@ -525,7 +524,7 @@ def test_workspaces_see_nothing_of_each_other(demo: Store) -> None:
 
 
 def _prepare(store: Store) -> str:
-    with store.session() as session:
+    with store.transaction() as session:
         research = prepare_research(
             session, "demo", "Trace the Riga funds", {"node_ids": ["a-kestrel-riga"]}, None, "t"
         )
@@ -537,7 +536,7 @@ def _prepare(store: Store) -> str:
 def test_prepare_creates_no_decision(demo: Store) -> None:
     research_id = _prepare(demo)
     with demo.session() as session:
-        state = research_state(session, "demo", research_id)
+        state = research_state(session, "demo", research_id).model_dump(mode="json")
         assert session.exec(select(ResearchDecision)).all() == []
     assert state["state"] == "prepared" and state["decision"] is None
     assert state["scope"] == {"node_ids": ["a-kestrel-riga"], "depth": 1}
@@ -547,11 +546,11 @@ def test_prepare_creates_no_decision(demo: Store) -> None:
 
 def test_approve_persists_the_grant_and_admits(demo: Store) -> None:
     research_id = _prepare(demo)
-    with demo.session() as session:
+    with demo.transaction() as session:
         research = decide_research(session, "demo", research_id, "approve", "ana.belic", "ok")
         assert research.state == "admitted"
     with demo.session() as session:
-        state = research_state(session, "demo", research_id)
+        state = research_state(session, "demo", research_id).model_dump(mode="json")
         (grant,) = session.exec(select(ResearchDecision)).all()
     assert state["state"] == "admitted"
     assert state["decision"]["decision"] == "approve"
@@ -570,14 +569,14 @@ def test_approve_persists_the_grant_and_admits(demo: Store) -> None:
 
 def test_deny_persists_the_denial(demo: Store) -> None:
     research_id = _prepare(demo)
-    with demo.session() as session:
+    with demo.transaction() as session:
         assert decide_research(session, "demo", research_id, "deny", "ana.belic").state == "denied"
         with pytest.raises(ResearchAlreadyDecided, match="already decided"):
             decide_research(session, "demo", research_id, "approve", "ana.belic")
         with pytest.raises(InvalidResearchTransition):
             start_research(session, "demo", research_id)
     with demo.session() as session:
-        state = research_state(session, "demo", research_id)
+        state = research_state(session, "demo", research_id).model_dump(mode="json")
     assert state["state"] == "denied" and state["decision"]["decision"] == "deny"
 
 
@@ -609,7 +608,7 @@ def test_invalid_transitions_and_decisions(demo: Store) -> None:
             prepare_research(session, "demo", " ", {"node_ids": ["o-kestrel"]})
         with pytest.raises(ValueError, match="scope"):
             prepare_research(session, "demo", "q", {"node_ids": ["o-kestrel"], "approved": True})
-        assert research_state(session, "demo", research_id)["state"] == "prepared"
+        assert research_state(session, "demo", research_id).state == "prepared"
 
 
 def test_no_tool_and_no_input_can_approve_a_research(demo: Store) -> None:
@@ -695,7 +694,7 @@ def test_ensure_demo_is_idempotent_and_keeps_user_data(store: Store) -> None:
 
 def test_load_replaces_the_workspace_data_and_keeps_research(demo: Store) -> None:
     research_id = _prepare(demo)
-    with demo.session() as session:
+    with demo.transaction() as session:
         counts = load_investigation(session, "demo", small_case())
     assert counts == {
         "nodes": 2,
@@ -777,7 +776,7 @@ def _broken(change: str) -> dict[str, Any]:
 def test_loader_names_each_problem_and_writes_nothing(
     demo: Store, change: str, message: str
 ) -> None:
-    with demo.session() as session:
+    with demo.transaction() as session:
         assert load_investigation(session, "ok", _broken("none"))["claims"] == 1
         with pytest.raises(ValueError, match=f"^invalid investigation data: .*{message}"):
             load_investigation(session, "demo", _broken(change))
@@ -829,7 +828,7 @@ def test_concurrent_decisions_record_exactly_one(demo: Store) -> None:
     def decide(decision: str) -> None:
         barrier.wait()
         try:
-            with demo.session() as session:
+            with demo.transaction() as session:
                 decide_research(session, "demo", research_id, decision, "human")
             outcomes.append(decision)
         except ResearchAlreadyDecided:
@@ -843,5 +842,5 @@ def test_concurrent_decisions_record_exactly_one(demo: Store) -> None:
     assert sorted(outcomes).count("refused") == 3
     with demo.session() as session:
         (decision,) = session.exec(select(ResearchDecision)).all()
-        state = research_state(session, "demo", research_id)["state"]
+        state = research_state(session, "demo", research_id).state
     assert state == {"approve": "admitted", "deny": "denied"}[decision.decision]

@@ -11,10 +11,10 @@ from runtime.policy.approval import (
     is_approval_mode,
     is_mutating,
     is_rejection,
-    modes_state,
     needs_permission,
     tool_kind,
 )
+from runtime.policy.views import modes_state
 
 SAFE = "ls -la src"
 
@@ -187,7 +187,7 @@ def test_available_modes_match_reference_029() -> None:
     assert available_modes() == REFERENCE_MODES
     available_modes()[0]["id"] = "mutated"
     assert available_modes() == REFERENCE_MODES
-    assert modes_state("default") == {
+    assert modes_state("default").model_dump(mode="json") == {
         "currentModeId": "default",
         "availableModes": REFERENCE_MODES,
     }

@@ -292,7 +292,7 @@ async def record(names: list[str] | None = None) -> None:
             )
             store = Store(settings.resolved_database_url)
             upgrade_to_head(store.engine)
-            with store.session() as db:
+            with store.transaction() as db:
                 ensure_demo(db, "demo")
             app = create_app(settings, temporal_client=env.client)
             async with (
