@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from temporalio.client import Client
 
 from api.temporal import TemporalConnector
@@ -41,3 +41,8 @@ StoreDep = Annotated[Store, Depends(get_store)]
 JournalDep = Annotated[EventJournal, Depends(get_journal)]
 ConnectorDep = Annotated[TemporalConnector, Depends(get_connector)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
+
+
+# A tenant in a path (`/api/v1/tenants/{tenant}/...`): every tenant route bounds it alike.
+TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+TenantPath = Annotated[str, Path(pattern=TENANT_PATTERN)]

@@ -23,16 +23,15 @@ from pydantic import ConfigDict, Field
 from temporalio.exceptions import ApplicationError
 
 from api.agent_tools.research import ResearchDecision, decide_and_tell
-from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
+from api.deps import TENANT_PATTERN, ConnectorDep, JournalDep, SettingsDep, StoreDep, TenantPath
 from api.device_flow.routes import cancel_flow
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
+from api.requests import is_local
 from api.security import require_configured_token
 from api.security.roles import AnswererDep, ForbiddenRole, IdentityDep
-from api.sessions.common import is_local
 from api.sessions.permissions import cast_vote
-from api.standing_agents.common import TENANT_PATTERN, TenantPath
 from api.standing_agents.decisions import answer_decision
 from api.standing_agents.temporal_calls import Waker, WakerDep
 from api.temporal import TemporalConnector

@@ -43,8 +43,9 @@ from api.device_flow.models import (
 )
 from api.errors import ApiError, rpc_error, worker_unavailable, workflow_error
 from api.openapi import errors, json_body
+from api.requests import read_body
 from api.security import require_configured_token
-from api.sessions.common import ACCEPT_GRACE, read_body
+from api.sessions.common import ACCEPT_GRACE
 from api.temporal import query_workflow
 from runtime.device_flow.contracts import (
     GRACE_MS,

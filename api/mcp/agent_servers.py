@@ -22,6 +22,7 @@ from api.deps import ConnectorDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.mcp.cells import server_cells
+from api.mcp.models import McpGrant, McpGrantBody, McpRemoved, McpServerEntry, TenantMcp
 from api.mcp.workspace_servers import (
     invalid_server_name,
     needs_discovery,
@@ -33,8 +34,6 @@ from api.mcp.workspace_servers import (
 from api.openapi import errors, json_body
 from api.security import require_configured_token
 from api.standing_agents.common import EnabledTenant
-from api.standing_agents.models import McpGrant, McpGrantBody, TenantMcp
-from api.workspace.status_models import McpRemoved, McpServerEntry
 from runtime.mcp import grants
 from runtime.mcp.config import (
     SERVER_NAME,

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from api.workspace.status_models import McpError, McpServer, PreflightCell
+from api.mcp.models import McpError, McpServer
+from api.workspace.status_models import PreflightCell
 from runtime.mcp.config import McpServerConfig, McpServers, load_servers
 from runtime.mcp.status import McpServerState, read_state
 from runtime.settings import Settings

@@ -28,12 +28,7 @@ from temporalio.service import RPCError
 from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.mcp.cells import server_cells
-from api.openapi import errors, json_body
-from api.security import require_configured_token
-from api.sessions.common import client_id_of, read_body
-from api.temporal import is_unavailable
-from api.workspace.status import workspace_event
-from api.workspace.status_models import (
+from api.mcp.models import (
     McpApproved,
     McpBudgetCell,
     McpRemoved,
@@ -41,6 +36,11 @@ from api.workspace.status_models import (
     McpServerEntry,
     WorkspaceMcp,
 )
+from api.openapi import errors, json_body
+from api.requests import client_id_of, read_body
+from api.security import require_configured_token
+from api.temporal import is_unavailable
+from api.workspace.status import workspace_event
 from runtime.egress import redact_url
 from runtime.mcp.config import (
     SERVER_NAME,

@@ -19,11 +19,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Path, Query, Response
 from pydantic import Field
 
-from api.deps import StoreDep
+from api.deps import TENANT_PATTERN, StoreDep
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
-from api.standing_agents.common import TENANT_PATTERN
 from runtime.notifications import endpoints
 from runtime.notifications.models import NotificationDelivery, NotificationEndpoint
 from runtime.notifications.outbox import EVENT_TYPES, EventType

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
-import re
 import time
 import uuid
 from typing import Any
 
-from fastapi import Request
 from temporalio.client import (
     Client,
     WorkflowHandle,
@@ -25,17 +22,15 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import (
-    INVALID_JSON,
     ApiError,
     rpc_error,
     temporal_unavailable,
     worker_unavailable,
     workflow_error,
 )
-from api.input_bounds import strict_json_loads
 from api.sessions.models import ContextState, ModelOption, ModelsState
 from api.temporal import query_workflow
-from runtime.failures import InvalidRequest, refusal_of
+from runtime.failures import refusal_of
 from runtime.llm.active import active_model, served_model_id
 from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
 from runtime.llm.routing import SESSION_SITE
@@ -57,7 +52,6 @@ from workflows.sessions.session import (
     session_workflow_id,
 )
 
-CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 WAIT_FOR_WORKER = 30.0
 # Temporal's default workflow task timeout: a worker that validated an update commits
 # (or loses) it within this of the task's start, so past `accept_before` + this, an
@@ -71,40 +65,6 @@ ACCEPT_GRACE = WORKFLOW_TASK_TIMEOUT + 2.0
 
 def session_not_found(session_id: str) -> ApiError:
     return ApiError.of(SessionNotFound(session_id=session_id))
-
-
-async def read_body(request: Request) -> dict[str, Any]:
-    """The JSON object body; `{}` when empty; 400 for malformed or non-strict JSON
-    (`api.input_bounds`) or a non-object."""
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        body = strict_json_loads(raw)
-    except ValueError as err:
-        raise ApiError(400, INVALID_JSON) from err
-    if not isinstance(body, dict):
-        raise ApiError.of(InvalidRequest(message="Request body must be a JSON object"))
-    return body
-
-
-def client_id_of(request: Request) -> str | None:
-    value = request.headers.get("x-qwen-client-id")
-    if value is None:
-        return None
-    if not CLIENT_ID.match(value):
-        raise ApiError.of(
-            InvalidRequest(message="X-Qwen-Client-Id is malformed", code="invalid_client_id")
-        )
-    return value
-
-
-def is_local(request: Request) -> bool:
-    host = request.client.host if request.client else ""
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host in ("localhost", "testclient")
 
 
 async def live_session(store: Store, session_id: str) -> registry.SessionRecord:

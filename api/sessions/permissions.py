@@ -14,15 +14,10 @@ from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
 from api.input_bounds import MAX_ID_CHARS
 from api.openapi import errors, json_body
+from api.requests import client_id_of, is_local, read_body
 from api.security.roles import answerer
 from api.sessions.bodies import VoteBody
-from api.sessions.common import (
-    client_id_of,
-    is_local,
-    live_session,
-    read_body,
-    update_session,
-)
+from api.sessions.common import live_session, update_session
 from api.sessions.models import VoteRecorded
 from runtime.approvals.projection import note_vote
 from runtime.policy.permissions import (

@@ -17,11 +17,10 @@ from temporalio.service import RPCError
 from api.deps import JournalDep, SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
 from api.openapi import errors, json_body
+from api.requests import client_id_of, read_body
 from api.sessions.bodies import PromptBody
 from api.sessions.common import (
-    client_id_of,
     live_session,
-    read_body,
     session_handle,
     session_status,
     signal_session,

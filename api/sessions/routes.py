@@ -19,6 +19,7 @@ from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDe
 from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import MAX_DISPLAY_NAME_CHARS
 from api.openapi import errors, json_body
+from api.requests import client_id_of, read_body
 from api.security import require_configured_token
 from api.sessions.bodies import (
     ApprovalModeBody,
@@ -28,11 +29,9 @@ from api.sessions.bodies import (
     RestoreBody,
 )
 from api.sessions.common import (
-    client_id_of,
     context_state,
     current_model_id,
     live_session,
-    read_body,
     register_client,
     session_not_found,
     session_status,

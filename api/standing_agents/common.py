@@ -13,18 +13,16 @@ from typing import Annotated
 
 from fastapi import Depends, Path
 
-from api.deps import StoreDep
+from api.deps import StoreDep, TenantPath
 from api.errors import ApiError
 from runtime.standing_agents.control import standing_agents_enabled
 from runtime.standing_agents.errors import StandingAgentsDisabled
 
-TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 INSTANCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 DECISION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
 CONFIG_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
 REGISTRY_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
 
-TenantPath = Annotated[str, Path(pattern=TENANT_PATTERN)]
 InstancePath = Annotated[str, Path(pattern=INSTANCE_PATTERN)]
 DecisionPath = Annotated[str, Path(pattern=DECISION_PATTERN)]
 ConfigKeyPath = Annotated[str, Path(pattern=CONFIG_KEY_PATTERN)]

@@ -7,7 +7,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt
 
-from api.workspace.status_models import McpServer
 from runtime.approvals.binding import DIGEST_PATTERN
 from runtime.standing_agents.contracts import AgentType
 from runtime.standing_agents.views import (
@@ -310,17 +309,6 @@ class RegistryList(WireModel):
 # -- a tenant's MCP servers, grants and the mode catalogue ---------------------------------------
 
 
-class McpGrantBody(WireBody):
-    # `mcp__<server>__<tool>` or `mcp__<server>__*` (runtime/mcp/grants); [] revokes.
-    tools: list[Annotated[str, Field(max_length=64)]] = Field(max_length=200)
-
-
-class McpGrant(WireModel):
-    tenant: str
-    agent_type: AgentType
-    tools: list[str]
-
-
 class ModeToolsBody(WireBody):
     # The agent type's own tools (its superset) and MCP entries; the terminators are added.
     tools: list[Annotated[str, Field(min_length=1, max_length=120)]] = Field(max_length=200)
@@ -345,12 +333,3 @@ class ModeList(WireModel):
     agent_type: AgentType
     modes: list[ModeView]
     superset: list[str]
-
-
-class TenantMcp(WireModel):
-    """A tenant's MCP servers for its standing agents, their state, and the grants."""
-
-    tenant: str
-    discovery_state: Literal["not_started", "in_progress", "completed"]
-    servers: list[McpServer]
-    grants: dict[str, list[str]]

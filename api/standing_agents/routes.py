@@ -18,12 +18,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Response
 from starlette.responses import StreamingResponse
 
-from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep
+from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep, TenantPath
 from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
-from api.standing_agents.common import EnabledTenant, InstancePath, TenantPath
+from api.standing_agents.common import EnabledTenant, InstancePath
 from api.standing_agents.models import (
     AgentCreate,
     AgentList,

@@ -26,9 +26,8 @@ from sqlmodel import col, select
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from api.deps import ConnectorDep, SettingsDep
+from api.deps import TENANT_PATTERN, ConnectorDep, SettingsDep
 from api.standing_agents import temporal_schedules
-from api.standing_agents.common import TENANT_PATTERN
 from api.temporal import TemporalConnector, is_unavailable
 from runtime.search_attributes import KIND, MODE, STATUS, TENANT
 from runtime.settings import Settings

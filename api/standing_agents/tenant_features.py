@@ -12,11 +12,10 @@ import asyncio
 
 from fastapi import APIRouter, Depends
 
-from api.deps import SettingsDep, StoreDep
+from api.deps import SettingsDep, StoreDep, TenantPath
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
-from api.standing_agents.common import TenantPath
 from api.standing_agents.models import FeatureBody, FeatureState
 from api.standing_agents.temporal_calls import WakerDep
 from runtime.standing_agents import control

@@ -16,12 +16,11 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Path
 from pydantic import Field
 
-from api.deps import StoreDep
+from api.deps import StoreDep, TenantPath
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
-from api.standing_agents.common import TenantPath
 from runtime.tenants import tokens as tenant_tokens
 from runtime.timestamps import iso_ms
 from runtime.wire import WireBody, WireModel

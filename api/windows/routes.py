@@ -20,13 +20,12 @@ from fastapi import APIRouter, Depends, Path, Request
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from api.deps import SettingsDep, StoreDep, TemporalDep
+from api.deps import SettingsDep, StoreDep, TemporalDep, TenantPath
 from api.errors import ApiError, rpc_error, temporal_unavailable, worker_unavailable
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors, json_body
+from api.requests import read_body
 from api.security import require_configured_token
-from api.sessions.common import read_body
-from api.standing_agents.common import TenantPath
 from api.standing_agents.models import FeatureBody, FeatureState
 from api.windows.holders import refuse_holder
 from api.windows.leases import run_verb

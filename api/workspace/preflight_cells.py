@@ -14,11 +14,9 @@ from temporalio.service import RPCError
 
 from api.errors import ApiError
 from api.mcp.cells import server_cells
+from api.mcp.models import McpServer
 from api.temporal import describe_pollers, is_unavailable
-from api.workspace.status_models import (
-    McpServer,
-    PreflightCell,
-)
+from api.workspace.status_models import PreflightCell
 from runtime.egress_client import EgressRefused, egress_client
 from runtime.llm.active import active_model
 from runtime.settings import Settings

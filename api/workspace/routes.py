@@ -28,8 +28,8 @@ from api.deps import SettingsDep
 from api.errors import ApiError, json_error
 from api.input_bounds import MAX_PATH_CHARS
 from api.openapi import errors, json_body
+from api.requests import read_body
 from api.security import require_configured_token
-from api.sessions.common import read_body
 from api.workspace.models import (
     DirectoryList,
     EditFileBody,

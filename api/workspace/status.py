@@ -28,9 +28,10 @@ from api.errors import ApiError, workflow_error
 from api.input_bounds import MAX_ID_CHARS
 from api.mcp.cells import discovery_cell
 from api.openapi import errors, json_body
+from api.requests import client_id_of, read_body
 from api.security import require_configured_token
 from api.sessions.bodies import InitBody, ToolEnableBody
-from api.sessions.common import client_id_of, live_session, read_body, update_session
+from api.sessions.common import live_session, update_session
 from api.workspace.preflight_cells import (
     mcp_view,
     model_cell,

@@ -15,7 +15,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from runtime.policy.approval import ApprovalMode
 from runtime.wire import WireModel, omittable
-from runtime.workspace.views import CellStatus, EnvCell, ErrorKind, StatusCell
+from runtime.workspace.views import CellStatus, EnvCell, StatusCell
 
 
 class WorkspaceEnv(WireModel):
@@ -93,100 +93,6 @@ class WorkspaceSkills(WireModel):
     workspace_cwd: str
     initialized: bool
     skills: list[Skill]
-
-
-class McpError(WireModel):
-    error: str
-    error_kind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
-    hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
-
-
-class McpServer(WireModel):
-    """One configured server: never its env values, headers or anything secret."""
-
-    kind: Literal["mcp_server"]
-    status: CellStatus
-    name: str
-    mcp_status: str
-    transport: Literal["stdio", "sse", "http", "websocket", "sdk", "unknown"]
-    disabled: bool
-    disabled_reason: Literal["config", "budget"] | SkipJsonSchema[None] = omittable(
-        "Why the server is disabled: `config` (disabledMcpServers) or `budget`."
-    )
-    description: str | SkipJsonSchema[None] = omittable("The server's configured description.")
-    error_kind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
-    hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
-    errors: list[McpError] | SkipJsonSchema[None] = omittable(
-        "What went wrong; omitted when discovery succeeded."
-    )
-    tools: list[str] | SkipJsonSchema[None] = omittable(
-        "The qualified names (mcp__<server>__<tool>) of the tools it offers, once connected."
-    )
-
-
-class McpBudgetCell(WireModel):
-    """The workspace's MCP client budget (spec: mcp_guardrails)."""
-
-    kind: Literal["mcp_budget"]
-    scope: Literal["workspace"]
-    status: CellStatus
-    live_count: int
-    mode: Literal["warn", "enforce"]
-    refused_count: int
-    budget: int | SkipJsonSchema[None] = omittable("The budget (--mcp-client-budget).")
-    error_kind: ErrorKind | SkipJsonSchema[None] = omittable("budget_exhausted on refusals.")
-    hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
-
-
-class WorkspaceMcp(WireModel):
-    v: Literal[1]
-    workspace_cwd: str
-    initialized: bool
-    discovery_state: Literal["not_started", "in_progress", "completed"]
-    servers: list[McpServer]
-    client_count: int = Field(
-        description="MCP clients of the workspace: slots held (opening or open) when a "
-        "budget is set, else the connected servers."
-    )
-    client_budget: int | SkipJsonSchema[None] = omittable(
-        "The budget (--mcp-client-budget); absent when none is set."
-    )
-    budget_mode: Literal["warn", "enforce", "off"]
-    budgets: list[McpBudgetCell] = Field(description="Empty in `off` mode.")
-
-
-class McpServerEntry(WireModel):
-    """A server an operator added: what it is, never its env or headers."""
-
-    server_name: str
-    transport: Literal["stdio", "http", "sse"]
-    trust: bool
-    description: str | SkipJsonSchema[None] = omittable("The server's description.")
-
-
-class McpApproved(WireModel):
-    """What an operator approved: the entry's fingerprint, its command or URL (without
-    credentials or query); never its args, env or headers."""
-
-    server_name: str
-    approved: bool
-    fingerprint: str
-    transport: Literal["stdio", "http", "sse"]
-    command: str | SkipJsonSchema[None] = omittable("The stdio server's command.")
-    url: str | SkipJsonSchema[None] = omittable("The server's URL, without credentials.")
-
-
-class McpRemoved(WireModel):
-    server_name: str
-    removed: bool
-
-
-class McpRestarted(WireModel):
-    server_name: str
-    restarted: bool
-    duration_ms: int | SkipJsonSchema[None] = omittable("How long the reconnection took.")
-    skipped: bool | SkipJsonSchema[None] = omittable("True when the restart was skipped.")
-    reason: str | SkipJsonSchema[None] = omittable("Why it was skipped.")
 
 
 class AvailableCommand(WireModel):

@@ -28,14 +28,27 @@ RACE_ATTEMPTS = 20
 _RACE_SQLSTATES = frozenset({"40P01", "40001"})
 
 
+def _unique_key_taken(orig: BaseException | None) -> bool:
+    """Whether a driver's integrity error is a unique key another writer took first (a
+    race), rather than a NOT NULL, foreign-key or check failure (a bug, raised at once)."""
+    sqlstate = getattr(orig, "sqlstate", None)  # psycopg
+    if sqlstate is not None:
+        return bool(sqlstate == "23505")  # unique_violation
+    name = getattr(orig, "sqlite_errorname", None)  # sqlite3, Python 3.11+
+    if name is not None:
+        return name in ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY")
+    return True  # a driver that says neither: as before, a race
+
+
 class WriteKeptRacing(RuntimeError):
     """A write lost `RACE_ATTEMPTS` races in a row (a bug, or a pathological load)."""
 
 
 def is_race(err: BaseException) -> bool:
     """Whether `err` means the transaction lost a race and can run again whole (nothing
-    of it was committed): a unique key another writer took first, or PostgreSQL's
-    deadlock or serialization abort.
+    of it was committed): a unique key or primary key another writer took first, or
+    PostgreSQL's deadlock or serialization abort. Other integrity failures (NOT NULL, a
+    foreign key, a check) are not races.
 
     Args:
         err: what a flush or a commit raised.
@@ -44,7 +57,7 @@ def is_race(err: BaseException) -> bool:
         True for a race; False for any other error, which the caller re-raises.
     """
     if isinstance(err, IntegrityError):
-        return True
+        return _unique_key_taken(err.orig)
     if isinstance(err, OperationalError):
         return getattr(getattr(err, "orig", None), "sqlstate", None) in _RACE_SQLSTATES
     return False

@@ -172,28 +172,28 @@ activities/coding_tasks: activities.standing_agents runtime.sessions runtime.sta
 activities/device_flow: runtime.sessions
 activities/llm: runtime.device_flow runtime.standing_agents
 activities/mcp: activities.workspace runtime.llm runtime.sessions runtime.tools
-activities/sessions: activities.llm activities.mcp activities.workspace runtime.llm runtime.mcp
-    runtime.policy runtime.standing_agents runtime.tools runtime.windows runtime.workspace
-activities/standing_agents: activities.llm activities.mcp activities.workspace runtime.approvals
-    runtime.coding_tasks runtime.llm runtime.mcp runtime.policy runtime.sessions runtime.tools
+activities/sessions: activities.llm activities.mcp activities.workspace runtime.llm
+    runtime.mcp runtime.policy runtime.standing_agents runtime.tools runtime.windows
+    runtime.workspace
+activities/standing_agents: activities.llm activities.mcp activities.workspace
+    runtime.approvals runtime.coding_tasks runtime.llm runtime.mcp runtime.policy
+    runtime.sessions runtime.tools
 activities/workspace: runtime.llm runtime.mcp runtime.policy runtime.sessions runtime.tools
 api/agent_tools: runtime.investigation
-api/approvals: api.agent_tools api.device_flow api.sessions api.standing_agents runtime.policy
-    runtime.sessions runtime.tenants
+api/approvals: api.agent_tools api.device_flow api.sessions api.standing_agents
+    runtime.policy runtime.sessions runtime.tenants
 api/coding_tasks: api.standing_agents runtime.policy runtime.standing_agents runtime.tenants
 api/device_flow: api.sessions
-api/mcp: api.coding_tasks api.sessions api.standing_agents api.windows api.workspace
-    runtime.coding_tasks runtime.standing_agents runtime.tenants runtime.windows
-api/notifications: api.standing_agents
+api/mcp: api.coding_tasks api.standing_agents api.windows api.workspace runtime.coding_tasks
+    runtime.standing_agents runtime.tenants runtime.windows runtime.workspace
 api/security: runtime.agent_tools runtime.tenants
-api/service: api.sessions runtime.llm runtime.policy runtime.sessions runtime.standing_agents
-api/sessions: runtime.approvals runtime.llm runtime.mcp runtime.policy
-    runtime.workspace
-api/standing_agents: api.sessions api.windows api.workspace runtime.approvals runtime.llm
-    runtime.policy runtime.sessions runtime.windows workflows.sessions
-api/tenants: api.standing_agents
-api/windows: api.sessions api.standing_agents runtime.agent_tools runtime.coding_tasks
-    runtime.sessions runtime.standing_agents
+api/service: api.sessions runtime.llm runtime.policy runtime.sessions
+    runtime.standing_agents
+api/sessions: runtime.approvals runtime.llm runtime.mcp runtime.policy runtime.workspace
+api/standing_agents: api.sessions api.windows runtime.approvals runtime.llm runtime.policy
+    runtime.sessions runtime.windows workflows.sessions
+api/windows: api.standing_agents runtime.agent_tools runtime.coding_tasks runtime.sessions
+    runtime.standing_agents
 api/workspace: api.mcp api.sessions runtime.device_flow runtime.llm runtime.policy
     runtime.sessions workflows.sessions
 runtime/agent_tools: runtime.investigation runtime.llm
@@ -207,15 +207,15 @@ runtime/notifications: runtime.approvals
 runtime/policy: runtime.standing_agents
 runtime/sessions: runtime.llm runtime.mcp runtime.tools
 runtime/standing_agents: runtime.approvals runtime.coding_tasks runtime.investigation
-    runtime.llm runtime.mcp runtime.notifications runtime.policy runtime.sessions runtime.tools
-    runtime.workspace
+    runtime.llm runtime.mcp runtime.notifications runtime.policy runtime.sessions
+    runtime.tools runtime.workspace
 runtime/tools: runtime.llm
 runtime/windows: runtime.tools
 workflows/agent_tools: runtime.investigation runtime.llm runtime.windows workflows.llm
 workflows/coding_tasks: runtime.sessions runtime.windows workflows.windows
 workflows/llm: workflows.device_flow
-workflows/sessions: runtime.coding_tasks runtime.llm runtime.mcp runtime.policy runtime.tools
-    runtime.windows workflows.llm
+workflows/sessions: runtime.coding_tasks runtime.llm runtime.mcp runtime.policy
+    runtime.tools runtime.windows workflows.llm
 workflows/standing_agents: runtime.llm runtime.policy runtime.windows workflows.llm
 """
 

@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlmodel import Session
@@ -127,6 +127,21 @@ def test_what_counts_as_a_race() -> None:
     assert is_race(OperationalError("UPDATE", {}, Orig("40001")))  # serialization
     assert not is_race(OperationalError("SELECT", {}, Orig("57014")))  # cancelled
     assert not is_race(ValueError("no"))
+    assert is_race(IntegrityError("INSERT", {}, Orig("23505")))  # unique_violation
+    assert not is_race(IntegrityError("INSERT", {}, Orig("23503")))  # foreign key
+    assert not is_race(IntegrityError("INSERT", {}, Orig("23502")))  # NOT NULL
+
+
+def test_a_not_null_failure_on_sqlite_is_raised_at_once_not_run_again(db_store: Store) -> None:
+    calls: list[int] = []
+
+    def write(db: Session) -> None:
+        calls.append(1)
+        db.execute(text("INSERT INTO test_uow_row (key, value) VALUES ('k', NULL)"))
+
+    with pytest.raises(IntegrityError):
+        db_store.run_transaction(write)
+    assert calls == [1]
 
 
 def _product_modules() -> list[Path]:
