@@ -18,6 +18,12 @@ from api.errors import ApiError, temporal_unavailable, worker_unavailable
 from runtime import temporal
 from runtime.search_attributes import running
 
+# Temporal's default workflow task timeout: a worker that validated an update commits
+# (or loses) it within this of the task's start, so past `accept_before` + this, an
+# update that was not accepted never will be. Plus a margin for clock skew.
+WORKFLOW_TASK_TIMEOUT = 10.0
+ACCEPT_GRACE = WORKFLOW_TASK_TIMEOUT + 2.0
+
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 

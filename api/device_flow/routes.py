@@ -45,8 +45,7 @@ from api.errors import ApiError, rpc_error, worker_unavailable, workflow_error
 from api.openapi import errors, json_body
 from api.requests import read_body
 from api.security import require_configured_token
-from api.sessions.common import ACCEPT_GRACE
-from api.temporal import query_workflow
+from api.temporal import ACCEPT_GRACE, query_workflow
 from runtime.device_flow.contracts import (
     GRACE_MS,
     MAX_ACTIVE_FLOWS,

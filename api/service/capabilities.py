@@ -10,7 +10,7 @@ from temporalio.exceptions import ApplicationError
 
 from api.deps import SettingsDep, StoreDep
 from api.service.feature_tags import advertised_features
-from api.sessions.daemon_models import Capabilities
+from api.service.models import Capabilities
 from runtime import __version__
 from runtime.failures import refusal_of
 from runtime.llm.active import active_model

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 
 from api.deps import ConnectorDep, SettingsDep, StoreDep
 from api.openapi import errors, query
-from api.sessions.daemon_models import Health
+from api.service.models import Health
 from api.temporal import count_pending_permissions
 from runtime.sessions.registry import count_live
 

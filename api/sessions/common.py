@@ -29,7 +29,7 @@ from api.errors import (
     workflow_error,
 )
 from api.sessions.models import ContextState, ModelOption, ModelsState
-from api.temporal import query_workflow
+from api.temporal import ACCEPT_GRACE, query_workflow
 from runtime.failures import refusal_of
 from runtime.llm.active import active_model, served_model_id
 from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
@@ -53,11 +53,6 @@ from workflows.sessions.session import (
 )
 
 WAIT_FOR_WORKER = 30.0
-# Temporal's default workflow task timeout: a worker that validated an update commits
-# (or loses) it within this of the task's start, so past `accept_before` + this, an
-# update that was not accepted never will be. Plus a margin for clock skew.
-WORKFLOW_TASK_TIMEOUT = 10.0
-ACCEPT_GRACE = WORKFLOW_TASK_TIMEOUT + 2.0
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
-"""What the daemon's own routes answer: /health, /capabilities and /daemon/status
-(spec session-daemon-http-protocol), as wire models (runtime/wire.py): snake_case
-fields, the spec's camelCase names on the wire.
+"""What `GET /daemon/status` answers (spec session-daemon-http-protocol), as wire models
+(runtime/wire.py): snake_case fields, the spec's camelCase names on the wire. (/health
+and /capabilities are api/service/models.py's.)
 
-Fields that only `?deep=1` or `detail=full` add are optional, and those routes drop
+Fields that only `detail=full` adds are optional, and those routes drop
 what they did not set (`response_model_exclude_unset`/`_none`): they are absent from a
 plain answer, never `null`.
 """
@@ -14,50 +14,6 @@ from typing import Literal
 from pydantic.json_schema import SkipJsonSchema
 
 from runtime.wire import WireModel, omittable
-
-
-class Health(WireModel):
-    status: Literal["ok"]
-    sessions: int | SkipJsonSchema[None] = omittable("With `?deep=1`: live sessions.")
-    pending_permissions: int | SkipJsonSchema[None] = omittable(
-        "With `?deep=1`: sessions of this daemon waiting on a permission."
-    )
-
-
-# -- /capabilities ---------------------------------------------------------------------------
-
-
-class ProtocolVersions(WireModel):
-    current: str
-    supported: list[str]
-
-
-class CapabilityPolicy(WireModel):
-    permission: str
-
-
-class CapabilityLimits(WireModel):
-    max_sessions: int
-    max_pending_prompts_per_session: int
-    session_restore_timeout_ms: int
-    permission_response_timeout_ms: int
-
-
-class Capabilities(WireModel):
-    """What this daemon speaks, and the features whose behaviour exists here."""
-
-    v: Literal[1]
-    protocol_versions: ProtocolVersions
-    agentrt_version: str
-    mode: Literal["http-bridge"]
-    features: list[str]
-    model_services: list[dict[str, object]]
-    workspace_cwd: str
-    transports: list[str]
-    policy: CapabilityPolicy
-    feature_modes: dict[str, list[str]]
-    limits: CapabilityLimits
-
 
 # -- /daemon/status ----------------------------------------------------------------------------
 

@@ -183,11 +183,10 @@ api/agent_tools: runtime.investigation
 api/approvals: api.agent_tools api.device_flow api.sessions api.standing_agents
     runtime.policy runtime.sessions runtime.tenants
 api/coding_tasks: api.standing_agents runtime.policy runtime.standing_agents runtime.tenants
-api/device_flow: api.sessions
 api/mcp: api.coding_tasks api.standing_agents api.windows api.workspace runtime.coding_tasks
     runtime.standing_agents runtime.tenants runtime.windows runtime.workspace
 api/security: runtime.agent_tools runtime.tenants
-api/service: api.sessions runtime.llm runtime.policy runtime.sessions
+api/service: runtime.llm runtime.policy runtime.sessions
     runtime.standing_agents
 api/sessions: runtime.approvals runtime.llm runtime.mcp runtime.policy runtime.workspace
 api/standing_agents: api.sessions api.windows runtime.approvals runtime.llm runtime.policy
