@@ -7,9 +7,10 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from types import ModuleType
 
 from fastapi import FastAPI
 from starlette.routing import Route
@@ -31,6 +32,7 @@ from api import (
     workspace,
 )
 from api.access_log import AccessLog
+from api.approvals.answers import Answerer
 from api.errors import LastResort, install_error_handlers
 from api.mcp.server import MCP_PATH, McpEndpoint
 from api.openapi import install_openapi
@@ -51,6 +53,7 @@ from api.temporal import TemporalConnector
 from api.tracing import RequestSpans
 from runtime import __version__
 from runtime.approvals import clock as approval_clock
+from runtime.approvals.ledger import ApprovalKind
 from runtime.journal_projections import JOURNAL_PROJECTIONS
 from runtime.notifications import outbox
 from runtime.notifications.waker import Waker
@@ -63,7 +66,8 @@ from runtime.telemetry import setup_tracing
 log = logging.getLogger(__name__)
 
 # Every feature's routers (api/<feature>/__init__.py lists them), in the order they are
-# matched: the service's own pages first.
+# matched: the service's own pages first; and the approvals' answerers of those that answer
+# a kind of the inbox (`approval_answerers()`).
 FEATURES = (
     service,
     sessions,
@@ -152,6 +156,7 @@ def create_app(
     for feature in FEATURES:
         for router in feature.routers():
             app.include_router(router)
+    app.state.approval_answerers = approval_answerers(FEATURES)
     # agentrt's own MCP server (api/mcp/server.py): the SDK's transport, on our chain.
     mcp_endpoint = McpEndpoint(settings)
     app.router.routes.append(
@@ -187,6 +192,33 @@ def create_app(
     # Outermost: requests the security chain refuses are logged too.
     app.add_middleware(AccessLog)
     return app
+
+
+def approval_answerers(features: Iterable[ModuleType]) -> dict[ApprovalKind, Answerer]:
+    """Each approval kind's answerer, as the features list them (api/approvals/answers.py).
+
+    Raises:
+        RuntimeError: a kind that two features answer, or that none does (the inbox would
+            list requests it cannot answer).
+    """
+    answerers: dict[ApprovalKind, Answerer] = {}
+    answered_by: dict[ApprovalKind, str] = {}
+    for feature in features:
+        listed = getattr(feature, "approval_answerers", None)
+        if listed is None:
+            continue
+        for kind, answerer in listed().items():
+            if kind in answerers:
+                raise RuntimeError(
+                    f"approval kind {kind.value!r} is answered by both "
+                    f"{answered_by[kind]} and {feature.__name__}"
+                )
+            answerers[kind] = answerer
+            answered_by[kind] = feature.__name__
+    unanswered = sorted(kind.value for kind in ApprovalKind if kind not in answerers)
+    if unanswered:
+        raise RuntimeError(f"no feature answers the approval kinds {unanswered}")
+    return answerers
 
 
 async def _warm_up(connector: TemporalConnector) -> None:

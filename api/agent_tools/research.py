@@ -10,6 +10,8 @@ The signal goes first, then the write: a decision is never in the store without
 its turn having been told (Temporal down: 503, nothing written, the same POST again
 works). A write that fails after the signal leaves a turn told of a decision the
 store does not hold; the turn reads the store, finds none, and waits again.
+
+The approvals' inbox decides a research by `answer_research_approval`, the same decision.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal, get_args
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from api.approvals.answers import AnswerBody, Answering
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import StrictJsonRoute
@@ -32,6 +35,8 @@ from api.openapi import errors
 from api.security.browser import BrowserDep, BrowserMutationDep
 from api.security.roles import AnswererDep
 from runtime.agent_tools.contracts import WORKSPACE_PATTERN, ResearchDecided, turn_workflow_id
+from runtime.approvals.answers import InvalidAnswer
+from runtime.approvals.models import Approval
 from runtime.investigation.research import (
     DECISION_ROUTE_TEMPLATE,
     RESEARCH_ROUTES_PREFIX,
@@ -51,6 +56,7 @@ from workflows.agent_tools.turn import TurnWorkflow
 log = logging.getLogger(__name__)
 # A human's decision on a prepared research (spec 000).
 ResearchDecision = Literal["approve", "deny"]
+_RESEARCH_ANSWERS: Final[list[str]] = list(get_args(ResearchDecision))
 # Temporal takes a signal in milliseconds; past this it is away: 503, nothing written.
 SIGNAL_WAIT = 5.0
 router = APIRouter(prefix=RESEARCH_ROUTES_PREFIX, route_class=StrictJsonRoute)
@@ -122,7 +128,7 @@ async def decide_and_tell(
     answered_by: str,
 ) -> ResearchPublic:
     """The one way a research is decided: this route's and the approvals' inbox's
-    (api/approvals/routes.py). Its turn is told first, then the decision is written; the
+    (`answer_research_approval`). Its turn is told first, then the decision is written; the
     research's state after it. 404 `research_not_found`, 409 `research_already_decided`."""
 
     def check() -> str | None:
@@ -151,6 +157,25 @@ async def decide_and_tell(
         await _tell_turn(client, settings.instance, workspace, turn_id, research_id, decision)
     with _decision_errors(research_id):
         return await asyncio.to_thread(write)
+
+
+async def answer_research_approval(answering: Answering, row: Approval, body: AnswerBody) -> None:
+    """The inbox's answer to a research (an `Answerer`, api/approvals/answers.py):
+    `approve` or `deny`, decided as this route decides it, by who answers."""
+    settings = answering.settings
+    if body.answer not in _RESEARCH_ANSWERS:
+        raise ApiError.of(InvalidAnswer(approval_id=row.approval_id, expected=_RESEARCH_ANSWERS))
+    await decide_and_tell(
+        await answering.connector.get(),
+        settings,
+        answering.store,
+        row.ref,
+        "approve" if body.answer == "approve" else "deny",
+        decided_by=answering.answered_by,
+        note=body.note,
+        workspace=str(row.detail.get("workspace") or settings.agent_tools_workspace),
+        answered_by=answering.answered_by,
+    )
 
 
 async def _tell_turn(

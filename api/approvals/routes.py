@@ -6,7 +6,9 @@
 - `GET /api/v1/tenants/{tenant}/approvals`: one tenant's, the same listing (an operator
   token of the tenant reaches it);
 - `POST .../approvals/{approvalId}/answer` on both: the answer, by the kind's own operation
-  (runtime/approvals/answers.py says who may answer what, and the refusals).
+  (runtime/approvals/answers.py says who may answer what, and the refusals): the feature
+  of the kind answers it (its `Answerer`, api/approvals/answers.py, listed by its
+  `approval_answerers()`), the inbox reads the record it left.
 
 Each entry also links to the route that answers it in its kind's own protocol; answering
 there or here is the same operation.
@@ -16,48 +18,34 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import Annotated, Any, Final, get_args
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
 from temporalio.exceptions import ApplicationError
 
-from api.agent_tools.research import ResearchDecision, decide_and_tell
+from api.approvals.answers import AnswerBody, Answerer, Answering
 from api.deps import TENANT_PATTERN, ConnectorDep, JournalDep, SettingsDep, StoreDep, TenantPath
-from api.device_flow.routes import cancel_flow
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
-from api.requests import is_local
 from api.security import require_configured_token
 from api.security.roles import AnswererDep, ForbiddenRole, IdentityDep
-from api.sessions.permissions import cast_vote
-from api.standing_agents.decisions import answer_decision
-from api.standing_agents.temporal_calls import Waker, WakerDep
-from api.temporal import TemporalConnector
 from runtime.approvals import ledger
 from runtime.approvals.answers import (
-    DENY_LOGIN,
     ApprovalAlreadyResolved,
-    ApprovalAnsweredElsewhere,
     ApprovalNotFound,
-    InvalidAnswer,
     may_answer,
     same_answer,
 )
-from runtime.approvals.binding import DIGEST_PATTERN
 from runtime.approvals.ledger import DEPLOYMENT, ApprovalKind, ApprovalState, InboxFilter
 from runtime.approvals.models import Approval
 from runtime.policy.permissions import (
     NotPending,
 )
-from runtime.sessions import registry
-from runtime.sessions.contracts import VoteRequest
-from runtime.settings import Settings
-from runtime.store import EventJournal, Store
-from runtime.tenants.tokens import Identity
+from runtime.store import Store
 from runtime.timestamps import iso_ms
-from runtime.wire import WireBody, WireModel
+from runtime.wire import WireModel
 
 router = APIRouter(tags=["approvals"])
 answers = APIRouter(tags=["approvals"], route_class=StrictJsonRoute)
@@ -195,41 +183,6 @@ _SETTLE_WAIT = 5.0
 _SETTLE_POLL = 0.05
 # The kinds' own refusals of an answer to a request that already ended.
 _ENDED_CODES: Final = frozenset({"decision_already_resolved", "research_already_decided"})
-_RESEARCH_ANSWERS: Final[list[str]] = list(get_args(ResearchDecision))
-
-
-class AnswerBody(WireBody):
-    # The kind's own vocabulary: a permission's optionId; `approve` or `deny` for a
-    # research; `approve`, `reject` or free text for a decision (an MCP call, a coder's
-    # question); `deny` for a device login.
-    answer: str = Field(min_length=1, max_length=4000)
-    note: str | None = Field(default=None, max_length=2000)
-    # An MCP call's digest, as shown: refused (409 approval_digest_mismatch) otherwise.
-    digest: str | None = Field(default=None, pattern=DIGEST_PATTERN)
-
-
-class _Answering:
-    """What an answer needs: the deployment's store, journal, Temporal and the waker."""
-
-    def __init__(
-        self,
-        request: Request,
-        store: Store,
-        journal: EventJournal,
-        settings: Settings,
-        connector: TemporalConnector,
-        waker: Waker,
-        identity: Identity | None,
-        answered_by: str,
-    ) -> None:
-        self.request = request
-        self.store = store
-        self.journal = journal
-        self.settings = settings
-        self.connector = connector
-        self.waker = waker
-        self.identity = identity
-        self.answered_by = answered_by
 
 
 async def _answering(
@@ -238,14 +191,13 @@ async def _answering(
     journal: JournalDep,
     settings: SettingsDep,
     connector: ConnectorDep,
-    waker: WakerDep,
     identity: IdentityDep,
     answered_by: AnswererDep,
-) -> _Answering:
-    return _Answering(request, store, journal, settings, connector, waker, identity, answered_by)
+) -> Answering:
+    return Answering(request, store, journal, settings, connector, identity, answered_by)
 
 
-AnsweringDep = Annotated[_Answering, Depends(_answering)]
+AnsweringDep = Annotated[Answering, Depends(_answering)]
 ANSWER_DOC: dict[str, Any] = {
     "dependencies": [Depends(require_configured_token)],
     "responses": errors(400, 401, 403, 404, 409, 503),
@@ -296,8 +248,14 @@ def _ended_otherwise(row: Approval) -> ApiError:
     )
 
 
+def _answerer(request: Request, kind: ApprovalKind) -> Answerer:
+    """The kind's answerer, as its feature lists it (api/app.py collects them)."""
+    answerers: dict[ApprovalKind, Answerer] = request.app.state.approval_answerers
+    return answerers[kind]
+
+
 async def _answer(
-    answering: _Answering, tenant: str | None, approval_id: str, body: AnswerBody
+    answering: Answering, tenant: str | None, approval_id: str, body: AnswerBody
 ) -> Approval:
     row = await _read(answering.store, approval_id)
     if row is None or (tenant is not None and row.tenant != tenant):
@@ -312,7 +270,7 @@ async def _answer(
             return row
         raise _ended_otherwise(row)
     try:
-        await _by_kind(answering, kind, row, body)
+        await _answerer(answering.request, kind)(answering, row, body)
     except (ApiError, ApplicationError) as caught:
         err = caught if isinstance(caught, ApiError) else ApiError.carried_by(caught)
         ended = err.body.get("code") in _ENDED_CODES or isinstance(err.failure, NotPending)
@@ -336,71 +294,3 @@ async def _answer(
     # Ended by this answer, or still pending (a consensus vote that counted, short of
     # its quorum).
     return now
-
-
-async def _by_kind(
-    answering: _Answering, kind: ApprovalKind, row: Approval, body: AnswerBody
-) -> None:
-    """The kind's own operation, as its own route runs it."""
-    store, settings = answering.store, answering.settings
-    if kind is ApprovalKind.PERMISSION:
-        options = [str(o) for o in row.detail.get("options") or []]
-        if body.answer not in options:
-            raise ApiError.of(InvalidAnswer(approval_id=row.approval_id, expected=options))
-        session_id = row.subject.removeprefix("session/")
-        voters = await asyncio.to_thread(registry.client_count, store, session_id)
-        vote = VoteRequest(
-            request_id=row.ref,
-            outcome="selected",
-            option_id=body.answer,
-            client_id=None,
-            is_local=is_local(answering.request),
-            eligible_voters=voters,
-        )
-        await cast_vote(
-            await answering.connector.get(),
-            settings,
-            store,
-            answering.journal,
-            session_id,
-            vote,
-            answering.answered_by,
-            None,
-        )
-    elif kind is ApprovalKind.RESEARCH:
-        if body.answer not in _RESEARCH_ANSWERS:
-            raise ApiError.of(
-                InvalidAnswer(approval_id=row.approval_id, expected=_RESEARCH_ANSWERS)
-            )
-        await decide_and_tell(
-            await answering.connector.get(),
-            settings,
-            store,
-            row.ref,
-            "approve" if body.answer == "approve" else "deny",
-            decided_by=answering.answered_by,
-            note=body.note,
-            workspace=str(row.detail.get("workspace") or settings.agent_tools_workspace),
-            answered_by=answering.answered_by,
-        )
-    elif kind is ApprovalKind.DEVICE_LOGIN:
-        if body.answer == "approve":
-            raise ApiError.of(ApprovalAnsweredElsewhere(approval_id=row.approval_id, link=row.link))
-        if body.answer != DENY_LOGIN:
-            raise ApiError.of(InvalidAnswer(approval_id=row.approval_id, expected=[DENY_LOGIN]))
-        await cancel_flow(await answering.connector.get(), settings, row.ref)
-    else:
-        await answer_decision(
-            store,
-            answering.journal,
-            answering.waker,
-            settings,
-            answering.connector,
-            row.tenant,
-            row.ref,
-            body.answer,
-            notes=body.note,
-            responded_by=None,
-            answered_by=answering.answered_by,
-            digest=body.digest,
-        )

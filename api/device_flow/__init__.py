@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
+    from api.approvals.answers import Answerer
+    from runtime.approvals.ledger import ApprovalKind
+
 
 def routers() -> list[APIRouter]:
     """This feature's routers, in the order the app includes them (imported here, when the
@@ -14,3 +17,12 @@ def routers() -> list[APIRouter]:
     from api.device_flow import routes
 
     return [routes.router]
+
+
+def approval_answerers() -> dict[ApprovalKind, Answerer]:
+    """The approvals' kinds this feature answers in the inbox (api/approvals/answers.py),
+    imported lazily as `routers()` is."""
+    from api.device_flow.routes import answer_login_approval
+    from runtime.approvals.ledger import ApprovalKind
+
+    return {ApprovalKind.DEVICE_LOGIN: answer_login_approval}

@@ -6,6 +6,8 @@ activities/device_flow/provider.
 The flow's `deviceFlowId` is its workflow run id: a read looks for that run under each
 provider's workflow id, so an entry stays readable through its grace even after a new
 POST for the same provider started the next run.
+
+The approvals' inbox denies a login by `answer_login_approval`, the same cancel.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from temporalio.common import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from api.approvals.answers import AnswerBody, Answering
 from api.deps import SettingsDep, TemporalDep
 from api.device_flow.models import (
     AuthStatus,
@@ -46,6 +49,8 @@ from api.openapi import errors, json_body
 from api.requests import read_body
 from api.security import require_configured_token
 from api.temporal import ACCEPT_GRACE, query_workflow
+from runtime.approvals.answers import DENY_LOGIN, ApprovalAnsweredElsewhere, InvalidAnswer
+from runtime.approvals.models import Approval
 from runtime.device_flow.contracts import (
     GRACE_MS,
     MAX_ACTIVE_FLOWS,
@@ -254,7 +259,8 @@ async def cancel_device_flow(
 
 async def cancel_flow(client: Client, settings: Settings, device_flow_id: str) -> None:
     """The one way a device flow is cancelled: this route's and the approvals' inbox's
-    (a login denied there). A flow already ended is left as it is; 404 for no flow."""
+    (a login denied there, `answer_login_approval`). A flow already ended is left as it
+    is; 404 for no flow."""
     state = await _find(client, settings, device_flow_id)
     if state.terminal:
         return
@@ -269,6 +275,17 @@ async def cancel_flow(client: Client, settings: Settings, device_flow_id: str) -
         raise workflow_error(err) from err
     except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
         raise worker_unavailable() from err
+
+
+async def answer_login_approval(answering: Answering, row: Approval, body: AnswerBody) -> None:
+    """The inbox's answer to a device login (an `Answerer`, api/approvals/answers.py): a
+    login is approved only at its identity provider (`approve` here is 409
+    `approval_answered_elsewhere`); `deny` cancels the flow, as this route does."""
+    if body.answer == "approve":
+        raise ApiError.of(ApprovalAnsweredElsewhere(approval_id=row.approval_id, link=row.link))
+    if body.answer != DENY_LOGIN:
+        raise ApiError.of(InvalidAnswer(approval_id=row.approval_id, expected=[DENY_LOGIN]))
+    await cancel_flow(await answering.connector.get(), answering.settings, row.ref)
 
 
 @router.get("/workspace/auth/status", responses=errors(503))

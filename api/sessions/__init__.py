@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
+    from api.approvals.answers import Answerer
+    from runtime.approvals.ledger import ApprovalKind
+
 
 def routers() -> list[APIRouter]:
     """This feature's routers, in the order the app includes them (imported here, when the
@@ -15,3 +18,12 @@ def routers() -> list[APIRouter]:
     from api.sessions import daemon_status, events, permissions, prompts, routes
 
     return [daemon_status.router, routes.router, prompts.router, permissions.router, events.router]
+
+
+def approval_answerers() -> dict[ApprovalKind, Answerer]:
+    """The approvals' kinds this feature answers in the inbox (api/approvals/answers.py),
+    imported lazily as `routers()` is."""
+    from api.sessions.permissions import answer_permission_approval
+    from runtime.approvals.ledger import ApprovalKind
+
+    return {ApprovalKind.PERMISSION: answer_permission_approval}

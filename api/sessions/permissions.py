@@ -1,5 +1,6 @@
 """Permission vote routes: `POST /permission/:requestId` and the session-scoped form.
 router → SessionWorkflow's `vote` update, whose validator applies the mediation policy.
+The approvals' inbox answers a permission by `answer_permission_approval`, the same vote.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from temporalio.client import Client
 
+from api.approvals.answers import AnswerBody, Answering
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
 from api.input_bounds import MAX_ID_CHARS
@@ -19,6 +21,8 @@ from api.security.roles import answerer
 from api.sessions.bodies import VoteBody
 from api.sessions.common import live_session, update_session
 from api.sessions.models import VoteRecorded
+from runtime.approvals.answers import InvalidAnswer
+from runtime.approvals.models import Approval
 from runtime.approvals.projection import note_vote
 from runtime.policy.permissions import (
     NotPending,
@@ -95,7 +99,7 @@ async def cast_vote(
     scoped_to: str | None,
 ) -> None:
     """The one way a permission vote is cast: these routes' and the approvals' inbox's
-    (api/approvals/routes.py). Accepted is enough: the vote is in history and will be
+    (`answer_permission_approval`). Accepted is enough: the vote is in history and will be
     applied. A vote on a resolved request tells every client the outcome, then 404."""
     # Who votes, verified, noted before the workflow takes the vote (it knows client ids).
     await asyncio.to_thread(note_vote, store, vote.request_id, vote.client_id, answered_by)
@@ -115,6 +119,34 @@ async def cast_vote(
         await _already_resolved(journal, settings, store, session_id, vote)
         # The workflow does not know which route asked: the 404 names this route's scope.
         raise ApiError.of(err.failure.model_copy(update={"scoped_to": scoped_to})) from err
+
+
+async def answer_permission_approval(answering: Answering, row: Approval, body: AnswerBody) -> None:
+    """The inbox's answer to a permission (an `Answerer`, api/approvals/answers.py): the
+    administrator's vote for one of its options, cast as these routes cast it."""
+    options = [str(o) for o in row.detail.get("options") or []]
+    if body.answer not in options:
+        raise ApiError.of(InvalidAnswer(approval_id=row.approval_id, expected=options))
+    session_id = row.subject.removeprefix("session/")
+    voters = await asyncio.to_thread(registry.client_count, answering.store, session_id)
+    vote = VoteRequest(
+        request_id=row.ref,
+        outcome="selected",
+        option_id=body.answer,
+        client_id=None,
+        is_local=is_local(answering.request),
+        eligible_voters=voters,
+    )
+    await cast_vote(
+        await answering.connector.get(),
+        answering.settings,
+        answering.store,
+        answering.journal,
+        session_id,
+        vote,
+        answering.answered_by,
+        None,
+    )
 
 
 async def _already_resolved(

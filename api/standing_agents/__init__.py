@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
+    from api.approvals.answers import Answerer
+    from runtime.approvals.ledger import ApprovalKind
+
 
 def routers() -> list[APIRouter]:
     """This feature's routers, in the order the app includes them (imported here, when the
@@ -38,3 +41,17 @@ def routers() -> list[APIRouter]:
         schedules.router,
         modes.router,
     ]
+
+
+def approval_answerers() -> dict[ApprovalKind, Answerer]:
+    """The approvals' kinds this feature answers in the inbox (api/approvals/answers.py),
+    imported lazily as `routers()` is: its decision queue's, which holds an MCP call's
+    authorization and a coder's question as decisions."""
+    from api.standing_agents.decisions import answer_decision_approval
+    from runtime.approvals.ledger import ApprovalKind
+
+    return {
+        ApprovalKind.DECISION: answer_decision_approval,
+        ApprovalKind.MCP_CALL: answer_decision_approval,
+        ApprovalKind.CODER_QUESTION: answer_decision_approval,
+    }

@@ -3,7 +3,8 @@
 router → decision_queue.respond (a compare-and-swap open → resolved in the store; an approved
 mode change applied; the resume event `escalation/{decisionId}` enqueued, deduped)
 → `wake` to the agent. However many times, however concurrently an answer is sent,
-the agent resumes once.
+the agent resumes once. The approvals' inbox answers a decision, an MCP call or a coder's
+question by `answer_decision_approval`, the same answer.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
+from api.approvals.answers import AnswerBody, Answering
 from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
@@ -22,8 +24,9 @@ from api.security.roles import AnswererDep
 from api.sessions.common import update_session
 from api.standing_agents.common import DecisionPath, EnabledTenant
 from api.standing_agents.models import DecisionList, RespondBody
-from api.standing_agents.temporal_calls import Waker, WakerDep
+from api.standing_agents.temporal_calls import Waker, WakerDep, get_waker
 from api.temporal import TemporalConnector
+from runtime.approvals.models import Approval
 from runtime.approvals.projection import note_vote
 from runtime.policy.permissions import (
     NotPending,
@@ -108,7 +111,7 @@ async def answer_decision(
     digest: str | None,
 ) -> AttentionRequest:
     """The one way a decision is answered: this route's and the approvals' inbox's
-    (api/approvals/routes.py). 404 `decision_not_found`, 409 `decision_already_resolved`
+    (`answer_decision_approval`). 404 `decision_not_found`, 409 `decision_already_resolved`
     for a different answer to a resolved decision (the inbox reads its code: an answer
     that came second may still be the same one); the same answer again is the row."""
     current = await asyncio.to_thread(decision_queue.get_decision, store, tenant, decision_id)
@@ -136,6 +139,26 @@ async def answer_decision(
     if instance is not None:
         await waker(instance)
     return row
+
+
+async def answer_decision_approval(answering: Answering, row: Approval, body: AnswerBody) -> None:
+    """The inbox's answer to a decision, an MCP call or a coder's question (an `Answerer`,
+    api/approvals/answers.py): answered as this route answers it, its agent woken by the
+    waker this route's `WakerDep` gives."""
+    await answer_decision(
+        answering.store,
+        answering.journal,
+        get_waker(answering.request, answering.connector, answering.settings),
+        answering.settings,
+        answering.connector,
+        row.tenant,
+        row.ref,
+        body.answer,
+        notes=body.note,
+        responded_by=None,
+        answered_by=answering.answered_by,
+        digest=body.digest,
+    )
 
 
 async def _vote(

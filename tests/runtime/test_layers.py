@@ -179,18 +179,19 @@ activities/standing_agents: activities.llm activities.mcp activities.workspace
     runtime.approvals runtime.coding_tasks runtime.llm runtime.mcp runtime.policy
     runtime.sessions runtime.tools
 activities/workspace: runtime.llm runtime.mcp runtime.policy runtime.sessions runtime.tools
-api/agent_tools: runtime.investigation
-api/approvals: api.agent_tools api.device_flow api.sessions api.standing_agents
-    runtime.policy runtime.sessions runtime.tenants
+api/agent_tools: api.approvals runtime.approvals runtime.investigation
+api/approvals: runtime.policy runtime.tenants
 api/coding_tasks: api.standing_agents runtime.policy runtime.standing_agents runtime.tenants
+api/device_flow: api.approvals runtime.approvals
 api/mcp: api.coding_tasks api.standing_agents api.windows api.workspace runtime.coding_tasks
     runtime.standing_agents runtime.tenants runtime.windows runtime.workspace
 api/security: runtime.agent_tools runtime.tenants
 api/service: runtime.llm runtime.policy runtime.sessions
     runtime.standing_agents
-api/sessions: runtime.approvals runtime.llm runtime.mcp runtime.policy runtime.workspace
-api/standing_agents: api.sessions api.windows runtime.approvals runtime.llm runtime.policy
-    runtime.sessions runtime.windows workflows.sessions
+api/sessions: api.approvals runtime.approvals runtime.llm runtime.mcp runtime.policy
+    runtime.workspace
+api/standing_agents: api.approvals api.sessions api.windows runtime.approvals runtime.llm
+    runtime.policy runtime.sessions runtime.windows workflows.sessions
 api/windows: api.standing_agents runtime.agent_tools runtime.coding_tasks runtime.sessions
     runtime.standing_agents
 api/workspace: api.mcp api.sessions runtime.device_flow runtime.llm runtime.policy
