@@ -249,3 +249,113 @@ def test_a_feature_reaches_another_only_along_a_listed_edge() -> None:
         for target in targets - found.get(source, set())
     )
     assert not gone, "listed edges that no import uses any more (remove them):\n" + "\n".join(gone)
+
+
+# What of each feature the others may import: its contracts, views and errors always
+# (`ALWAYS_PUBLIC`, and the package itself: api/<f>/__init__.py's registration), and the
+# modules listed here, today's surface, written down so that reaching into another
+# feature's internals is a decision. Shrink it by moving what others need into the
+# feature's contracts or views; a new entry says "this module is now part of the
+# feature's public face".
+ALWAYS_PUBLIC = frozenset({"contracts", "views", "errors", "__init__"})
+PUBLIC_MODULES = """
+activities/llm: gateway record scripted scripted_agent
+activities/mcp: calls pool
+activities/standing_agents: tasks
+activities/workspace: results
+api/approvals: answers
+api/coding_tasks: temporal_calls
+api/mcp: cells models
+api/sessions: bodies common
+api/standing_agents: common models temporal_calls
+api/windows: leases
+api/workspace: status status_models
+runtime/agent_tools: models
+runtime/approvals: answers binding ledger models projection
+runtime/coding_tasks: models store
+runtime/device_flow: providers tokens
+runtime/investigation: catalog models outcomes research tools
+runtime/llm: active attempt_log chain config_store cost_warning models preset_store
+    reservation routing
+runtime/mcp: binding config grants names status
+runtime/notifications: outbox
+runtime/policy: agent_budget agent_cadence agent_decisions approval approval_v0 constitution
+    loop_guard permission_options permissions plan_hash shell_allowlist stuck_guard
+    vote_body
+runtime/sessions: models prompts registry streams tools
+runtime/standing_agents: approvals catalog coder_decisions control decision_queue episode
+    expiry models queue registry_store task_proposals workflow_contracts
+runtime/tenants: tokens
+runtime/tools: descriptor
+runtime/windows: lease lease_client screenshots tools verbs
+runtime/workspace: fence file_errors settings
+workflows/device_flow: pause
+workflows/llm: chain model_failure
+workflows/sessions: session
+workflows/windows: settlement
+"""
+
+
+def _public_modules() -> dict[str, set[str]]:
+    public: dict[str, set[str]] = {}
+    feature = ""
+    for line in PUBLIC_MODULES.strip().splitlines():
+        if not line.startswith(" "):
+            feature, line = line.split(":")
+        public.setdefault(feature, set()).update(line.split())
+    return public
+
+
+def _module_of(parts: list[str]) -> list[str] | None:
+    """The longest prefix of an imported name that is a module of the repository."""
+    for k in range(len(parts), 1, -1):
+        candidate = ROOT.joinpath(*parts[:k])
+        if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
+            return parts[:k]
+    return None
+
+
+def _reached_modules(path: Path, own_feature: str) -> set[tuple[str, str]]:
+    """(`layer/feature`, module within it) for each other feature's module `path` imports."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    reached = set()
+    for name in names:
+        parts = name.split(".")
+        if len(parts) < 2 or parts[0] not in FEATURE_LAYERS or parts[1] == own_feature:
+            continue
+        if parts[1] in KERNEL_PACKAGES or parts[1] in API_ONLY:
+            continue
+        module = _module_of(parts)
+        if module is None or not (ROOT / parts[0] / parts[1] / "__init__.py").is_file():
+            continue
+        reached.add((f"{parts[0]}/{parts[1]}", ".".join(module[2:]) or "__init__"))
+    return reached
+
+
+def test_a_feature_reaches_only_another_features_public_modules() -> None:
+    public = _public_modules()
+    found: dict[str, set[str]] = {}
+    for layer in FEATURE_LAYERS:
+        for folder in sorted(_folders(layer) - KERNEL_PACKAGES - API_ONLY):
+            for path in (ROOT / layer / folder).rglob("*.py"):
+                for feature, module in _reached_modules(path, folder):
+                    if module.split(".")[0] not in ALWAYS_PUBLIC:
+                        found.setdefault(feature, set()).add(module)
+    new = sorted(
+        f"{feature}.{module}"
+        for feature, modules in found.items()
+        for module in modules - public.get(feature, set())
+    )
+    assert not new, "another feature's internals, not in PUBLIC_MODULES:\n" + "\n".join(new)
+    gone = sorted(
+        f"{feature}.{module}"
+        for feature, modules in public.items()
+        for module in modules - found.get(feature, set())
+    )
+    assert not gone, "public modules no other feature imports (remove them):\n" + "\n".join(gone)
