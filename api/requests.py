@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any
+from typing import Any, Self
 
 from fastapi import Request
+from pydantic import ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 
 from api.errors import INVALID_JSON, ApiError
 from api.input_bounds import strict_json_loads
-from runtime.failures import InvalidRequest
+from runtime.failures import InvalidRequest, WireError
+from runtime.wire import WireBody
 
 CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
@@ -50,3 +53,26 @@ def is_local(request: Request) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return host in ("localhost", "testclient")
+
+
+class DaemonBody(WireBody):
+    """A JSON body of the session-daemon protocol: strict types, unknown fields ignored,
+    and `parse` answers the route's own 400 (`refusal`), never pydantic's messages. A
+    route reads the object with `read_body` first."""
+
+    # Strict: `"5"` is not a number and `true` not an integer, as the spec's daemon says.
+    # An unknown field is not refused (the spec's daemon ignores it), unlike WireBody's.
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    @classmethod
+    def refusal(cls, error: ErrorDetails) -> WireError:
+        """The route's 400 for `error`, the first field that failed validation."""
+        raise NotImplementedError
+
+    @classmethod
+    def parse(cls, body: dict[str, Any], context: dict[str, Any] | None = None) -> Self:
+        """Validate a JSON object (`read_body`); the route's own 400 when it is not valid."""
+        try:
+            return cls.model_validate(body, context=context)
+        except ValidationError as err:
+            raise ApiError.of(cls.refusal(err.errors()[0])) from err

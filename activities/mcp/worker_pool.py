@@ -9,10 +9,8 @@ from typing import Any
 from activities.mcp.pool import McpPool
 from runtime.mcp.status import McpBudgetState, McpServerState, write_budget, write_state
 from runtime.sessions import registry
-from runtime.sessions.streams import session_event
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
-from runtime.streams import session_stream
 
 
 def mcp_pool(store: Store, settings: Settings) -> McpPool:
@@ -26,7 +24,15 @@ def mcp_pool(store: Store, settings: Settings) -> McpPool:
     ) -> None:
         await asyncio.to_thread(write_budget, store, workspace, state)
         if event is not None:
-            await asyncio.to_thread(workspace_event, store, settings, workspace, event, payload)
+            await asyncio.to_thread(
+                registry.journal_to_live_sessions,
+                store,
+                EventJournal(store),
+                workspace,
+                event,
+                payload,
+                retention=settings.event_ring_size,
+            )
 
     return McpPool(
         listed_envs=tuple(settings.provider_key_envs),
@@ -36,16 +42,3 @@ def mcp_pool(store: Store, settings: Settings) -> McpPool:
         budget_mode=settings.effective_mcp_budget_mode,
         on_budget=on_budget,
     )
-
-
-def workspace_event(
-    store: Store, settings: Settings, workspace: str, event: str, data: dict[str, Any]
-) -> None:
-    """A workspace-scoped event on every live session of `workspace` (their SSE replay)."""
-    journal = EventJournal(store)
-    for record in registry.list_live(store, workspace):
-        journal.append_many(
-            session_stream(record.session_id),
-            [session_event(event, data)],
-            retention=settings.event_ring_size,
-        )

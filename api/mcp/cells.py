@@ -8,11 +8,11 @@ import asyncio
 from typing import Any
 
 from api.mcp.models import McpError, McpServer
-from api.workspace.status_models import PreflightCell
 from runtime.mcp.config import McpServerConfig, McpServers, load_servers
 from runtime.mcp.status import McpServerState, read_state
 from runtime.settings import Settings
 from runtime.store import Store
+from runtime.workspace.views import PreflightCell
 
 
 def _states(store: Store, scope: str, servers: McpServers) -> dict[str, McpServerState]:

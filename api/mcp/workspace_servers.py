@@ -40,7 +40,6 @@ from api.openapi import errors, json_body
 from api.requests import client_id_of, read_body
 from api.security import require_configured_token
 from api.temporal import is_unavailable
-from api.workspace.status import workspace_event
 from runtime.egress import redact_url
 from runtime.mcp.config import (
     SERVER_NAME,
@@ -68,6 +67,7 @@ from runtime.mcp.status import (
     McpServerState,
     read_budget,
 )
+from runtime.sessions import registry
 from runtime.settings import Settings
 from runtime.store import Store
 from workflows.mcp.discovery import (
@@ -208,13 +208,15 @@ async def restart_mcp_server(
     extra = {"originatorClientId": originator} if originator else {}
     if server in servers.disabled or server in servers.pending:
         reason = "server_disabled" if server in servers.disabled else "approval_required"
-        await workspace_event(
+        await asyncio.to_thread(
+            registry.journal_to_live_sessions,
             store,
             journal,
-            settings,
+            settings.workspace_cwd,
             "mcp_server_restart_refused",
             {"serverName": server, "reason": reason, **extra},
-            originator,
+            retention=settings.event_ring_size,
+            originator=originator,
         )
         return McpRestarted(server_name=server, restarted=False, skipped=True, reason=reason)
     client = await connector.get()
@@ -243,22 +245,26 @@ async def restart_mcp_server(
         # The spec's reason when the budget has no slot for it (enforce mode).
         budget_full = outcome.errorKind == "budget_exhausted"
         reason = "budget_would_exceed" if budget_full else "connect_failed"
-        await workspace_event(
+        await asyncio.to_thread(
+            registry.journal_to_live_sessions,
             store,
             journal,
-            settings,
+            settings.workspace_cwd,
             "mcp_server_restart_refused",
             {"serverName": server, "reason": reason, **extra},
-            originator,
+            retention=settings.event_ring_size,
+            originator=originator,
         )
         return McpRestarted(server_name=server, restarted=False, skipped=True, reason=reason)
-    await workspace_event(
+    await asyncio.to_thread(
+        registry.journal_to_live_sessions,
         store,
         journal,
-        settings,
+        settings.workspace_cwd,
         "mcp_server_restarted",
         {"serverName": server, "durationMs": outcome.durationMs, **extra},
-        originator,
+        retention=settings.event_ring_size,
+        originator=originator,
     )
     return McpRestarted(server_name=server, restarted=True, duration_ms=outcome.durationMs)
 

@@ -1,10 +1,10 @@
 """The JSON bodies of the session-daemon routes: the models that parse them.
 
 A route reads its body with `read_body` (strict JSON, an object, `{}` when empty) and
-validates it with `<Model>.parse`, which answers the spec's own 400 body for the first
-invalid field (`refusal`, a typed refusal: mostly `InvalidRequest` with the field's code),
-never pydantic's messages. The two steps are apart because
-some routes look the session up in between: an unknown session is a 404 even when the
+validates it with `<Model>.parse` (a `DaemonBody`, api/requests.py), which answers the
+spec's own 400 body for the first invalid field (`refusal`, a typed refusal: mostly
+`InvalidRequest` with the field's code), never pydantic's messages. The two steps are
+apart because some routes look the session up in between: an unknown session is a 404 even when the
 body is invalid, while malformed JSON is a 400 before anything else. The bounds are
 api/input_bounds' and runtime/sessions/contracts'; /openapi.json documents these
 models (`api.openapi.json_body`).
@@ -12,45 +12,24 @@ models (`api.openapi.json_body`).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BeforeValidator,
-    ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     field_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from api.errors import ApiError
 from api.input_bounds import MAX_DISPLAY_NAME_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS
+from api.requests import DaemonBody
 from runtime.failures import InvalidRequest, WireError
 from runtime.policy.approval import ApprovalMode
 from runtime.sessions.contracts import MAX_DEADLINE_MS
 from runtime.sessions.errors import WorkspaceMismatch
 from runtime.wire import WireBody
-
-
-class _Body(WireBody):
-    # Strict: `"5"` is not a number and `true` not an integer, as the spec's daemon says.
-    # An unknown field is not refused (the spec's daemon ignores it), unlike WireBody's.
-    model_config = ConfigDict(extra="allow", strict=True)
-
-    @classmethod
-    def refusal(cls, error: ErrorDetails) -> WireError:
-        """The route's 400 for `error`, the first field that failed validation."""
-        raise NotImplementedError
-
-    @classmethod
-    def parse(cls, body: dict[str, Any], context: dict[str, Any] | None = None) -> Self:
-        """Validate a JSON object (`read_body`); the route's own 400 when it is not valid."""
-        try:
-            return cls.model_validate(body, context=context)
-        except ValidationError as err:
-            raise ApiError.of(cls.refusal(err.errors()[0])) from err
 
 
 def _str_or_none(value: Any) -> Any:
@@ -68,7 +47,7 @@ LenientObject = Annotated[dict[str, Any] | None, BeforeValidator(_dict_or_none)]
 INVALID_CWD = InvalidRequest(message="`cwd` must be an absolute path", code="invalid_cwd")
 
 
-class CreateSessionBody(_Body):
+class CreateSessionBody(DaemonBody):
     cwd: str | None = Field(
         default=None,
         max_length=MAX_PATH_CHARS,
@@ -104,7 +83,7 @@ class CreateSessionBody(_Body):
         )
 
 
-class RestoreBody(_Body):
+class RestoreBody(DaemonBody):
     # Not a string: ignored (the daemon's workspace is used).
     cwd: LenientStr = Field(default=None, max_length=MAX_PATH_CHARS)
 
@@ -130,7 +109,7 @@ class MetadataBody(WireBody):
     )
 
 
-class ModelBody(_Body):
+class ModelBody(DaemonBody):
     model_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
 
     @classmethod
@@ -141,7 +120,7 @@ class ModelBody(_Body):
         )
 
 
-class ApprovalModeBody(_Body):
+class ApprovalModeBody(DaemonBody):
     """The schema of POST /session/:id/approval-mode (the route checks `mode` itself, to
     answer `invalid_approval_mode` with the allowed list)."""
 
@@ -153,7 +132,7 @@ class ApprovalModeBody(_Body):
         return InvalidRequest(message="`persist` must be a boolean", code="invalid_persist_flag")
 
 
-class ContentBlock(_Body):
+class ContentBlock(DaemonBody):
     """Any object is a block; only the text of `text` blocks and of resources is read."""
 
     type: LenientStr = Field(
@@ -174,7 +153,7 @@ class ContentBlock(_Body):
 PROMPT_REQUIRED = "`prompt` is required and must be a non-empty array of content blocks"
 
 
-class PromptBody(_Body):
+class PromptBody(DaemonBody):
     prompt: list[ContentBlock] = Field(min_length=1)
     deadline_ms: int | None = Field(default=None, ge=1, le=MAX_DEADLINE_MS)
 
@@ -198,32 +177,14 @@ class PromptBody(_Body):
         )
 
 
-class VoteCancelled(_Body):
+class VoteCancelled(DaemonBody):
     outcome: Literal["cancelled"]
 
 
-class VoteSelected(_Body):
+class VoteSelected(DaemonBody):
     outcome: Literal["selected"]
     option_id: str = Field(max_length=MAX_ID_CHARS)
 
 
-class VoteBody(_Body):
+class VoteBody(DaemonBody):
     outcome: Annotated[VoteCancelled | VoteSelected, Field(discriminator="outcome")]
-
-
-class ToolEnableBody(_Body):
-    enabled: bool
-
-    @classmethod
-    def refusal(cls, error: ErrorDetails) -> WireError:
-        return InvalidRequest(
-            message="`enabled` is required and must be a boolean", code="invalid_enabled_flag"
-        )
-
-
-class InitBody(_Body):
-    force: bool = False
-
-    @classmethod
-    def refusal(cls, error: ErrorDetails) -> WireError:
-        return InvalidRequest(message="`force` must be a boolean", code="invalid_force_flag")

@@ -12,8 +12,11 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import ErrorDetails
 
 from api.input_bounds import MAX_PATH_CHARS
+from api.requests import DaemonBody
+from runtime.failures import InvalidRequest, WireError
 from runtime.wire import WireBody, WireModel, omittable
 from runtime.workspace.ignore import MatchedIgnore
 
@@ -144,3 +147,24 @@ class EditFileBody(_FileBody):
     old_text: str = Field(min_length=1, description="Must occur exactly once.")
     new_text: str
     expected_hash: str = Field(pattern="^sha256:[0-9a-f]{64}$")
+
+
+# -- the bodies of the workspace mutations (read with read_body, parsed by their refusals) --
+
+
+class ToolEnableBody(DaemonBody):
+    enabled: bool
+
+    @classmethod
+    def refusal(cls, error: ErrorDetails) -> WireError:
+        return InvalidRequest(
+            message="`enabled` is required and must be a boolean", code="invalid_enabled_flag"
+        )
+
+
+class InitBody(DaemonBody):
+    force: bool = False
+
+    @classmethod
+    def refusal(cls, error: ErrorDetails) -> WireError:
+        return InvalidRequest(message="`force` must be a boolean", code="invalid_force_flag")

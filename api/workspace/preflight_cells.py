@@ -16,12 +16,12 @@ from api.errors import ApiError
 from api.mcp.cells import server_cells
 from api.mcp.models import McpServer
 from api.temporal import describe_pollers, is_unavailable
-from api.workspace.status_models import PreflightCell
 from runtime.egress_client import EgressRefused, egress_client
 from runtime.llm.active import active_model
 from runtime.settings import Settings
 from runtime.store import Store
 from runtime.store.migrate import current_revision, head_revision
+from runtime.workspace.views import PreflightCell
 
 
 def workspace_cell(settings: Settings) -> PreflightCell:

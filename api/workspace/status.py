@@ -30,8 +30,8 @@ from api.mcp.cells import discovery_cell
 from api.openapi import errors, json_body
 from api.requests import client_id_of, read_body
 from api.security import require_configured_token
-from api.sessions.bodies import InitBody, ToolEnableBody
 from api.sessions.common import live_session, update_session
+from api.workspace.models import InitBody, ToolEnableBody
 from api.workspace.preflight_cells import (
     mcp_view,
     model_cell,
@@ -43,7 +43,6 @@ from api.workspace.routes import workspace_fence
 from api.workspace.status_models import (
     CurrentModel,
     ModelProvider,
-    PreflightCell,
     ProviderModel,
     SessionRecap,
     SessionTasks,
@@ -61,10 +60,6 @@ from runtime.llm.active import active_model
 from runtime.policy.approval import DEFAULT_APPROVAL_MODE, TOOL_KINDS, is_approval_mode
 from runtime.sessions import registry
 from runtime.sessions.contracts import RecapRequest, RecapResult
-from runtime.sessions.streams import session_event
-from runtime.settings import Settings
-from runtime.store import EventJournal, Store
-from runtime.streams import session_stream
 from runtime.workspace.errors import WorkspaceInitConflict
 from runtime.workspace.fence import Fence
 from runtime.workspace.file_errors import FileError
@@ -76,7 +71,7 @@ from runtime.workspace.settings import (
     set_tool_enabled,
 )
 from runtime.workspace.status import env_cells
-from runtime.workspace.views import EnvCell
+from runtime.workspace.views import EnvCell, PreflightCell
 from workflows.sessions.session import SessionWorkflow
 
 router = APIRouter()
@@ -246,24 +241,6 @@ async def session_tasks(session_id: str, store: StoreDep) -> SessionTasks:
 # -- workspace mutations -------------------------------------------------------------------
 
 
-async def workspace_event(
-    store: Store,
-    journal: EventJournal,
-    settings: Settings,
-    event_type: str,
-    data: dict[str, Any],
-    originator: str | None,
-) -> None:
-    """A workspace-scoped event: every live session of the workspace gets it."""
-    records = await asyncio.to_thread(registry.list_live, store, settings.workspace_cwd)
-    for record in records:
-        await journal.aappend_many(
-            session_stream(record.session_id),
-            [session_event(event_type, data, originator=originator)],
-            retention=settings.event_ring_size,
-        )
-
-
 def _with_originator(data: dict[str, Any], originator: str | None) -> dict[str, Any]:
     return {**data, "originatorClientId": originator} if originator else data
 
@@ -293,13 +270,15 @@ async def enable_tool(
         )
     enabled = ToolEnableBody.parse(await read_body(request)).enabled
     await asyncio.to_thread(set_tool_enabled, store, settings.workspace_cwd, tool_name, enabled)
-    await workspace_event(
+    await asyncio.to_thread(
+        registry.journal_to_live_sessions,
         store,
         journal,
-        settings,
+        settings.workspace_cwd,
         "tool_toggled",
         _with_originator({"toolName": tool_name, "enabled": enabled}, originator),
-        originator,
+        retention=settings.event_ring_size,
+        originator=originator,
     )
     return ToolToggled(tool_name=tool_name, enabled=enabled)
 
@@ -393,13 +372,15 @@ async def init_workspace(
         raise ApiError.of(WorkspaceInitConflict(path=str(path)))
     if action == "conflict":
         raise ApiError.of(WorkspaceInitConflict(path=str(path), existing_size=existing))
-    await workspace_event(
+    await asyncio.to_thread(
+        registry.journal_to_live_sessions,
         store,
         journal,
-        settings,
+        settings.workspace_cwd,
         "workspace_initialized",
         _with_originator({"path": str(path), "action": action}, originator),
-        originator,
+        retention=settings.event_ring_size,
+        originator=originator,
     )
     return WorkspaceInitialized(path=str(path), action=action)
 

@@ -15,7 +15,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from runtime.policy.approval import ApprovalMode
 from runtime.wire import WireModel, omittable
-from runtime.workspace.views import CellStatus, EnvCell, StatusCell
+from runtime.workspace.views import CellStatus, EnvCell, PreflightCell
 
 
 class WorkspaceEnv(WireModel):
@@ -24,11 +24,6 @@ class WorkspaceEnv(WireModel):
     initialized: bool
     acp_channel_live: bool
     cells: list[EnvCell]
-
-
-class PreflightCell(StatusCell):
-    locality: Literal["daemon", "acp"]
-    detail: dict[str, Any] | SkipJsonSchema[None] = omittable("Cell-specific facts.")
 
 
 class WorkspacePreflight(WireModel):

@@ -18,9 +18,10 @@ from runtime.sessions.models import (
     SessionPermissionRequest,
     SingleSessionSlot,
 )
+from runtime.sessions.streams import session_event
 from runtime.store import Store
 from runtime.store.atomic import serialize
-from runtime.store.journal import JournalEntry
+from runtime.store.journal import EventJournal, JournalEntry
 from runtime.streams import session_stream
 from runtime.timestamps import aware_utc, iso_ms
 
@@ -115,6 +116,34 @@ def list_live(store: Store, workspace_cwd: str) -> list[SessionRecord]:
             .order_by(_SESSIONS.c.created_at)
         ).scalars()
         return [_record(row) for row in rows]
+
+
+def journal_to_live_sessions(
+    store: Store,
+    journal: EventJournal,
+    workspace_cwd: str,
+    event_type: str,
+    data: dict[str, Any],
+    *,
+    retention: int | None,
+    originator: str | None = None,
+) -> None:
+    """A workspace-scoped event (a tool toggled, an MCP server restarted, a budget
+    reached): every live session of the workspace gets it in its stream, where its SSE
+    clients read it.
+
+    Args:
+        workspace_cwd: the workspace whose live sessions get it.
+        event_type, data: the session envelope's `type` and `data`.
+        retention: each stream keeps its last `retention` events (the event ring).
+        originator: the client id that caused it (`originatorClientId`), if any.
+    """
+    for record in list_live(store, workspace_cwd):
+        journal.append_many(
+            session_stream(record.session_id),
+            [session_event(event_type, data, originator=originator)],
+            retention=retention,
+        )
 
 
 def create_or_attach(

@@ -7,7 +7,7 @@ spec's status cell (DaemonStatusCell) and the cells of GET /workspace/env, built
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic.json_schema import SkipJsonSchema
 
@@ -45,3 +45,8 @@ class EnvCell(StatusCell):
     value: str | SkipJsonSchema[None] = omittable(
         "runtime/platform: the version; proxy: host:port only; never for env_var."
     )
+
+
+class PreflightCell(StatusCell):
+    locality: Literal["daemon", "acp"]
+    detail: dict[str, Any] | SkipJsonSchema[None] = omittable("Cell-specific facts.")

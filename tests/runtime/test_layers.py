@@ -183,8 +183,8 @@ api/agent_tools: api.approvals runtime.approvals runtime.investigation
 api/approvals: runtime.policy runtime.tenants
 api/coding_tasks: api.standing_agents runtime.policy runtime.standing_agents runtime.tenants
 api/device_flow: api.approvals runtime.approvals
-api/mcp: api.coding_tasks api.standing_agents api.windows api.workspace runtime.coding_tasks
-    runtime.standing_agents runtime.tenants runtime.windows runtime.workspace
+api/mcp: api.coding_tasks api.standing_agents api.windows runtime.coding_tasks
+    runtime.sessions runtime.standing_agents runtime.tenants runtime.windows runtime.workspace
 api/security: runtime.agent_tools runtime.tenants
 api/service: runtime.llm runtime.policy runtime.sessions
     runtime.standing_agents
@@ -266,10 +266,9 @@ activities/workspace: results
 api/approvals: answers
 api/coding_tasks: temporal_calls
 api/mcp: cells models
-api/sessions: bodies common
+api/sessions: common
 api/standing_agents: common models temporal_calls
 api/windows: leases
-api/workspace: status status_models
 runtime/agent_tools: models
 runtime/approvals: answers binding ledger models projection
 runtime/coding_tasks: models store
