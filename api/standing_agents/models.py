@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt
+from pydantic import Field, StrictInt
 
 from runtime.approvals.binding import DIGEST_PATTERN
 from runtime.standing_agents.contracts import AgentType
@@ -21,11 +21,6 @@ from runtime.wire import WireBody, WireModel
 Capability = Annotated[str, Field(min_length=1, max_length=100)]
 
 # -- requests --------------------------------------------------------------------------------
-
-
-class FeatureBody(WireBody):
-    # Strict: "no", 1 or "off" are refused, not read as booleans.
-    enabled: StrictBool
 
 
 class AgentCreate(WireBody):
@@ -131,20 +126,6 @@ class RegisterBody(WireBody):
 
 
 # -- responses -------------------------------------------------------------------------------
-
-
-class FeatureState(WireModel):
-    tenant: str
-    feature: str
-    enabled: bool
-    soa_instance_id: str | None = Field(
-        default=None, description="The tenant's SOA when it exists (auto-bootstrap)."
-    )
-    deployment_enabled: bool | None = Field(
-        default=None,
-        description="The deployment's switch (AGENTRT_STANDING_AGENTS_ENABLED): when false,"
-        " no agent ticks whatever the tenant's flag (spec §3.2). Standing agents only.",
-    )
 
 
 class BudgetPauseView(WireModel):

@@ -16,10 +16,10 @@ from api.deps import SettingsDep, StoreDep, TenantPath
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
-from api.standing_agents.models import FeatureBody, FeatureState
 from api.standing_agents.temporal_calls import WakerDep
 from runtime.standing_agents import control
 from runtime.standing_agents.contracts import STANDING_AGENTS_FEATURE
+from runtime.tenants.views import FeatureBody, FeatureState
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/features", route_class=StrictJsonRoute)
 PATH = f"/{STANDING_AGENTS_FEATURE}"

@@ -26,7 +26,6 @@ from api.input_bounds import StrictJsonRoute
 from api.openapi import errors, json_body
 from api.requests import read_body
 from api.security import require_configured_token
-from api.standing_agents.models import FeatureBody, FeatureState
 from api.windows.holders import refuse_holder
 from api.windows.leases import run_verb
 from api.windows.models import (
@@ -37,6 +36,7 @@ from api.windows.models import (
 )
 from runtime.failures import decode_failure
 from runtime.store.tenants import feature_enabled, set_feature
+from runtime.tenants.views import FeatureBody, FeatureState
 from runtime.windows import lease_client
 from runtime.windows.errors import WindowsError, WindowsErrorCode
 from runtime.windows.lease import HOLDER_PATTERN, WINDOWS_POOL_FEATURE

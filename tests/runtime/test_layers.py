@@ -191,9 +191,9 @@ api/service: runtime.llm runtime.policy runtime.sessions
 api/sessions: api.approvals runtime.approvals runtime.llm runtime.mcp runtime.policy
     runtime.workspace
 api/standing_agents: api.approvals api.sessions api.windows runtime.approvals runtime.llm
-    runtime.policy runtime.sessions runtime.windows workflows.sessions
-api/windows: api.standing_agents runtime.agent_tools runtime.coding_tasks runtime.sessions
-    runtime.standing_agents
+    runtime.policy runtime.sessions runtime.tenants runtime.windows workflows.sessions
+api/windows: runtime.agent_tools runtime.coding_tasks runtime.sessions
+    runtime.standing_agents runtime.tenants
 api/workspace: api.mcp api.sessions runtime.device_flow runtime.llm runtime.policy
     runtime.sessions workflows.sessions
 runtime/agent_tools: runtime.investigation runtime.llm
@@ -267,7 +267,7 @@ api/approvals: answers
 api/coding_tasks: temporal_calls
 api/mcp: cells models
 api/sessions: common
-api/standing_agents: common models temporal_calls
+api/standing_agents: common temporal_calls
 api/windows: leases
 runtime/agent_tools: models
 runtime/approvals: answers binding ledger models projection
