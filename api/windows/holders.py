@@ -12,10 +12,13 @@ tenant). Both refusals are `VALIDATION_ERROR`s (reason `unknown_holder` /
 from __future__ import annotations
 
 import asyncio
+from typing import Final
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from api.temporal import query_workflow
+from runtime.agent_tools.contracts import TURN_STATE_QUERY, TurnState, TurnStatus
 from runtime.agent_tools.models import AgentTurn
 from runtime.coding_tasks.contracts import SETTLED, TaskState
 from runtime.coding_tasks.models import CodingTask
@@ -32,8 +35,10 @@ from runtime.windows.lease import (
     unknown_holder,
 )
 
-# The describe of a turn's workflow: Temporal answers it, no worker is involved.
+# The describe of a turn's workflow (Temporal answers it) and the query of its state.
 DESCRIBE_TIMEOUT = 10.0
+# The statuses of a turn that has decided its end (runtime/agent_tools/contracts.py).
+TURN_ENDED: Final[frozenset[TurnStatus]] = frozenset({"completed", "denied", "failed"})
 
 
 async def refuse_holder(
@@ -61,7 +66,7 @@ async def refuse_holder(
         turn = await asyncio.to_thread(_load_turn, store, settings.instance, tenant, ident)
         if turn is None:
             return unknown_holder(holder, tenant, "no such turn in this workspace")
-        if not await _running(client, turn.workflow_id):
+        if await turn_ended(client, turn.workflow_id):
             return holder_settled(holder, "turn_finished")
         return None
     if kind == "task":
@@ -91,13 +96,29 @@ def _load_task(store: Store, tenant: str, task_id: str) -> CodingTask | None:
     return row if row is not None and row.tenant == tenant else None
 
 
-async def _running(client: Client, workflow_id: str) -> bool:
+async def turn_ended(client: Client, workflow_id: str) -> bool:
+    """Whether the turn whose workflow is `workflow_id` has ended, for its lease.
+
+    Its workflow has closed, or never started; or it still runs but has decided its end
+    (a terminal `status`: completed, denied, failed). A turn settles its lease after its
+    end is decided and before its workflow closes: a verb taken in between would lease a
+    machine that no settlement releases any more.
+
+    Raises:
+        RPCError, TimeoutError: Temporal did not answer the describe.
+        ApiError: no worker answered the state query (503 `worker_unavailable`).
+    """
+    handle = client.get_workflow_handle(workflow_id)
     try:
-        described = await asyncio.wait_for(
-            client.get_workflow_handle(workflow_id).describe(), DESCRIBE_TIMEOUT
-        )
+        described = await asyncio.wait_for(handle.describe(), DESCRIBE_TIMEOUT)
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
-            return False  # never started (its POST failed): nothing to settle a lease
+            return True  # never started (its POST failed): nothing to settle a lease
         raise
-    return described.status == WorkflowExecutionStatus.RUNNING
+    if described.status != WorkflowExecutionStatus.RUNNING:
+        return True
+    state = await query_workflow(
+        lambda timeout: handle.query(TURN_STATE_QUERY, result_type=TurnState, rpc_timeout=timeout),
+        DESCRIBE_TIMEOUT,
+    )
+    return state.status in TURN_ENDED

@@ -123,6 +123,11 @@ class TurnResult(BaseModel):
     summary: str = ""
 
 
+TURN_STATE_QUERY = "state"
+"""The turn workflow's query of its `TurnState`, by name for the doors that do not import
+the workflow (the Windows holder check)."""
+
+
 class TurnState(BaseModel):
     """The query `state`: where a turn is now (`GET /turns/{turn_id}`)."""
 

@@ -28,6 +28,7 @@ from workflows.llm.model_failure import attempt_views, is_exhausted
 
 with workflow.unsafe.imports_passed_through():
     from runtime.agent_tools.contracts import (
+        TURN_STATE_QUERY,
         AgentToolsActivityContracts,
         CallSummary,
         ModelStepInput,
@@ -89,7 +90,7 @@ class TurnWorkflow(TurnSteps):
 
     # -- messages ------------------------------------------------------------------------
 
-    @workflow.query
+    @workflow.query(name=TURN_STATE_QUERY)
     def state(self) -> TurnState:
         assert self._input is not None
         return TurnState(

@@ -5,14 +5,19 @@ under another tenant, or after the turn finished, a verb for it is refused."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio import workflow
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
 
+from api.windows.holders import turn_ended
+from runtime.agent_tools.contracts import TurnState, TurnStatus
 from runtime.investigation.demo import ensure_demo
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
@@ -85,3 +90,48 @@ async def test_a_finished_turn_releases_its_lease(
     error = late.json()["error"]
     assert error["code"] == "VALIDATION_ERROR" and error["data"]["reason"] == "holder_settled"
     assert not pool.sessions
+
+
+@workflow.defn(name="TurnBetweenItsEndAndItsClose", sandboxed=False)
+class TurnBetweenItsEndAndItsClose:
+    """A turn's workflow held at the moment the race needs, which the real one passes
+    through in one workflow task: its end decided (the `state` query's status), its lease
+    already settled, its workflow not closed yet. The holder check queries it as it
+    queries TurnWorkflow (the query `state`)."""
+
+    def __init__(self) -> None:
+        self._status: TurnStatus = "running"
+
+    @workflow.run
+    async def run(self, status: TurnStatus) -> None:
+        self._status = status
+        await workflow.wait_condition(lambda: False)
+
+    @workflow.query
+    def state(self) -> TurnState:
+        return TurnState(turn_id="t", workspace="w", agent="deterministic", status=self._status)
+
+
+@pytest.mark.parametrize(
+    ("status", "ended"),
+    [("completed", True), ("denied", True), ("failed", True), ("running", False)],
+)
+async def test_a_turn_that_decided_its_end_is_settled_before_its_workflow_closes(
+    dev_env: WorkflowEnvironment, task_queue: str, status: TurnStatus, ended: bool
+) -> None:
+    """A verb for a turn between its settlement and its close would lease a machine that
+    no settlement releases: the holder check reads the turn's decided end, not only
+    whether its workflow still runs (a clean-clone run caught the window once)."""
+    workflow_id = f"turn-window-{uuid.uuid4()}"
+    async with Worker(
+        dev_env.client, task_queue=task_queue, workflows=[TurnBetweenItsEndAndItsClose]
+    ):
+        handle = await dev_env.client.start_workflow(
+            TurnBetweenItsEndAndItsClose.run, status, id=workflow_id, task_queue=task_queue
+        )
+        try:
+            assert await turn_ended(dev_env.client, workflow_id) is ended
+        finally:
+            await handle.terminate()
+    assert await turn_ended(dev_env.client, workflow_id) is True  # closed
+    assert await turn_ended(dev_env.client, f"never-{workflow_id}") is True  # never started
