@@ -2,10 +2,10 @@
 hint, status}` and, when it is one, the fence rule it broke.
 
 Every reader and writer of the workspace raises these (runtime/workspace/fence.py, fs.py,
-the search child, the standing agents' tools); routes answer them through a model's
-`.of(err)` (runtime/workspace/errors.py), the session tools as a tool error naming the
-rule. Like the fence, this module imports only the standard library: the search child
-(`python -I`) uses it too.
+the search child, the standing agents' tools); the file routes answer one with its own
+body, `POST /workspace/init` passes it on as the kernel's `RelayedRefusal`, and the session
+tools answer it as a tool error naming the rule. Like the fence, this module imports only
+the standard library: the search child (`python -I`) uses it too.
 """
 
 from __future__ import annotations
