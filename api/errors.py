@@ -36,7 +36,9 @@ from runtime.failures import (
 
 log = logging.getLogger(__name__)
 
-INVALID_JSON = {"error": "Invalid JSON in request body"}
+# A body that is not JSON: the spec's 400 has no `code`.
+MALFORMED_JSON = InvalidRequest(message="Invalid JSON in request body")
+INVALID_JSON = MALFORMED_JSON.response_body()  # its body, as clients read it
 NOT_AN_OBJECT = "Request body must be a JSON object (Content-Type: application/json)"
 # The spec's 5xx shape (JSON-RPC style): `{"error": "Internal error", "code": -32000, "data"}`.
 INTERNAL_ERROR_CODE = -32000
@@ -172,7 +174,7 @@ async def _validation_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
     if any(err.get("type") == "json_invalid" for err in errors):
-        return json_error(400, INVALID_JSON)
+        return _invalid(MALFORMED_JSON)
     first = errors[0] if errors else {}
     if tuple(first.get("loc", ())) == ("body",) and first.get("type") == "model_attributes_type":
         # Not a JSON object: an array, a string, or a form body sent without

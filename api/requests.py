@@ -13,7 +13,7 @@ from fastapi import Request
 from pydantic import ConfigDict, ValidationError
 from pydantic_core import ErrorDetails
 
-from api.errors import INVALID_JSON, ApiError
+from api.errors import MALFORMED_JSON, ApiError
 from api.input_bounds import strict_json_loads
 from runtime.failures import InvalidRequest, WireError
 from runtime.wire import WireBody
@@ -30,7 +30,7 @@ async def read_body(request: Request) -> dict[str, Any]:
     try:
         body = strict_json_loads(raw)
     except ValueError as err:
-        raise ApiError(400, INVALID_JSON) from err
+        raise ApiError.of(MALFORMED_JSON) from err
     if not isinstance(body, dict):
         raise ApiError.of(InvalidRequest(message="Request body must be a JSON object"))
     return body

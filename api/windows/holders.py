@@ -12,6 +12,7 @@ tenant). Both refusals are `VALIDATION_ERROR`s (reason `unknown_holder` /
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Final
 
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -110,10 +111,12 @@ async def turn_ended(client: Client, workflow_id: str) -> bool:
     """
     handle = client.get_workflow_handle(workflow_id)
     try:
-        described = await asyncio.wait_for(handle.describe(), DESCRIBE_TIMEOUT)
+        described = await handle.describe(rpc_timeout=timedelta(seconds=DESCRIBE_TIMEOUT))
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
             return True  # never started (its POST failed): nothing to settle a lease
+        if err.status == RPCStatusCode.DEADLINE_EXCEEDED:
+            raise TimeoutError("Temporal did not answer the describe of a turn") from err
         raise
     if described.status != WorkflowExecutionStatus.RUNNING:
         return True
