@@ -2,7 +2,7 @@
 
 A stream is written by one consumer (the response body generator) and fed, once
 the replay is written, by one producer task that tails the journal into the
-subscriber's bounded backlog (`runtime.policy.backpressure`). A subscriber that
+subscriber's bounded backlog (`runtime.backpressure`). A subscriber that
 does not read fills its backlog: it gets a `slow_client_warning` at 75 %, then a
 terminal `client_evicted` and the response ends. Replayed frames are written
 directly and never count against the backlog.
@@ -30,7 +30,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from api.errors import ApiError
-from runtime.policy.backpressure import (
+from runtime.backpressure import (
     INVALID_MAX_QUEUED,
     Backlog,
     Offer,

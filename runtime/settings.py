@@ -247,7 +247,7 @@ class Settings(BaseSettings):
     # agent's own wake-ups.
     agent_schedule_min_interval_s: int = Field(default=60, ge=1)
     max_consecutive_blocked_turns: int = Field(default=3, ge=1)
-    # The loop guards (issue 21, item 10; runtime/policy/loop_guard.py): close an agent
+    # The loop guards (issue 21, item 10; runtime/standing_agents/loop_guard.py): close an agent
     # whose last N planned turns decided the same, or that planned more than M times in
     # an hour on its own heartbeat with no operator or external event.
     agent_max_repeated_decisions: int = Field(default=5, ge=2)

@@ -32,7 +32,7 @@ from activities.workspace import (
 from runtime.llm.contracts import ImageRef
 from runtime.mcp.binding import McpBinding
 from runtime.mcp.names import is_mcp_tool
-from runtime.policy.approval import TOOL_KINDS, is_mutating
+from runtime.sessions.approval_modes import TOOL_KINDS, is_mutating
 from runtime.sessions.contracts import (
     SessionActivityContracts,
     TaskDecisionInput,

@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from runtime.policy.constitution import ConstitutionRule, violations
+from runtime.standing_agents.constitution import ConstitutionRule, violations
 
 
 class ConstitutionChecker:

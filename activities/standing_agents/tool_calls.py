@@ -19,7 +19,6 @@ from activities.standing_agents.constitution_check import ConstitutionChecker
 from activities.standing_agents.mcp_tools import AgentMcpTools
 from activities.standing_agents.tasks import assign_coder, propose_task
 from runtime.mcp.names import is_mcp_tool
-from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
 from runtime.settings import Settings
 from runtime.standing_agents import (
     mcp_calls,
@@ -31,6 +30,7 @@ from runtime.standing_agents import (
 )
 from runtime.standing_agents.agent_journal import entry_data
 from runtime.standing_agents.catalog import PHASE_BLOCKED, PHASE_COMPLETE
+from runtime.standing_agents.constitution import CONSTITUTION_KEY, parse_rules
 from runtime.standing_agents.contracts import ActionOutcome, AttentionKind
 from runtime.standing_agents.workflow_contracts import (
     ACTION_ENTRY,

@@ -40,9 +40,6 @@ from runtime.approvals.answers import (
 )
 from runtime.approvals.ledger import DEPLOYMENT, ApprovalKind, ApprovalState, InboxFilter
 from runtime.approvals.models import Approval
-from runtime.policy.permissions import (
-    NotPending,
-)
 from runtime.store import Store
 from runtime.timestamps import iso_ms
 from runtime.wire import WireModel
@@ -181,8 +178,11 @@ ApprovalPath = Annotated[str, Path(pattern=APPROVAL_ID_PATTERN)]
 _SETTLED_LATER: Final = frozenset({ApprovalKind.PERMISSION, ApprovalKind.DEVICE_LOGIN})
 _SETTLE_WAIT = 5.0
 _SETTLE_POLL = 0.05
-# The kinds' own refusals of an answer to a request that already ended.
-_ENDED_CODES: Final = frozenset({"decision_already_resolved", "research_already_decided"})
+# The kinds' own refusals of an answer to a request that already ended, by their refusal's
+# kind (a permission's vote, a decision's answer, a research's decision).
+_ENDED_KINDS: Final = frozenset(
+    {"permission_not_pending", "decision_already_resolved", "research_already_decided"}
+)
 
 
 async def _answering(
@@ -273,8 +273,8 @@ async def _answer(
         await _answerer(answering.request, kind)(answering, row, body)
     except (ApiError, ApplicationError) as caught:
         err = caught if isinstance(caught, ApiError) else ApiError.carried_by(caught)
-        ended = err.body.get("code") in _ENDED_CODES or isinstance(err.failure, NotPending)
-        if not ended:
+        refusal = err.failure.kind_name if err.failure is not None else err.body.get("code")
+        if refusal not in _ENDED_KINDS:
             raise
         # Another answer, its timer or its end came first: same answer or 409.
         now = await _ended(answering.store, approval_id, _SETTLE_WAIT)

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import AwareDatetime, Field
 
 from runtime.coding_tasks.contracts import TaskView
-from runtime.policy.approval import ApprovalMode
+from runtime.sessions.approval_modes import ApprovalMode
 from runtime.wire import WireBody, WireModel
 
 Capability = Annotated[str, Field(min_length=1, max_length=100)]

@@ -16,7 +16,7 @@ from runtime.failures import refusal_of
 from runtime.llm.active import active_model
 from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
 from runtime.llm.routing import SESSION_SITE, SETTINGS_PRESET
-from runtime.policy.permissions import (
+from runtime.sessions.permissions import (
     POLICIES,
 )
 from runtime.settings import Settings

@@ -26,7 +26,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from api.input_bounds import MAX_DISPLAY_NAME_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS
 from api.requests import DaemonBody
 from runtime.failures import InvalidRequest, WireError
-from runtime.policy.approval import ApprovalMode
+from runtime.sessions.approval_modes import ApprovalMode
 from runtime.sessions.contracts import MAX_DEADLINE_MS
 from runtime.sessions.errors import WorkspaceMismatch
 from runtime.wire import WireBody

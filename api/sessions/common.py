@@ -34,15 +34,15 @@ from runtime.failures import refusal_of
 from runtime.llm.active import active_model, served_model_id
 from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
 from runtime.llm.routing import SESSION_SITE
-from runtime.policy.approval import DEFAULT_APPROVAL_MODE, is_approval_mode
-from runtime.policy.views import modes_state
 from runtime.sessions import registry
+from runtime.sessions.approval_modes import DEFAULT_APPROVAL_MODE, is_approval_mode
 from runtime.sessions.contracts import (
     SessionInput,
     SessionStatus,
     WorkerBound,
 )
 from runtime.sessions.errors import SessionNotFound
+from runtime.sessions.views import modes_state
 from runtime.settings import Settings
 from runtime.store import Store
 from runtime.workspace.settings import APPROVAL_MODE, get_setting

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from runtime.policy.approval import ApprovalMode
-from runtime.policy.views import ModesState
+from runtime.sessions.approval_modes import ApprovalMode
+from runtime.sessions.views import ModesState
 from runtime.wire import WireModel, omittable
 
 

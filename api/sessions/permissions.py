@@ -24,18 +24,18 @@ from api.sessions.models import VoteRecorded
 from runtime.approvals.answers import InvalidAnswer
 from runtime.approvals.models import Approval
 from runtime.approvals.projection import note_vote
-from runtime.policy.permissions import (
-    NotPending,
-)
-from runtime.policy.vote_body import (
-    OutcomeError,
-    validate_outcome_body,
-)
 from runtime.sessions import registry
 from runtime.sessions.contracts import (
     VoteRequest,
 )
+from runtime.sessions.permissions import (
+    NotPending,
+)
 from runtime.sessions.streams import session_event
+from runtime.sessions.vote_body import (
+    OutcomeError,
+    validate_outcome_body,
+)
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.streams import session_stream

@@ -53,8 +53,8 @@ from api.temporal import is_unavailable
 from runtime.failures import InvalidRequest, RelayedRefusal, refusal_of
 from runtime.llm.config_store import LlmConfigRefusal, session_binding
 from runtime.llm.routing import SESSION_SITE
-from runtime.policy.approval import InvalidApprovalMode, is_approval_mode
 from runtime.sessions import registry
+from runtime.sessions.approval_modes import InvalidApprovalMode, is_approval_mode
 from runtime.sessions.contracts import (
     CloseRequest,
     ModelSwitchResult,

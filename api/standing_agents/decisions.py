@@ -28,11 +28,11 @@ from api.standing_agents.temporal_calls import Waker, WakerDep, get_waker
 from api.temporal import TemporalConnector
 from runtime.approvals.models import Approval
 from runtime.approvals.projection import note_vote
-from runtime.policy.permissions import (
-    NotPending,
-)
 from runtime.sessions.contracts import VoteRequest
 from runtime.sessions.errors import SessionNotFound
+from runtime.sessions.permissions import (
+    NotPending,
+)
 from runtime.settings import Settings
 from runtime.standing_agents import control, decision_queue
 from runtime.standing_agents.coder_decisions import permission_vote

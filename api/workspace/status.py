@@ -57,8 +57,8 @@ from api.workspace.status_models import (
 from runtime.device_flow.providers import all_providers, credentials_path
 from runtime.failures import InvalidRequest, RelayedRefusal
 from runtime.llm.active import active_model
-from runtime.policy.approval import DEFAULT_APPROVAL_MODE, TOOL_KINDS, is_approval_mode
 from runtime.sessions import registry
+from runtime.sessions.approval_modes import DEFAULT_APPROVAL_MODE, TOOL_KINDS, is_approval_mode
 from runtime.sessions.contracts import RecapRequest, RecapResult
 from runtime.workspace.errors import WorkspaceInitConflict
 from runtime.workspace.fence import Fence

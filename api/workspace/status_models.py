@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from runtime.policy.approval import ApprovalMode
+from runtime.sessions.approval_modes import ApprovalMode
 from runtime.wire import WireModel, omittable
 from runtime.workspace.views import CellStatus, EnvCell, PreflightCell
 

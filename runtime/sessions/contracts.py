@@ -353,7 +353,7 @@ class ToolPreview(BaseModel):
     # run_shell_command: whether the fence passed what the command's paths and program
     # resolve to (see activities.workspace.previews.shell_fenced). None for other tools,
     # and in previews recorded before the `auto` allow-list: the workflow then replays
-    # the decision of the rule of that time (runtime.policy.approval_v0).
+    # the decision of the rule of that time (runtime.sessions.approval_modes_v0).
     shell_fenced: bool | None = None
     # How the call is dispatched (runtime/tools.Dispatch): an own tool's descriptor's, an
     # MCP tool's from its server's annotations (with the server's timeout that bounds it).

@@ -32,12 +32,6 @@ from sqlmodel import Session, col, select
 
 from runtime.approvals import ledger
 from runtime.approvals.ledger import ApprovalKind, ApprovalState
-from runtime.policy.agent_budget import (
-    CONFIG_KEYS,
-    foundational_active,
-    resolve_tick_budget,
-    settings_budget,
-)
 from runtime.settings import Settings
 from runtime.standing_agents import approvals, catalog, spend
 from runtime.standing_agents.configs import WEEKLY_CREDIT_KEY, effective_credit
@@ -54,6 +48,12 @@ from runtime.standing_agents.models import (
     SystemConfig,
 )
 from runtime.standing_agents.modes import catalogue
+from runtime.standing_agents.tick_budget import (
+    CONFIG_KEYS,
+    foundational_active,
+    resolve_tick_budget,
+    settings_budget,
+)
 from runtime.standing_agents.workflow_contracts import BudgetReached
 from runtime.store.engine import Store
 from runtime.timestamps import aware_utc, iso_ms

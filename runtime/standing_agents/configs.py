@@ -4,7 +4,7 @@
 store (normalised) or raises `UnknownConfigKey` or `ValueError` (a message fit for a 400
 body); `put_config`, the write, refuses them as `ConfigKeyNotFound` (404) and
 `InvalidConfigValue` (400). Reading goes through `effective_credit` and
-`runtime.policy.agent_budget.resolve_tick_budget`, which fall back below a cleared key.
+`runtime.standing_agents.tick_budget.resolve_tick_budget`, which fall back below a cleared key.
 
 | key                                  | value                                          |
 |--------------------------------------|------------------------------------------------|
@@ -32,7 +32,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeGuard
 from sqlmodel import col, select
 
 from runtime.failures import WireError
-from runtime.policy.agent_budget import (
+from runtime.standing_agents.compliance_corpus import PROJECTS_KEY, parse_projects
+from runtime.standing_agents.constitution import CONSTITUTION_KEY, parse_rules
+from runtime.standing_agents.models import SystemConfig
+from runtime.standing_agents.tick_budget import (
     CONFIG_KEYS,
     FOUNDATIONAL_OUTPUT_KEY,
     FOUNDATIONAL_WINDOW_KEY,
@@ -43,9 +46,6 @@ from runtime.policy.agent_budget import (
     foundational_window,
     settings_budget,
 )
-from runtime.policy.constitution import CONSTITUTION_KEY, parse_rules
-from runtime.standing_agents.compliance_corpus import PROJECTS_KEY, parse_projects
-from runtime.standing_agents.models import SystemConfig
 from runtime.store.atomic import upsert
 from runtime.store.engine import Store
 

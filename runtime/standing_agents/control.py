@@ -23,11 +23,6 @@ from sqlmodel import Session, col, delete, select
 from temporalio.exceptions import ApplicationError
 
 from runtime.failures import WireError, refusal_of
-from runtime.policy.agent_budget import (
-    FOUNDATIONAL_WINDOW,
-    foundational_active,
-    foundational_deadline,
-)
 from runtime.settings import Settings
 from runtime.standing_agents import approvals, budget_pause, configs, queue
 from runtime.standing_agents.agent_journal import (
@@ -45,6 +40,11 @@ from runtime.standing_agents.errors import AgentNotFound
 from runtime.standing_agents.models import (
     AgentEventRow,
     AgentInstance,
+)
+from runtime.standing_agents.tick_budget import (
+    FOUNDATIONAL_WINDOW,
+    foundational_active,
+    foundational_deadline,
 )
 from runtime.store.engine import Store
 from runtime.store.journal import EventJournal

@@ -1,5 +1,5 @@
 """An agent's heartbeat (`AgentTick` events `tick/{instanceId}/{generation}/{seq}`): its
-id, its delay (runtime/policy/agent_cadence.py), and the one future heartbeat a tick's
+id, its delay (runtime/standing_agents/cadence.py), and the one future heartbeat a tick's
 completion leaves queued (runtime/standing_agents/ticks.py)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from runtime.policy.agent_cadence import next_heartbeat_delay_ms
 from runtime.settings import Settings
+from runtime.standing_agents.cadence import next_heartbeat_delay_ms
 from runtime.standing_agents.contracts import EventKind
 from runtime.standing_agents.models import AgentEventRow, AgentInstance, AgentLedgerTurn
 

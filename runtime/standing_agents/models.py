@@ -51,7 +51,7 @@ class AgentInstance(SQLModel, table=True):
     call_site: str | None = Field(default=None, max_length=120)
     # Bumped by reset: events and ledger turns of an older generation are ignored.
     generation: int = 0
-    # The loop guards (runtime/policy/loop_guard.py; migration 0017): the last planned
+    # The loop guards (runtime/standing_agents/loop_guard.py; migration 0017): the last planned
     # turn's decision hash and how many planned turns in a row ended with it.
     last_decision_hash: str | None = Field(default=None, max_length=80)
     repeated_decision_turns: int = 0

@@ -23,15 +23,15 @@ from sqlmodel import Session, col, select
 
 from runtime.llm.models import LlmCallAttempt
 from runtime.llm.reservation import UNSETTLED_OUTCOMES, SpendRefusal
-from runtime.policy.agent_budget import CREDIT_AXIS as WEEKLY_CREDIT_AXIS
-from runtime.policy.agent_budget import (
+from runtime.settings import Settings
+from runtime.standing_agents.configs import effective_credit
+from runtime.standing_agents.models import SystemConfig
+from runtime.standing_agents.tick_budget import CREDIT_AXIS as WEEKLY_CREDIT_AXIS
+from runtime.standing_agents.tick_budget import (
     CREDIT_WINDOW,
     TICK_COST_AXIS,
     credit_allows,
 )
-from runtime.settings import Settings
-from runtime.standing_agents.configs import effective_credit
-from runtime.standing_agents.models import SystemConfig
 from runtime.store.atomic import serialize
 from runtime.store.engine import Store
 from runtime.timestamps import aware_utc

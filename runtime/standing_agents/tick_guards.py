@@ -1,4 +1,4 @@
-"""What a tick's completion decides on the loop guards (runtime/policy/loop_guard.py):
+"""What a tick's completion decides on the loop guards (runtime/standing_agents/loop_guard.py):
 the counters after a turn, the agent's own wake-ups of the last hour, and the `stuck`
 request of a close (runtime/standing_agents/ticks.py)."""
 
@@ -11,7 +11,10 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from runtime.policy.loop_guard import (
+from runtime.settings import Settings
+from runtime.standing_agents import heartbeats
+from runtime.standing_agents.contracts import AttentionKind, AttentionStatus, EventKind
+from runtime.standing_agents.loop_guard import (
     PHASE_BLOCKED_RULE,
     REPEATED_DECISION,
     SELF_WAKE,
@@ -20,9 +23,6 @@ from runtime.policy.loop_guard import (
     after_planned_turn,
     decision_hash,
 )
-from runtime.settings import Settings
-from runtime.standing_agents import heartbeats
-from runtime.standing_agents.contracts import AttentionKind, AttentionStatus, EventKind
 from runtime.standing_agents.models import AgentInstance, AgentLedgerTurn, AttentionRequest
 from runtime.standing_agents.workflow_contracts import CompleteTickInput
 
@@ -38,7 +38,7 @@ def loop_verdict(
     request: CompleteTickInput,
     reasoning: str | None,
 ) -> LoopVerdict:
-    """The loop guards' counters after this turn (runtime/policy/loop_guard.py)."""
+    """The loop guards' counters after this turn (runtime/standing_agents/loop_guard.py)."""
     planned = request.llm_call_id is not None
     wakes = 0
     if planned and request.event.event_id.startswith(heartbeats.HEARTBEAT_PREFIX):

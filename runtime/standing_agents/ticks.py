@@ -19,13 +19,6 @@ from typing import Any
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from runtime.policy.agent_budget import (
-    foundational_active,
-    foundational_output_tokens,
-    resolve_tick_budget,
-    settings_budget,
-)
-from runtime.policy.plan_hash import plan_input_hash
 from runtime.settings import Settings
 from runtime.standing_agents import (
     budget_pause,
@@ -51,8 +44,15 @@ from runtime.standing_agents.models import (
 )
 from runtime.standing_agents.modes import catalogue
 from runtime.standing_agents.ops_digest import probe
+from runtime.standing_agents.plan_hash import plan_input_hash
 from runtime.standing_agents.queue import next_due
 from runtime.standing_agents.spend import credit_gate
+from runtime.standing_agents.tick_budget import (
+    foundational_active,
+    foundational_output_tokens,
+    resolve_tick_budget,
+    settings_budget,
+)
 from runtime.standing_agents.workflow_contracts import (
     BeginTickInput,
     BeginTickResult,

@@ -1,10 +1,10 @@
-"""The SSE backpressure state machine (runtime.policy.backpressure), without I/O."""
+"""The SSE backpressure state machine (runtime.backpressure), without I/O."""
 
 from __future__ import annotations
 
 import pytest
 
-from runtime.policy.backpressure import (
+from runtime.backpressure import (
     DEFAULT_MAX_QUEUED,
     Backlog,
     BackpressureState,

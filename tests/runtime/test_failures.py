@@ -20,6 +20,7 @@ from runtime.agent_tools.errors import (
     TurnNotStarted,
     TurnNotWaiting,
 )
+from runtime.backpressure import SubscriberLimitExceeded
 from runtime.failures import (
     InvalidRequest,
     RelayedRefusal,
@@ -35,15 +36,7 @@ from runtime.investigation.research import (
     ResearchNoLongerPrepared,
     UnknownResearch,
 )
-from runtime.policy.approval import InvalidApprovalMode
-from runtime.policy.backpressure import SubscriberLimitExceeded
-from runtime.policy.permissions import (
-    Forbidden,
-    InvalidOption,
-    NotPending,
-    PolicyNotImplemented,
-    SentinelCollision,
-)
+from runtime.sessions.approval_modes import InvalidApprovalMode
 from runtime.sessions.errors import (
     ModelSwitchFailed,
     PromptQueueFull,
@@ -52,6 +45,13 @@ from runtime.sessions.errors import (
     SessionLimitExceeded,
     SessionNotFound,
     WorkspaceMismatch,
+)
+from runtime.sessions.permissions import (
+    Forbidden,
+    InvalidOption,
+    NotPending,
+    PolicyNotImplemented,
+    SentinelCollision,
 )
 from runtime.standing_agents.configs import ConfigKeyNotFound, InvalidConfigValue
 from runtime.standing_agents.control import SoaAlreadyExists, TickInProgress

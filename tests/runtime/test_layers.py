@@ -173,28 +173,28 @@ activities/device_flow: runtime.sessions
 activities/llm: runtime.device_flow runtime.standing_agents
 activities/mcp: activities.workspace runtime.llm runtime.sessions runtime.tools
 activities/sessions: activities.llm activities.mcp activities.workspace runtime.llm
-    runtime.mcp runtime.policy runtime.standing_agents runtime.tools runtime.windows
+    runtime.mcp runtime.standing_agents runtime.tools runtime.windows
     runtime.workspace
 activities/standing_agents: activities.llm activities.mcp activities.workspace
-    runtime.approvals runtime.coding_tasks runtime.llm runtime.mcp runtime.policy
+    runtime.approvals runtime.coding_tasks runtime.llm runtime.mcp
     runtime.sessions runtime.tools
-activities/workspace: runtime.llm runtime.mcp runtime.policy runtime.sessions runtime.tools
+activities/workspace: runtime.llm runtime.mcp runtime.sessions runtime.tools
 api/agent_tools: api.approvals runtime.approvals runtime.investigation
-api/approvals: runtime.policy runtime.tenants
-api/coding_tasks: api.standing_agents runtime.policy runtime.standing_agents runtime.tenants
+api/approvals: runtime.tenants
+api/coding_tasks: api.standing_agents runtime.sessions runtime.standing_agents runtime.tenants
 api/device_flow: api.approvals runtime.approvals
 api/mcp: api.coding_tasks api.standing_agents api.windows runtime.coding_tasks
     runtime.sessions runtime.standing_agents runtime.tenants runtime.windows runtime.workspace
 api/security: runtime.agent_tools runtime.tenants
-api/service: runtime.llm runtime.policy runtime.sessions
+api/service: runtime.llm runtime.sessions
     runtime.standing_agents
-api/sessions: api.approvals runtime.approvals runtime.llm runtime.mcp runtime.policy
+api/sessions: api.approvals runtime.approvals runtime.llm runtime.mcp
     runtime.workspace
 api/standing_agents: api.approvals api.sessions api.windows runtime.approvals runtime.llm
-    runtime.policy runtime.sessions runtime.tenants runtime.windows workflows.sessions
+    runtime.sessions runtime.tenants runtime.windows workflows.sessions
 api/windows: runtime.agent_tools runtime.coding_tasks runtime.sessions
     runtime.standing_agents runtime.tenants
-api/workspace: api.mcp api.sessions runtime.device_flow runtime.llm runtime.policy
+api/workspace: api.mcp api.sessions runtime.device_flow runtime.llm
     runtime.sessions workflows.sessions
 runtime/agent_tools: runtime.investigation runtime.llm
 runtime/approvals: runtime.notifications
@@ -204,19 +204,18 @@ runtime/investigation: runtime.approvals runtime.tools
 runtime/llm: runtime.standing_agents
 runtime/mcp: runtime.workspace
 runtime/notifications: runtime.approvals
-runtime/policy: runtime.standing_agents
 runtime/sessions: runtime.llm runtime.mcp runtime.tools
 runtime/standing_agents: runtime.approvals runtime.coding_tasks runtime.investigation
-    runtime.llm runtime.mcp runtime.notifications runtime.policy runtime.sessions
+    runtime.llm runtime.mcp runtime.notifications runtime.sessions
     runtime.tools runtime.workspace
 runtime/tools: runtime.llm
 runtime/windows: runtime.tools
 workflows/agent_tools: runtime.investigation runtime.llm runtime.windows workflows.llm
 workflows/coding_tasks: runtime.sessions runtime.windows workflows.windows
 workflows/llm: workflows.device_flow
-workflows/sessions: runtime.coding_tasks runtime.llm runtime.mcp runtime.policy
+workflows/sessions: runtime.coding_tasks runtime.llm runtime.mcp
     runtime.tools runtime.windows workflows.llm
-workflows/standing_agents: runtime.llm runtime.policy runtime.windows workflows.llm
+workflows/standing_agents: runtime.llm runtime.windows workflows.llm
 """
 
 
@@ -278,10 +277,7 @@ runtime/llm: active attempt_log chain config_store cost_warning models preset_st
     reservation routing
 runtime/mcp: binding config grants names status
 runtime/notifications: outbox
-runtime/policy: agent_budget agent_cadence agent_decisions approval approval_v0 constitution
-    loop_guard permission_options permissions plan_hash shell_allowlist stuck_guard
-    vote_body
-runtime/sessions: models prompts registry streams tools
+runtime/sessions: approval_modes models permissions prompts registry shell_allowlist streams tools
 runtime/standing_agents: approvals catalog coder_decisions control decision_queue episode
     expiry models queue registry_store task_proposals workflow_contracts
 runtime/tenants: tokens

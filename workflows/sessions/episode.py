@@ -30,13 +30,13 @@ with workflow.unsafe.imports_passed_through():
         ModelBinding,
     )
     from runtime.mcp.names import is_mcp_tool
-    from runtime.policy.approval import (
+    from runtime.sessions.approval_modes import (
         is_mutating,
         is_rejection,
         needs_permission,
         tool_kind,
     )
-    from runtime.policy.approval_v0 import needs_permission_v0
+    from runtime.sessions.approval_modes_v0 import needs_permission_v0
     from runtime.sessions.contracts import (
         ModelStepInput,
         ModelStepResult,

@@ -21,17 +21,6 @@ from workflows.activity_calls import call_activity
 
 with workflow.unsafe.imports_passed_through():
     from runtime.llm.contracts import ToolCall
-    from runtime.policy.permission_options import (
-        default_options,
-    )
-    from runtime.policy.permissions import (
-        NotPending,
-        PartialVote,
-        PendingPermission,
-        Resolved,
-        Vote,
-        mediate,
-    )
     from runtime.sessions.contracts import (
         PermissionView,
         PromptItem,
@@ -41,6 +30,17 @@ with workflow.unsafe.imports_passed_through():
         ToolPreview,
         VoteRequest,
         VoteResult,
+    )
+    from runtime.sessions.permission_options import (
+        default_options,
+    )
+    from runtime.sessions.permissions import (
+        NotPending,
+        PartialVote,
+        PendingPermission,
+        Resolved,
+        Vote,
+        mediate,
     )
 
 

@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.llm.routing import (
         DEVICE_FLOW_FAILED,
     )
-    from runtime.policy.approval import (
+    from runtime.sessions.approval_modes import (
         InvalidApprovalMode,
         is_approval_mode,
     )

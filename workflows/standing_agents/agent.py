@@ -28,13 +28,6 @@ from workflows.activity_calls import call_activity, call_local_activity
 from workflows.standing_agents.episode import EpisodeOutcome, TickEpisode
 
 with workflow.unsafe.imports_passed_through():
-    from runtime.policy.agent_budget import (
-        CREDIT_AXIS,
-        TICK_COST_AXIS,
-    )
-    from runtime.policy.agent_decisions import map_decision
-    from runtime.policy.plan_hash import forced_replan_due, is_idle_tick
-    from runtime.policy.stuck_guard import after_turn
     from runtime.search_attributes import KIND, MODE, STATUS, TENANT
     from runtime.standing_agents.catalog import (
         ESCALATION_TOOLS,
@@ -48,7 +41,14 @@ with workflow.unsafe.imports_passed_through():
         EventKind,
         agent_workflow_id,
     )
+    from runtime.standing_agents.decision_mapper import map_decision
+    from runtime.standing_agents.plan_hash import forced_replan_due, is_idle_tick
     from runtime.standing_agents.schedules import EVENT_PREFIX as SCHEDULE_EVENT_PREFIX
+    from runtime.standing_agents.stuck_guard import after_turn
+    from runtime.standing_agents.tick_budget import (
+        CREDIT_AXIS,
+        TICK_COST_AXIS,
+    )
     from runtime.standing_agents.workflow_contracts import (
         STATUS_QUERY,
         WAKE_SIGNAL,

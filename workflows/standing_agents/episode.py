@@ -20,10 +20,6 @@ from workflows.activity_calls import call_activity
 
 with workflow.unsafe.imports_passed_through():
     from runtime.llm.routing import ATTEMPT_START_TO_CLOSE, AttemptReport, AttemptSpec
-    from runtime.policy.agent_budget import (
-        BudgetUsage,
-        exhausted_axis,
-    )
     from runtime.standing_agents.catalog import (
         PHASE_BLOCKED,
         PHASE_COMPLETE,
@@ -31,6 +27,10 @@ with workflow.unsafe.imports_passed_through():
     )
     from runtime.standing_agents.contracts import (
         ActionOutcome,
+    )
+    from runtime.standing_agents.tick_budget import (
+        BudgetUsage,
+        exhausted_axis,
     )
     from runtime.standing_agents.workflow_contracts import (
         ACTION_SUMMARY_MAX,

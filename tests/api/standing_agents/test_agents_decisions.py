@@ -9,11 +9,11 @@ from typing import Any
 
 from sqlmodel import col, select
 
-from runtime.policy.agent_budget import settings_budget
 from runtime.standing_agents.configs import KNOWN_KEYS
 from runtime.standing_agents.contracts import AttentionKind
 from runtime.standing_agents.ledger_chain import verify_chain
 from runtime.standing_agents.models import AgentEventRow, AgentLedgerTurn
+from runtime.standing_agents.tick_budget import settings_budget
 from tests.agents_helpers import AgentsDaemon, AgentsFactory
 
 

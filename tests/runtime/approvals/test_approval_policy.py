@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.policy.approval import (
+from runtime.sessions.approval_modes import (
     APPROVAL_MODES,
     TOOL_KINDS,
     available_modes,
@@ -14,7 +14,7 @@ from runtime.policy.approval import (
     needs_permission,
     tool_kind,
 )
-from runtime.policy.views import modes_state
+from runtime.sessions.views import modes_state
 
 SAFE = "ls -la src"
 

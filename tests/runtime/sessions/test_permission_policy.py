@@ -16,12 +16,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from api.input_bounds import MAX_ID_CHARS
 from runtime import failures
-from runtime.policy import permission_options, permissions, vote_body
-from runtime.policy.permission_options import (
+from runtime.sessions import permission_options, permissions, vote_body
+from runtime.sessions.permission_options import (
     default_options,
     shell_scope_label,
 )
-from runtime.policy.permissions import (
+from runtime.sessions.permissions import (
     CANCEL_SENTINEL,
     INVALID_OUTCOME_ERROR,
     POLICIES,
@@ -41,7 +41,7 @@ from runtime.policy.permissions import (
     mediate,
     not_found_body,
 )
-from runtime.policy.vote_body import (
+from runtime.sessions.vote_body import (
     OutcomeError,
     VoteOutcome,
     validate_outcome_body,
@@ -664,14 +664,14 @@ def test_module_imports_nothing_that_does_io() -> None:
         "__future__",
         "re",
         "shlex",
-        "runtime.policy.permissions",
+        "runtime.sessions.permissions",
     }
     assert _imports(vote_body.__file__) <= {
         "__future__",
         "typing",
         "pydantic",
         "runtime.failures",
-        "runtime.policy.permissions",
+        "runtime.sessions.permissions",
     }
     assert _imports(failures.__file__) <= {
         "__future__",

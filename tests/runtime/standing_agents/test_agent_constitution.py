@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from runtime.policy.constitution import ConstitutionRule, parse_rules, violations
 from runtime.settings import Settings
 from runtime.standing_agents.configs import (
     KNOWN_KEYS,
@@ -14,6 +13,7 @@ from runtime.standing_agents.configs import (
     effective_credit,
     validate_config,
 )
+from runtime.standing_agents.constitution import ConstitutionRule, parse_rules, violations
 
 RULES: list[dict[str, Any]] = [
     {"id": "no-drop", "pattern": r"(?i)drop\s+table", "tools": ["soa_propose_task"]},

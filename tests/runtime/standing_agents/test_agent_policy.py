@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from runtime.policy.agent_budget import (
+from runtime.settings import Settings
+from runtime.standing_agents.cadence import next_heartbeat_delay_ms
+from runtime.standing_agents.catalog import RESEARCH_BUDGET
+from runtime.standing_agents.configs import validate_config
+from runtime.standing_agents.contracts import DecisionKind, EventKind, TickBudget
+from runtime.standing_agents.decision_mapper import map_decision
+from runtime.standing_agents.plan_hash import forced_replan_due, is_idle_tick, plan_input_hash
+from runtime.standing_agents.stuck_guard import after_turn
+from runtime.standing_agents.tick_budget import (
     CODE_DEFAULT_BUDGET,
     CONFIG_KEYS,
     CREDIT_WINDOW,
@@ -26,14 +34,6 @@ from runtime.policy.agent_budget import (
     resolve_tick_budget,
     settings_budget,
 )
-from runtime.policy.agent_cadence import next_heartbeat_delay_ms
-from runtime.policy.agent_decisions import map_decision
-from runtime.policy.plan_hash import forced_replan_due, is_idle_tick, plan_input_hash
-from runtime.policy.stuck_guard import after_turn
-from runtime.settings import Settings
-from runtime.standing_agents.catalog import RESEARCH_BUDGET
-from runtime.standing_agents.configs import validate_config
-from runtime.standing_agents.contracts import DecisionKind, EventKind, TickBudget
 
 HOUR_MS = 3_600_000
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -1,10 +1,10 @@
-"""The loop guards' rules, pure (runtime/policy/loop_guard.py)."""
+"""The loop guards' rules, pure (runtime/standing_agents/loop_guard.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from runtime.policy.loop_guard import (
+from runtime.standing_agents.loop_guard import (
     REPEATED_DECISION,
     SELF_WAKE,
     LoopVerdict,

@@ -1,13 +1,13 @@
 """The `auto` mode's shell allow-list: every walk-around of the old deny-list asks, and a
-table of read-only commands stays auto-allowed (runtime.policy.shell_allowlist)."""
+table of read-only commands stays auto-allowed (runtime.sessions.shell_allowlist)."""
 
 from __future__ import annotations
 
 import pytest
 
-from runtime.policy.approval import needs_permission
-from runtime.policy.approval_v0 import needs_permission_v0
-from runtime.policy.shell_allowlist import PROGRAMS, check_shell_command
+from runtime.sessions.approval_modes import needs_permission
+from runtime.sessions.approval_modes_v0 import needs_permission_v0
+from runtime.sessions.shell_allowlist import PROGRAMS, check_shell_command
 
 WS = "/home/u/project"
 

@@ -8,7 +8,7 @@ workflows import) cannot import them back.
 
 from __future__ import annotations
 
-from runtime.policy.approval import ApprovalMode, available_modes
+from runtime.sessions.approval_modes import ApprovalMode, available_modes
 from runtime.wire import WireModel
 
 

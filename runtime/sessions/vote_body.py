@@ -1,5 +1,5 @@
 """A vote's HTTP body (`{"outcome": {...}}`), checked before the vote reaches the mediation
-policy (runtime/policy/permissions.py): a malformed one is the reference's 400."""
+policy (runtime/sessions/permissions.py): a malformed one is the reference's 400."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from runtime.failures import WireError
-from runtime.policy.permissions import INVALID_OUTCOME_ERROR
+from runtime.sessions.permissions import INVALID_OUTCOME_ERROR
 
 OutcomeProblem = Literal[
     "body_not_object",

@@ -1,7 +1,7 @@
 """The `auto` mode's shell rule before the allow-list: a deny-list, kept for replay only.
 
 SessionWorkflow decided `run_shell_command` calls in `auto` with these patterns until
-the allow-list (`runtime.policy.shell_allowlist`) replaced them: easy to walk around
+the allow-list (`runtime.sessions.shell_allowlist`) replaced them: easy to walk around
 (`cat $HOME/.ssh/id_rsa`, `awk 'BEGIN{system("id")}'`, `find . -exec ...` all passed).
 A session whose history holds such a decision must still replay it the same way, or it
 is stuck on a non-determinism error after the upgrade
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from runtime.policy.approval import Decision, needs_permission, tool_kind
+from runtime.sessions.approval_modes import Decision, needs_permission, tool_kind
 
 _RISKY_PATTERNS: Final[tuple[re.Pattern[str], ...]] = tuple(
     re.compile(p)

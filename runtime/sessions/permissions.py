@@ -8,9 +8,9 @@ The wire behaviour follows `POST /permission/:requestId` and
 `POST /session/:id/permission/:requestId` of the session-daemon spec and the
 reference daemon (qwen serve 0.24.4, recordings 053-069):
 
-* `validate_outcome_body` (runtime/policy/vote_body.py) checks the HTTP body before
+* `validate_outcome_body` (runtime/sessions/vote_body.py) checks the HTTP body before
   anything else (400 `{"error": INVALID_OUTCOME_ERROR}` for a malformed `outcome`);
-  the options a request offers are runtime/policy/permission_options.py's.
+  the options a request offers are runtime/sessions/permission_options.py's.
 * `mediate(pending, vote)` applies the active policy to one vote and returns a
   `Mediation`: what to answer (`http_status`, `response_body()`), and for a
   consensus vote below quorum the new tally (`PartialVote.updated`) and the event

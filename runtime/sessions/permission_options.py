@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from runtime.policy.permissions import PermissionOption
+from runtime.sessions.permissions import PermissionOption
 
 _PROCEED_ONCE = PermissionOption(optionId="proceed_once", name="Allow", kind="allow_once")
 _REJECT = PermissionOption(optionId="cancel", name="Reject", kind="reject_once")

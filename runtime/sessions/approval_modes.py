@@ -12,7 +12,7 @@ the spec's `ApprovalMode` enumeration (`POST /session/:id/approval-mode`):
 | `yolo`      | allow        | allow | allow                 | allow           |
 
 `auto` stands in for the reference's "LLM classifier auto-approves safe actions, blocks
-risky ones" with a deterministic allow-list (`runtime.policy.shell_allowlist`): a shell
+risky ones" with a deterministic allow-list (`runtime.sessions.shell_allowlist`): a shell
 command runs unasked only when it is one read-only program of the list, with options the
 list knows, paths that stay in the workspace and nothing the shell would interpret, and
 the fence (the tool preview, which may do I/O) found that its paths and its program
@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal, TypeGuard, get_args
 
 from runtime.failures import WireError
-from runtime.policy.shell_allowlist import check_shell_command
+from runtime.sessions.shell_allowlist import check_shell_command
 
 ApprovalMode = Literal["plan", "default", "auto-edit", "auto", "yolo"]
 APPROVAL_MODES: Final[tuple[ApprovalMode, ...]] = get_args(ApprovalMode)
