@@ -57,6 +57,13 @@ class ConstitutionChecker:
                 pool = ProcessPoolExecutor(
                     max_workers=self._max_workers,
                     mp_context=multiprocessing.get_context("spawn"),
+                    # Each process imports the check before it takes one. The pool
+                    # starts its second process on demand, while checks run: without
+                    # this, a check that process took first would spend its time bound
+                    # importing the rules' module (and its package) under a loaded
+                    # worker, and be blocked for it.
+                    initializer=violations,
+                    initargs=([], "", {}),
                 )
                 # Start it (interpreter, imports) outside any check's time bound.
                 await asyncio.get_running_loop().run_in_executor(pool, violations, [], "", {})
