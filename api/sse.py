@@ -31,7 +31,10 @@ from starlette.types import Receive, Scope, Send
 
 from api.errors import ApiError
 from runtime.backpressure import (
+    DEFAULT_MAX_QUEUED,
     INVALID_MAX_QUEUED,
+    MAX_MAX_QUEUED,
+    MIN_MAX_QUEUED,
     Backlog,
     Offer,
     SubscriberLimitExceeded,
@@ -396,6 +399,32 @@ class EventStreamResponse(StreamingResponse):
                 await self._content.aclose()
             except Exception:
                 log.debug("closing an SSE body failed", exc_info=True)
+
+
+def stream_openapi() -> dict[str, Any]:
+    """What a journal stream's route documents beside its path (its `openapi_extra`): the
+    `maxQueued` query parameter and the `Last-Event-ID` header it reads."""
+    return {
+        "parameters": [
+            {
+                "name": "maxQueued",
+                "in": "query",
+                "schema": {
+                    "type": "integer",
+                    "minimum": MIN_MAX_QUEUED,
+                    "maximum": MAX_MAX_QUEUED,
+                    "default": DEFAULT_MAX_QUEUED,
+                },
+                "description": "Live frames queued for this subscriber before eviction.",
+            },
+            {
+                "name": "Last-Event-ID",
+                "in": "header",
+                "schema": {"type": "string", "pattern": "^[0-9]+$"},
+                "description": "Replay the journal after this id (`0`: from the start).",
+            },
+        ]
+    }
 
 
 def max_queued_param(request: Request) -> int:

@@ -1,4 +1,18 @@
-"""The API's Temporal client: one per process, connected lazily, never blocking start-up."""
+"""The API's Temporal client: one per process, connected lazily, never blocking start-up.
+
+How a route bounds a call to Temporal. A single RPC whose answer the route needs now (a
+query, a describe, a schedule's calls) takes the SDK's `rpc_timeout`, its deadline
+(`query_workflow` below). A call the SDK makes of several RPCs keeps an `asyncio.wait_for`
+around it, because `rpc_timeout` bounds each RPC, not the call:
+- an update's acceptance (`start_update(wait_for_stage=ACCEPTED)`) and its result
+  (`WorkflowUpdateHandle.result()`) loop on the server's long poll, which answers "not yet"
+  just before each deadline, so a fresh deadline starts every round;
+- a workflow's result follows its history the same way;
+- a start or a signal retries an unavailable server inside the SDK (`RetryConfig`: up to
+  10 s, each attempt with its own deadline), longer than a route's few seconds.
+The bound of an update's acceptance is the `accept_before_ms` it carries plus
+`ACCEPT_GRACE`, which is what makes "not accepted by then" mean "never applied".
+"""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.standing_agents.tasks import CoderSessionEnded, submit_task_prompt
+from activities.coding_tasks.coder_session import CoderSessionEnded, submit_task_prompt
 from runtime.coding_tasks import own_coder
 from runtime.coding_tasks import store as tasks
 from runtime.coding_tasks.contracts import (
@@ -40,13 +40,12 @@ from runtime.coding_tasks.contracts import (
     TaskTimers,
     task_dir,
 )
-from runtime.sessions.contracts import CodingTaskRef
+from runtime.sessions.contracts import CodingTaskRef, session_workflow_id
 from runtime.settings import Settings
 from runtime.standing_agents.contracts import agent_workflow_id
 from runtime.standing_agents.task_proposals import task_session_id
 from runtime.standing_agents.workflow_contracts import WAKE_SIGNAL as AGENT_WAKE
 from runtime.store import Store
-from workflows.sessions.session import session_workflow_id
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
 from api.security.roles import IdentityDep
-from api.standing_agents.common import EnabledTenant
+from api.standing_agents.deps import EnabledTenant
 from api.standing_agents.temporal_calls import WakerDep
 from runtime.coding_tasks import own_coder
 from runtime.coding_tasks import store as tasks

@@ -21,7 +21,6 @@ from fastapi import APIRouter, Depends, Request
 from api.deps import ConnectorDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
-from api.mcp.cells import server_cells
 from api.mcp.models import McpGrant, McpGrantBody, McpRemoved, McpServerEntry, TenantMcp
 from api.mcp.workspace_servers import (
     invalid_server_name,
@@ -33,7 +32,7 @@ from api.mcp.workspace_servers import (
 )
 from api.openapi import errors, json_body
 from api.security import require_configured_token
-from api.standing_agents.common import EnabledTenant
+from api.standing_agents.deps import EnabledTenant
 from runtime.mcp import grants
 from runtime.mcp.config import (
     SERVER_NAME,
@@ -42,6 +41,7 @@ from runtime.mcp.config import (
     put_operator_server,
     remove_operator_server,
 )
+from runtime.mcp.views import server_cells
 from runtime.standing_agents.contracts import AgentType
 
 router = APIRouter(

@@ -1,7 +1,7 @@
 """What the MCP routes answer and take (spec session-daemon-http-protocol's MCP routes,
 and the standing agents' MCP servers and grants): one wire model per body
-(runtime/wire.py). A server's state is also a part of the workspace status
-(api/workspace/status_models.py embeds `McpServer`).
+(runtime/wire.py). A server's cell, `McpServer`, is built in runtime/
+(runtime/mcp/views.py): the workspace's preflight shows it too.
 """
 
 from __future__ import annotations
@@ -11,38 +11,10 @@ from typing import Annotated, Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
+from runtime.mcp.views import McpServer
 from runtime.standing_agents.contracts import AgentType
 from runtime.wire import WireBody, WireModel, omittable
 from runtime.workspace.views import CellStatus, ErrorKind
-
-
-class McpError(WireModel):
-    error: str
-    error_kind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
-    hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
-
-
-class McpServer(WireModel):
-    """One configured server: never its env values, headers or anything secret."""
-
-    kind: Literal["mcp_server"]
-    status: CellStatus
-    name: str
-    mcp_status: str
-    transport: Literal["stdio", "sse", "http", "websocket", "sdk", "unknown"]
-    disabled: bool
-    disabled_reason: Literal["config", "budget"] | SkipJsonSchema[None] = omittable(
-        "Why the server is disabled: `config` (disabledMcpServers) or `budget`."
-    )
-    description: str | SkipJsonSchema[None] = omittable("The server's configured description.")
-    error_kind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
-    hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
-    errors: list[McpError] | SkipJsonSchema[None] = omittable(
-        "What went wrong; omitted when discovery succeeded."
-    )
-    tools: list[str] | SkipJsonSchema[None] = omittable(
-        "The qualified names (mcp__<server>__<tool>) of the tools it offers, once connected."
-    )
 
 
 class McpBudgetCell(WireModel):

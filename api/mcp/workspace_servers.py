@@ -27,7 +27,6 @@ from temporalio.service import RPCError
 
 from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
 from api.errors import ApiError
-from api.mcp.cells import server_cells
 from api.mcp.models import (
     McpApproved,
     McpBudgetCell,
@@ -67,6 +66,7 @@ from runtime.mcp.status import (
     McpServerState,
     read_budget,
 )
+from runtime.mcp.views import server_cells
 from runtime.sessions import registry
 from runtime.settings import Settings
 from runtime.store import Store

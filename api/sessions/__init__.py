@@ -1,5 +1,5 @@
-"""A session's routes and wire models (spec 002): prompts, permissions, events, and the
-daemon's status."""
+"""A session's routes and wire models (spec 002): prompts, permissions, events, a session's
+status (supported commands, tasks, recap), and the daemon's status."""
 
 from __future__ import annotations
 
@@ -15,9 +15,16 @@ if TYPE_CHECKING:
 def routers() -> list[APIRouter]:
     """This feature's routers, in the order the app includes them (imported here, when the
     app is built, so that importing one of the feature's modules loads no other)."""
-    from api.sessions import daemon_status, events, permissions, prompts, routes
+    from api.sessions import daemon_status, events, permissions, prompts, routes, status
 
-    return [daemon_status.router, routes.router, prompts.router, permissions.router, events.router]
+    return [
+        daemon_status.router,
+        routes.router,
+        prompts.router,
+        permissions.router,
+        events.router,
+        status.router,
+    ]
 
 
 def approval_answerers() -> dict[ApprovalKind, Answerer]:

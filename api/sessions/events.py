@@ -16,8 +16,8 @@ from starlette.responses import Response
 
 from api.deps import JournalDep, StoreDep
 from api.openapi import EventStream, errors
-from api.sessions.common import session_not_found
-from api.sse import journal_sse_response, max_queued_param
+from api.sessions.temporal_calls import session_not_found
+from api.sse import journal_sse_response, max_queued_param, stream_openapi
 from runtime.sessions.registry import get_live_session
 from runtime.streams import session_stream
 
@@ -29,22 +29,7 @@ router = APIRouter()
     response_model=None,
     response_class=EventStream,
     responses=errors(400, 404, 429),
-    openapi_extra={
-        "parameters": [
-            {
-                "name": "maxQueued",
-                "in": "query",
-                "schema": {"type": "integer", "minimum": 16, "maximum": 2048, "default": 256},
-                "description": "Live frames queued for this subscriber before eviction.",
-            },
-            {
-                "name": "Last-Event-ID",
-                "in": "header",
-                "schema": {"type": "string", "pattern": "^[0-9]+$"},
-                "description": "Replay the journal after this id (`0`: from the start).",
-            },
-        ]
-    },
+    openapi_extra=stream_openapi(),
 )
 async def session_events(
     session_id: str, request: Request, store: StoreDep, journal: JournalDep

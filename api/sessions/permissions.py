@@ -19,8 +19,8 @@ from api.openapi import errors, json_body
 from api.requests import client_id_of, is_local, read_body
 from api.security.roles import answerer
 from api.sessions.bodies import VoteBody
-from api.sessions.common import live_session, update_session
 from api.sessions.models import VoteRecorded
+from api.sessions.temporal_calls import live_session, vote_session
 from runtime.approvals.answers import InvalidAnswer
 from runtime.approvals.models import Approval
 from runtime.approvals.projection import note_vote
@@ -39,9 +39,6 @@ from runtime.sessions.vote_body import (
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.streams import session_stream
-from workflows.sessions.session import (
-    SessionWorkflow,
-)
 
 router = APIRouter()
 
@@ -104,15 +101,7 @@ async def cast_vote(
     # Who votes, verified, noted before the workflow takes the vote (it knows client ids).
     await asyncio.to_thread(note_vote, store, vote.request_id, vote.client_id, answered_by)
     try:
-        await update_session(
-            client,
-            settings,
-            store,
-            session_id,
-            SessionWorkflow.vote,
-            vote,
-            wait_for_result=False,
-        )
+        await vote_session(client, settings, store, session_id, vote)
     except ApiError as err:
         if not isinstance(err.failure, NotPending):
             raise

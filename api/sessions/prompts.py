@@ -19,7 +19,8 @@ from api.errors import ApiError
 from api.openapi import errors, json_body
 from api.requests import client_id_of, read_body
 from api.sessions.bodies import PromptBody
-from api.sessions.common import (
+from api.sessions.models import PendingPrompt, PendingPrompts, PromptAccepted, PromptEnded
+from api.sessions.temporal_calls import (
     live_session,
     session_handle,
     session_status,
@@ -27,7 +28,6 @@ from api.sessions.common import (
     update_result,
     update_session,
 )
-from api.sessions.models import PendingPrompt, PendingPrompts, PromptAccepted, PromptEnded
 from runtime.sessions import prompts as prompt_store
 from runtime.sessions.contracts import (
     CancelRequest,

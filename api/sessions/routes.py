@@ -28,16 +28,6 @@ from api.sessions.bodies import (
     ModelBody,
     RestoreBody,
 )
-from api.sessions.common import (
-    context_state,
-    current_model_id,
-    live_session,
-    register_client,
-    session_not_found,
-    session_status,
-    start_session,
-    update_session,
-)
 from api.sessions.models import (
     ApprovalModeSet,
     Heartbeat,
@@ -48,6 +38,16 @@ from api.sessions.models import (
     SessionMetadata,
     SessionRestored,
     SessionSummary,
+)
+from api.sessions.temporal_calls import (
+    context_state,
+    current_model_id,
+    live_session,
+    register_client,
+    session_not_found,
+    session_status,
+    start_session,
+    update_session,
 )
 from api.temporal import is_unavailable
 from runtime.failures import InvalidRequest, RelayedRefusal, refusal_of

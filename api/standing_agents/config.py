@@ -17,7 +17,7 @@ from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
-from api.standing_agents.common import ConfigKeyPath, EnabledTenant
+from api.standing_agents.deps import ConfigKeyPath, EnabledTenant
 from api.standing_agents.models import ConfigBody, ConfigList, ConfigValue
 from api.standing_agents.temporal_calls import WakerDep
 from runtime.settings import Settings

@@ -21,8 +21,8 @@ from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
 from api.security.roles import AnswererDep
-from api.sessions.common import update_session
-from api.standing_agents.common import DecisionPath, EnabledTenant
+from api.sessions.temporal_calls import vote_session
+from api.standing_agents.deps import DecisionPath, EnabledTenant
 from api.standing_agents.models import DecisionList, RespondBody
 from api.standing_agents.temporal_calls import Waker, WakerDep, get_waker
 from api.temporal import TemporalConnector
@@ -40,7 +40,6 @@ from runtime.standing_agents.contracts import AttentionStatus
 from runtime.standing_agents.models import AttentionRequest
 from runtime.standing_agents.views import DecisionView
 from runtime.store import EventJournal, Store
-from workflows.sessions.session import SessionWorkflow
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/decisions", route_class=StrictJsonRoute)
 
@@ -180,16 +179,14 @@ async def _vote(
     )
     await asyncio.to_thread(note_vote, store, vote.request_id, None, answered_by)
     try:
-        await update_session(
+        await vote_session(
             await connector.get(),
             settings,
             store,
             str(row.payload["sessionId"]),
-            SessionWorkflow.vote,
             vote,
             # The same answer again is the same update (applied once).
             update_id=f"decision/{row.decision_id}",
-            wait_for_result=False,
         )
     except ApiError as err:
         # Not pending any more (its timer, a cancel, a vote on the session), or its session

@@ -16,7 +16,7 @@ from api.deps import StoreDep
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
-from api.standing_agents.common import EnabledTenant
+from api.standing_agents.deps import EnabledTenant
 from api.standing_agents.models import SignalAccepted, SignalBody
 from runtime.standing_agents import signals
 

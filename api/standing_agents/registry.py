@@ -18,7 +18,7 @@ from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
-from api.standing_agents.common import EnabledTenant, RegistryIdPath
+from api.standing_agents.deps import EnabledTenant, RegistryIdPath
 from api.standing_agents.models import RegisterBody, RegistryAgent, RegistryList
 from runtime.standing_agents import registry_store
 from runtime.standing_agents.registry_store import (

@@ -23,7 +23,7 @@ from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import MAX_SEQUENCE, StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
-from api.standing_agents.common import EnabledTenant, InstancePath
+from api.standing_agents.deps import EnabledTenant, InstancePath
 from api.standing_agents.models import (
     AgentCreate,
     AgentList,
@@ -41,7 +41,7 @@ from api.standing_agents.models import (
     ModeSet,
 )
 from api.standing_agents.temporal_calls import WakerDep, wake
-from api.windows.leases import settle_windows_lease
+from api.windows.temporal_calls import settle_windows_lease
 from runtime.standing_agents import control, messages, reads, signals
 from runtime.standing_agents.contracts import (
     EXTERNAL_EVENT_KINDS,

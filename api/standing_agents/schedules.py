@@ -24,7 +24,7 @@ from api.input_bounds import StrictJsonRoute
 from api.openapi import errors
 from api.security import require_configured_token
 from api.standing_agents import temporal_schedules
-from api.standing_agents.common import EnabledTenant, InstancePath
+from api.standing_agents.deps import EnabledTenant, InstancePath
 from api.standing_agents.models import ScheduleBody, ScheduleList, ScheduleView
 from api.temporal import is_unavailable
 from runtime.standing_agents import control, schedules

@@ -15,8 +15,8 @@ from starlette.responses import Response
 
 from api.deps import JournalDep, StoreDep
 from api.openapi import EventStream, errors
-from api.sse import journal_sse_response, max_queued_param
-from api.standing_agents.common import EnabledTenant, InstancePath
+from api.sse import journal_sse_response, max_queued_param, stream_openapi
+from api.standing_agents.deps import EnabledTenant, InstancePath
 from runtime.standing_agents import control
 from runtime.streams import agent_stream
 
@@ -28,22 +28,7 @@ router = APIRouter()
     response_model=None,
     response_class=EventStream,
     responses=errors(400, 403, 404, 429),
-    openapi_extra={
-        "parameters": [
-            {
-                "name": "maxQueued",
-                "in": "query",
-                "schema": {"type": "integer", "minimum": 16, "maximum": 2048, "default": 256},
-                "description": "Live frames queued for this subscriber before eviction.",
-            },
-            {
-                "name": "Last-Event-ID",
-                "in": "header",
-                "schema": {"type": "string", "pattern": "^[0-9]+$"},
-                "description": "Replay the journal after this id (`0`: from the start).",
-            },
-        ]
-    },
+    openapi_extra=stream_openapi(),
 )
 async def stream_agent(
     tenant: EnabledTenant,

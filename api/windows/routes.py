@@ -27,13 +27,13 @@ from api.openapi import errors, json_body
 from api.requests import read_body
 from api.security import require_configured_token
 from api.windows.holders import refuse_holder
-from api.windows.leases import run_verb
 from api.windows.models import (
     VERB_ERRORS,
     WindowsLeases,
     WindowsVerbArgs,
     WindowsVerbResult,
 )
+from api.windows.temporal_calls import run_verb
 from runtime.failures import decode_failure
 from runtime.store.tenants import feature_enabled, set_feature
 from runtime.tenants.views import FeatureBody, FeatureState

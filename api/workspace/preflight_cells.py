@@ -1,7 +1,7 @@
 """The cells of `GET /workspace/preflight` that probe what the daemon depends on: the
 workspace directory, the store, Temporal and the worker, the model endpoint (through the
-egress client the model calls use) and the MCP servers (read only). The route, in
-`api/workspace/status.py`, puts them together.
+egress client the model calls use) and the MCP servers (read only: their cells are built
+in runtime/mcp/views.py). The route, in `api/workspace/status.py`, puts them together.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import httpx
 from temporalio.service import RPCError
 
 from api.errors import ApiError
-from api.mcp.cells import server_cells
-from api.mcp.models import McpServer
 from api.temporal import describe_pollers, is_unavailable
 from runtime.egress_client import EgressRefused, egress_client
 from runtime.llm.active import active_model
+from runtime.mcp.views import McpServer, server_cells
 from runtime.settings import Settings
 from runtime.store import Store
 from runtime.store.migrate import current_revision, head_revision

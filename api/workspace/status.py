@@ -1,7 +1,7 @@
 """Workspace status routes of the daemon (spec session-daemon-http-protocol): the read-only
-snapshots (`/workspace/env`, `/preflight`, `/providers`, `/skills`, `/mcp`,
-`/session/:id/supported-commands`, `/session/:id/tasks`) and the workspace mutations
-(`/workspace/tools/:name/enable`, `/workspace/init`).
+snapshots (`/workspace/env`, `/preflight`, `/providers`, `/skills`; `/workspace/mcp` is
+api/mcp/workspace_servers.py's, a session's own snapshots api/sessions/status.py's) and
+the workspace mutations (`/workspace/tools/:name/enable`, `/workspace/init`).
 
 router → the process and the store (settings, the session registry), and the journal
 for the workspace-scoped events (every live session of the workspace gets them).
@@ -17,20 +17,16 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 
-from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep, TemporalDep
-from api.errors import ApiError, workflow_error
+from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
+from api.errors import ApiError
 from api.input_bounds import MAX_ID_CHARS
-from api.mcp.cells import discovery_cell
 from api.openapi import errors, json_body
 from api.requests import client_id_of, read_body
 from api.security import require_configured_token
-from api.sessions.common import live_session, update_session
 from api.workspace.models import InitBody, ToolEnableBody
 from api.workspace.preflight_cells import (
     mcp_view,
@@ -44,9 +40,6 @@ from api.workspace.status_models import (
     CurrentModel,
     ModelProvider,
     ProviderModel,
-    SessionRecap,
-    SessionTasks,
-    SupportedCommands,
     ToolToggled,
     WorkspaceEnv,
     WorkspaceInitialized,
@@ -57,9 +50,9 @@ from api.workspace.status_models import (
 from runtime.device_flow.providers import all_providers, credentials_path
 from runtime.failures import InvalidRequest, RelayedRefusal
 from runtime.llm.active import active_model
+from runtime.mcp.views import discovery_cell
 from runtime.sessions import registry
 from runtime.sessions.approval_modes import DEFAULT_APPROVAL_MODE, TOOL_KINDS, is_approval_mode
-from runtime.sessions.contracts import RecapRequest, RecapResult
 from runtime.workspace.errors import WorkspaceInitConflict
 from runtime.workspace.fence import Fence
 from runtime.workspace.file_errors import FileError
@@ -72,7 +65,6 @@ from runtime.workspace.settings import (
 )
 from runtime.workspace.status import env_cells
 from runtime.workspace.views import EnvCell, PreflightCell
-from workflows.sessions.session import SessionWorkflow
 
 router = APIRouter()
 
@@ -224,20 +216,6 @@ async def workspace_skills(settings: SettingsDep) -> WorkspaceSkills:
     return WorkspaceSkills(v=1, workspace_cwd=settings.workspace_cwd, initialized=True, skills=[])
 
 
-@router.get("/session/{session_id}/supported-commands", responses=errors(404))
-async def supported_commands(session_id: str, store: StoreDep) -> SupportedCommands:
-    """agentrt's agent has no slash commands and no skills: both lists are empty."""
-    await live_session(store, session_id)
-    return SupportedCommands(v=1, session_id=session_id, available_commands=[], available_skills=[])
-
-
-@router.get("/session/{session_id}/tasks", responses=errors(404))
-async def session_tasks(session_id: str, store: StoreDep) -> SessionTasks:
-    """agentrt runs no background tasks (sub-agents, shells, monitors): always empty."""
-    await live_session(store, session_id)
-    return SessionTasks(v=1, session_id=session_id, now=int(time.time() * 1000), tasks=[])
-
-
 # -- workspace mutations -------------------------------------------------------------------
 
 
@@ -383,38 +361,3 @@ async def init_workspace(
         originator=originator,
     )
     return WorkspaceInitialized(path=str(path), action=action)
-
-
-# -- session recap -------------------------------------------------------------------------
-
-# The spec's SESSION_RECAP_TIMEOUT_MS: the recap activity's own bound
-# (workflows/sessions/session.py).
-RECAP_TIMEOUT_S = 60.0
-
-
-@router.post("/session/{session_id}/recap", responses=errors(400, 404, 503))
-async def session_recap(
-    session_id: str, request: Request, settings: SettingsDep, store: StoreDep, client: TemporalDep
-) -> SessionRecap:
-    """A one-sentence "where are we" of the session, from the model (tools off, the
-    session's history read, not extended). `recap` is null with fewer than two messages,
-    without a `<recap>` in the answer, or on a model error or after 60 s. The body is
-    ignored; no event is published."""
-    client_id_of(request)  # a malformed X-Qwen-Client-Id is a 400
-    await live_session(store, session_id)
-    accepted = await update_session(
-        client,
-        settings,
-        store,
-        session_id,
-        SessionWorkflow.recap,
-        RecapRequest(),
-        wait_for_result=False,
-    )
-    try:
-        result: RecapResult = await asyncio.wait_for(accepted.result(), RECAP_TIMEOUT_S + 5)
-    except WorkflowUpdateFailedError as err:
-        raise workflow_error(err) from err
-    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
-        return SessionRecap(session_id=session_id, recap=None)
-    return SessionRecap(session_id=session_id, recap=result.recap)

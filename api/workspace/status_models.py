@@ -90,38 +90,6 @@ class WorkspaceSkills(WireModel):
     skills: list[Skill]
 
 
-class AvailableCommand(WireModel):
-    name: str
-    description: str
-    input: dict[str, Any] | None
-    # `_meta` is not the camelCase of a Python name: an explicit alias.
-    meta: dict[str, Any] = Field(alias="_meta", serialization_alias="_meta")
-
-
-class SupportedCommands(WireModel):
-    v: Literal[1]
-    session_id: str
-    available_commands: list[AvailableCommand]
-    available_skills: list[str]
-
-
-class SessionTask(WireModel):
-    kind: str
-    id: str
-    label: str
-    description: str
-    status: str
-    start_time: int
-    runtime_ms: int
-
-
-class SessionTasks(WireModel):
-    v: Literal[1]
-    session_id: str
-    now: int = Field(description="Epoch milliseconds.")
-    tasks: list[SessionTask]
-
-
 class ToolToggled(WireModel):
     tool_name: str
     enabled: bool
@@ -130,8 +98,3 @@ class ToolToggled(WireModel):
 class WorkspaceInitialized(WireModel):
     path: str
     action: Literal["created", "noop", "overwrote"]
-
-
-class SessionRecap(WireModel):
-    session_id: str
-    recap: str | None

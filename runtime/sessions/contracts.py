@@ -7,11 +7,13 @@ from enum import StrEnum
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
+from temporalio.common import SearchAttributePair
 
 from runtime.activity_contract import ActivityContract
 from runtime.llm.contracts import ToolCall
 from runtime.llm.routing import AttemptReport, AttemptSpec, ModelBinding
 from runtime.mcp.binding import McpBinding
+from runtime.search_attributes import KIND, STATUS, TENANT
 
 # The longest prompt deadline (`deadlineMs`, `--prompt-deadline-ms`): 2^31-1 ms, about
 # 24.8 days, the longest delay JavaScript's setTimeout honours (the reference daemon's bound).
@@ -399,3 +401,17 @@ class SessionActivityContracts:
     MCP_READ: Final = ActivityContract(SessionActivity.MCP_READ, ToolStepInput, ToolStepResult)
     MCP_CALL: Final = ActivityContract(SessionActivity.MCP_CALL, ToolStepInput, ToolStepResult)
     RUN_EFFECT: Final = ActivityContract(SessionActivity.RUN_EFFECT, ToolStepInput, ToolStepResult)
+
+
+def session_workflow_id(session_id: str) -> str:
+    """The id of a session's `SessionWorkflow`: whoever starts, signals or updates it."""
+    return f"session/{session_id}"
+
+
+def session_search_attributes(request: SessionInput) -> list[SearchAttributePair[Any]]:
+    """A new session's search attributes: a session, of its workspace, idle."""
+    return [
+        SearchAttributePair(KIND, "session"),
+        SearchAttributePair(TENANT, request.workspace_cwd),
+        SearchAttributePair(STATUS, "idle"),
+    ]

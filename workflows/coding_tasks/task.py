@@ -45,7 +45,7 @@ with workflow.unsafe.imports_passed_through():
         TaskTimers,
         task_prompt_id,
     )
-    from runtime.sessions.contracts import CancelRequest
+    from runtime.sessions.contracts import CancelRequest, session_workflow_id
     from runtime.windows.lease import SESSION_TENANT, session_holder, task_holder
 
 _LOCAL = timedelta(minutes=1)
@@ -226,7 +226,7 @@ class CodingTaskWorkflow:
 
 async def _cancel_coder(session_id: str, task_id: str) -> None:
     """Cancel the prompt agentrt's coder runs the task with (its session stays open)."""
-    session = workflow.get_external_workflow_handle(f"session/{session_id}")
+    session = workflow.get_external_workflow_handle(session_workflow_id(session_id))
     try:
         await session.signal(
             "cancel", CancelRequest(originator="agentrt", prompt_id=task_prompt_id(task_id))

@@ -14,10 +14,10 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributePair
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from runtime.search_attributes import KIND, STATUS, TENANT
+from runtime.search_attributes import STATUS
 from workflows import patches
 from workflows.activity_calls import call_activity, call_local_activity
 from workflows.llm.model_failure import attempt_views, is_exhausted
@@ -70,18 +70,6 @@ with workflow.unsafe.imports_passed_through():
         lease_workflow_id,
         session_holder,
     )
-
-
-def session_workflow_id(session_id: str) -> str:
-    return f"session/{session_id}"
-
-
-def session_search_attributes(request: SessionInput) -> list[SearchAttributePair[Any]]:
-    return [
-        SearchAttributePair(KIND, "session"),
-        SearchAttributePair(TENANT, request.workspace_cwd),
-        SearchAttributePair(STATUS, "idle"),
-    ]
 
 
 @workflow.defn(name="SessionWorkflow")

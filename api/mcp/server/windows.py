@@ -28,7 +28,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from api.mcp.server.common import Caller, Id, Refusal, answered, from_failure, refused
-from api.windows.leases import run_verb
+from api.windows.temporal_calls import run_verb
 from runtime.coding_tasks import store as tasks
 from runtime.coding_tasks.contracts import HELD, TaskState
 from runtime.failures import decode_failure

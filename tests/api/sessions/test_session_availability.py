@@ -17,7 +17,7 @@ from temporalio.client import WorkflowQueryFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from api.errors import ApiError
-from api.sessions import common as session_common
+from api.sessions import temporal_calls
 from api.temporal import query_workflow
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
@@ -61,7 +61,7 @@ async def setup(
 ) -> AsyncIterator[Setup]:
     # No worker at all in these tests' outages: no task can be mid-flight, so the
     # grace for one (the workflow task timeout) is not needed to wait out.
-    monkeypatch.setattr(session_common, "ACCEPT_GRACE", 0.5)
+    monkeypatch.setattr(temporal_calls, "ACCEPT_GRACE", 0.5)
     workers: list[Worker] = []
     stores: list[Store] = []
 

@@ -903,7 +903,7 @@ async def test_a_session_follows_a_switch_of_model_provider(
 async def test_a_long_session_continues_as_new_and_keeps_its_state(
     daemon: DaemonFactory, dev_env: WorkflowEnvironment
 ) -> None:
-    from workflows.sessions.session import session_workflow_id
+    from runtime.sessions.contracts import session_workflow_id
 
     d = await daemon(token="t0k")
     sid = (await d.create())["sessionId"]
@@ -933,8 +933,8 @@ async def test_a_busy_session_continues_as_new_between_prompts_carrying_its_queu
     and that prompt runs in the new run, its events numbered on."""
     import json
 
-    from runtime.sessions.contracts import CancelRequest
-    from workflows.sessions.session import SessionWorkflow, session_workflow_id
+    from runtime.sessions.contracts import CancelRequest, session_workflow_id
+    from workflows.sessions.session import SessionWorkflow
 
     d = await daemon()
     sid = (await d.create())["sessionId"]
@@ -982,8 +982,8 @@ async def test_a_close_while_the_session_waits_to_continue_as_new_closes_it(
     from temporalio.client import WorkflowExecutionStatus
 
     from activities.llm import ScriptedModel
-    from runtime.sessions.contracts import CancelRequest
-    from workflows.sessions.session import SessionWorkflow, session_workflow_id
+    from runtime.sessions.contracts import CancelRequest, session_workflow_id
+    from workflows.sessions.session import SessionWorkflow
 
     class HeldModel(ScriptedModel):
         """Calls wait at a gate once `hold` is set (the recap's, here)."""
@@ -1032,7 +1032,7 @@ async def test_a_close_while_the_session_waits_to_continue_as_new_closes_it(
 async def test_session_workflow_is_findable_in_the_web_ui(
     daemon: DaemonFactory, dev_env: WorkflowEnvironment
 ) -> None:
-    from workflows.sessions.session import session_workflow_id
+    from runtime.sessions.contracts import session_workflow_id
 
     d = await daemon()
     sid = (await d.create())["sessionId"]
@@ -1047,7 +1047,7 @@ async def test_session_workflow_is_findable_in_the_web_ui(
 async def test_resume_heals_a_session_whose_workflow_is_gone(
     daemon: DaemonFactory, dev_env: WorkflowEnvironment
 ) -> None:
-    from workflows.sessions.session import session_workflow_id
+    from runtime.sessions.contracts import session_workflow_id
 
     d = await daemon()
     sid = (await d.create())["sessionId"]

@@ -8,7 +8,7 @@ from runtime.store import Store
 
 def test_saving_a_prompt_again_keeps_the_first_save(store: Store) -> None:
     """A retried activity saves its derived prompt id again: no error, the first text
-    stands (agentrt's coder's task prompt, activities/standing_agents/tasks.py)."""
+    stands (agentrt's coder's task prompt, activities/coding_tasks/coder_session.py)."""
     save_prompt(store, "s-1", "p-1", "first")
     save_prompt(store, "s-1", "p-1", "first")
     save_prompt(store, "s-1", "p-1", "second")

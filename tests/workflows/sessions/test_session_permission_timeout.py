@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.llm import ScriptedModel
 from runtime.approvals.ledger import get_approval
 from runtime.approvals.projection import permission_approval
-from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt
+from runtime.sessions.contracts import PromptItem, SessionInput, SubmitPrompt, session_workflow_id
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.sessions.streams import envelope
 from runtime.settings import Settings
@@ -25,7 +25,7 @@ from runtime.streams import session_stream
 from tests.history_helpers import wait_for_pending_timers_to_fire
 from tests.session_helpers import write_prompt
 from worker import build_worker
-from workflows.sessions.session import SessionWorkflow, session_workflow_id
+from workflows.sessions.session import SessionWorkflow
 
 
 def _store(tmp_path: Path) -> Store:

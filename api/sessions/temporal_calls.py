@@ -1,5 +1,7 @@
-"""What the session-daemon routes share: the not-found answer, the JSON body, client ids,
-looking a session up, and talking to its SessionWorkflow with a bounded wait."""
+"""The API's side of SessionWorkflow, as the session-daemon routes (and another feature's
+route that answers a session, a standing agent's decision) use it: looking a session up,
+starting it, its updates and signals with a bounded wait, and what a route reads of its
+status."""
 
 from __future__ import annotations
 
@@ -39,18 +41,17 @@ from runtime.sessions.approval_modes import DEFAULT_APPROVAL_MODE, is_approval_m
 from runtime.sessions.contracts import (
     SessionInput,
     SessionStatus,
+    VoteRequest,
     WorkerBound,
+    session_search_attributes,
+    session_workflow_id,
 )
 from runtime.sessions.errors import SessionNotFound
 from runtime.sessions.views import modes_state
 from runtime.settings import Settings
 from runtime.store import Store
 from runtime.workspace.settings import APPROVAL_MODE, get_setting
-from workflows.sessions.session import (
-    SessionWorkflow,
-    session_search_attributes,
-    session_workflow_id,
-)
+from workflows.sessions.session import SessionWorkflow
 
 WAIT_FOR_WORKER = 30.0
 
@@ -225,6 +226,31 @@ async def update_session(
     if not wait_for_result:
         return accepted
     return await update_result(accepted)
+
+
+async def vote_session(
+    client: Client,
+    settings: Settings,
+    store: Store,
+    session_id: str,
+    vote: VoteRequest,
+    *,
+    update_id: str | None = None,
+) -> None:
+    """Cast `vote` on the session's pending permission request (its `vote` update):
+    accepted is enough, the vote is in history and will be applied. `update_id` makes the
+    same answer again the same update (applied once). Raises as `update_session` does: a
+    request no longer pending is `NotPending` (`ApiError.failure`)."""
+    await update_session(
+        client,
+        settings,
+        store,
+        session_id,
+        SessionWorkflow.vote,
+        vote,
+        update_id=update_id,
+        wait_for_result=False,
+    )
 
 
 def _outcome_known(accepted: WorkflowUpdateHandle[Any]) -> bool:

@@ -1,18 +1,52 @@
-"""The cells of the workspace's MCP servers, as `GET /workspace/mcp` and the preflight's
-`mcp_discovery` cell show them: from the configuration and what the worker recorded of
-each server (runtime/mcp/status). Never env values, headers or anything secret."""
+"""The workspace's (or a tenant's) MCP servers as a client reads them, as wire models
+(runtime/wire.py): one `McpServer` cell per server, as `GET /workspace/mcp`, a tenant's MCP
+view and the preflight's `mcp_discovery` cell show them, built by `server_cells` from the
+configuration and what the worker recorded of each server (runtime/mcp/status.py). Never
+env values, headers or anything secret. Optional fields the daemon omits are `omittable`.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
-from api.mcp.models import McpError, McpServer
+from pydantic.json_schema import SkipJsonSchema
+
 from runtime.mcp.config import McpServerConfig, McpServers, load_servers
 from runtime.mcp.status import McpServerState, read_state
 from runtime.settings import Settings
 from runtime.store import Store
-from runtime.workspace.views import PreflightCell
+from runtime.wire import WireModel, omittable
+from runtime.workspace.views import CellStatus, ErrorKind, PreflightCell
+
+
+class McpError(WireModel):
+    error: str
+    error_kind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
+    hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
+
+
+class McpServer(WireModel):
+    """One configured server: never its env values, headers or anything secret."""
+
+    kind: Literal["mcp_server"]
+    status: CellStatus
+    name: str
+    mcp_status: str
+    transport: Literal["stdio", "sse", "http", "websocket", "sdk", "unknown"]
+    disabled: bool
+    disabled_reason: Literal["config", "budget"] | SkipJsonSchema[None] = omittable(
+        "Why the server is disabled: `config` (disabledMcpServers) or `budget`."
+    )
+    description: str | SkipJsonSchema[None] = omittable("The server's configured description.")
+    error_kind: ErrorKind | SkipJsonSchema[None] = omittable("The category of the failure.")
+    hint: str | SkipJsonSchema[None] = omittable("How to fix it.")
+    errors: list[McpError] | SkipJsonSchema[None] = omittable(
+        "What went wrong; omitted when discovery succeeded."
+    )
+    tools: list[str] | SkipJsonSchema[None] = omittable(
+        "The qualified names (mcp__<server>__<tool>) of the tools it offers, once connected."
+    )
 
 
 def _states(store: Store, scope: str, servers: McpServers) -> dict[str, McpServerState]:

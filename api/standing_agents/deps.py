@@ -1,4 +1,5 @@
-"""What the standing-agent routes share: path bounds and the tenant feature gate.
+"""The standing-agent routes' dependencies: path bounds and the tenant feature gate (other
+features' routes that need standing agents enabled take `EnabledTenant` too).
 
 Every route under /api/v1/tenants/{tenant} answers in the house error shape
 (`{"error", "code", ...}`): the control functions (runtime/standing_agents/control.py)
