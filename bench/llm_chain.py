@@ -46,7 +46,7 @@ from bench.llm_provider import BUSY_KEY, GOOD_KEY, LoopbackProvider
 from bench.report import BenchOptions, Figure, Report, elapsed_ms, sample
 from bench.substrate import TUNED_DEV_SERVER_ARGS, start_dev_server
 from runtime.llm import config_store
-from runtime.llm.routing import AttemptSpec, CredentialConfig, OwnerKind
+from runtime.llm.contracts import AttemptSpec, CredentialConfig, OwnerKind
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from worker import workflow_runner

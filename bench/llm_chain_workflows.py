@@ -13,8 +13,7 @@ from temporalio import activity, workflow
 with workflow.unsafe.imports_passed_through():
     from activities.llm.gateway import LlmOwner, ModelGateway
     from activities.llm.openai import OpenAIProvider
-    from runtime.llm.contracts import ChatMessage
-    from runtime.llm.routing import AttemptReport, AttemptSpec, OwnerKind
+    from runtime.llm.contracts import AttemptReport, AttemptSpec, ChatMessage, OwnerKind
     from workflows.llm.chain import ATTEMPT_RETRY, resolve_chain, run_chain
 
 DIRECT_CALL = "bench.llm_direct_call"

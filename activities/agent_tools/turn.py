@@ -29,7 +29,7 @@ from runtime.investigation.research import ResearchNotFound
 from runtime.investigation.tools import research_get_state
 from runtime.llm.chain import first_attempt
 from runtime.llm.config_store import load_chain_plan
-from runtime.llm.routing import TURN_SITE, AttemptOutcome, AttemptReport, AttemptSpec, OwnerKind
+from runtime.llm.contracts import TURN_SITE, AttemptOutcome, AttemptReport, AttemptSpec, OwnerKind
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.journal_contracts import NewEvent

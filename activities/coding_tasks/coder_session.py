@@ -16,7 +16,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from runtime.coding_tasks.contracts import task_prompt_id
 from runtime.llm.active import active_model
 from runtime.llm.config_store import session_binding
-from runtime.llm.routing import SESSION_SITE
+from runtime.llm.contracts import SESSION_SITE
 from runtime.sessions.contracts import (
     CodingTaskRef,
     PromptItem,

@@ -37,10 +37,11 @@ from runtime.device_flow.contracts import (
     FlowState,
     ReadFlowInput,
     ReadFlowResult,
+    device_flow_search_attributes,
+    device_flow_workflow_id,
 )
 from runtime.device_flow.tokens import usable_token
 from runtime.settings import Settings
-from workflows.device_flow.flow import device_flow_search_attributes, device_flow_workflow_id
 
 FLOW_WORKFLOW = "DeviceFlowWorkflow"
 STATE_QUERY = "state"

@@ -55,9 +55,7 @@ from runtime.device_flow.tokens import forget_token, usable_token
 from runtime.egress import url_refusal
 from runtime.failures import refusal_of
 from runtime.llm.config_store import LlmConfigRefusal, provider_config, static_api_key
-from runtime.llm.pricing import SCRIPTED, attempt_cost, default_price
-from runtime.llm.reservation import SpendGate, SpendRefused, worst_case_usd
-from runtime.llm.routing import (
+from runtime.llm.contracts import (
     AttemptOutcome,
     AttemptReport,
     AttemptSpec,
@@ -66,6 +64,8 @@ from runtime.llm.routing import (
     OwnerKind,
     ProviderConfig,
 )
+from runtime.llm.pricing import SCRIPTED, attempt_cost, default_price
+from runtime.llm.reservation import SpendGate, SpendRefused, worst_case_usd
 from runtime.settings import Settings
 from runtime.store.engine import Store
 

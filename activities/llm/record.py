@@ -16,11 +16,10 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from runtime.llm.attempt_log import IN_FLIGHT
-from runtime.llm.contracts import ModelReply, UsageSource
+from runtime.llm.contracts import AttemptOutcome, ModelReply, OwnerKind, PriceSource, UsageSource
 from runtime.llm.models import LlmCall, LlmCallAttempt
 from runtime.llm.pricing import AttemptCost
 from runtime.llm.reservation import SpendGate, SpendRefusal, SpendRefused
-from runtime.llm.routing import AttemptOutcome, OwnerKind, PriceSource
 from runtime.store.atomic import upsert
 from runtime.store.engine import Store
 

@@ -12,7 +12,7 @@ from temporalio.exceptions import ApplicationError
 
 from runtime.failures import refusal_of
 from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
-from runtime.llm.routing import ChainPlan, LlmActivityContracts, ResolveChainInput
+from runtime.llm.contracts import ChainPlan, LlmActivityContracts, ResolveChainInput
 from runtime.settings import Settings
 from runtime.store.engine import Store
 

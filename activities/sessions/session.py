@@ -27,17 +27,17 @@ from activities.workspace import (
 )
 from runtime.llm.chain import first_attempt
 from runtime.llm.config_store import load_chain_plan
-from runtime.llm.contracts import ImageRef
-from runtime.llm.cost_warning import SESSION_EVENT as COST_WARNING_EVENT
-from runtime.llm.cost_warning import cost_warning
-from runtime.llm.models import LlmCallAttempt
-from runtime.llm.routing import (
+from runtime.llm.contracts import (
     SESSION_SITE,
     AttemptOutcome,
     AttemptReport,
     AttemptSpec,
+    ImageRef,
     OwnerKind,
 )
+from runtime.llm.cost_warning import SESSION_EVENT as COST_WARNING_EVENT
+from runtime.llm.cost_warning import cost_warning
+from runtime.llm.models import LlmCallAttempt
 from runtime.sessions.contracts import (
     ModelStepInput,
     ModelStepResult,

@@ -19,16 +19,16 @@ from activities.llm import ChatMessage, ModelProvider
 from activities.llm import record as llm_record
 from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.llm.scripted import MODEL_NAME as SCRIPTED
-from activities.llm.scripted_agent import ScriptedAgentModel
 from activities.mcp.calls import McpCalls
 from activities.standing_agents.constitution_check import ConstitutionChecker
 from activities.standing_agents.mcp_tools import AgentMcpTools
+from activities.standing_agents.scripted_model import ScriptedAgentModel
 from activities.standing_agents.tool_calls import StandingAgentToolActivities
 from runtime.llm.config_store import load_chain_plan
+from runtime.llm.contracts import AttemptOutcome, AttemptSpec, OwnerKind
 from runtime.llm.cost_warning import AGENT_EVENT as COST_WARNING_EVENT
 from runtime.llm.cost_warning import cost_warning
 from runtime.llm.reservation import SpendRefusal, SpendRefused
-from runtime.llm.routing import AttemptOutcome, AttemptSpec, OwnerKind
 from runtime.settings import Settings
 from runtime.standing_agents import (
     budget_pause,

@@ -57,6 +57,8 @@ from runtime.device_flow.contracts import (
     CancelRequest,
     DeviceFlowInput,
     FlowState,
+    device_flow_search_attributes,
+    device_flow_workflow_id,
 )
 from runtime.device_flow.errors import (
     DeviceFlowNotFound,
@@ -68,8 +70,6 @@ from runtime.failures import InvalidRequest
 from runtime.settings import Settings
 from workflows.device_flow.flow import (
     DeviceFlowWorkflow,
-    device_flow_search_attributes,
-    device_flow_workflow_id,
 )
 
 router = APIRouter()

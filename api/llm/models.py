@@ -13,9 +13,7 @@ from pydantic import Field, StrictFloat, model_validator
 
 from runtime.llm.attempt_log import wire_outcome
 from runtime.llm.config_store import ProviderView
-from runtime.llm.contracts import UsageSource
-from runtime.llm.models import LlmCallAttempt
-from runtime.llm.routing import (
+from runtime.llm.contracts import (
     AttemptOutcome,
     ChainEntry,
     CredentialConfig,
@@ -23,7 +21,9 @@ from runtime.llm.routing import (
     PresetConfig,
     PriceSource,
     ResolvedSite,
+    UsageSource,
 )
+from runtime.llm.models import LlmCallAttempt
 from runtime.timestamps import iso_ms
 from runtime.wire import WireBody, WireModel
 

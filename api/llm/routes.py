@@ -43,7 +43,7 @@ from runtime.llm.config_errors import (
     UnknownPriceOverride,
     UnknownProvider,
 )
-from runtime.llm.routing import ChainEntry, OwnerKind
+from runtime.llm.contracts import ChainEntry, OwnerKind
 
 router = APIRouter(prefix="/api/v1/llm", route_class=StrictJsonRoute)
 

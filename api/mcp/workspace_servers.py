@@ -64,17 +64,15 @@ from runtime.mcp.status import (
     McpRestartFailed,
     McpServerNotFound,
     McpServerState,
+    discovery_workflow_id,
     read_budget,
+    restart_workflow_id,
 )
 from runtime.mcp.views import server_cells
 from runtime.sessions import registry
 from runtime.settings import Settings
 from runtime.store import Store
-from workflows.mcp.discovery import (
-    McpDiscoveryWorkflow,
-    discovery_workflow_id,
-    restart_workflow_id,
-)
+from workflows.mcp.discovery import McpDiscoveryWorkflow
 
 router = APIRouter(tags=["workspace"])
 

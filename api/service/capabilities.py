@@ -15,7 +15,7 @@ from runtime import __version__
 from runtime.failures import refusal_of
 from runtime.llm.active import active_model
 from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
-from runtime.llm.routing import SESSION_SITE, SETTINGS_PRESET
+from runtime.llm.contracts import SESSION_SITE, SETTINGS_PRESET
 from runtime.sessions.permissions import (
     POLICIES,
 )

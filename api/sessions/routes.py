@@ -52,7 +52,7 @@ from api.sessions.temporal_calls import (
 from api.temporal import is_unavailable
 from runtime.failures import InvalidRequest, RelayedRefusal, refusal_of
 from runtime.llm.config_store import LlmConfigRefusal, session_binding
-from runtime.llm.routing import SESSION_SITE
+from runtime.llm.contracts import SESSION_SITE
 from runtime.sessions import registry
 from runtime.sessions.approval_modes import InvalidApprovalMode, is_approval_mode
 from runtime.sessions.contracts import (

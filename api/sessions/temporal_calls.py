@@ -35,7 +35,7 @@ from api.temporal import ACCEPT_GRACE, query_workflow
 from runtime.failures import refusal_of
 from runtime.llm.active import active_model, served_model_id
 from runtime.llm.config_store import LlmConfigRefusal, load_chain_plan
-from runtime.llm.routing import SESSION_SITE
+from runtime.llm.contracts import SESSION_SITE
 from runtime.sessions import registry
 from runtime.sessions.approval_modes import DEFAULT_APPROVAL_MODE, is_approval_mode
 from runtime.sessions.contracts import (

@@ -10,8 +10,7 @@ from pydantic import BaseModel, Field
 from runtime.activity_contract import ActivityContract
 from runtime.agent_tools.findings import Finding
 from runtime.investigation.outcomes import ObjectRef, ToolStatus
-from runtime.llm.contracts import ToolCall
-from runtime.llm.routing import AttemptReport, AttemptSpec
+from runtime.llm.contracts import AttemptReport, AttemptSpec, ToolCall
 
 # A workspace id on the wire (query parameter or body field).
 WORKSPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"

@@ -7,9 +7,11 @@ from enum import StrEnum
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel
+from temporalio.common import SearchAttributePair
 
 from runtime.activity_contract import ActivityContract
 from runtime.device_flow.providers import DeviceFlowProvider
+from runtime.search_attributes import KIND, STATUS, TENANT
 from runtime.sessions.contracts import WorkerBound
 
 # Spec: a terminal entry stays readable this long, then 404 device_flow_not_found.
@@ -223,3 +225,17 @@ class DeviceFlowActivityContracts:
     POLL_TOKEN: Final = ActivityContract(DeviceFlowActivity.POLL_TOKEN, PollInput, PollOutcome)
     FORGET: Final = ActivityContract(DeviceFlowActivity.FORGET, ForgetInput, bool)
     EMIT: Final = ActivityContract(DeviceFlowActivity.EMIT, EmitInput, int)
+
+
+def device_flow_workflow_id(workspace_cwd: str, provider_id: str) -> str:
+    """The id of a workspace's device flow with a provider: one at a time."""
+    return f"device-flow/{workspace_cwd}/{provider_id}"
+
+
+def device_flow_search_attributes(request: DeviceFlowInput) -> list[SearchAttributePair[Any]]:
+    """A new flow's search attributes: a device flow, of its workspace, pending."""
+    return [
+        SearchAttributePair(KIND, "device-flow"),
+        SearchAttributePair(TENANT, request.workspace_cwd),
+        SearchAttributePair(STATUS, "pending"),
+    ]

@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from sqlalchemy import and_, not_
 from sqlmodel import col, select
 
+from runtime.llm.contracts import ATTEMPT_START_TO_CLOSE, AttemptOutcome, OwnerKind
 from runtime.llm.models import LlmCallAttempt
-from runtime.llm.routing import ATTEMPT_START_TO_CLOSE, AttemptOutcome, OwnerKind
 from runtime.store.engine import Store
 
 MAX_ATTEMPTS = 1000

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from runtime.llm.routing import AttemptOutcome, AttemptSpec, ChainPlan
+from runtime.llm.contracts import AttemptOutcome, AttemptSpec, ChainPlan
 
 # A Retry-After up to this long is waited out before the next credential; a longer one
 # is not worth holding the call for: the next credential is tried at once.

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from runtime.failures import WireError
-from runtime.llm.routing import SITE_PARENTS
+from runtime.llm.contracts import SITE_PARENTS
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
 

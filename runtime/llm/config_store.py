@@ -24,6 +24,16 @@ from runtime.llm.config_errors import (
     UnknownProvider,
     UnknownSite,
 )
+from runtime.llm.contracts import (
+    SETTINGS_PROVIDER,
+    SITE_PARENTS,
+    ChainEntry,
+    ChainPlan,
+    ModelBinding,
+    PlanEntry,
+    ResolvedSite,
+    resolve_site,
+)
 from runtime.llm.models import LlmSiteBinding
 from runtime.llm.preset_store import (
     PresetView,
@@ -46,16 +56,6 @@ from runtime.llm.provider_store import (
     put_provider,
     settings_provider,
     static_api_key,
-)
-from runtime.llm.routing import (
-    SETTINGS_PROVIDER,
-    SITE_PARENTS,
-    ChainEntry,
-    ChainPlan,
-    ModelBinding,
-    PlanEntry,
-    ResolvedSite,
-    resolve_site,
 )
 from runtime.settings import Settings
 from runtime.store.engine import Store

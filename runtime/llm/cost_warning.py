@@ -22,8 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.llm.contracts import UsageSource
-from runtime.llm.routing import AttemptOutcome, AttemptReport, AttemptSpec, PriceSource
+from runtime.llm.contracts import (
+    AttemptOutcome,
+    AttemptReport,
+    AttemptSpec,
+    PriceSource,
+    UsageSource,
+)
 from runtime.llm.token_estimate import CHARS_PER_TOKEN
 
 SESSION_EVENT = "model_cost_warning"

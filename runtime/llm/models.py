@@ -95,7 +95,7 @@ class LlmProvider(SQLModel, table=True):
 
     provider_id: str = Field(primary_key=True, max_length=100)
     base_url: str = Field(max_length=2000)
-    # [{"alias", "apiKey" | "apiKeyEnv" | "deviceFlow"}], as runtime.llm.routing.CredentialConfig.
+    # [{"alias", "apiKey" | "apiKeyEnv" | "deviceFlow"}], as runtime.llm.contracts.CredentialConfig.
     credentials: list[dict[str, Any]] = Field(sa_column=Column(JSON, nullable=False))
     updated_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
 

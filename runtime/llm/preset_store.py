@@ -18,15 +18,15 @@ from runtime.llm.config_errors import (
     UnknownProvider,
     check_id,
 )
-from runtime.llm.models import LlmPreset, LlmSiteBinding
-from runtime.llm.provider_store import provider_config
-from runtime.llm.routing import (
+from runtime.llm.contracts import (
     SETTINGS_PRESET,
     SETTINGS_PROVIDER,
     ChainEntry,
     Overlay,
     PresetConfig,
 )
+from runtime.llm.models import LlmPreset, LlmSiteBinding
+from runtime.llm.provider_store import provider_config
 from runtime.settings import Settings
 from runtime.standing_agents.models import AgentModeRow
 from runtime.store.engine import Store

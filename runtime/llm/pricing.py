@@ -35,9 +35,8 @@ from genai_prices import data_snapshot
 from genai_prices.types import TieredPrices
 from pydantic import BaseModel, Field
 
-from runtime.llm.contracts import Usage
+from runtime.llm.contracts import PriceSource, Usage
 from runtime.llm.models import LlmPrice
-from runtime.llm.routing import PriceSource
 from runtime.settings import Settings
 from runtime.store.engine import Store
 from runtime.timestamps import aware_utc

@@ -27,8 +27,8 @@ from runtime.llm.config_errors import (
     UnknownDeviceFlowProvider,
     check_id,
 )
+from runtime.llm.contracts import SETTINGS_PROVIDER, CredentialConfig, ProviderConfig
 from runtime.llm.models import LlmPreset, LlmProvider
-from runtime.llm.routing import SETTINGS_PROVIDER, CredentialConfig, ProviderConfig
 from runtime.settings import Settings
 from runtime.store.engine import Store
 

@@ -9,6 +9,7 @@ category of the error, its message (the SDK's or the server's) and a hint.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
@@ -181,3 +182,18 @@ class McpRestartFailed(WireError):
 MCP_DISCOVER_CONTRACT: Final = ActivityContract(
     MCP_DISCOVER_ACTIVITY, McpDiscoveryInput, McpDiscoveryResult
 )
+
+
+# -- the discovery workflow's ids (workflows/mcp/discovery.py) -----------------------------
+
+
+def workspace_digest(workspace: str) -> str:
+    return hashlib.sha256(workspace.encode("utf-8")).hexdigest()[:16]
+
+
+def discovery_workflow_id(workspace: str) -> str:
+    return f"mcp-discovery/{workspace_digest(workspace)}"
+
+
+def restart_workflow_id(workspace: str, server: str, request_id: str) -> str:
+    return f"mcp-restart/{workspace_digest(workspace)}/{server}/{request_id}"

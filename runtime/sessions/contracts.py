@@ -10,8 +10,7 @@ from pydantic import BaseModel, Field
 from temporalio.common import SearchAttributePair
 
 from runtime.activity_contract import ActivityContract
-from runtime.llm.contracts import ToolCall
-from runtime.llm.routing import AttemptReport, AttemptSpec, ModelBinding
+from runtime.llm.contracts import AttemptReport, AttemptSpec, ModelBinding, ToolCall
 from runtime.mcp.binding import McpBinding
 from runtime.search_attributes import KIND, STATUS, TENANT
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from sqlmodel import Session
 
 from runtime.failures import WireError
-from runtime.llm.routing import SITE_PARENTS
+from runtime.llm.contracts import SITE_PARENTS
 from runtime.standing_agents import queue
 from runtime.standing_agents.catalog import default_mode
 from runtime.standing_agents.contracts import (

@@ -23,8 +23,7 @@ from typing import Any, Final
 from pydantic import BaseModel, Field
 
 from runtime.activity_contract import ActivityContract
-from runtime.llm.contracts import ToolCall
-from runtime.llm.routing import AttemptReport, AttemptSpec
+from runtime.llm.contracts import AttemptReport, AttemptSpec, ToolCall
 from runtime.standing_agents.contracts import (
     ActionOutcome,
     AgentType,

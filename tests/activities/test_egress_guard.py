@@ -32,9 +32,14 @@ from runtime.egress import reserved_env
 from runtime.egress_client import EgressRefused
 from runtime.failures import decode_failure
 from runtime.llm import config_store
-from runtime.llm.contracts import ChatMessage
+from runtime.llm.contracts import (
+    AttemptOutcome,
+    AttemptSpec,
+    ChatMessage,
+    CredentialConfig,
+    OwnerKind,
+)
 from runtime.llm.models import LlmCallAttempt, LlmProvider
-from runtime.llm.routing import AttemptOutcome, AttemptSpec, CredentialConfig, OwnerKind
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.windows.contracts import OpenSessionInput

@@ -169,7 +169,7 @@ activities/agent_tools: activities.llm runtime.investigation runtime.llm
 activities/approvals: runtime.agent_tools runtime.investigation runtime.standing_agents
 activities/coding_tasks: runtime.llm runtime.sessions runtime.standing_agents
 activities/device_flow: runtime.sessions
-activities/llm: runtime.device_flow runtime.standing_agents
+activities/llm: runtime.device_flow
 activities/mcp: activities.workspace runtime.llm runtime.sessions runtime.tools
 activities/sessions: activities.llm activities.mcp activities.workspace runtime.llm
     runtime.mcp runtime.standing_agents runtime.tools runtime.windows
@@ -266,7 +266,7 @@ def _always_public(module: str) -> bool:
 
 
 PUBLIC_MODULES = """
-activities/llm: gateway record scripted scripted_agent
+activities/llm: gateway record scripted
 activities/mcp: calls pool
 activities/workspace: results
 api/approvals: answers
@@ -275,14 +275,13 @@ runtime/approvals: answers binding ledger models projection
 runtime/coding_tasks: models store
 runtime/device_flow: providers tokens
 runtime/investigation: catalog models outcomes research tools
-runtime/llm: active attempt_log chain config_store cost_warning models preset_store
-    reservation routing
+runtime/llm: active attempt_log chain config_store cost_warning models preset_store reservation
 runtime/mcp: binding config grants names status
 runtime/notifications: outbox
 runtime/sessions: approval_modes models permissions prompts registry shell_allowlist streams
     tools
-runtime/standing_agents: approvals catalog coder_decisions control decision_queue episode
-    expiry models queue registry_store task_proposals
+runtime/standing_agents: approvals coder_decisions control decision_queue expiry models queue
+    registry_store task_proposals
 runtime/tenants: tokens
 runtime/tools: descriptor
 runtime/windows: lease lease_client screenshots tools verbs

@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from runtime.agent_tools.errors import AuthorizationPending, ResearchDenied, TurnNotWaiting
     from runtime.investigation.research import decision_route
-    from runtime.llm.routing import (
+    from runtime.llm.contracts import (
         TURN_SITE,
         AttemptReport,
         AttemptSpec,

@@ -19,10 +19,10 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributePair
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from runtime.search_attributes import KIND, STATUS, TENANT
+from runtime.search_attributes import STATUS
 from workflows.activity_calls import call_activity
 
 with workflow.unsafe.imports_passed_through():
@@ -53,18 +53,6 @@ _IDP_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
 )
 _EMIT_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200))
-
-
-def device_flow_workflow_id(workspace_cwd: str, provider_id: str) -> str:
-    return f"device-flow/{workspace_cwd}/{provider_id}"
-
-
-def device_flow_search_attributes(request: DeviceFlowInput) -> list[SearchAttributePair[Any]]:
-    return [
-        SearchAttributePair(KIND, "device-flow"),
-        SearchAttributePair(TENANT, request.workspace_cwd),
-        SearchAttributePair(STATUS, "pending"),
-    ]
 
 
 async def _wait(condition: Callable[[], bool], timeout_ms: int) -> None:

@@ -30,7 +30,7 @@ from workflows.activity_calls import call_local_activity
 with workflow.unsafe.imports_passed_through():
     from runtime.llm import metrics
     from runtime.llm.chain import first_attempt, next_attempt
-    from runtime.llm.routing import (
+    from runtime.llm.contracts import (
         ALL_PROVIDERS_EXHAUSTED,
         DEVICE_FLOW_FAILED,
         MODEL_BAD_REQUEST,

@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from runtime.llm.routing import (
+    from runtime.llm.contracts import (
         ALL_PROVIDERS_EXHAUSTED,
         DEVICE_FLOW_FAILED,
         MODEL_BAD_REQUEST,

@@ -3,14 +3,14 @@ server again (restart), in an activity: connections live in the worker's pool
 (activities/mcp/pool.py), and what it found is recorded in the store for
 `GET /workspace/mcp`.
 
-Ids: `mcp-discovery/{workspace digest}` (one at a time per workspace; a GET that finds
-servers never opened starts it, or joins the running one) and
-`mcp-restart/{workspace digest}/{server}/{request id}` (POST .../restart waits on it).
+Ids (runtime/mcp/status.py, beside the workflow's contracts): `mcp-discovery/{workspace
+digest}` (one at a time per workspace; a GET that finds servers never opened starts it,
+or joins the running one) and `mcp-restart/{workspace digest}/{server}/{request id}`
+(POST .../restart waits on it).
 """
 
 from __future__ import annotations
 
-import hashlib
 from datetime import timedelta
 
 from temporalio import workflow
@@ -24,18 +24,6 @@ with workflow.unsafe.imports_passed_through():
         McpDiscoveryInput,
         McpDiscoveryResult,
     )
-
-
-def workspace_digest(workspace: str) -> str:
-    return hashlib.sha256(workspace.encode("utf-8")).hexdigest()[:16]
-
-
-def discovery_workflow_id(workspace: str) -> str:
-    return f"mcp-discovery/{workspace_digest(workspace)}"
-
-
-def restart_workflow_id(workspace: str, server: str, request_id: str) -> str:
-    return f"mcp-restart/{workspace_digest(workspace)}/{server}/{request_id}"
 
 
 @workflow.defn(name="McpDiscovery")

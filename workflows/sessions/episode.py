@@ -20,14 +20,14 @@ from workflows.activity_calls import call_activity, call_local_activity
 from workflows.sessions.permissions import SessionPermissions
 
 with workflow.unsafe.imports_passed_through():
-    from runtime.llm.contracts import ToolCall
-    from runtime.llm.routing import (
+    from runtime.llm.contracts import (
         ATTEMPT_START_TO_CLOSE,
         SESSION_SITE,
         SETTINGS_PROVIDER,
         AttemptReport,
         AttemptSpec,
         ModelBinding,
+        ToolCall,
     )
     from runtime.mcp.names import is_mcp_tool
     from runtime.sessions.approval_modes import (

@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
         task_workflow_id,
     )
     from runtime.failures import UpdateExpired
-    from runtime.llm.routing import (
+    from runtime.llm.contracts import (
         DEVICE_FLOW_FAILED,
     )
     from runtime.sessions.approval_modes import (

@@ -19,7 +19,7 @@ from workflows import patches
 from workflows.activity_calls import call_activity
 
 with workflow.unsafe.imports_passed_through():
-    from runtime.llm.routing import ATTEMPT_START_TO_CLOSE, AttemptReport, AttemptSpec
+    from runtime.llm.contracts import ATTEMPT_START_TO_CLOSE, AttemptReport, AttemptSpec
     from runtime.standing_agents.catalog import (
         PHASE_BLOCKED,
         PHASE_COMPLETE,

@@ -27,18 +27,19 @@ from activities.llm.openai import retry_after_s
 from runtime.device_flow.providers import QWEN_OAUTH, credentials_path
 from runtime.llm import config_store
 from runtime.llm.attempt_log import IN_FLIGHT
-from runtime.llm.contracts import ChatMessage, UsageSource
-from runtime.llm.models import LlmCall, LlmCallAttempt
-from runtime.llm.pricing import Price, cost_usd, price_for, put_price
-from runtime.llm.reservation import SpendRefusal, SpendRefused
-from runtime.llm.routing import (
+from runtime.llm.contracts import (
     AttemptOutcome,
     AttemptSpec,
+    ChatMessage,
     CredentialConfig,
     Overlay,
     OwnerKind,
     PriceSource,
+    UsageSource,
 )
+from runtime.llm.models import LlmCall, LlmCallAttempt
+from runtime.llm.pricing import Price, cost_usd, price_for, put_price
+from runtime.llm.reservation import SpendRefusal, SpendRefused
 from runtime.settings import Settings
 from runtime.store import Store
 from tests.fakes.openai_server import FakeOpenAI, FakeReply

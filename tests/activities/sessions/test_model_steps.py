@@ -16,15 +16,15 @@ from activities.agent_tools.turn import AgentToolsActivities
 from activities.llm import ScriptedModel
 from activities.sessions.session import SessionActivities
 from runtime.agent_tools.contracts import ModelStepInput as TurnStepInput
-from runtime.llm.contracts import UsageSource
-from runtime.llm.models import LlmCallAttempt
-from runtime.llm.routing import (
+from runtime.llm.contracts import (
     SESSION_SITE,
     SETTINGS_PRESET,
     AttemptOutcome,
     AttemptSpec,
     PriceSource,
+    UsageSource,
 )
+from runtime.llm.models import LlmCallAttempt
 from runtime.sessions.contracts import ModelStepInput as SessionStepInput
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store

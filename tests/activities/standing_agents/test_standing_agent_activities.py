@@ -15,11 +15,11 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.llm import ChatMessage, OpenAIProvider, ScriptedModel, ToolCall
 from activities.llm import record as llm_record
-from activities.llm.scripted_agent import GREETING, next_call
 from activities.standing_agents import tool_calls as agent_tool_calls
 from activities.standing_agents.agent import StandingAgentActivities
+from activities.standing_agents.scripted_model import GREETING, next_call
 from runtime.coding_tasks.models import CodingTask
-from runtime.llm.routing import OwnerKind, PriceSource
+from runtime.llm.contracts import OwnerKind, PriceSource
 from runtime.sessions.models import DaemonSession
 from runtime.settings import Settings
 from runtime.standing_agents import catalog, configs, episode, modes, spend, ticks

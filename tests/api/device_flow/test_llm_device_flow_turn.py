@@ -10,7 +10,7 @@ import json
 from datetime import UTC, datetime
 
 from runtime.llm import config_store
-from runtime.llm.routing import TURN_SITE, CredentialConfig
+from runtime.llm.contracts import TURN_SITE, CredentialConfig
 from runtime.settings import Settings
 from runtime.store import Store
 from tests.api.agent_tools.test_agent_tools_api import GatewayFactory, gateway  # noqa: F401

@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 from genai_prices import __version__ as PRICES_VERSION
 
+from runtime.llm.contracts import ATTEMPT_START_TO_CLOSE, SITE_PARENTS, AttemptOutcome
 from runtime.llm.models import LlmCallAttempt
-from runtime.llm.routing import ATTEMPT_START_TO_CLOSE, SITE_PARENTS, AttemptOutcome
 from runtime.store import Store
 from tests.conftest import ApiFactory
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime.llm import config_store
-from runtime.llm.routing import SESSION_SITE, TURN_SITE, ChainEntry, CredentialConfig
+from runtime.llm.contracts import SESSION_SITE, TURN_SITE, ChainEntry, CredentialConfig
 from runtime.settings import Settings
 from runtime.store import Store
 from tests.api.agent_tools.test_agent_tools_api import GatewayFactory, gateway  # noqa: F401

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from activities.llm.scripted_agent import GREETING
+from activities.standing_agents.scripted_model import GREETING
 from runtime.standing_agents.contracts import AgentStatus, EventKind
 from runtime.standing_agents.control import soa_instance_id
 from runtime.standing_agents.models import RegistryEntry

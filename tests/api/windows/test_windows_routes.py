@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.sessions.session import IMAGES_SHOWN
 from activities.windows.pool import read_screenshot
-from runtime.llm.routing import SESSION_SITE
+from runtime.llm.contracts import SESSION_SITE
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.streams import session_stream, session_transcript_stream

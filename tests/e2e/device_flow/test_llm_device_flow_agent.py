@@ -25,7 +25,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from runtime.llm import config_store
-from runtime.llm.routing import CredentialConfig
+from runtime.llm.contracts import CredentialConfig
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from tests.device_flow_helpers import HangReads

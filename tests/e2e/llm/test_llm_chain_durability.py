@@ -21,8 +21,8 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from runtime.llm import config_store
+from runtime.llm.contracts import CredentialConfig
 from runtime.llm.models import LlmCallAttempt
-from runtime.llm.routing import CredentialConfig
 from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from tests.fakes.openai_server import FakeOpenAI, FakeReply

@@ -14,7 +14,14 @@ from genai_prices import __version__ as PRICES_VERSION
 from pydantic import ValidationError
 from sqlalchemy import inspect, text
 
-from runtime.llm.contracts import Usage, UsageSource
+from runtime.llm.contracts import (
+    AttemptOutcome,
+    AttemptReport,
+    AttemptSpec,
+    PriceSource,
+    Usage,
+    UsageSource,
+)
 from runtime.llm.cost_warning import PRICE_UNKNOWN, USAGE_NOT_REPORTED, cost_warning
 from runtime.llm.models import LlmCallAttempt
 from runtime.llm.pricing import (
@@ -29,7 +36,6 @@ from runtime.llm.pricing import (
     price_for,
     put_price,
 )
-from runtime.llm.routing import AttemptOutcome, AttemptReport, AttemptSpec, PriceSource
 from runtime.settings import Settings
 from runtime.store import Store
 

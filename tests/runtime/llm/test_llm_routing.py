@@ -26,7 +26,7 @@ from runtime.llm.config_store import (
     static_api_key,
     unbind_site,
 )
-from runtime.llm.routing import (
+from runtime.llm.contracts import (
     SITE_PARENTS,
     AttemptOutcome,
     AttemptSpec,

@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from activities.llm import record
-from runtime.llm.routing import OwnerKind
+from runtime.llm.contracts import OwnerKind
 from runtime.settings import Settings
 from runtime.standing_agents import budget_pause, configs, control
 from runtime.standing_agents.contracts import AgentStatus

@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from activities.llm import record
-from runtime.llm.contracts import ChatMessage, ModelReply, Usage
+from runtime.llm.contracts import ChatMessage, ModelReply, OwnerKind, PriceSource, Usage
 from runtime.llm.pricing import AttemptCost, Price, put_price
 from runtime.llm.reservation import OUTPUT_WITHOUT_CAP, SpendRefusal, worst_case_usd
-from runtime.llm.routing import OwnerKind, PriceSource
 from runtime.settings import Settings
 from runtime.standing_agents import configs, spend
 from runtime.store import Store

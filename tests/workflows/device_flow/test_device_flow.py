@@ -18,7 +18,13 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities.device_flow.provider import IdentityActivities
-from runtime.device_flow.contracts import DeviceFlowInput, FlowState, ForgetInput, PollInput
+from runtime.device_flow.contracts import (
+    DeviceFlowInput,
+    FlowState,
+    ForgetInput,
+    PollInput,
+    device_flow_workflow_id,
+)
 from runtime.device_flow.providers import DeviceFlowProvider
 from runtime.sessions import registry
 from runtime.sessions.streams import envelope
@@ -27,7 +33,7 @@ from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.streams import session_stream
 from tests.fakes.device_idp import FakeIdP
 from worker import build_worker
-from workflows.device_flow.flow import DeviceFlowWorkflow, device_flow_workflow_id
+from workflows.device_flow.flow import DeviceFlowWorkflow
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from api.app import create_app
 from runtime.agent_tools.contracts import turn_workflow_id
+from runtime.device_flow.contracts import device_flow_workflow_id
 from runtime.investigation.demo import ensure_demo
 from runtime.sessions.contracts import session_workflow_id
 from runtime.settings import Settings
@@ -46,7 +47,6 @@ from tests.mcp_helpers import FaultServer, fault_server
 from tests.session_helpers import Daemon, write_prompt
 from tests.workflows import standing_agent_support as sa
 from worker import build_worker
-from workflows.device_flow.flow import device_flow_workflow_id
 
 HERE = Path(__file__).parent
 

@@ -24,14 +24,14 @@ from temporalio.worker import Worker
 from activities.llm.gateway import LlmOwner, ModelGateway
 from activities.llm.routing_activities import LlmActivities
 from runtime.llm import config_store
-from runtime.llm.contracts import ChatMessage
-from runtime.llm.routing import (
+from runtime.llm.contracts import (
     ALL_PROVIDERS_EXHAUSTED,
     MODEL_BAD_REQUEST,
     AttemptReport,
     AttemptSpec,
     ChainEntry,
     ChainFailure,
+    ChatMessage,
     CredentialConfig,
     OwnerKind,
 )

@@ -20,7 +20,7 @@ from activities.llm.contracts import (
     ToolSpec,
     Usage,
 )
-from activities.llm.scripted_agent import ScriptedAgentModel
+from activities.standing_agents.scripted_model import ScriptedAgentModel
 from runtime.search_attributes import KIND, MODE, STATUS, TENANT
 from runtime.standing_agents.contracts import (
     ActionOutcome,

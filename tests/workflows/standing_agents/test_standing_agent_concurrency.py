@@ -15,7 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.llm import ChatMessage, ModelReply, ToolSpec
 from activities.llm.contracts import DeltaCallback, Usage
 from activities.llm.scripted import ScriptedModel
-from activities.llm.scripted_agent import ScriptedAgentModel
+from activities.standing_agents.scripted_model import ScriptedAgentModel
 from runtime.llm.pricing import Price, put_price
 from runtime.standing_agents.models import AgentEventRow, AgentInstance
 from runtime.store import Store
