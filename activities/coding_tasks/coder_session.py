@@ -13,7 +13,8 @@ from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from runtime.coding_tasks.contracts import task_prompt_id
+from runtime.coding_tasks.coder_session import ensure_task_session
+from runtime.coding_tasks.contracts import task_prompt_id, task_session_id
 from runtime.llm.active import active_model
 from runtime.llm.config_store import session_binding
 from runtime.llm.contracts import SESSION_SITE
@@ -27,7 +28,6 @@ from runtime.sessions.contracts import (
 )
 from runtime.sessions.prompts import preview, save_prompt
 from runtime.settings import Settings
-from runtime.standing_agents import task_proposals
 from runtime.store import Store
 
 
@@ -49,7 +49,7 @@ async def submit_task_prompt(
     The session id and prompt id derive from the task id, so a retry attaches to
     the session the first attempt started and the update id dedupes the prompt.
     """
-    session_id = task_proposals.task_session_id(task_id)
+    session_id = task_session_id(task_id)
     prompt_id = task_prompt_id(task_id)
     workspace = workspace or settings.workspace_cwd
     model_id, binding = active_model(settings).model_id, None
@@ -58,9 +58,7 @@ async def submit_task_prompt(
         # to now (as POST /session/{id}/model records it; its preset and provider).
         binding, _ = await asyncio.to_thread(session_binding, store, settings, SESSION_SITE)
         model_id = model
-    await asyncio.to_thread(
-        task_proposals.ensure_task_session, store, session_id, workspace, task_id
-    )
+    await asyncio.to_thread(ensure_task_session, store, session_id, workspace, task_id)
     request = SessionInput(
         session_id=session_id,
         workspace_cwd=workspace,

@@ -39,11 +39,11 @@ from runtime.coding_tasks.contracts import (
     TaskState,
     TaskTimers,
     task_dir,
+    task_session_id,
 )
 from runtime.sessions.contracts import CodingTaskRef, session_workflow_id
 from runtime.settings import Settings
 from runtime.standing_agents.contracts import agent_workflow_id
-from runtime.standing_agents.task_proposals import task_session_id
 from runtime.standing_agents.workflow_contracts import WAKE_SIGNAL as AGENT_WAKE
 from runtime.store import Store
 

@@ -67,6 +67,12 @@ def task_dir(root: str, task_id: str) -> str:
     return str(Path(root) / TASKS_DIR / task_id)
 
 
+def task_session_id(task_id: str) -> str:
+    """The session agentrt's coder runs a task in, derived from the task: a retry finds
+    the same one."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-session/{task_id}"))
+
+
 def task_prompt_id(task_id: str) -> str:
     """The prompt agentrt's coder runs a task with (derived: a retry submits it once)."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-prompt/{task_id}"))

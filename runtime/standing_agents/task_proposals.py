@@ -1,16 +1,22 @@
 """`soa_propose_task`'s store side: the coding task (once per operation id) and, for
-agentrt's coder, its session's registry row under the daemon's session cap; the activity
-(activities/standing_agents/tasks.py) starts the task's workflow."""
+agentrt's coder, its session's registry row (runtime/coding_tasks/coder_session.py) under
+the daemon's session cap; the activity (activities/standing_agents/tasks.py) starts the
+task's workflow."""
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlmodel import Session, col, select
 
-from runtime.coding_tasks.contracts import OWN_CODER, TASK_APPROVAL_MODES, TaskState, task_dir
+from runtime.coding_tasks.coder_session import task_session_row
+from runtime.coding_tasks.contracts import (
+    OWN_CODER,
+    TASK_APPROVAL_MODES,
+    TaskState,
+    task_dir,
+    task_session_id,
+)
 from runtime.coding_tasks.models import CodingTask
 from runtime.sessions import registry
 from runtime.sessions.models import DaemonSession
@@ -36,11 +42,6 @@ def stored_task(store: Store, op_id: str) -> CodingTask | None:
     """The task an earlier attempt of this call wrote, if any."""
     with store.session() as db:
         return db.exec(select(CodingTask).where(col(CodingTask.op_id) == op_id)).first()
-
-
-def task_session_id(task_id: str) -> str:
-    """The session a task runs in, derived from the task: a retry finds the same one."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"task-session/{task_id}"))
 
 
 def propose_task(
@@ -107,46 +108,11 @@ def propose_task(
         if db.get(DaemonSession, task_session_id(task_id)) is None:
             # The coder's session runs in the task's own directory (its spawn).
             own_dir = task_dir(workspace_cwd, task_id)
-            db.add(_task_session_row(task_session_id(task_id), own_dir, task_id))
+            db.add(task_session_row(task_session_id(task_id), own_dir, task_id))
         db.flush()
         return row
 
     return ctx.store.run_transaction(write)
-
-
-def _task_session_row(session_id: str, workspace_cwd: str, task_id: str) -> DaemonSession:
-    return DaemonSession(
-        session_id=session_id,
-        workspace_cwd=workspace_cwd,
-        scope="thread",
-        display_name=f"agent task {task_id}",
-        created_at=datetime.now(UTC),
-    )
-
-
-def ensure_task_session(store: Store, session_id: str, workspace_cwd: str, task_id: str) -> None:
-    """The task's session row in the registry (listed with the workspace's sessions).
-
-    `propose_task` writes it with the task (under the cap); this finds it, and writes it
-    for a task proposed before it did."""
-
-    def write(db: Session) -> None:
-        # A concurrent writer of the same row makes this write lose its race: the run
-        # again finds the row.
-        if db.get(DaemonSession, session_id) is None:
-            db.add(_task_session_row(session_id, workspace_cwd, task_id))
-            db.flush()
-
-    store.run_transaction(write)
-
-
-def set_task_session(store: Store, task_id: str, session_id: str, status: str) -> None:
-    with store.transaction() as db:
-        row = db.get(CodingTask, task_id)
-        if row is not None:
-            row.session_id = session_id
-            row.status = status
-            db.add(row)
 
 
 def _optional_text(arguments: dict[str, Any], name: str) -> str | None:

@@ -195,7 +195,7 @@ api/windows: runtime.agent_tools runtime.coding_tasks runtime.sessions
 api/workspace: runtime.device_flow runtime.llm runtime.mcp runtime.sessions
 runtime/agent_tools: runtime.investigation runtime.llm
 runtime/approvals: runtime.notifications
-runtime/coding_tasks: runtime.notifications runtime.standing_agents
+runtime/coding_tasks: runtime.notifications runtime.sessions runtime.standing_agents
 runtime/device_flow: runtime.approvals runtime.sessions
 runtime/investigation: runtime.approvals runtime.tools
 runtime/llm: runtime.standing_agents
@@ -272,7 +272,7 @@ activities/workspace: results
 api/approvals: answers
 runtime/agent_tools: models
 runtime/approvals: answers binding ledger models projection
-runtime/coding_tasks: models store
+runtime/coding_tasks: coder_session models store
 runtime/device_flow: providers tokens
 runtime/investigation: catalog models outcomes research tools
 runtime/llm: active attempt_log chain config_store cost_warning models preset_store reservation
@@ -281,7 +281,7 @@ runtime/notifications: outbox
 runtime/sessions: approval_modes models permissions prompts registry shell_allowlist streams
     tools
 runtime/standing_agents: approvals coder_decisions control decision_queue expiry models queue
-    registry_store task_proposals
+    registry_store
 runtime/tenants: tokens
 runtime/tools: descriptor
 runtime/windows: lease lease_client screenshots tools verbs

@@ -24,6 +24,7 @@ from typing import TypeVar
 import pytest
 from sqlmodel import col, select
 
+from runtime.coding_tasks.contracts import task_session_id
 from runtime.coding_tasks.models import CodingTask
 from runtime.llm import pricing
 from runtime.llm.models import LlmPrice
@@ -199,7 +200,7 @@ def test_concurrent_task_proposals_never_exceed_the_session_cap(
         # Each admitted task has its session row; no refused call left a task behind.
         with store.session() as db:
             for task in admitted:
-                session = db.get(DaemonSession, task_proposals.task_session_id(task.task_id))
+                session = db.get(DaemonSession, task_session_id(task.task_id))
                 assert session is not None and session.closed_at is None
             ops = {c.op_id for c in contexts}
             tasks = db.exec(select(CodingTask).where(col(CodingTask.op_id).in_(ops))).all()
