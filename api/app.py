@@ -32,7 +32,7 @@ from api import (
     workspace,
 )
 from api.access_log import AccessLog
-from api.approvals.answers import Answerer
+from api.approvals.contracts import Answerer
 from api.errors import LastResort, install_error_handlers
 from api.mcp.server import MCP_PATH, McpEndpoint
 from api.openapi import install_openapi
@@ -195,7 +195,7 @@ def create_app(
 
 
 def approval_answerers(features: Iterable[ModuleType]) -> dict[ApprovalKind, Answerer]:
-    """Each approval kind's answerer, as the features list them (api/approvals/answers.py).
+    """Each approval kind's answerer, as the features list them (api/approvals/contracts.py).
 
     Raises:
         RuntimeError: a kind that two features answer, or that none does (the inbox would

@@ -27,9 +27,8 @@ from activities.mcp.failures import McpUnavailable, classify
 from activities.mcp.pool import McpPool, McpTool
 from activities.workspace.results import ToolResult, bound, failed_result, text_item
 from runtime.llm.contracts import ToolCall
-from runtime.mcp.binding import McpBinding
 from runtime.mcp.config import McpServerConfig, McpServers, load_servers
-from runtime.mcp.names import server_prefix
+from runtime.mcp.contracts import McpBinding, server_prefix
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.operations import OperationLedger

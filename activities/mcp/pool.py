@@ -32,7 +32,7 @@ from runtime.mcp.config import (
     egress_refusal,
     resolve_references,
 )
-from runtime.mcp.names import assign
+from runtime.mcp.contracts import assign
 from runtime.mcp.status import (
     BudgetMode,
     McpServerState,

@@ -30,8 +30,7 @@ from activities.workspace import (
     target_hash,
 )
 from runtime.llm.contracts import ImageRef
-from runtime.mcp.binding import McpBinding
-from runtime.mcp.names import is_mcp_tool
+from runtime.mcp.contracts import McpBinding, is_mcp_tool
 from runtime.sessions.approval_modes import TOOL_KINDS, is_mutating
 from runtime.sessions.contracts import (
     SessionActivityContracts,

@@ -27,7 +27,7 @@ from activities.workspace.results import ToolResult
 from runtime.approvals.binding import DIGEST_MISMATCH, still_approved
 from runtime.llm.contracts import ToolCall, ToolSpec
 from runtime.mcp import grants
-from runtime.mcp.binding import McpBinding
+from runtime.mcp.contracts import McpBinding
 from runtime.standing_agents import mcp_calls
 from runtime.standing_agents.contracts import APPROVE, ActionOutcome, AgentType
 from runtime.standing_agents.models import AttentionRequest

@@ -18,7 +18,7 @@ from activities.mcp.calls import ResolvedTool
 from activities.standing_agents.constitution_check import ConstitutionChecker
 from activities.standing_agents.mcp_tools import AgentMcpTools
 from activities.standing_agents.tasks import assign_coder, propose_task
-from runtime.mcp.names import is_mcp_tool
+from runtime.mcp.contracts import is_mcp_tool
 from runtime.settings import Settings
 from runtime.standing_agents import (
     mcp_calls,

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.approvals.answers import AnswerBody, Answering
+from api.approvals.contracts import AnswerBody, Answering
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError, temporal_unavailable
 from api.input_bounds import StrictJsonRoute
@@ -160,7 +160,7 @@ async def decide_and_tell(
 
 
 async def answer_research_approval(answering: Answering, row: Approval, body: AnswerBody) -> None:
-    """The inbox's answer to a research (an `Answerer`, api/approvals/answers.py):
+    """The inbox's answer to a research (an `Answerer`, api/approvals/contracts.py):
     `approve` or `deny`, decided as this route decides it, by who answers."""
     settings = answering.settings
     if body.answer not in _RESEARCH_ANSWERS:

@@ -7,7 +7,7 @@
   token of the tenant reaches it);
 - `POST .../approvals/{approvalId}/answer` on both: the answer, by the kind's own operation
   (runtime/approvals/answers.py says who may answer what, and the refusals): the feature
-  of the kind answers it (its `Answerer`, api/approvals/answers.py, listed by its
+  of the kind answers it (its `Answerer`, api/approvals/contracts.py, listed by its
   `approval_answerers()`), the inbox reads the record it left.
 
 Each entry also links to the route that answers it in its kind's own protocol; answering
@@ -24,7 +24,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import ConfigDict
 from temporalio.exceptions import ApplicationError
 
-from api.approvals.answers import AnswerBody, Answerer, Answering
+from api.approvals.contracts import AnswerBody, Answerer, Answering
 from api.deps import TENANT_PATTERN, ConnectorDep, JournalDep, SettingsDep, StoreDep, TenantPath
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute

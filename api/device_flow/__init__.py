@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
-    from api.approvals.answers import Answerer
+    from api.approvals.contracts import Answerer
     from runtime.approvals.ledger import ApprovalKind
 
 
@@ -20,7 +20,7 @@ def routers() -> list[APIRouter]:
 
 
 def approval_answerers() -> dict[ApprovalKind, Answerer]:
-    """The approvals' kinds this feature answers in the inbox (api/approvals/answers.py),
+    """The approvals' kinds this feature answers in the inbox (api/approvals/contracts.py),
     imported lazily as `routers()` is."""
     from api.device_flow.routes import answer_login_approval
     from runtime.approvals.ledger import ApprovalKind

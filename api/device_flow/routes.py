@@ -36,7 +36,7 @@ from temporalio.common import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.approvals.answers import AnswerBody, Answering
+from api.approvals.contracts import AnswerBody, Answering
 from api.deps import SettingsDep, TemporalDep
 from api.device_flow.models import (
     AuthStatus,
@@ -278,7 +278,7 @@ async def cancel_flow(client: Client, settings: Settings, device_flow_id: str) -
 
 
 async def answer_login_approval(answering: Answering, row: Approval, body: AnswerBody) -> None:
-    """The inbox's answer to a device login (an `Answerer`, api/approvals/answers.py): a
+    """The inbox's answer to a device login (an `Answerer`, api/approvals/contracts.py): a
     login is approved only at its identity provider (`approve` here is 409
     `approval_answered_elsewhere`); `deny` cancels the flow, as this route does."""
     if body.answer == "approve":

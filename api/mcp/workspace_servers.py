@@ -52,7 +52,7 @@ from runtime.mcp.config import (
     reference_refusal,
     remove_operator_server,
 )
-from runtime.mcp.names import server_prefix
+from runtime.mcp.contracts import server_prefix
 from runtime.mcp.status import (
     BUDGET_HINT,
     BUDGET_WARN_FRACTION,

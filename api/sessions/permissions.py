@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from temporalio.client import Client
 
-from api.approvals.answers import AnswerBody, Answering
+from api.approvals.contracts import AnswerBody, Answering
 from api.deps import SettingsDep, StoreDep, TemporalDep
 from api.errors import ApiError
 from api.input_bounds import MAX_ID_CHARS
@@ -111,7 +111,7 @@ async def cast_vote(
 
 
 async def answer_permission_approval(answering: Answering, row: Approval, body: AnswerBody) -> None:
-    """The inbox's answer to a permission (an `Answerer`, api/approvals/answers.py): the
+    """The inbox's answer to a permission (an `Answerer`, api/approvals/contracts.py): the
     administrator's vote for one of its options, cast as these routes cast it."""
     options = [str(o) for o in row.detail.get("options") or []]
     if body.answer not in options:

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
-from api.approvals.answers import AnswerBody, Answering
+from api.approvals.contracts import AnswerBody, Answering
 from api.deps import ConnectorDep, JournalDep, SettingsDep, StoreDep
 from api.errors import ApiError
 from api.input_bounds import StrictJsonRoute
@@ -142,7 +142,7 @@ async def answer_decision(
 
 async def answer_decision_approval(answering: Answering, row: Approval, body: AnswerBody) -> None:
     """The inbox's answer to a decision, an MCP call or a coder's question (an `Answerer`,
-    api/approvals/answers.py): answered as this route answers it, its agent woken by the
+    api/approvals/contracts.py): answered as this route answers it, its agent woken by the
     waker this route's `WakerDep` gives."""
     await answer_decision(
         answering.store,

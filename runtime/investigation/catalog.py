@@ -25,8 +25,7 @@ from runtime.investigation.models import (
 )
 from runtime.investigation.research import DECISION_ROUTE_TEMPLATE, RESEARCH_STATES
 from runtime.investigation.views import Availability, CatalogTool
-from runtime.tools import ToolAnnotations, ToolDescriptor
-from runtime.tools.descriptor import READ_ONLY
+from runtime.tools import READ_ONLY, ToolAnnotations, ToolDescriptor
 
 CAPABILITY_VERSION = "agent-tools/v1"
 TOOL_VERSION = "1.0.0"

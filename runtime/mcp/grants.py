@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal
 
 from runtime.failures import WireError
-from runtime.mcp.names import is_mcp_tool, server_prefix
+from runtime.mcp.contracts import is_mcp_tool, server_prefix
 from runtime.store import Store
 from runtime.workspace.settings import get_setting, update_setting
 

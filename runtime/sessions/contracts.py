@@ -11,7 +11,7 @@ from temporalio.common import SearchAttributePair
 
 from runtime.activity_contract import ActivityContract
 from runtime.llm.contracts import AttemptReport, AttemptSpec, ModelBinding, ToolCall
-from runtime.mcp.binding import McpBinding
+from runtime.mcp.contracts import McpBinding
 from runtime.search_attributes import KIND, STATUS, TENANT
 
 # The longest prompt deadline (`deadlineMs`, `--prompt-deadline-ms`): 2^31-1 ms, about

@@ -12,8 +12,7 @@ from typing import Final
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from runtime.tools import ToolAnnotations, ToolDescriptor
-from runtime.tools.descriptor import READ_ONLY
+from runtime.tools import READ_ONLY, ToolAnnotations, ToolDescriptor
 
 _PATH = "Absolute path of the file (or relative to the workspace)."
 

@@ -22,7 +22,7 @@ from typing import Any, Final
 from sqlmodel import col, select
 
 from runtime.approvals.binding import DigestMismatch, call_digest
-from runtime.mcp.binding import McpBinding
+from runtime.mcp.contracts import McpBinding
 from runtime.standing_agents.contracts import APPROVE, AttentionKind, EventKind
 from runtime.standing_agents.control_tools import attention_request
 from runtime.standing_agents.episode import generation_start

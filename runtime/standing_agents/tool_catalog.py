@@ -9,8 +9,7 @@ from typing import Any
 from runtime.coding_tasks.contracts import TASK_APPROVAL_MODES
 from runtime.llm.contracts import ToolSpec
 from runtime.standing_agents import catalog
-from runtime.tools import ToolAnnotations, ToolArgumentsError, ToolDescriptor
-from runtime.tools.descriptor import READ_ONLY
+from runtime.tools import READ_ONLY, ToolAnnotations, ToolArgumentsError, ToolDescriptor
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 10

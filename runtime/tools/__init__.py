@@ -8,6 +8,7 @@ the agent-tools catalog are declared through it.
 """
 
 from runtime.tools.descriptor import (
+    READ_ONLY,
     Dispatch,
     ToolAnnotations,
     ToolArgumentsError,
@@ -16,6 +17,7 @@ from runtime.tools.descriptor import (
 )
 
 __all__ = [
+    "READ_ONLY",
     "Dispatch",
     "ToolAnnotations",
     "ToolArgumentsError",

@@ -269,21 +269,19 @@ PUBLIC_MODULES = """
 activities/llm: gateway record scripted
 activities/mcp: calls pool
 activities/workspace: results
-api/approvals: answers
 runtime/agent_tools: models
 runtime/approvals: answers binding ledger models projection
 runtime/coding_tasks: coder_session models store
 runtime/device_flow: providers tokens
 runtime/investigation: catalog models outcomes research tools
 runtime/llm: active attempt_log chain config_store cost_warning models preset_store reservation
-runtime/mcp: binding config grants names status
+runtime/mcp: config grants status
 runtime/notifications: outbox
 runtime/sessions: approval_modes models permissions prompts registry shell_allowlist streams
     tools
 runtime/standing_agents: approvals coder_decisions control decision_queue expiry models queue
     registry_store
 runtime/tenants: tokens
-runtime/tools: descriptor
 runtime/windows: lease lease_client screenshots tools verbs
 runtime/workspace: fence file_errors settings
 workflows/device_flow: pause

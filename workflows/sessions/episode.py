@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
         ModelBinding,
         ToolCall,
     )
-    from runtime.mcp.names import is_mcp_tool
+    from runtime.mcp.contracts import is_mcp_tool
     from runtime.sessions.approval_modes import (
         is_mutating,
         is_rejection,

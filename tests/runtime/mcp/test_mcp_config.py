@@ -1,5 +1,5 @@
 """mcpServers (runtime/mcp/config.py) and the names the model calls MCP tools by
-(runtime/mcp/names.py)."""
+(runtime/mcp/contracts.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from runtime.mcp.config import (
     reference_refusal,
     resolve_references,
 )
-from runtime.mcp.names import MAX_NAME, assign, qualified, server_prefix
+from runtime.mcp.contracts import MAX_NAME, assign, qualified, server_prefix
 
 
 def test_a_name_is_sanitized_and_cut_to_the_model_apis_rules() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.mcp.contracts import qualified
 from runtime.mcp.grants import matches, offered, pattern_problem, validate_patterns
-from runtime.mcp.names import qualified
 
 
 @pytest.mark.parametrize(

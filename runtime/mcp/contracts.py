@@ -1,4 +1,7 @@
-"""What the model calls an MCP tool: `mcp__<server>__<tool>`.
+"""What other features use of MCP: the names the model calls MCP tools by, and what an
+MCP call was resolved to when a human was asked about it (`McpBinding`).
+
+What the model calls an MCP tool: `mcp__<server>__<tool>`.
 
 Model APIs take function names of `[A-Za-z0-9_-]{1,64}`. A server's or tool's name with
 other characters has each of them replaced by `_`; a name longer than 64 keeps its first
@@ -14,6 +17,8 @@ import hashlib
 import re
 from collections.abc import Iterable
 from typing import Final
+
+from pydantic import BaseModel
 
 PREFIX: Final = "mcp__"
 MAX_NAME: Final = 64
@@ -53,3 +58,14 @@ def assign(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
 
 def is_mcp_tool(name: str) -> bool:
     return name.startswith(PREFIX)
+
+
+class McpBinding(BaseModel):
+    """What an MCP call's preview resolved its name to: the server, the server's own tool
+    name and the fingerprint of the server's configuration. The call runs on exactly
+    this, or not at all: a name never moves to another server between the vote and the
+    call, and a server whose configuration changed meanwhile is not called."""
+
+    server: str
+    tool: str
+    fingerprint: str
