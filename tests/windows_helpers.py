@@ -10,7 +10,7 @@ from temporalio.service import RPCError
 
 from runtime.settings import Settings
 from runtime.windows import lease_client
-from runtime.windows.lease import lease_workflow_id
+from runtime.windows.lease_contracts import lease_workflow_id
 from runtime.windows.verbs import WindowsVerb, validate_and_clamp
 
 POOL_TOKEN = "pool-token"

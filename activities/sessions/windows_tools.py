@@ -25,7 +25,7 @@ from runtime.store import Store
 from runtime.store.tenants import feature_enabled
 from runtime.windows import lease_client
 from runtime.windows.errors import WindowsError, WindowsErrorCode
-from runtime.windows.lease import SESSION_TENANT, WINDOWS_POOL_FEATURE, session_holder
+from runtime.windows.lease_contracts import SESSION_TENANT, WINDOWS_POOL_FEATURE, session_holder
 from runtime.windows.tools import WINDOWS_TOOLS
 from runtime.windows.verbs import (
     SESSION_ACTIVITY_TIMEOUT,

@@ -59,7 +59,7 @@ from runtime.standing_agents.modes import (
     mode_change_view,
     mode_changes,
 )
-from runtime.windows.lease import agent_holder
+from runtime.windows.lease_contracts import agent_holder
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}/agents", route_class=StrictJsonRoute)
 MUTATION = [Depends(require_configured_token)]

@@ -1,7 +1,7 @@
 """Which holders a direct client may lease for (`POST .../windows/{holder}/{verb}`).
 
 A holder named after something of agentrt's (`session-{id}`, `turn-{id}`, `agent-{id}`,
-runtime/windows/lease.py) has its lease settled when that thing ends, under that
+runtime/windows/lease_contracts.py) has its lease settled when that thing ends, under that
 thing's own tenant. So the door takes it only under that tenant and only while the thing
 lives: otherwise the lease would outlive its holder until the idle expiry (a session
 closed, a turn finished, an agent stopped) or never be reached by the settlement (another
@@ -29,7 +29,7 @@ from runtime.standing_agents import control
 from runtime.standing_agents.contracts import AgentStatus
 from runtime.store import Store
 from runtime.windows.errors import WindowsError
-from runtime.windows.lease import (
+from runtime.windows.lease_contracts import (
     SESSION_TENANT,
     holder_settled,
     known_holder,

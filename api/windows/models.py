@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.openapi import ERROR_REF, SCHEMAS
 from runtime.windows.errors import WindowsErrorCode, http_status_of
-from runtime.windows.lease import LeaseView
+from runtime.windows.lease_contracts import LeaseView
 
 
 class WindowsVerbArgs(BaseModel):

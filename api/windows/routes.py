@@ -39,7 +39,7 @@ from runtime.store.tenants import feature_enabled, set_feature
 from runtime.tenants.views import FeatureBody, FeatureState
 from runtime.windows import lease_client
 from runtime.windows.errors import WindowsError, WindowsErrorCode
-from runtime.windows.lease import HOLDER_PATTERN, WINDOWS_POOL_FEATURE
+from runtime.windows.lease_contracts import HOLDER_PATTERN, WINDOWS_POOL_FEATURE
 from runtime.windows.verbs import WindowsVerb, parse_verb, validate_and_clamp
 
 router = APIRouter(prefix="/api/v1/tenants/{tenant}", route_class=StrictJsonRoute)

@@ -29,7 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from runtime.failures import UpdateExpired, decode_failure
 from runtime.search_attributes import running
 from runtime.windows.errors import WindowsError, WindowsErrorCode
-from runtime.windows.lease import (
+from runtime.windows.lease_contracts import (
     CALL_UPDATE,
     LEASE_KIND,
     LEASE_QUERY,

@@ -282,7 +282,7 @@ runtime/sessions: approval_modes models permissions prompts registry shell_allow
 runtime/standing_agents: approvals coder_decisions control decision_queue expiry models queue
     registry_store
 runtime/tenants: tokens
-runtime/windows: lease lease_client screenshots tools verbs
+runtime/windows: lease_client screenshots tools verbs
 runtime/workspace: fence file_errors settings
 workflows/device_flow: pause
 workflows/llm: chain model_failure

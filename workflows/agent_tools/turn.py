@@ -48,7 +48,7 @@ with workflow.unsafe.imports_passed_through():
         AttemptSpec,
     )
     from runtime.streams import turn_transcript_stream
-    from runtime.windows.lease import (
+    from runtime.windows.lease_contracts import (
         SETTLE_SIGNAL,
         SettleRequest,
         lease_workflow_id,

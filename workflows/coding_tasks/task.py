@@ -46,7 +46,7 @@ with workflow.unsafe.imports_passed_through():
         task_prompt_id,
     )
     from runtime.sessions.contracts import CancelRequest, session_workflow_id
-    from runtime.windows.lease import SESSION_TENANT, session_holder, task_holder
+    from runtime.windows.lease_contracts import SESSION_TENANT, session_holder, task_holder
 
 _LOCAL = timedelta(minutes=1)
 _STORE_RETRY = RetryPolicy(

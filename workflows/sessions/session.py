@@ -63,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
         WorkerBound,
     )
     from runtime.sessions.errors import PromptQueueFull, SessionNotFound
-    from runtime.windows.lease import (
+    from runtime.windows.lease_contracts import (
         SESSION_TENANT,
         SETTLE_SIGNAL,
         SettleRequest,

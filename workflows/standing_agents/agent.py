@@ -70,7 +70,7 @@ with workflow.unsafe.imports_passed_through():
         StandingAgentActivityContracts,
         StandingAgentInput,
     )
-    from runtime.windows.lease import (
+    from runtime.windows.lease_contracts import (
         SETTLE_SIGNAL,
         SettleRequest,
         agent_holder,

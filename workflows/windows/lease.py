@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
         WindowsPoolActivityContracts,
     )
     from runtime.windows.errors import WindowsError, WindowsErrorCode
-    from runtime.windows.lease import (
+    from runtime.windows.lease_contracts import (
         FIRST_CALL_GRACE_MS,
         RENEW_RETRY_MS,
         LeaseCall,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from runtime.windows.lease import SETTLE_SIGNAL, SettleRequest, lease_workflow_id
+    from runtime.windows.lease_contracts import SETTLE_SIGNAL, SettleRequest, lease_workflow_id
 
 
 async def settle_lease(tenant: str, holder: str, reason: str) -> None:

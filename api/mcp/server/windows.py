@@ -38,7 +38,7 @@ from runtime.streams import coding_task_stream
 from runtime.timestamps import iso_ms
 from runtime.windows import lease_client
 from runtime.windows.errors import WindowsError, WindowsErrorCode
-from runtime.windows.lease import WINDOWS_POOL_FEATURE, task_holder
+from runtime.windows.lease_contracts import WINDOWS_POOL_FEATURE, task_holder
 from runtime.windows.screenshots import read_screenshot
 from runtime.windows.tools import WINDOWS_TOOLS
 from runtime.windows.verbs import ARGS_MODELS, WindowsVerb, validate_and_clamp

@@ -18,7 +18,7 @@ from runtime.windows.errors import (
     WindowsErrorCode,
     map_pool_error,
 )
-from runtime.windows.lease import holder_settled, known_holder, unknown_holder
+from runtime.windows.lease_contracts import holder_settled, known_holder, unknown_holder
 from runtime.windows.verbs import (
     ARGS_MODELS,
     MAX_WAIT_FOR_TIMEOUT_MS,

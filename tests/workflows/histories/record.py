@@ -38,7 +38,7 @@ from runtime.standing_agents.contracts import EventKind
 from runtime.standing_agents.models import AgentInstance
 from runtime.store import EventJournal, Store, upgrade_to_head
 from runtime.temporal import ensure_search_attributes, temporal_cli_path
-from runtime.windows.lease import lease_workflow_id
+from runtime.windows.lease_contracts import lease_workflow_id
 from tests.agent_tools_helpers import DEMO_PROMPT, Browser
 from tests.fakes.device_idp import FakeIdP
 from tests.fakes.openai_server import FakeOpenAI

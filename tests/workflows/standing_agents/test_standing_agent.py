@@ -31,7 +31,7 @@ from runtime.standing_agents.contracts import (
 )
 from runtime.standing_agents.models import AgentEventRow, SystemConfig
 from runtime.store import Store
-from runtime.windows.lease import SETTLE_SIGNAL, agent_holder, lease_workflow_id
+from runtime.windows.lease_contracts import SETTLE_SIGNAL, agent_holder, lease_workflow_id
 from tests.workflows import standing_agent_support as sa
 from tests.workflows.standing_agent_support import agent_env
 from workflows.standing_agents.agent import StandingAgentWorkflow

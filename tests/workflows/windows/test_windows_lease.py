@@ -20,7 +20,7 @@ from runtime.settings import Settings
 from runtime.store import Store, upgrade_to_head
 from runtime.windows import lease_client
 from runtime.windows.errors import WindowsErrorCode
-from runtime.windows.lease import LeaseCall, LeaseCallResult, LeaseView
+from runtime.windows.lease_contracts import LeaseCall, LeaseCallResult, LeaseView
 from runtime.windows.verbs import WindowsVerb
 from tests.fakes.windows_pool import FakeWindowsPool
 from tests.windows_helpers import POOL_TOKEN, call, lease_handle
