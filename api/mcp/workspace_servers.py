@@ -204,8 +204,9 @@ async def restart_mcp_server(
     if server not in servers.servers:
         raise server_not_found(server, f"No MCP server named {server!r} in mcpServers")
     extra = {"originatorClientId": originator} if originator else {}
-    if server in servers.disabled or server in servers.pending:
-        reason = "server_disabled" if server in servers.disabled else "approval_required"
+
+    async def refused(reason: str) -> McpRestarted:
+        """Tell the workspace's live sessions the restart was refused, and answer so."""
         await asyncio.to_thread(
             registry.journal_to_live_sessions,
             store,
@@ -217,6 +218,10 @@ async def restart_mcp_server(
             originator=originator,
         )
         return McpRestarted(server_name=server, restarted=False, skipped=True, reason=reason)
+
+    if server in servers.disabled or server in servers.pending:
+        reason = "server_disabled" if server in servers.disabled else "approval_required"
+        return await refused(reason)
     client = await connector.get()
     try:
         result: McpDiscoveryResult = await client.execute_workflow(
@@ -243,17 +248,7 @@ async def restart_mcp_server(
         # The spec's reason when the budget has no slot for it (enforce mode).
         budget_full = outcome.errorKind == "budget_exhausted"
         reason = "budget_would_exceed" if budget_full else "connect_failed"
-        await asyncio.to_thread(
-            registry.journal_to_live_sessions,
-            store,
-            journal,
-            settings.workspace_cwd,
-            "mcp_server_restart_refused",
-            {"serverName": server, "reason": reason, **extra},
-            retention=settings.event_ring_size,
-            originator=originator,
-        )
-        return McpRestarted(server_name=server, restarted=False, skipped=True, reason=reason)
+        return await refused(reason)
     await asyncio.to_thread(
         registry.journal_to_live_sessions,
         store,

@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.testing import WorkflowEnvironment
@@ -113,6 +114,23 @@ async def _until_the_worker_answers(d: Daemon, sid: str, timeout: float = 30) ->
         await asyncio.sleep(0.1)
 
 
+async def _once_the_worker_takes_it(
+    send: Callable[[], Awaitable[httpx.Response]],
+) -> httpx.Response:
+    """`send`'s first answer that is not the outage's 503, sending it again until then. A
+    worker just started, or just replayed, may take longer than these tests' 500 ms
+    `worker_wait_ms` (plus the 0.5 s grace) to take an update under load; a refused update
+    is never applied, so sending it again is what a client told `Retry-After` does."""
+    deadline = time.monotonic() + 30
+    while True:
+        response = await send()
+        if response.status_code != 503:
+            return response
+        _is_worker_unavailable(response)
+        assert time.monotonic() < deadline, "the started worker never took the update"
+        await asyncio.sleep(0.1)
+
+
 async def test_without_a_worker_routes_answer_503_and_apply_nothing(setup: Setup) -> None:
     d, worker = await setup()
     sid = (await d.create())["sessionId"]
@@ -127,10 +145,12 @@ async def test_without_a_worker_routes_answer_503_and_apply_nothing(setup: Setup
     # `worker_wait_ms` to answer: until it does, the answer is the outage's 503.
     await _until_the_worker_answers(d, sid)
     # The worker now sees the updates the API gave up on, and refuses every one.
-    waited = await d.client.post(
-        f"/session/{sid}/prompt",
-        headers={"Prefer": "wait"},
-        json={"prompt": [{"type": "text", "text": "after the outage"}]},
+    waited = await _once_the_worker_takes_it(
+        lambda: d.client.post(
+            f"/session/{sid}/prompt",
+            headers={"Prefer": "wait"},
+            json={"prompt": [{"type": "text", "text": "after the outage"}]},
+        )
     )
     assert waited.json() == {"stopReason": "end_turn"}
     types = [e["type"] for e in d.events(sid)]
@@ -150,7 +170,9 @@ async def test_a_vote_no_worker_took_is_not_applied(setup: Setup) -> None:
     d, worker = await setup()
     await worker.start()
     sid = (await d.create())["sessionId"]
-    prompt_id = (await d.prompt(sid, write_prompt(d.workspace, "v.txt"))).json()["promptId"]
+    text = write_prompt(d.workspace, "v.txt")
+    submitted = await _once_the_worker_takes_it(lambda: d.prompt(sid, text))
+    prompt_id = submitted.json()["promptId"]
     events = await d.wait_for(sid, "permission_request", prompt_id=prompt_id)
     rid = events[-1]["data"]["requestId"]
     await worker.stop()
@@ -159,7 +181,7 @@ async def test_a_vote_no_worker_took_is_not_applied(setup: Setup) -> None:
     await _until_the_worker_answers(d, sid)
     assert "permission_resolved" not in [e["type"] for e in d.events(sid)]
     assert not (d.workspace / "v.txt").exists()
-    again = await d.client.post(f"/permission/{rid}", json=VOTE)
+    again = await _once_the_worker_takes_it(lambda: d.client.post(f"/permission/{rid}", json=VOTE))
     assert again.status_code == 200, again.text
     events = await d.wait_for(sid, "turn_complete", prompt_id=prompt_id)
     assert [e["type"] for e in events].count("permission_resolved") == 1
