@@ -9,7 +9,8 @@ around it, because `rpc_timeout` bounds each RPC, not the call:
   just before each deadline, so a fresh deadline starts every round;
 - a workflow's result follows its history the same way;
 - a start or a signal retries an unavailable server inside the SDK (`RetryConfig`: up to
-  10 s, each attempt with its own deadline), longer than a route's few seconds.
+  10 s, each attempt with its own deadline), so a route that must answer within a few
+  seconds bounds it so too (the others leave it to the SDK's retries).
 The bound of an update's acceptance is the `accept_before_ms` it carries plus
 `ACCEPT_GRACE`, which is what makes "not accepted by then" mean "never applied".
 """

@@ -151,7 +151,7 @@ class Settings(BaseSettings):
     ] = Field(default="AGENTS.md", pattern=r"^[^/\\]+$", max_length=255)
     # How long a route waits for a worker to take a workflow update before it answers
     # 503 worker_unavailable; the update's validator refuses it after that, so it is
-    # never applied behind the caller's back (api/sessions/common.update_session).
+    # never applied behind the caller's back (api/sessions/temporal_calls.update_session).
     worker_wait_ms: int = Field(default=15_000, ge=100)
     # The time bound of one search tool call (glob, grep_search) of a session; below the
     # 2-minute bound of the activity that runs it.

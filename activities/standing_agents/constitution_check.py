@@ -57,16 +57,21 @@ class ConstitutionChecker:
                 pool = ProcessPoolExecutor(
                     max_workers=self._max_workers,
                     mp_context=multiprocessing.get_context("spawn"),
-                    # Each process imports the check before it takes one. The pool
-                    # starts its second process on demand, while checks run: without
-                    # this, a check that process took first would spend its time bound
-                    # importing the rules' module (and its package) under a loaded
-                    # worker, and be blocked for it.
+                    # Each process imports the check before it takes one: a process
+                    # the pool starts again later (after a kill) never spends a check's
+                    # time bound importing the rules' module and its package.
                     initializer=violations,
                     initargs=([], "", {}),
                 )
-                # Start it (interpreter, imports) outside any check's time bound.
-                await asyncio.get_running_loop().run_in_executor(pool, violations, [], "", {})
+                # Start every process (interpreter, imports) outside any check's time
+                # bound: warm-ups sent together make the pool start one process each.
+                loop = asyncio.get_running_loop()
+                await asyncio.gather(
+                    *(
+                        loop.run_in_executor(pool, violations, [], "", {})
+                        for _ in range(self._max_workers)
+                    )
+                )
                 self._pool = pool
             return self._pool
 

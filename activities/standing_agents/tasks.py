@@ -1,7 +1,7 @@
 """`soa_propose_task`'s and `soa_assign_coder`'s effects: the task row once per operation
 id, then the task's workflow (its id derived from the task, so a retried activity attaches
-to what its first attempt started), which puts the task's prompt on its coder
-(activities/coding_tasks/coder_session.py)."""
+to what its first attempt started), which, for agentrt's own coder, puts the task's
+prompt on it (activities/coding_tasks/coder_session.py)."""
 
 from __future__ import annotations
 

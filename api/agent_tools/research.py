@@ -208,7 +208,7 @@ async def _tell_turn(
 def _decision_errors(research_id: str) -> Iterator[None]:
     """The research flow's refusals (exceptions, which the gateway's tools and the
     activities catch too) as their typed answers. `ApiError`s, not refusals let through:
-    the approvals inbox reads the 409's code (an answer that came second may be the same)."""
+    the approvals inbox reads the refusal's kind (an answer that came second may be the same)."""
     try:
         yield
     except ResearchNotFound as err:

@@ -111,7 +111,7 @@ async def answer_decision(
 ) -> AttentionRequest:
     """The one way a decision is answered: this route's and the approvals' inbox's
     (`answer_decision_approval`). 404 `decision_not_found`, 409 `decision_already_resolved`
-    for a different answer to a resolved decision (the inbox reads its code: an answer
+    for a different answer to a resolved decision (the inbox reads its kind: an answer
     that came second may still be the same one); the same answer again is the row."""
     current = await asyncio.to_thread(decision_queue.get_decision, store, tenant, decision_id)
     if (

@@ -1,11 +1,11 @@
-"""The payloads of a model call (DESIGN.md "Models"): messages in, one reply out.
+"""The model layer's contracts: the payloads of a model call, then model routing's.
+
+The payloads of a model call (DESIGN.md "Models"): messages in, one reply out.
 
 One model per concept: `ToolCall` is the tool call a model asked for, everywhere —
 in replies, in the transcript, in workflow inputs (session and agent-tools steps)
 and in the tools that run it. Every type is a pydantic model, so requests and
 replies cross Temporal as activity inputs and results (pydantic data converter).
-
-Model routing's contracts follow them.
 
 Model routing (issue 11, spec standing-agents §2.5, §3.5, §3.7): call sites, providers,
 presets, fallback chains, and what one attempt reports. Contracts and pure functions only.

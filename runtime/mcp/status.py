@@ -5,6 +5,9 @@ whenever a connection's state changes; `GET /workspace/mcp` reads them next to t
 configuration. A record never holds env values, headers or anything secret: the
 server's name, transport, state, its tools' names and annotations, and on failure the
 category of the error, its message (the SDK's or the server's) and a hint.
+
+Also the contracts of the discovery workflow that opens the servers
+(workflows/mcp/discovery.py): its activity, its input and result, and its ids.
 """
 
 from __future__ import annotations

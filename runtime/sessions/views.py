@@ -1,9 +1,9 @@
 """What a client reads of the approval modes, as wire models (runtime/wire.py): `state.modes`
 of a session's context (GET /session/:id/context, /load and /resume), built once by
-`modes_state` from `approval.AVAILABLE_MODES`.
+`modes_state` from `approval_modes.AVAILABLE_MODES`.
 
-A module of its own: the models need approval's `ApprovalMode`, so approval.py (which the
-workflows import) cannot import them back.
+A module of its own: the models need approval_modes' `ApprovalMode`, so approval_modes.py
+(which the workflows import) cannot import them back.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from api.service.feature_tags import FEATURES, advertised_features
 from runtime.settings import Settings
 
 W = "tests.api.workspace.test_workspace_status::"
+S = "tests.api.sessions.test_session_status::"
 M = "tests.api.mcp.test_session_mcp_tools::"
 
 # tag -> the tests that show its behaviour ("module::function").
@@ -135,11 +136,11 @@ BEHAVIOUR_TESTS: dict[str, list[str]] = {
         W + "test_workspace_init_never_writes_through_a_symlink",
         W + "test_workspace_init_memory_file_name",
     ],
-    "session_supported_commands": [W + "test_supported_commands_and_tasks"],
-    "session_tasks": [W + "test_supported_commands_and_tasks"],
+    "session_supported_commands": [S + "test_supported_commands_and_tasks"],
+    "session_tasks": [S + "test_supported_commands_and_tasks"],
     "session_recap": [
-        W + "test_recap_is_null_without_dialogue",
-        W + "test_recap_through_the_model",
+        S + "test_recap_is_null_without_dialogue",
+        S + "test_recap_through_the_model",
     ],
     "auth_device_flow": [
         "tests.api.device_flow.test_device_flow::test_approval_stores_credentials_and_tells_every_session",

@@ -247,12 +247,14 @@ def test_a_feature_reaches_another_only_along_a_listed_edge() -> None:
     assert not gone, "listed edges that no import uses any more (remove them):\n" + "\n".join(gone)
 
 
-# What of each feature the others may import. Always (`ALWAYS_PUBLIC`): in runtime/, its
-# contracts (any `…contracts` module: names, payloads, activity contracts), views (the
-# wire models it builds) and errors (its refusals); in api/, its dependencies (`deps`: the
-# path bounds and gates another feature's route takes) and the API's side of its
-# workflows (`temporal_calls`: the one way another feature's route starts, signals,
-# updates or wakes them); and the package itself (api/<f>/__init__.py's registration).
+# What of each feature the others may import. Always (`ALWAYS_PUBLIC`, in any layer): its
+# contracts (any `…contracts` module: names, payloads, activity contracts, and the
+# approvals inbox's contract with the features that answer its kinds,
+# api/approvals/contracts.py), views (the wire models it builds), errors (its refusals),
+# dependencies (`deps`: the path bounds and gates another feature's route takes), the
+# API's side of its workflows (`temporal_calls`: the one way another feature's route
+# starts, signals, updates or wakes them), and the package itself (api/<f>/__init__.py's
+# registration).
 # Then the modules listed here, today's surface, written down so that reaching into another
 # feature's internals is a decision. Shrink it by moving what others need into the
 # feature's contracts or views; a new entry says "this module is now part of the

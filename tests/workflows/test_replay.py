@@ -44,7 +44,7 @@ def test_there_are_histories_to_replay() -> None:
         # cancel landed in the activation where a read completed) before the
         # `device-flow-pause-cancel` patch; the pause waited on for the flow's end.
         "session-device-flow-cancel-swallowed",
-        # `auto` shell decisions by the deny-list of before (replayed by approval_v0: its
+        # `auto` shell decisions by the deny-list of before (replayed by approval_modes_v0: its
         # previews have no `shell_fenced`), and by the allow-list.
         "session-auto-shell-before-allow-list",
         "session-auto-shell",
