@@ -37,13 +37,13 @@ from mcp_types import CallToolResult
 from activities.mcp.calls import McpCalls
 from activities.mcp.pool import McpPool
 from activities.mcp.worker_pool import mcp_pool
-from activities.workspace.results import ToolResult
 from bench.report import BenchOptions, Figure, Report, Target, elapsed_ms, sample
 from bench.stats import ratio
 from runtime.llm.contracts import ToolCall
 from runtime.mcp.config import SETTINGS_FILE, McpServerConfig, load_servers
 from runtime.settings import Settings
 from runtime.store import EventJournal, Store, upgrade_to_head
+from runtime.tools.results import ToolResult
 
 DEFAULT_RUNS: Final = 50
 SERVER: Final = "bench"

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Final
 
 from activities.mcp.failures import McpUnavailable, classify
 from activities.mcp.pool import McpPool, McpTool
-from activities.workspace.results import ToolResult, bound, failed_result, text_item
 from runtime.llm.contracts import ToolCall
 from runtime.mcp.config import McpServerConfig, McpServers, load_servers
 from runtime.mcp.contracts import McpBinding, server_prefix
@@ -33,6 +32,7 @@ from runtime.settings import Settings
 from runtime.store import EventJournal, Store
 from runtime.store.operations import OperationLedger
 from runtime.tools import ToolArgumentsError
+from runtime.tools.results import ToolResult, bound, failed_result, text_item
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult

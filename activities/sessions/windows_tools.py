@@ -17,12 +17,12 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities.llm import ToolSpec
-from activities.workspace.results import ToolResult, failed_result, text_item
 from runtime.failures import decode_failure
 from runtime.sessions.contracts import ToolStepInput
 from runtime.settings import Settings
 from runtime.store import Store
 from runtime.store.tenants import feature_enabled
+from runtime.tools.results import ToolResult, failed_result, text_item
 from runtime.windows import lease_client
 from runtime.windows.errors import WindowsError, WindowsErrorCode
 from runtime.windows.lease_contracts import SESSION_TENANT, WINDOWS_POOL_FEATURE, session_holder

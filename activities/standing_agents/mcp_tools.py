@@ -23,7 +23,6 @@ from typing import Any
 
 from activities.mcp.calls import McpCalls, ResolvedTool
 from activities.mcp.pool import McpTool
-from activities.workspace.results import ToolResult
 from runtime.approvals.binding import DIGEST_MISMATCH, still_approved
 from runtime.llm.contracts import ToolCall, ToolSpec
 from runtime.mcp import grants
@@ -34,6 +33,7 @@ from runtime.standing_agents.models import AttentionRequest
 from runtime.standing_agents.tool_context import ToolContext
 from runtime.standing_agents.workflow_contracts import ActionRecord, ApprovedMcpCallInput
 from runtime.store import Store
+from runtime.tools.results import ToolResult
 
 # The rail's constitution check: (reason, the rules broken), or None when allowed.
 Constitution = Callable[[str, str, dict[str, Any]], Awaitable[tuple[str, list[str]] | None]]

@@ -56,7 +56,9 @@ from activities.workspace.previews import (
     shell_fenced,
     target_hash,
 )
-from activities.workspace.results import (
+from activities.workspace.specs import tool_specs
+from activities.workspace.tools import SHELL_TIMEOUT_SECONDS, WorkspaceTools
+from runtime.tools.results import (
     FILE_TOOLS,
     MAX_DIFF_CHARS,
     MAX_OUTPUT_BYTES,
@@ -67,8 +69,6 @@ from activities.workspace.results import (
     failed_result,
     rejected_result,
 )
-from activities.workspace.specs import tool_specs
-from activities.workspace.tools import SHELL_TIMEOUT_SECONDS, WorkspaceTools
 from runtime.workspace.search import SEARCH_SCRIPT, SEARCH_TIMEOUT_SECONDS
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.workspace.results import ToolError
+from runtime.tools.results import ToolError
 
 
 def required_str(args: dict[str, Any], *keys: str, allow_empty: bool = False) -> str:

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from activities.workspace.arguments import optional_bool, required_str
 from activities.workspace.paths import relative, tool_error
-from activities.workspace.results import ToolError
+from runtime.tools.results import ToolError
 from runtime.workspace.fence import Fence
 from runtime.workspace.file_errors import FileError
 from runtime.workspace.text import NotText, decode, normalize

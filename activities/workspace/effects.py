@@ -21,10 +21,10 @@ import asyncio
 from pathlib import Path
 
 from activities.workspace.paths import tool_error
-from activities.workspace.results import FILE_TOOLS, ToolError, ToolResult, failed_result
 from activities.workspace.tools import WorkspaceTools
 from runtime.llm.contracts import ToolCall
 from runtime.store.operations import Operation, OperationLedger
+from runtime.tools.results import FILE_TOOLS, ToolError, ToolResult, failed_result
 from runtime.workspace.fence import Fence
 from runtime.workspace.file_errors import FileError
 from runtime.workspace.files import HashMismatch, content_hash, path_lock

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from activities.workspace.results import ToolError
+from runtime.tools.results import ToolError
 from runtime.workspace.fence import Fence
 from runtime.workspace.file_errors import FileError
 

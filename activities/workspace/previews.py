@@ -10,11 +10,11 @@ from typing import Any
 from activities.workspace.arguments import path_argument, str_argument
 from activities.workspace.edits import edited, read_existing
 from activities.workspace.paths import display, fence_of, resolve
-from activities.workspace.results import FILE_TOOLS, ToolError, ToolResult, diff_item
 from activities.workspace.tools import shell_search_path
 from runtime.llm.contracts import ToolCall
 from runtime.sessions.approval_modes import tool_kind
 from runtime.sessions.shell_allowlist import check_shell_command
+from runtime.tools.results import FILE_TOOLS, ToolError, ToolResult, diff_item
 from runtime.workspace.fence import Fence
 from runtime.workspace.file_errors import FileError
 

@@ -12,7 +12,12 @@ from typing import Any, Final
 from activities.workspace.arguments import optional_int, optional_str, required_str
 from activities.workspace.edits import MAX_FILE_BYTES, edited, read_existing_bytes
 from activities.workspace.paths import fence_of, relative, resolve, tool_error
-from activities.workspace.results import (
+from runtime.llm.contracts import ToolCall
+from runtime.mcp.config import AGENT_CONFIG_DIR
+from runtime.sessions.tools import SESSION_TOOLS
+from runtime.telemetry import tracer
+from runtime.tools import ToolArgumentsError
+from runtime.tools.results import (
     MAX_OUTPUT_BYTES,
     FileChange,
     ToolError,
@@ -22,11 +27,6 @@ from activities.workspace.results import (
     failed_result,
     text_item,
 )
-from runtime.llm.contracts import ToolCall
-from runtime.mcp.config import AGENT_CONFIG_DIR
-from runtime.sessions.tools import SESSION_TOOLS
-from runtime.telemetry import tracer
-from runtime.tools import ToolArgumentsError
 from runtime.workspace.fence import Fence
 from runtime.workspace.file_errors import FileError
 from runtime.workspace.files import ABSENT, WORKSPACE_UMASK, content_hash

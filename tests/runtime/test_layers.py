@@ -170,11 +170,11 @@ activities/approvals: runtime.agent_tools runtime.investigation runtime.standing
 activities/coding_tasks: runtime.llm runtime.sessions runtime.standing_agents
 activities/device_flow: runtime.sessions
 activities/llm: runtime.device_flow
-activities/mcp: activities.workspace runtime.llm runtime.sessions runtime.tools
+activities/mcp: runtime.llm runtime.sessions runtime.tools
 activities/sessions: activities.llm activities.mcp activities.workspace runtime.llm
     runtime.mcp runtime.standing_agents runtime.tools runtime.windows
     runtime.workspace
-activities/standing_agents: activities.llm activities.mcp activities.workspace
+activities/standing_agents: activities.llm activities.mcp
     runtime.approvals runtime.coding_tasks runtime.llm runtime.mcp runtime.tools
 activities/workspace: runtime.llm runtime.mcp runtime.sessions runtime.tools
 api/agent_tools: api.approvals runtime.approvals runtime.investigation
@@ -270,7 +270,6 @@ def _always_public(module: str) -> bool:
 PUBLIC_MODULES = """
 activities/llm: gateway record scripted
 activities/mcp: calls pool
-activities/workspace: results
 runtime/agent_tools: models
 runtime/approvals: answers binding ledger models projection
 runtime/coding_tasks: coder_session models store
@@ -284,6 +283,7 @@ runtime/sessions: approval_modes models permissions prompts registry shell_allow
 runtime/standing_agents: approvals coder_decisions control decision_queue expiry models queue
     registry_store
 runtime/tenants: tokens
+runtime/tools: results
 runtime/windows: lease_client screenshots tools verbs
 runtime/workspace: fence file_errors settings
 workflows/device_flow: pause

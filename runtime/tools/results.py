@@ -1,4 +1,5 @@
-"""What a tool call produces (`ToolResult`), its failures, and the ACP content items."""
+"""What a tool call produces (`ToolResult`), whichever tool it is (the workspace's, a
+Windows verb, an MCP server's), its failures, and the ACP content items."""
 
 from __future__ import annotations
 
