@@ -10,7 +10,7 @@ import functools
 from typing import Any
 
 from temporalio import activity
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.common import TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 
 from runtime.coding_tasks import store as coding_tasks
@@ -18,12 +18,12 @@ from runtime.coding_tasks.contracts import (
     OWN_CODER,
     SPAWN_SIGNAL,
     CodingTaskInput,
+    task_search_attributes,
     task_workflow_id,
 )
 from runtime.coding_tasks.contracts import WAKE_SIGNAL as TASK_WAKE
 from runtime.coding_tasks.contracts import WORKFLOW_NAME as TASK_WORKFLOW
 from runtime.failures import decode_failure
-from runtime.search_attributes import KIND, STATUS, TENANT
 from runtime.settings import Settings
 from runtime.standing_agents import task_proposals, tool_context
 from runtime.store import Store
@@ -55,12 +55,14 @@ async def propose_task(
         )
     if task.holder is None:
         # Open, for a registered coder: its workflow keeps its timers.
-        await start_task_workflow(settings, task.tenant, task.task_id)
+        await start_task_workflow(settings, task.tenant, task.task_id, task.state)
         return {"taskId": task.task_id, "state": task.state}
     if task.session_id is None:
         # agentrt's coder's: its workflow starts it (a slot of the tenant, the task's own
         # directory, its approval mode and preset) and settles the task when it ends.
-        await start_task_workflow(settings, task.tenant, task.task_id, signal=SPAWN_SIGNAL)
+        await start_task_workflow(
+            settings, task.tenant, task.task_id, task.state, signal=SPAWN_SIGNAL
+        )
         return {"taskId": task.task_id, "state": task.state, "holder": task.holder}
     session_id = task.session_id
     return {"taskId": task.task_id, "sessionId": session_id}
@@ -88,12 +90,12 @@ async def assign_coder(
         failure = decode_failure(err)
         message = failure.response_body().get("error") if failure is not None else None
         raise tool_context.ToolInputError(str(message or err)) from None
-    await start_task_workflow(settings, row.tenant, row.task_id, signal=SPAWN_SIGNAL)
+    await start_task_workflow(settings, row.tenant, row.task_id, row.state, signal=SPAWN_SIGNAL)
     return {"taskId": row.task_id, "state": row.state, "holder": row.holder}
 
 
 async def start_task_workflow(
-    settings: Settings, tenant: str, task_id: str, *, signal: str = TASK_WAKE
+    settings: Settings, tenant: str, task_id: str, state: str, *, signal: str = TASK_WAKE
 ) -> None:
     """Signal-with-start `wake` (or `signal`) of a coding task's workflow, from an activity."""
     await activity.client().start_workflow(
@@ -104,11 +106,5 @@ async def start_task_workflow(
         id=task_workflow_id(tenant, task_id),
         task_queue=settings.task_queue,
         start_signal=signal,
-        search_attributes=TypedSearchAttributes(
-            [
-                SearchAttributePair(KIND, "coding_task"),
-                SearchAttributePair(TENANT, tenant),
-                SearchAttributePair(STATUS, "running"),
-            ]
-        ),
+        search_attributes=TypedSearchAttributes(task_search_attributes(tenant, state)),
     )

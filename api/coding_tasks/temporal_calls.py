@@ -11,7 +11,7 @@ import logging
 from datetime import timedelta
 
 from temporalio.client import Client
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.common import TypedSearchAttributes
 
 from api.standing_agents.temporal_calls import Waker
 from api.temporal import TemporalConnector, is_unavailable
@@ -22,16 +22,15 @@ from runtime.coding_tasks.contracts import (
     WORKFLOW_NAME,
     CodingTaskInput,
     TaskState,
+    task_search_attributes,
     task_workflow_id,
 )
 from runtime.coding_tasks.models import CodingTask
-from runtime.search_attributes import KIND, STATUS, TENANT
 from runtime.settings import Settings
 from runtime.standing_agents import control
 from runtime.store import Store
 
 log = logging.getLogger(__name__)
-KIND_VALUE = "coding_task"
 START_TIMEOUT = timedelta(seconds=10)
 
 
@@ -53,13 +52,7 @@ async def start_timers(
         id=task_workflow_id(row.tenant, row.task_id),
         task_queue=settings.task_queue,
         start_signal=signal,
-        search_attributes=TypedSearchAttributes(
-            [
-                SearchAttributePair(KIND, KIND_VALUE),
-                SearchAttributePair(TENANT, row.tenant),
-                SearchAttributePair(STATUS, row.state),
-            ]
-        ),
+        search_attributes=TypedSearchAttributes(task_search_attributes(row.tenant, row.state)),
         rpc_timeout=START_TIMEOUT,
     )
 

@@ -10,11 +10,15 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel
+from temporalio.common import SearchAttributePair
 
 from runtime.activity_contract import ActivityContract
 from runtime.failures import WireError
+from runtime.search_attributes import KIND, STATUS, TENANT
 
 WORKFLOW_NAME: Final = "CodingTaskWorkflow"
+# The search attribute `AgentrtKind` of a task's workflow.
+TASK_KIND: Final = "coding_task"
 WAKE_SIGNAL: Final = "wake"
 # agentrt's own coder: start it (the API, after claiming the task for it), and its
 # session's report that the task's prompt ended.
@@ -50,6 +54,16 @@ Outcome = Literal["succeeded", "failed"]
 def task_workflow_id(tenant: str, task_id: str) -> str:
     """The id of the task's CodingTaskWorkflow."""
     return f"coding-task/{tenant}/{task_id}"
+
+
+def task_search_attributes(tenant: str, state: str) -> list[SearchAttributePair[Any]]:
+    """A task's workflow's search attributes when it starts: a coding task, of its tenant,
+    in the task's state (the workflow keeps the state current from then on)."""
+    return [
+        SearchAttributePair(KIND, TASK_KIND),
+        SearchAttributePair(TENANT, tenant),
+        SearchAttributePair(STATUS, state),
+    ]
 
 
 # The approval modes a SOA may give the coder of a task it proposes: a human answers its

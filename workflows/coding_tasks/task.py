@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         SESSION_ENDED,
         SETTLED,
         SPAWN_SIGNAL,
+        TASK_KIND,
         WAKE_SIGNAL,
         WORKFLOW_NAME,
         CoderAliveInput,
@@ -87,7 +88,7 @@ class CodingTaskWorkflow:
         self._spawn = self._spawn or request.spawn
         self._report = self._report or request.report
         workflow.upsert_search_attributes(
-            [KIND.value_set("coding_task"), TENANT.value_set(request.tenant)]
+            [KIND.value_set(TASK_KIND), TENANT.value_set(request.tenant)]
         )
         shown: TaskState | None = None
         for iteration in range(MAX_ITERATIONS):
