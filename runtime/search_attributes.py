@@ -2,19 +2,38 @@
 
 Workflows set them, so the Temporal Web UI filters on them and the API counts and lists
 by them; `runtime.temporal.ensure_search_attributes` registers them on the namespace
-(`agentrt up`, compose). Every query on them is built by `running` here, so a value is
-quoted one way everywhere.
+(`agentrt up`, compose). A workflow starts with the pairs `starting` builds, and every
+query on them is built by `running` here, so a value is quoted one way everywhere.
 """
 
 from __future__ import annotations
 
-from temporalio.common import SearchAttributeKey
+from typing import Any
+
+from temporalio.common import SearchAttributeKey, SearchAttributePair
 
 KIND = SearchAttributeKey.for_keyword("AgentrtKind")
 TENANT = SearchAttributeKey.for_keyword("AgentrtTenant")
 STATUS = SearchAttributeKey.for_keyword("AgentrtStatus")
 MODE = SearchAttributeKey.for_keyword("AgentrtMode")
 KEYS: tuple[SearchAttributeKey[str], ...] = (KIND, TENANT, STATUS, MODE)
+
+
+def starting(
+    kind: str, tenant: str, *, status: str | None = None, mode: str | None = None
+) -> list[SearchAttributePair[Any]]:
+    """The search attributes a workflow of `kind` starts with (`TypedSearchAttributes` of
+    a start, or a schedule's action): its kind and tenant, and its status and mode when
+    it has them. The workflow keeps them current from then on."""
+    pairs: list[SearchAttributePair[Any]] = [
+        SearchAttributePair(KIND, kind),
+        SearchAttributePair(TENANT, tenant),
+    ]
+    if status is not None:
+        pairs.append(SearchAttributePair(STATUS, status))
+    if mode is not None:
+        pairs.append(SearchAttributePair(MODE, mode))
+    return pairs
 
 
 def quoted(value: str) -> str:

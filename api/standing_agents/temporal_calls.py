@@ -24,12 +24,12 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlmodel import col, select
 from temporalio.client import Client
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.common import TypedSearchAttributes
 
 from api.deps import TENANT_PATTERN, ConnectorDep, SettingsDep
 from api.standing_agents import temporal_schedules
 from api.temporal import TemporalConnector, is_unavailable
-from runtime.search_attributes import KIND, MODE, STATUS, TENANT
+from runtime.search_attributes import KIND, TENANT, starting
 from runtime.settings import Settings
 from runtime.standing_agents import budget_pause, control, ops_watch
 from runtime.standing_agents.contracts import (
@@ -96,12 +96,12 @@ async def wake(client: Client, settings: Settings, instance: AgentInstance) -> N
             task_queue=settings.task_queue,
             start_signal=WAKE_SIGNAL,
             search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(KIND, AGENT_KIND),
-                    SearchAttributePair(TENANT, instance.tenant),
-                    SearchAttributePair(STATUS, instance.status),
-                    SearchAttributePair(MODE, instance.active_mode or ""),
-                ]
+                starting(
+                    AGENT_KIND,
+                    instance.tenant,
+                    status=instance.status,
+                    mode=instance.active_mode or "",
+                )
             ),
             memo={"agentType": instance.agent_type, "tenant": instance.tenant},
         ),

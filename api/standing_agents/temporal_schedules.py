@@ -23,11 +23,11 @@ from temporalio.client import (
     ScheduleSpec,
     ScheduleState,
 )
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.common import TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from runtime.search_attributes import KIND, TENANT
+from runtime.search_attributes import starting
 from runtime.settings import Settings
 from runtime.standing_agents import schedules
 from runtime.standing_agents.models import AgentSchedule
@@ -58,12 +58,7 @@ def temporal_schedule(row: AgentSchedule, task_queue: str) -> Schedule:
             task_queue=task_queue,
             execution_timeout=FIRING_TIMEOUT,
             memo={"tenant": row.tenant, "instanceId": row.instance_id},
-            typed_search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(KIND, SCHEDULE_KIND),
-                    SearchAttributePair(TENANT, row.tenant),
-                ]
-            ),
+            typed_search_attributes=TypedSearchAttributes(starting(SCHEDULE_KIND, row.tenant)),
         ),
         spec=ScheduleSpec(cron_expressions=[row.cron], time_zone_name=row.time_zone),
         policy=SchedulePolicy(

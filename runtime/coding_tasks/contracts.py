@@ -14,7 +14,7 @@ from temporalio.common import SearchAttributePair
 
 from runtime.activity_contract import ActivityContract
 from runtime.failures import WireError
-from runtime.search_attributes import KIND, STATUS, TENANT
+from runtime.search_attributes import starting
 
 WORKFLOW_NAME: Final = "CodingTaskWorkflow"
 # The search attribute `AgentrtKind` of a task's workflow.
@@ -59,11 +59,7 @@ def task_workflow_id(tenant: str, task_id: str) -> str:
 def task_search_attributes(tenant: str, state: str) -> list[SearchAttributePair[Any]]:
     """A task's workflow's search attributes when it starts: a coding task, of its tenant,
     in the task's state (the workflow keeps the state current from then on)."""
-    return [
-        SearchAttributePair(KIND, TASK_KIND),
-        SearchAttributePair(TENANT, tenant),
-        SearchAttributePair(STATUS, state),
-    ]
+    return starting(TASK_KIND, tenant, status=state)
 
 
 # The approval modes a SOA may give the coder of a task it proposes: a human answers its

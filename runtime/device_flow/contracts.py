@@ -11,7 +11,7 @@ from temporalio.common import SearchAttributePair
 
 from runtime.activity_contract import ActivityContract
 from runtime.device_flow.providers import DeviceFlowProvider
-from runtime.search_attributes import KIND, STATUS, TENANT
+from runtime.search_attributes import starting
 from runtime.sessions.contracts import WorkerBound
 
 # Spec: a terminal entry stays readable this long, then 404 device_flow_not_found.
@@ -234,8 +234,4 @@ def device_flow_workflow_id(workspace_cwd: str, provider_id: str) -> str:
 
 def device_flow_search_attributes(request: DeviceFlowInput) -> list[SearchAttributePair[Any]]:
     """A new flow's search attributes: a device flow, of its workspace, pending."""
-    return [
-        SearchAttributePair(KIND, "device-flow"),
-        SearchAttributePair(TENANT, request.workspace_cwd),
-        SearchAttributePair(STATUS, "pending"),
-    ]
+    return starting("device-flow", request.workspace_cwd, status="pending")

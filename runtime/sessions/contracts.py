@@ -12,7 +12,7 @@ from temporalio.common import SearchAttributePair
 from runtime.activity_contract import ActivityContract
 from runtime.llm.contracts import AttemptReport, AttemptSpec, ModelBinding, ToolCall
 from runtime.mcp.contracts import McpBinding
-from runtime.search_attributes import KIND, STATUS, TENANT
+from runtime.search_attributes import starting
 
 # The longest prompt deadline (`deadlineMs`, `--prompt-deadline-ms`): 2^31-1 ms, about
 # 24.8 days, the longest delay JavaScript's setTimeout honours (the reference daemon's bound).
@@ -409,8 +409,4 @@ def session_workflow_id(session_id: str) -> str:
 
 def session_search_attributes(request: SessionInput) -> list[SearchAttributePair[Any]]:
     """A new session's search attributes: a session, of its workspace, idle."""
-    return [
-        SearchAttributePair(KIND, "session"),
-        SearchAttributePair(TENANT, request.workspace_cwd),
-        SearchAttributePair(STATUS, "idle"),
-    ]
+    return starting("session", request.workspace_cwd, status="idle")

@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, Field
 from temporalio.common import SearchAttributePair
 
-from runtime.search_attributes import KIND, STATUS, TENANT
+from runtime.search_attributes import starting
 from runtime.windows.contracts import PoolSession
 from runtime.windows.errors import WindowsError, WindowsErrorCode
 
@@ -45,11 +45,7 @@ LeaseState = Literal["leasing", "held", "released", "evicted", "idle_expired", "
 
 
 def lease_search_attributes(request: LeaseInput) -> list[SearchAttributePair[Any]]:
-    return [
-        SearchAttributePair(KIND, LEASE_KIND),
-        SearchAttributePair(TENANT, request.tenant),
-        SearchAttributePair(STATUS, "leasing"),
-    ]
+    return starting(LEASE_KIND, request.tenant, status="leasing")
 
 
 def lease_workflow_id(tenant: str, holder: str) -> str:

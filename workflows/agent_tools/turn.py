@@ -20,7 +20,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributePair
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from runtime.search_attributes import KIND, MODE, STATUS, TENANT
+from runtime.search_attributes import starting
 from workflows import patches
 from workflows.activity_calls import call_activity
 from workflows.agent_tools.steps import TOOL_RETRY, TurnSteps
@@ -64,12 +64,7 @@ _MODEL_TIMEOUT = timedelta(minutes=5)
 
 
 def turn_search_attributes(request: TurnInput) -> list[SearchAttributePair[Any]]:
-    return [
-        SearchAttributePair(KIND, "turn"),
-        SearchAttributePair(TENANT, request.workspace),
-        SearchAttributePair(STATUS, "running"),
-        SearchAttributePair(MODE, request.agent),
-    ]
+    return starting("turn", request.workspace, status="running", mode=request.agent)
 
 
 @workflow.defn(name="TurnWorkflow")
