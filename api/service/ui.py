@@ -1,5 +1,6 @@
 """GET /ui/agent-tools and /ui/agents: the agent-tools and standing-agents pages (one HTML
-file and one plain script each, no build).
+file and one plain script each, no build). The helpers both scripts share are written once,
+in static/common.js, and served in front of each page's script (see `_page_script`).
 
 The page only talks to this server (`connect-src 'self'`), loads nothing from
 elsewhere, and renders every string from the API as text; the Content-Security-Policy
@@ -52,6 +53,14 @@ def _asset(name: str) -> bytes:
     return (STATIC_DIR / name).read_bytes()
 
 
+@cache
+def _page_script(name: str) -> bytes:
+    """common.js (the `agentrtUi` helpers) then the page's own script, as one script: each
+    page still loads a single script from its own path, which the bearer middleware exempts
+    on loopback binds like the page itself (api/security/bearer.py STATIC_PAGE_PATHS)."""
+    return _asset("common.js") + b"\n" + _asset(name)
+
+
 @router.api_route("/agent-tools", methods=["GET", "HEAD"])
 async def agent_tools_page() -> Response:
     return Response(
@@ -64,7 +73,7 @@ async def agent_tools_page() -> Response:
 @router.api_route("/agent-tools.js", methods=["GET", "HEAD"])
 async def agent_tools_script() -> Response:
     return Response(
-        _asset("agent_tools.js"),
+        _page_script("agent_tools.js"),
         media_type="text/javascript; charset=utf-8",
         headers=SECURITY_HEADERS,
     )
@@ -106,7 +115,7 @@ async def agents_page() -> Response:
 @router.api_route("/agents.js", methods=["GET", "HEAD"])
 async def agents_script() -> Response:
     return Response(
-        _asset("agents.js"),
+        _page_script("agents.js"),
         media_type="text/javascript; charset=utf-8",
         headers=SECURITY_HEADERS,
     )

@@ -3,12 +3,17 @@
 // Plain script, no build step, nothing loaded from elsewhere. Every string that
 // comes from the API (prompts, payloads, summaries, ids) is put in the page as
 // text: through textContent, Node.append(string) or setAttribute on data-*
-// attributes, never parsed as markup.
+// attributes, never parsed as markup. The helpers both pages share (el, setText, the
+// token, the JSON requests…) are common.js's `agentrtUi`, served in front of this file.
 'use strict';
 
 (function () {
+  const {
+    $, enc, el, setText, short, showBanner, note, setConnection, sleep, submitOnCtrlEnter,
+    ApiFailure, authHeaders, fetchJson, explain, bindTokenForm,
+  } = agentrtUi;
+
   const API = '/api/v1';
-  const TOKEN_KEY = 'agentrt.apiToken';
   const WAIT_SECONDS = 10;
   const WORKSPACE_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
   const FINAL_TYPES = new Set(['agent.turn.completed', 'agent.error']);
@@ -23,97 +28,17 @@
     researchId: null,
   };
 
-  const $ = (id) => document.getElementById(id);
-
-  // -- DOM helpers (text only) ------------------------------------------------------------
-
-  /** An element with a class and children; strings become text nodes. */
-  function el(tag, className, ...children) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    for (const child of children) {
-      if (child !== null && child !== undefined) node.append(child);
-    }
-    return node;
-  }
-
-  function setText(id, value) {
-    $(id).textContent = value === null || value === undefined ? '' : String(value);
-  }
-
   function json(value) {
     return JSON.stringify(value, null, 2);
   }
 
-  function short(value, max) {
-    const text = typeof value === 'string' ? value : JSON.stringify(value);
-    return text.length > max ? text.slice(0, max - 1) + '…' : text;
-  }
-
-  function showBanner(message) {
-    const banner = $('banner');
-    banner.textContent = message;
-    banner.hidden = !message;
-  }
-
-  function setConnection(stateName, message) {
-    const node = $('connection');
-    node.dataset.state = stateName;
-    node.textContent = message;
-  }
-
   // -- the API ------------------------------------------------------------------------------
 
-  class ApiFailure extends Error {
-    constructor(status, body) {
-      const message = (body && body.error) || `HTTP ${status}`;
-      super(message);
-      this.status = status;
-      this.code = (body && body.code) || null;
-      this.body = body;
-    }
-
-    describe() {
-      return `${this.status}${this.code ? ' ' + this.code : ''}: ${this.message}`;
-    }
-  }
-
-  function token() {
-    try {
-      return sessionStorage.getItem(TOKEN_KEY) || '';
-    } catch (_err) {
-      return '';
-    }
-  }
-
   async function request(method, path, body) {
-    const headers = { Accept: 'application/json' };
-    const bearer = token();
-    if (bearer) headers.Authorization = 'Bearer ' + bearer;
-    const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
-    if (method !== 'GET') {
-      // The browser adds Origin itself; the CSRF token comes from GET .../session.
-      headers['Content-Type'] = 'application/json';
-      if (state.csrf) headers['X-CSRF-Token'] = state.csrf;
-      init.body = JSON.stringify(body === undefined ? {} : body);
-    }
-    let response;
-    try {
-      response = await fetch(path, init);
-    } catch (err) {
-      throw new ApiFailure(0, { error: 'The server did not answer (' + err.message + ')', code: 'network' });
-    }
-    const text = await response.text();
-    let data = null;
-    if (text) {
-      try {
-        data = JSON.parse(text);
-      } catch (_err) {
-        data = { error: short(text, 300) };
-      }
-    }
-    if (!response.ok) throw new ApiFailure(response.status, data);
-    return data;
+    const headers = authHeaders();
+    // The browser adds Origin itself; the CSRF token comes from GET .../session.
+    if (method !== 'GET' && state.csrf) headers['X-CSRF-Token'] = state.csrf;
+    return fetchJson(method, path, body, headers);
   }
 
   async function openSession() {
@@ -136,14 +61,6 @@
     }
   }
 
-  function explain(err) {
-    if (err instanceof ApiFailure) {
-      if (err.status === 401) return 'Unauthorized: this daemon needs its bearer token (API token, at the top).';
-      return err.describe();
-    }
-    return String(err && err.message ? err.message : err);
-  }
-
   function query(params) {
     const search = new URLSearchParams();
     for (const [key, value] of Object.entries(params)) {
@@ -152,8 +69,6 @@
     const text = search.toString();
     return text ? '?' + text : '';
   }
-
-  const enc = encodeURIComponent;
 
   // -- catalog ------------------------------------------------------------------------------
 
@@ -301,10 +216,6 @@
   }
 
   // -- events -------------------------------------------------------------------------------
-
-  function sleep(ms) {
-    return new Promise((resolve) => setTimeout(resolve, ms));
-  }
 
   async function pollEvents(generation) {
     let backoff = 500;
@@ -506,9 +417,7 @@
   }
 
   function authMessage(text, kind) {
-    const node = $('auth-message');
-    node.textContent = text;
-    node.dataset.kind = kind || 'info';
+    note('auth-message', text, kind);
   }
 
   async function showAuthorization(researchId) {
@@ -613,33 +522,12 @@
     return true;
   }
 
-  function saveToken(event) {
-    if (event) event.preventDefault();
-    const value = $('token').value.trim();
-    try {
-      if (value) sessionStorage.setItem(TOKEN_KEY, value);
-      else sessionStorage.removeItem(TOKEN_KEY);
-    } catch (_err) {
-      showBanner('This browser keeps no session storage: the token cannot be kept.');
-    }
-    reconnect();
-  }
-
-  function clearToken() {
-    $('token').value = '';
-    saveToken();
-  }
-
   // -- start --------------------------------------------------------------------------------
 
   function init() {
-    $('token').value = token();
-    $('token-form').addEventListener('submit', saveToken);
-    $('token-clear').addEventListener('click', clearToken);
+    bindTokenForm(reconnect);
     $('turn-form').addEventListener('submit', startTurn);
-    $('prompt').addEventListener('keydown', (event) => {
-      if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) $('turn-form').requestSubmit();
-    });
+    submitOnCtrlEnter('prompt', 'turn-form');
     $('workspace').addEventListener('change', loadCatalog);
     $('approve').addEventListener('click', () => decide('approve'));
     $('deny').addEventListener('click', () => decide('deny'));

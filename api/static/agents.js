@@ -5,13 +5,18 @@
 // from the API (messages, titles, ledger payloads, ids) is put in the page as text:
 // through textContent, Node.append(string) or data-* attributes, never parsed as markup.
 // Mutations carry the daemon's bearer token (the agent routes' security chain: bearer
-// when configured, refused with token_required on a tokenless daemon).
+// when configured, refused with token_required on a tokenless daemon). The helpers both
+// pages share (el, setText, the token, the JSON requests…) are common.js's `agentrtUi`,
+// served in front of this file; the token is kept under the same key on both pages.
 'use strict';
 
 (function () {
+  const {
+    $, enc, el, setText, short, showBanner, note, setConnection, sleep, submitOnCtrlEnter,
+    ApiFailure, authHeaders, fetchJson, bindTokenForm,
+  } = agentrtUi;
+
   const API = '/api/v1';
-  // The agent-tools page keeps its token under the same key: one token per tab.
-  const TOKEN_KEY = 'agentrt.apiToken';
   const RECENT_KEY = 'agentrt.agents.recentTenants';
   const FEATURE = 'standing-agents';
   const BUDGET_KEYS = [
@@ -47,50 +52,10 @@
     lateRefreshTimer: null,
   };
 
-  const $ = (id) => document.getElementById(id);
-  const enc = encodeURIComponent;
-
-  // -- DOM helpers (text only) ------------------------------------------------------------
-
-  /** An element with a class and children; strings become text nodes. */
-  function el(tag, className, ...children) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    for (const child of children) {
-      if (child !== null && child !== undefined) node.append(child);
-    }
-    return node;
-  }
-
-  function setText(id, value) {
-    $(id).textContent = value === null || value === undefined ? '' : String(value);
-  }
+  // -- helpers of this page ----------------------------------------------------------------
 
   function str(value) {
     return value === null || value === undefined ? '' : String(value);
-  }
-
-  function short(value, max) {
-    const text = typeof value === 'string' ? value : JSON.stringify(value);
-    return text.length > max ? text.slice(0, max - 1) + '…' : text;
-  }
-
-  function showBanner(message) {
-    const banner = $('banner');
-    banner.textContent = message;
-    banner.hidden = !message;
-  }
-
-  function note(id, text, kind) {
-    const node = $(id);
-    node.textContent = text || '';
-    node.dataset.kind = kind || 'info';
-  }
-
-  function setConnection(stateName, message) {
-    const node = $('connection');
-    node.dataset.state = stateName;
-    node.textContent = message;
   }
 
   function formatTime(timestamp) {
@@ -100,77 +65,20 @@
     return date.toLocaleString([], { hour12: false });
   }
 
-  function sleep(ms) {
-    return new Promise((resolve) => setTimeout(resolve, ms));
-  }
-
   // -- the API ------------------------------------------------------------------------------
 
-  class ApiFailure extends Error {
-    constructor(status, body) {
-      super((body && body.error) || `HTTP ${status}`);
-      this.status = status;
-      this.code = (body && body.code) || null;
-      this.body = body;
-    }
-
-    describe() {
-      return `${this.status}${this.code ? ' ' + this.code : ''}: ${this.message}`;
-    }
-  }
-
-  function token() {
-    try {
-      return sessionStorage.getItem(TOKEN_KEY) || '';
-    } catch (_err) {
-      return '';
-    }
-  }
-
-  function authHeaders(extra) {
-    const headers = { Accept: 'application/json', ...(extra || {}) };
-    const bearer = token();
-    if (bearer) headers.Authorization = 'Bearer ' + bearer;
-    return headers;
-  }
-
   async function api(method, path, body) {
-    const headers = authHeaders();
-    const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
-    if (method !== 'GET') {
-      headers['Content-Type'] = 'application/json';
-      init.body = JSON.stringify(body === undefined ? {} : body);
-    }
-    let response;
-    try {
-      response = await fetch(path, init);
-    } catch (err) {
-      throw new ApiFailure(0, { error: 'The server did not answer (' + err.message + ')', code: 'network' });
-    }
-    const text = await response.text();
-    let data = null;
-    if (text) {
-      try {
-        data = JSON.parse(text);
-      } catch (_err) {
-        data = { error: short(text, 300) };
-      }
-    }
-    if (!response.ok) throw new ApiFailure(response.status, data);
-    return data;
+    return fetchJson(method, path, body, authHeaders());
   }
+
+  const EXPLAINED = { feature_disabled: 'Standing agents are not enabled for this tenant.' };
 
   function explain(err) {
-    if (err instanceof ApiFailure) {
-      if (err.code === 'token_required') {
-        return 'This daemon runs without a bearer token, and agent changes need one: '
-          + 'restart it with --token (or QWEN_SERVER_TOKEN) and enter the token above.';
-      }
-      if (err.status === 401) return 'Unauthorized: this daemon needs its bearer token (API token, at the top).';
-      if (err.code === 'feature_disabled') return 'Standing agents are not enabled for this tenant.';
-      return err.describe();
+    if (err instanceof ApiFailure && err.code === 'token_required') {
+      return 'This daemon runs without a bearer token, and agent changes need one: '
+        + 'restart it with --token (or QWEN_SERVER_TOKEN) and enter the token above.';
     }
-    return String(err && err.message ? err.message : err);
+    return agentrtUi.explain(err, EXPLAINED);
   }
 
   function tenantPath() {
@@ -1090,29 +998,15 @@
 
   // -- token --------------------------------------------------------------------------------
 
-  function saveToken(event) {
-    if (event) event.preventDefault();
-    const value = $('token').value.trim();
-    try {
-      if (value) sessionStorage.setItem(TOKEN_KEY, value);
-      else sessionStorage.removeItem(TOKEN_KEY);
-    } catch (_err) {
-      showBanner('This browser keeps no session storage: the token cannot be kept.');
-    }
+  /** A new (or no) token: the open tenant is read again with it. */
+  function tokenSaved() {
     if (state.tenant) openTenant(state.tenant, state.agentId);
-  }
-
-  function clearToken() {
-    $('token').value = '';
-    saveToken();
   }
 
   // -- start --------------------------------------------------------------------------------
 
   function init() {
-    $('token').value = token();
-    $('token-form').addEventListener('submit', saveToken);
-    $('token-clear').addEventListener('click', clearToken);
+    bindTokenForm(tokenSaved);
     $('tenant-form').addEventListener('submit', (event) => {
       event.preventDefault();
       const tenant = $('tenant').value.trim();
@@ -1129,9 +1023,7 @@
     $('agent-stop').addEventListener('click', () => control('stop'));
     $('agent-reset').addEventListener('click', () => control('reset'));
     $('chat-form').addEventListener('submit', sendMessage);
-    $('chat-text').addEventListener('keydown', (event) => {
-      if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) $('chat-form').requestSubmit();
-    });
+    submitOnCtrlEnter('chat-text', 'chat-form');
     $('mode-form').addEventListener('submit', changeMode);
     $('budget-form').addEventListener('submit', saveBudget);
     $('budget-key').replaceChildren(...BUDGET_KEYS.map((key) => {

@@ -66,6 +66,10 @@ async def test_script_renders_data_as_text_only(api: ApiFactory) -> None:
         assert sink not in js, sink
     assert "textContent" in js
     assert not re.search(r"https?://", js), "the script talks to this server only"
+    # The helpers both pages share (api/static/common.js) come first, then the page's own.
+    static = ROOT / "api" / "static"
+    shared, own = (static / "common.js").read_bytes(), (static / "agent_tools.js").read_bytes()
+    assert response.content == shared + b"\n" + own
 
 
 def _browser_prerequisites() -> list[str]:
