@@ -66,6 +66,8 @@ async def session_recap(
         wait_for_result=False,
     )
     try:
+        # An update's result is polled round after round: rpc_timeout would bound one
+        # round, not the wait (api/temporal.py), so the wait is bounded here.
         result: RecapResult = await asyncio.wait_for(accepted.result(), RECAP_TIMEOUT_S + 5)
     except WorkflowUpdateFailedError as err:
         raise workflow_error(err) from err

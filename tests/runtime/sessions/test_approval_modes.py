@@ -19,7 +19,7 @@ from runtime.sessions.views import modes_state
 SAFE = "ls -la src"
 
 # mode → tool → decision (shell decided with a read-only command the fence passed; the
-# `auto` shell rule itself is tests/runtime/workspace/test_shell_allowlist.py).
+# `auto` shell rule itself is tests/runtime/sessions/test_shell_allowlist.py).
 TABLE: dict[str, dict[str, str]] = {
     "plan": {
         "read_file": "allow",
